@@ -1,0 +1,37 @@
+"""etcode: a terminal coding agent.
+
+The public API is exported lazily so that ``import etcode`` (and ``etcode --version``)
+stays light: nothing heavy is imported until a name is used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Agent": "etcode.api",
+    "AgentResult": "etcode.api",
+    "LoopLimits": "etcode.api",
+    "RetryConfig": "etcode.api",
+    "Tool": "etcode.api",
+    "ToolResult": "etcode.api",
+    "tool": "etcode.api",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from etcode.api import Agent, AgentResult, LoopLimits, RetryConfig, Tool, ToolResult, tool
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'etcode' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,4 @@
+from etcode.cli.main import entry
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,45 @@
+"""Typed provider failures. ``str(err)`` is one line a user can act on."""
+
+from __future__ import annotations
+
+from etcode.util.errors import EtcodeError
+
+
+class ProviderError(EtcodeError):
+    """A model call failed for good (retries, if any, exhausted).
+
+    ``kind`` is one of: ``auth``, ``permission``, ``bad_request``, ``not_found``,
+    ``rate_limit``, ``quota``, ``overloaded``, ``server``, ``timeout``, ``connection``,
+    ``stream`` (bad or cut stream), ``context_overflow``.
+    """
+
+    exit_code = 1
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str = "server",
+        status: int | None = None,
+        retryable: bool = False,
+        provider: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.retryable = retryable
+        self.provider = provider
+
+
+class ContextOverflowError(ProviderError):
+    """The request did not fit the model's context window (compaction may help)."""
+
+    def __init__(self, message: str, *, status: int | None = None, provider: str | None = None) -> None:
+        super().__init__(message, kind="context_overflow", status=status, retryable=False, provider=provider)
+
+
+class StreamParseError(ProviderError):
+    """The stream held something that is not valid SSE / JSON for its wire format."""
+
+    def __init__(self, message: str, *, provider: str | None = None) -> None:
+        super().__init__(message, kind="stream", retryable=False, provider=provider)

@@ -1,0 +1,90 @@
+"""Plain settings objects for providers: which endpoint, which key, how to retry.
+
+Kept free of httpx so the config layer and the CLI can build them cheaply.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+WireFormat = Literal["openai", "anthropic"]
+
+
+@dataclass(frozen=True)
+class KnownProvider:
+    type: WireFormat
+    base_url: str
+    key_env: tuple[str, ...]
+    needs_key: bool = True
+
+
+#: Providers that need no ``type``/``baseURL`` in config. OpenAI-style base URLs include
+#: ``/v1`` (requests go to ``{base}/chat/completions``); Anthropic's exclude it.
+KNOWN_PROVIDERS: dict[str, KnownProvider] = {
+    "anthropic": KnownProvider("anthropic", "https://api.anthropic.com", ("ANTHROPIC_API_KEY",)),
+    "openai": KnownProvider("openai", "https://api.openai.com/v1", ("OPENAI_API_KEY",)),
+    "openrouter": KnownProvider("openai", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",)),
+    "deepseek": KnownProvider("openai", "https://api.deepseek.com/v1", ("DEEPSEEK_API_KEY",)),
+    "groq": KnownProvider("openai", "https://api.groq.com/openai/v1", ("GROQ_API_KEY",)),
+    "gemini": KnownProvider(
+        "openai",
+        "https://generativelanguage.googleapis.com/v1beta/openai",
+        ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    ),
+    "mistral": KnownProvider("openai", "https://api.mistral.ai/v1", ("MISTRAL_API_KEY",)),
+    "xai": KnownProvider("openai", "https://api.x.ai/v1", ("XAI_API_KEY",)),
+    "together": KnownProvider("openai", "https://api.together.xyz/v1", ("TOGETHER_API_KEY",)),
+    "fireworks": KnownProvider("openai", "https://api.fireworks.ai/inference/v1", ("FIREWORKS_API_KEY",)),
+    "cerebras": KnownProvider("openai", "https://api.cerebras.ai/v1", ("CEREBRAS_API_KEY",)),
+    "ollama": KnownProvider("openai", "http://127.0.0.1:11434/v1", ("OLLAMA_API_KEY",), needs_key=False),
+    "lmstudio": KnownProvider("openai", "http://127.0.0.1:1234/v1", ("LMSTUDIO_API_KEY",), needs_key=False),
+}
+
+
+@dataclass
+class RetryConfig:
+    """How failed requests are retried (as the official SDKs do).
+
+    Retried: 408, 409, 429 (not ``insufficient_quota``), 5xx, 529 and connection errors,
+    honouring ``retry-after-ms``/``retry-after`` and ``x-should-retry``. The delay grows
+    exponentially from ``initial_delay`` up to ``max_delay`` with up to 25% jitter.
+    """
+
+    max_retries: int = 2
+    initial_delay: float = 0.5
+    max_delay: float = 8.0
+    max_retry_after: float = 60.0
+
+
+@dataclass
+class ProviderSpec:
+    """A resolved provider + model, ready to build an adapter from."""
+
+    id: str
+    type: WireFormat
+    base_url: str
+    model: str
+    api_key: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    timeout: float = 600.0
+    #: Per-model overrides from config (``limit``, ``cost``...), used by later features.
+    model_info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def full_id(self) -> str:
+        return f"{self.id}/{self.model}"
+
+
+def env_key_for(provider_id: str) -> str | None:
+    """The API key a well-known provider reads from the environment, if set."""
+    known = KNOWN_PROVIDERS.get(provider_id)
+    if known is None:
+        return None
+    for name in known.key_env:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None

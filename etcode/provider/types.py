@@ -1,0 +1,200 @@
+"""Wire-neutral chat types shared by every provider adapter and the session loop.
+
+A conversation is a list of :class:`Message`. Each message holds ordered parts. The
+adapters translate these to and from the OpenAI Chat Completions and Anthropic
+Messages formats; nothing here knows about either.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Role = Literal["user", "assistant", "tool"]
+
+
+@dataclass
+class TextPart:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass
+class ReasoningPart:
+    """Model thinking. ``signature`` (Anthropic) must be sent back unchanged;
+    ``redacted_data`` holds an Anthropic ``redacted_thinking`` block's data."""
+
+    text: str = ""
+    signature: str | None = None
+    redacted_data: str | None = None
+    type: Literal["reasoning"] = "reasoning"
+
+
+@dataclass
+class ToolCallPart:
+    """A call the model made. ``arguments`` is the raw JSON text as streamed."""
+
+    id: str
+    name: str
+    arguments: str = ""
+    type: Literal["tool_call"] = "tool_call"
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a dict. Raises ``ValueError`` when they are not a JSON object."""
+        text = self.arguments.strip() or "{}"
+        value = json.loads(text)
+        if not isinstance(value, dict):
+            raise ValueError("tool arguments must be a JSON object")
+        return value
+
+
+@dataclass
+class ToolResultPart:
+    call_id: str
+    name: str
+    output: str
+    is_error: bool = False
+    type: Literal["tool_result"] = "tool_result"
+
+
+Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart
+
+_PART_TYPES: dict[str, type] = {
+    "text": TextPart,
+    "reasoning": ReasoningPart,
+    "tool_call": ToolCallPart,
+    "tool_result": ToolResultPart,
+}
+
+
+@dataclass
+class Message:
+    """One chat message. Roles: ``user`` (text), ``assistant`` (text, reasoning,
+    tool calls) and ``tool`` (tool results answering the previous assistant message)."""
+
+    role: Role
+    parts: list[Part] = field(default_factory=list)
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls("user", [TextPart(text)])
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    @property
+    def tool_results(self) -> list[ToolResultPart]:
+        return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "parts": [asdict(p) for p in self.parts]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Message:
+        parts: list[Part] = []
+        for raw in data.get("parts", []):
+            kind = _PART_TYPES[raw["type"]]
+            parts.append(kind(**{k: v for k, v in raw.items() if k != "type"}))
+        return cls(data["role"], parts)
+
+
+@dataclass
+class ToolSchema:
+    """What the model is told about one tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.reasoning_tokens += other.reasoning_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass
+class ModelRequest:
+    """Everything one model call needs, independent of the wire format."""
+
+    model: str
+    system: list[str]
+    messages: list[Message]
+    tools: list[ToolSchema] = field(default_factory=list)
+    max_tokens: int | None = None
+    temperature: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# ---- stream chunks yielded by ``Provider.stream`` ---------------------------------
+
+
+@dataclass
+class TextDelta:
+    text: str
+    kind: Literal["text_delta"] = "text_delta"
+
+
+@dataclass
+class ReasoningDelta:
+    text: str
+    kind: Literal["reasoning_delta"] = "reasoning_delta"
+
+
+@dataclass
+class ToolCallStarted:
+    """The model began a tool call (its name is known, arguments follow)."""
+
+    index: int
+    id: str
+    name: str
+    kind: Literal["tool_call_started"] = "tool_call_started"
+
+
+@dataclass
+class ToolCallArgsDelta:
+    index: int
+    fragment: str
+    kind: Literal["tool_call_args_delta"] = "tool_call_args_delta"
+
+
+@dataclass
+class RetryNotice:
+    """The provider is about to retry a failed request after ``delay`` seconds."""
+
+    attempt: int
+    delay: float
+    reason: str
+    kind: Literal["retry"] = "retry"
+
+
+@dataclass
+class StreamEnd:
+    """Always the last chunk of a successful stream: the assembled assistant message."""
+
+    message: Message
+    usage: Usage
+    stop_reason: str  # "end_turn" | "tool_use" | "max_tokens" | provider-specific
+    kind: Literal["stream_end"] = "stream_end"
+
+
+StreamChunk = TextDelta | ReasoningDelta | ToolCallStarted | ToolCallArgsDelta | RetryNotice | StreamEnd

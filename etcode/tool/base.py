@@ -1,0 +1,249 @@
+"""The ``Tool`` base class, the context a tool runs in, and tools from plain functions.
+
+A tool declares a pydantic model of its parameters (the JSON schema the model sees is
+generated from it), whether it is read-only (read-only calls may run concurrently),
+and two one-line summary generators used by every front end:
+``● Name (params_summary)`` and ``  └ result_summary``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from etcode.provider.types import ToolSchema
+
+
+class ToolError(Exception):
+    """Raised by a tool to report a failure the model should see (no traceback)."""
+
+
+class PermissionDenied(ToolError):
+    """The call was refused by a permission rule or by the user."""
+
+
+@dataclass
+class ToolResult:
+    """What a tool returns. ``output`` is what the model sees; ``data`` is structured
+    detail for front ends; ``summary`` overrides the generated result summary."""
+
+    output: str
+    is_error: bool = False
+    data: dict[str, Any] | None = None
+    summary: str | None = None
+
+
+PermissionCheck = Callable[[str, list[str], dict[str, Any]], Awaitable[None]]
+
+
+async def _allow_all(permission: str, patterns: list[str], metadata: dict[str, Any]) -> None:
+    return None
+
+
+@dataclass
+class ToolContext:
+    """Everything a running tool may use. ``emit`` sends a session event; ``abort`` is
+    set when the user interrupts; ``check_permission`` raises :class:`PermissionDenied`."""
+
+    session_id: str
+    call_id: str
+    directory: Path
+    worktree: Path
+    abort: asyncio.Event = field(default_factory=asyncio.Event)
+    emit: Callable[[Any], None] = lambda event: None
+    check_permission: PermissionCheck = _allow_all
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def resolve(self, path: str | Path) -> Path:
+        """A path as the tool should open it: relative paths are taken from the working dir."""
+        candidate = Path(path).expanduser()
+        if not candidate.is_absolute():
+            candidate = self.directory / candidate
+        return candidate
+
+
+class EmptyParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Tool:
+    """Base class of every tool. Subclasses set ``name``, ``description``, ``Params``,
+    ``is_read_only`` and implement :meth:`run`."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    Params: ClassVar[type[BaseModel]] = EmptyParams
+    is_read_only: ClassVar[bool] = False
+
+    def schema(self) -> ToolSchema:
+        params = self.Params.model_json_schema()
+        params.pop("title", None)
+        params.setdefault("properties", {})
+        params.setdefault("type", "object")
+        return ToolSchema(self.name, self.description, params)
+
+    def parse(self, arguments: dict[str, Any]) -> BaseModel:
+        """Validate raw arguments. Raises :class:`ToolError` with a readable message."""
+        try:
+            return self.Params.model_validate(arguments)
+        except ValidationError as err:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in err.errors()
+            )
+            raise ToolError(f"Invalid arguments for {self.name}: {problems}") from None
+
+    async def run(self, params: Any, ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ---- display -----------------------------------------------------------------
+    def params_summary(self, params: dict[str, Any]) -> str:
+        """Text inside ``● Name (...)``. Default: the first short string argument."""
+        for value in params.values():
+            if isinstance(value, str) and value:
+                return _one_line(value)
+        return ""
+
+    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+        """Text after ``└``. Default: the first line of the output, or its line count."""
+        if result.summary:
+            return result.summary
+        if result.is_error:
+            return _one_line(result.output) or "Error"
+        lines = result.output.splitlines()
+        if len(lines) <= 1:
+            return _one_line(result.output) or "Done"
+        return f"{len(lines)} lines of output"
+
+
+def _one_line(text: str, width: int = 80) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= width else first[: width - 1] + "…"
+
+
+# ---- tools from plain functions ---------------------------------------------------
+
+_ARG_LINE = re.compile(r"^\s*(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google/numpy-ish docstring into (description, {param: description})."""
+    lines = inspect.cleandoc(doc).splitlines()
+    description: list[str] = []
+    params: dict[str, str] = {}
+    in_args = False
+    current: str | None = None
+    for line in lines:
+        stripped = line.strip()
+        if stripped.lower() in {"args:", "arguments:", "parameters:", "params:"}:
+            in_args = True
+            continue
+        if in_args:
+            if stripped.lower() in {"returns:", "raises:", "yields:", "examples:"}:
+                in_args = False
+                current = None
+                continue
+            match = _ARG_LINE.match(line)
+            if match:
+                current = match.group(1)
+                params[current] = match.group(2).strip()
+            elif current and stripped:
+                params[current] += " " + stripped
+            continue
+        description.append(line)
+    return "\n".join(description).strip(), params
+
+
+class FunctionTool(Tool):
+    """A tool made from a typed Python function (sync or async)."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        read_only: bool = False,
+    ) -> None:
+        self.func = func
+        self._name = name or func.__name__
+        doc_description, doc_params = _parse_docstring(func.__doc__ or "")
+        self._description = description or doc_description or self._name
+        self._read_only = read_only
+        self._context_param: str | None = None
+        hints = get_type_hints(func)
+        fields: dict[str, Any] = {}
+        for pname, param in inspect.signature(func).parameters.items():
+            annotation = hints.get(pname, Any)
+            if annotation is ToolContext:
+                self._context_param = pname
+                continue
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[pname] = (annotation, Field(default, description=doc_params.get(pname)))
+        self._params_model = create_model(  # type: ignore[call-overload]
+            f"{self._name}Params", __config__=ConfigDict(extra="forbid"), **fields
+        )
+
+    # Instance attributes shadow the ClassVars of Tool for this one object.
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self._name
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return self._description
+
+    @property
+    def Params(self) -> type[BaseModel]:  # type: ignore[override]  # noqa: N802
+        return self._params_model
+
+    @property
+    def is_read_only(self) -> bool:  # type: ignore[override]
+        return self._read_only
+
+    async def run(self, params: Any, ctx: ToolContext) -> ToolResult:
+        kwargs = params.model_dump() if isinstance(params, BaseModel) else dict(params)
+        if self._context_param:
+            kwargs[self._context_param] = ctx
+        if inspect.iscoroutinefunction(self.func):
+            value = await self.func(**kwargs)
+        else:
+            value = await asyncio.to_thread(self.func, **kwargs)
+        if isinstance(value, ToolResult):
+            return value
+        if value is None:
+            return ToolResult("Done")
+        if isinstance(value, str):
+            return ToolResult(value)
+        import json
+
+        try:
+            return ToolResult(json.dumps(value, ensure_ascii=False, default=str))
+        except TypeError:
+            return ToolResult(str(value))
+
+
+def tool(
+    func: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+) -> Any:
+    """Make a :class:`Tool` from a typed function. Use as ``@tool`` or ``@tool(read_only=True)``.
+
+    The JSON schema comes from the signature, the description and per-parameter help
+    from the docstring (``Args:`` section). A parameter annotated ``ToolContext`` receives
+    the run context and is hidden from the model.
+    """
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(f, name=name, description=description, read_only=read_only)
+
+    return wrap(func) if func is not None else wrap
