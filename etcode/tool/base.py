@@ -47,10 +47,15 @@ async def _allow_all(permission: str, patterns: list[str], metadata: dict[str, A
     return None
 
 
+async def _no_instructions(path: Path) -> str | None:
+    return None
+
+
 @dataclass
 class ToolContext:
     """Everything a running tool may use. ``emit`` sends a session event; ``abort`` is
-    set when the user interrupts; ``check_permission`` raises :class:`PermissionDenied`."""
+    set when the user interrupts; ``check_permission(permission, patterns, metadata)``
+    raises :class:`PermissionDenied` when a rule (or the user) refuses."""
 
     session_id: str
     call_id: str
@@ -59,6 +64,10 @@ class ToolContext:
     abort: asyncio.Event = field(default_factory=asyncio.Event)
     emit: Callable[[Any], None] = lambda event: None
     check_permission: PermissionCheck = _allow_all
+    #: For read tools: given a file just read, the nested AGENTS.md text to attach to the
+    #: result (once per session), or None. Wired by the session from the prompt layer.
+    instructions_for: Callable[[Path], Awaitable[str | None]] = _no_instructions
+    #: Per-session state shared by tools (e.g. ``state["todos"]``), kept across steps.
     state: dict[str, Any] = field(default_factory=dict)
 
     def resolve(self, path: str | Path) -> Path:

@@ -1,0 +1,46 @@
+"""The set of tools a session offers, by name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from etcode.provider.types import ToolSchema
+from etcode.tool.base import Tool
+
+
+class ToolRegistry:
+    """Tools by name, in the order given (the order the model sees them)."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            self.add(item)
+
+    def add(self, item: Tool) -> None:
+        self._tools[item.name] = item
+
+    def remove(self, name: str) -> None:
+        self._tools.pop(name, None)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def schemas(self) -> list[ToolSchema]:
+        return [t.schema() for t in self._tools.values()]
+
+
+def builtin_tools() -> list[Tool]:
+    """Fresh instances of every built-in tool, in the order the model sees them."""
+    from etcode.tool.read_file import ReadFileTool
+    from etcode.tool.write_file import WriteFileTool
+
+    return [ReadFileTool(), WriteFileTool()]
