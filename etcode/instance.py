@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,14 +47,22 @@ def _project_id(worktree: Path, is_git: bool) -> str:
     return hashlib.sha256(str(worktree).encode()).hexdigest()[:16]
 
 
+_GIT_LOCATION_VARS = frozenset(
+    {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR", "GIT_NAMESPACE"}
+)
+
+
 def _git_root_commit(worktree: Path) -> str | None:
     cache = worktree / ".git" / "etcode"
     if cache.is_file():
         text = cache.read_text(encoding="utf-8", errors="replace").strip()
         if text:
             return text
+    import os
     import subprocess
 
+    # Variables such as GIT_DIR (set inside git hooks) would point git at another repo.
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
     try:
         out = subprocess.run(
             ["git", "rev-list", "--max-parents=0", "--all"],
@@ -62,6 +70,7 @@ def _git_root_commit(worktree: Path) -> str | None:
             capture_output=True,
             text=True,
             timeout=5,
+            env=env,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -69,10 +78,8 @@ def _git_root_commit(worktree: Path) -> str | None:
     if out.returncode != 0 or not commits:
         return None
     if (worktree / ".git").is_dir():
-        try:
+        with suppress(OSError):
             cache.write_text(commits[0], encoding="utf-8")
-        except OSError:
-            pass
     return commits[0]
 
 

@@ -1,0 +1,88 @@
+"""The Typer application: commands and flags only. Each command imports its world lazily."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from etcode import __version__
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"etcode {__version__}")
+        raise typer.Exit()
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(
+        name="etcode",
+        help='etcode: a terminal coding agent. `etcode run "task"` for scripts; `etcode debug prompt` to inspect.',
+        no_args_is_help=False,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        rich_markup_mode=None,
+    )
+
+    @app.callback(invoke_without_command=True)
+    def main(
+        ctx: typer.Context,
+        version: Annotated[
+            bool | None,
+            typer.Option(
+                "--version", "-V", callback=_version_callback, is_eager=True, help="Print the version."
+            ),
+        ] = None,
+    ) -> None:
+        if ctx.invoked_subcommand is None:
+            typer.echo(ctx.get_help())
+
+    @app.command("run", help="Run one task non-interactively. Reads stdin too when it is not a terminal.")
+    def run(
+        message: Annotated[list[str] | None, typer.Argument(help="The task (joined with spaces).")] = None,
+        model: Annotated[str | None, typer.Option("--model", "-m", help="provider/model to use.")] = None,
+        agent: Annotated[
+            str | None, typer.Option("--agent", "-a", help="Agent to run (build, plan, ...).")
+        ] = None,
+        output_format: Annotated[
+            str, typer.Option("--format", "-f", help="Output format: text or json (JSON Lines).")
+        ] = "text",
+        max_steps: Annotated[
+            int | None, typer.Option("--max-steps", help="Stop after N model calls.", min=1)
+        ] = None,
+        yes: Annotated[
+            bool, typer.Option("--yes", "-y", help="Allow actions whose permission is 'ask'.")
+        ] = False,
+        debug: Annotated[
+            bool, typer.Option("--debug", help="Log details and show tracebacks on stderr.")
+        ] = False,
+    ) -> None:
+        from etcode.cli.run import RunOptions, run_command
+
+        code = run_command(
+            RunOptions(
+                message=" ".join(message or []),
+                model=model,
+                agent=agent,
+                output_format=output_format,
+                max_steps=max_steps,
+                yes=yes,
+                debug=debug,
+            )
+        )
+        if code:
+            raise SystemExit(code)
+
+    _add_optional_groups(app)
+    return app
+
+
+def _add_optional_groups(app: typer.Typer) -> None:
+    """Sub-command groups living in their own modules."""
+    try:  # TEMP until the prompt layer lands
+        from etcode.cli.debug import debug_app
+    except ImportError:
+        return
+    app.add_typer(debug_app, name="debug", help="Inspect what etcode would send (no model call).")

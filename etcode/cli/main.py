@@ -1,0 +1,62 @@
+"""The ``etcode`` entry point. Commands import their world inside the function, so
+``etcode --help`` and ``etcode --version`` stay fast."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from etcode import __version__
+
+
+def _debug_enabled(argv: list[str]) -> bool:
+    return "--debug" in argv or os.environ.get("ETCODE_DEBUG", "").lower() in ("1", "true", "yes")
+
+
+def entry() -> None:
+    """Console script. Turns every failure into one line and an exit code (0/1/2/130)."""
+    argv = sys.argv[1:]
+    if argv in (["--version"], ["-V"]):  # fast path: no Typer, nothing heavy
+        sys.stdout.write(f"etcode {__version__}\n")
+        return
+    debug = _debug_enabled(argv)
+    from etcode.util.errors import EtcodeError
+
+    try:
+        from etcode.cli.app import build_app
+
+        build_app()(args=argv, prog_name="etcode", standalone_mode=False)
+    except KeyboardInterrupt:
+        sys.stderr.write("\ninterrupted\n")
+        sys.exit(130)
+    except EtcodeError as err:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        sys.stderr.write(f"error: {err}\n")
+        sys.exit(err.exit_code)
+    except SystemExit:
+        raise
+    except Exception as err:  # click usage errors and genuine bugs
+        _report_unexpected(err, debug)
+
+
+def _report_unexpected(err: Exception, debug: bool) -> None:
+    import click
+
+    if isinstance(err, click.exceptions.Abort):
+        sys.stderr.write("\ninterrupted\n")
+        sys.exit(130)
+    if isinstance(err, click.ClickException):
+        err.show()
+        sys.exit(err.exit_code)
+    if debug:
+        import traceback
+
+        traceback.print_exc()
+    else:
+        sys.stderr.write(
+            f"error: internal error: {type(err).__name__}: {err} (run with --debug for the traceback)\n"
+        )
+    sys.exit(1)

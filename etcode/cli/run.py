@@ -1,0 +1,147 @@
+"""``etcode run``: one task, headless. The answer goes to stdout, progress to stderr;
+``--format json`` writes JSON Lines. Exit codes: 0 done, 1 failed, 2 usage, 130 interrupted."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from etcode.util.errors import UsageError
+
+FORMATS = ("text", "json")
+
+
+@dataclass
+class RunOptions:
+    message: str
+    model: str | None = None
+    agent: str | None = None
+    output_format: str = "text"
+    max_steps: int | None = None
+    yes: bool = False
+    debug: bool = False
+    directory: Path | None = None
+
+
+def read_task(message: str, stdin: Any = None) -> str:
+    """The task: the message, plus stdin's text when stdin is not a terminal."""
+    stdin = sys.stdin if stdin is None else stdin
+    piped = ""
+    if stdin is not None and not _is_tty(stdin):
+        try:
+            piped = stdin.read()
+        except (OSError, ValueError):
+            piped = ""
+    message = message.strip()
+    if piped.strip():
+        return f"{message}\n\n{piped.rstrip()}" if message else piped.rstrip()
+    if not message:
+        raise UsageError('no task given: etcode run "what to do" (or pipe text on stdin)')
+    return message
+
+
+def _is_tty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def exit_code_for(stop_reason: str) -> int:
+    if stop_reason in ("end_turn", "max_tokens"):
+        return 0
+    if stop_reason == "interrupted":
+        return 130
+    return 1
+
+
+def run_command(options: RunOptions) -> int:
+    if options.output_format not in FORMATS:
+        raise UsageError(f'--format must be one of {", ".join(FORMATS)}, not "{options.output_format}"')
+    if options.debug or os.environ.get("ETCODE_DEBUG", "").lower() in ("1", "true", "yes"):
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="[%(name)s] %(message)s")
+        logging.getLogger("httpx").setLevel(logging.INFO)
+        logging.getLogger("httpcore").setLevel(logging.WARNING)
+    task = read_task(options.message)
+    return asyncio.run(_run(task, options))
+
+
+async def _run(task: str, options: RunOptions) -> int:
+    from etcode.api import Agent
+    from etcode.config.loader import load_config
+    from etcode.instance import Instance
+
+    directory = options.directory or Path.cwd()
+    with Instance.provide(directory) as instance:
+        flags = {"model": options.model, "max_steps": options.max_steps}
+        config = load_config(instance.directory, instance.worktree, flags=flags)
+        asker = None
+        if options.yes:
+            from etcode.permission.service import AllowAsker
+
+            asker = AllowAsker()
+        agent = Agent(
+            model=options.model,
+            agent=options.agent,
+            config=config,
+            asker=asker,
+            directory=instance.directory,
+        )
+        if options.max_steps is not None:
+            from etcode.session.result import LoopLimits
+
+            agent.limits = LoopLimits(max_steps=options.max_steps, timeout=getattr(config, "timeout", None))
+        renderer = _renderer(options.output_format)
+        restore = _install_interrupt(agent)
+        try:
+            async for event in agent.stream(task):
+                renderer.handle(event)
+        finally:
+            restore()
+            await agent.aclose()
+        result = agent.last_result
+        return exit_code_for(result.stop_reason if result else "error")
+
+
+def _renderer(output_format: str) -> Any:
+    if output_format == "json":
+        from etcode.ui.jsonl import JsonLinesRenderer
+
+        return JsonLinesRenderer(sys.stdout)
+    from etcode.ui.plain import PlainRenderer
+
+    return PlainRenderer(sys.stdout, sys.stderr)
+
+
+def _install_interrupt(agent: Any) -> Any:
+    """First Ctrl-C (or SIGTERM) stops the turn cleanly; a second one quits at once."""
+    loop = asyncio.get_running_loop()
+    presses = {"count": 0}
+
+    def on_signal() -> None:
+        presses["count"] += 1
+        if presses["count"] == 1:
+            agent.interrupt()
+        else:
+            sys.stderr.write("\ninterrupted\n")
+            os._exit(130)
+
+    installed: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, on_signal)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+
+    def restore() -> None:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+    return restore

@@ -1,0 +1,268 @@
+"""The ReAct loop: ask the model, run its tool calls, feed back the results, repeat.
+
+The loop runs as a producer task that puts typed events on a queue; ``events()`` is the
+consumer every front end iterates. An interrupt (``interrupt()``) is an event, not a
+task cancellation: the stream or the running tools stop, the partial answer is kept,
+every tool call still gets a result, and the run ends with ``stop_reason="interrupted"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from etcode.provider.base import Provider
+from etcode.provider.errors import ProviderError
+from etcode.provider.types import (
+    Message,
+    ModelRequest,
+    ReasoningDelta,
+    RetryNotice,
+    StreamEnd,
+    TextDelta,
+    TextPart,
+    ToolCallPart,
+    Usage,
+)
+from etcode.session import events as ev
+from etcode.session.result import AgentResult, LoopLimits
+from etcode.tool.base import PermissionCheck, ToolContext, _allow_all, _no_instructions
+from etcode.tool.registry import ToolRegistry
+from etcode.tool.scheduler import ToolScheduler
+
+log = logging.getLogger("etcode.loop")
+
+_END = object()
+
+
+@dataclass
+class LoopSettings:
+    """Everything one run of the loop needs besides the conversation itself."""
+
+    provider: Provider
+    model: str
+    system: list[str]
+    tools: ToolRegistry
+    directory: Path
+    worktree: Path
+    session_id: str
+    limits: LoopLimits = field(default_factory=LoopLimits)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    check_permission: PermissionCheck = _allow_all
+    instructions_for: Callable[[Path], Awaitable[str | None]] = _no_instructions
+    #: Per-session tool state (todos...), shared across runs of one session.
+    state: dict[str, Any] = field(default_factory=dict)
+    #: Called after each finished step with the full history (persistence hook).
+    on_step: Callable[[list[Message]], Awaitable[None]] | None = None
+    output_filter: Callable[[str, str], str] | None = None
+    on_call: Callable[[str, str], str | None] | None = None
+
+
+class AgentLoop:
+    """One run: ``async for event in loop.events(): ...`` then read ``loop.result``."""
+
+    def __init__(self, settings: LoopSettings, history: list[Message], prompt: Message) -> None:
+        self.settings = settings
+        self.messages: list[Message] = [*history, prompt]
+        self.result: AgentResult | None = None
+        self._abort = asyncio.Event()
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._usage = Usage()
+        self._steps = 0
+        self._interrupted = False
+
+    # ---- control -----------------------------------------------------------------
+    def interrupt(self) -> None:
+        """Stop the run as soon as possible, keeping what is finished."""
+        self._interrupted = True
+        self._abort.set()
+
+    def emit(self, event: ev.Event) -> None:
+        self._queue.put_nowait(event)
+
+    async def events(self) -> AsyncIterator[ev.Event]:
+        producer = asyncio.create_task(self._produce())
+        try:
+            while True:
+                item = await self._queue.get()
+                if item is _END:
+                    break
+                yield item
+            await producer  # re-raises a bug in the loop itself
+        finally:
+            if not producer.done():
+                self.interrupt()
+                try:
+                    await asyncio.wait_for(asyncio.shield(producer), timeout=5)
+                except (TimeoutError, asyncio.CancelledError):
+                    producer.cancel()
+
+    # ---- the loop ----------------------------------------------------------------
+    async def _produce(self) -> None:
+        stop_reason = "end_turn"
+        error: str | None = None
+        deadline = time.monotonic() + self.settings.limits.timeout if self.settings.limits.timeout else None
+        timer = self._start_timer(deadline)
+        try:
+            while True:
+                if self._abort.is_set():
+                    stop_reason = "timeout" if self._timed_out(deadline) else "interrupted"
+                    break
+                if self._steps >= self.settings.limits.max_steps:
+                    stop_reason = "max_steps"
+                    self.emit(
+                        ev.StoppedEvent("max_steps", f"Stopped after {self._steps} steps (limit: max steps).")
+                    )
+                    break
+                self._steps += 1
+                self.emit(ev.StepStart(self._steps))
+                end = await self._stream_step()
+                if end is None:  # interrupted while streaming
+                    stop_reason = "timeout" if self._timed_out(deadline) else "interrupted"
+                    break
+                self._usage.add(end.usage)
+                calls = end.message.tool_calls
+                if calls:
+                    results = await self._run_tools(calls)
+                    self.messages.append(Message("tool", list(results)))
+                self.emit(ev.StepFinish(self._steps, end.usage.to_dict(), end.stop_reason))
+                await self._persist()
+                if not calls:
+                    stop_reason = "max_tokens" if end.stop_reason == "max_tokens" else "end_turn"
+                    break
+        except ProviderError as err:
+            stop_reason = "error"
+            error = str(err)
+            self.emit(ev.ErrorEvent(error, kind=err.kind))
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if stop_reason in ("interrupted", "timeout"):
+            message = (
+                "Interrupted by the user." if stop_reason == "interrupted" else "Stopped: time limit reached."
+            )
+            self.emit(ev.StoppedEvent(stop_reason, message))
+            await self._persist()
+        self.result = self._make_result(stop_reason, error)
+        self.emit(ev.DoneEvent(self.result.to_dict()))
+        self._queue.put_nowait(_END)
+
+    def _start_timer(self, deadline: float | None) -> asyncio.TimerHandle | None:
+        if deadline is None:
+            return None
+        loop = asyncio.get_running_loop()
+        return loop.call_at(loop.time() + max(0.0, deadline - time.monotonic()), self._abort.set)
+
+    def _timed_out(self, deadline: float | None) -> bool:
+        return not self._interrupted and deadline is not None and time.monotonic() >= deadline
+
+    def _request(self) -> ModelRequest:
+        s = self.settings
+        return ModelRequest(
+            model=s.model,
+            system=s.system,
+            messages=self.messages,
+            tools=s.tools.schemas(),
+            max_tokens=s.max_tokens,
+            temperature=s.temperature,
+        )
+
+    async def _stream_step(self) -> StreamEnd | None:
+        """Stream one model answer. Returns None when interrupted (partial text is kept)."""
+        stream = self.settings.provider.stream(self._request()).__aiter__()
+        partial: list[str] = []
+        abort_wait = asyncio.create_task(self._abort.wait())
+        try:
+            while True:
+                next_chunk = asyncio.ensure_future(stream.__anext__())
+                done, _ = await asyncio.wait({next_chunk, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
+                if next_chunk not in done:
+                    next_chunk.cancel()
+                    await asyncio.gather(next_chunk, return_exceptions=True)
+                    self._keep_partial(partial)
+                    return None
+                try:
+                    chunk = next_chunk.result()
+                except StopAsyncIteration:
+                    self._keep_partial(partial)
+                    raise ProviderError(
+                        "the model's stream ended without a final message", kind="stream"
+                    ) from None
+                except ProviderError:
+                    self._keep_partial(partial)
+                    raise
+                if isinstance(chunk, TextDelta):
+                    partial.append(chunk.text)
+                    self.emit(ev.TextDeltaEvent(chunk.text))
+                elif isinstance(chunk, ReasoningDelta):
+                    self.emit(ev.ReasoningDeltaEvent(chunk.text))
+                elif isinstance(chunk, RetryNotice):
+                    self.emit(ev.RetryEvent(chunk.attempt, chunk.delay, chunk.reason))
+                elif isinstance(chunk, StreamEnd):
+                    self.messages.append(chunk.message)
+                    return chunk
+        finally:
+            abort_wait.cancel()
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()
+                except Exception:  # closing a broken stream must not mask the real error
+                    log.debug("closing the provider stream failed", exc_info=True)
+
+    def _keep_partial(self, partial: list[str]) -> None:
+        """Keep text already shown to the user in the history (never lose work)."""
+        if partial:
+            self.messages.append(Message("assistant", [TextPart("".join(partial))]))
+
+    async def _run_tools(self, calls: list[ToolCallPart]) -> list[Any]:
+        s = self.settings
+
+        def make_context(call: ToolCallPart) -> ToolContext:
+            return ToolContext(
+                session_id=s.session_id,
+                call_id=call.id,
+                directory=s.directory,
+                worktree=s.worktree,
+                abort=self._abort,
+                emit=self.emit,
+                check_permission=s.check_permission,
+                instructions_for=s.instructions_for,
+                state=s.state,
+            )
+
+        scheduler = ToolScheduler(
+            s.tools, make_context, self.emit, output_filter=s.output_filter, on_call=s.on_call
+        )
+        return await scheduler.run(calls, self._abort)
+
+    async def _persist(self) -> None:
+        if self.settings.on_step is not None:
+            await self.settings.on_step(self.messages)
+
+    def _make_result(self, stop_reason: str, error: str | None) -> AgentResult:
+        text = ""
+        for message in reversed(self.messages):
+            if message.role == "assistant" and message.text:
+                text = message.text
+                break
+            if message.role == "user":
+                break
+        todos_store = self.settings.state.get("todos")
+        todos = list(getattr(todos_store, "items", []) or [])
+        return AgentResult(
+            text=text,
+            messages=self.messages,
+            usage=self._usage,
+            steps=self._steps,
+            stop_reason=stop_reason,
+            todos=todos,
+            session_id=self.settings.session_id,
+            error=error,
+        )

@@ -1,0 +1,55 @@
+"""Plain config and result objects of an agent run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from etcode.provider.types import Message, Usage
+
+
+@dataclass
+class LoopLimits:
+    """When the loop stops on its own: after ``max_steps`` model calls, or after
+    ``timeout`` seconds of wall-clock time (None: no limit)."""
+
+    max_steps: int = 50
+    timeout: float | None = None
+
+
+#: Why a run ended. ``end_turn``: the model finished; the others stop it early.
+STOP_REASONS = ("end_turn", "max_tokens", "max_steps", "timeout", "interrupted", "error")
+
+
+@dataclass
+class AgentResult:
+    """The outcome of one ``Agent.run``: the final text and everything that led to it."""
+
+    text: str
+    messages: list[Message] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    steps: int = 0
+    stop_reason: str = "end_turn"
+    todos: list[dict[str, Any]] = field(default_factory=list)
+    session_id: str = ""
+    error: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.stop_reason not in ("end_turn", "max_tokens")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``{"type": "result", ...}`` line of ``etcode run --format json``."""
+        data: dict[str, Any] = {
+            "type": "result",
+            "is_error": self.is_error,
+            "result": self.text,
+            "session_id": self.session_id,
+            "usage": self.usage.to_dict(),
+            "steps": self.steps,
+            "todos": self.todos,
+            "stop_reason": self.stop_reason,
+        }
+        if self.error:
+            data["error"] = self.error
+        return data

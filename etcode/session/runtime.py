@@ -1,0 +1,245 @@
+"""Turns an ``Agent``'s settings into a ready world: config, model, provider, agent
+definition, tools, system prompt and permissions. Built once per Agent, on first use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from etcode.instance import Instance, InstanceInfo, describe
+from etcode.provider.spec import ProviderSpec, RetryConfig
+from etcode.session.events import Event, WarningEvent
+from etcode.session.loop import LoopSettings
+from etcode.session.result import LoopLimits
+from etcode.tool.registry import ToolRegistry, builtin_tools
+
+if TYPE_CHECKING:
+    from etcode.api import Agent
+
+
+@dataclass
+class Runtime:
+    instance: InstanceInfo
+    config: Any
+    spec: ProviderSpec
+    provider: Any
+    agent_name: str
+    agent_info: Any
+    tools: ToolRegistry
+    system: list[str]
+    limits: LoopLimits
+    permission: Any
+    instructions: Any
+    owns_provider: bool
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def directory(self) -> Path:
+        return self.instance.directory
+
+    def take_warnings(self) -> list[Event]:
+        items = [WarningEvent(w) for w in self.warnings]
+        self.warnings = []
+        return items
+
+    def loop_settings(self, agent: Agent) -> LoopSettings:
+        settings = LoopSettings(
+            provider=self.provider,
+            model=self.spec.model,
+            system=self.system,
+            tools=self.tools,
+            directory=self.instance.directory,
+            worktree=self.instance.worktree,
+            session_id=agent.session_id,
+            limits=self.limits,
+            temperature=agent.temperature
+            if agent.temperature is not None
+            else _attr(self.agent_info, "temperature"),
+            max_tokens=agent.max_tokens,
+            state=agent.state,
+        )
+        if self.permission is not None:
+            settings.check_permission = self.permission.check
+        if self.instructions is not None and hasattr(self.instructions, "nested_for"):
+            settings.instructions_for = self.instructions.nested_for
+        detector = _loop_detector()
+        if detector is not None:
+            settings.on_call = detector.record
+        settings.output_filter = _output_filter()
+        return settings
+
+    async def aclose(self) -> None:
+        if self.owns_provider and hasattr(self.provider, "aclose"):
+            await self.provider.aclose()
+
+    # ---- building ----------------------------------------------------------------
+    @classmethod
+    async def create(cls, agent: Agent) -> Runtime:
+        instance = _instance_for(agent.directory)
+        config = agent.config if agent.config is not None else _load_config(instance)
+        agent_name = agent.agent_name or _attr(config, "default_agent") or "build"
+        agent_info = _agent_info(agent_name, config, instance)
+        spec = _resolve_spec(agent, config, agent_info)
+        retry = agent.retry or RetryConfig(max_retries=_config_retries(config))
+        owns_provider = agent.provider is None
+        if agent.provider is not None:
+            provider = agent.provider
+        else:
+            from etcode.provider.factory import make_provider
+
+            provider = make_provider(spec, retry)
+        tools = _tools_for(agent, agent_info)
+        warnings: list[str] = []
+        instructions = _instruction_prompt(config, instance)
+        system = await _system_prompt(agent, agent_info, spec, instance, instructions, warnings)
+        limits = agent.limits or LoopLimits(
+            max_steps=_attr(agent_info, "steps") or _attr(config, "max_steps") or 50,
+            timeout=_attr(config, "timeout"),
+        )
+        permission = _permission_service(config, agent_info, agent.asker, instance)
+        return cls(
+            instance=instance,
+            config=config,
+            spec=spec,
+            provider=provider,
+            agent_name=agent_name,
+            agent_info=agent_info,
+            tools=tools,
+            system=system,
+            limits=limits,
+            permission=permission,
+            instructions=instructions,
+            owns_provider=owns_provider,
+            warnings=warnings,
+        )
+
+
+def _attr(obj: Any, name: str, default: Any = None) -> Any:
+    if obj is None:
+        return default
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _instance_for(directory: Path | None) -> InstanceInfo:
+    current = Instance.maybe()
+    if directory is None:
+        return current or describe(Path.cwd())
+    if current is not None and current.directory == directory:
+        return current
+    return describe(directory)
+
+
+def _load_config(instance: InstanceInfo) -> Any:
+    from etcode.config.loader import load_config
+
+    return load_config(instance.directory, instance.worktree)
+
+
+def _config_retries(config: Any) -> int:
+    retry = _attr(config, "retry")
+    value = _attr(retry, "max_retries")
+    return 2 if value is None else int(value)
+
+
+def _resolve_spec(agent: Agent, config: Any, agent_info: Any) -> ProviderSpec:
+    from etcode.api import spec_from_arguments
+
+    model = agent.model or _attr(agent_info, "model")
+    if agent.api_key or agent.base_url:
+        if not model:
+            from etcode.util.errors import ConfigError
+
+            raise ConfigError("a model (provider/model) is required when api_key or base_url is given")
+        return spec_from_arguments(model, agent.api_key, agent.base_url)
+    if agent.provider is not None and model:
+        provider_id, _, model_id = model.partition("/")
+        return ProviderSpec(id=provider_id, type="openai", base_url="", model=model_id or provider_id)
+    from etcode.config.resolve import resolve_model
+
+    return resolve_model(config, model)
+
+
+def _agent_info(name: str, config: Any, instance: InstanceInfo) -> Any:
+    from etcode.agent.registry import get_agent
+
+    return get_agent(
+        name,
+        config_agents=_attr(config, "agent") or {},
+        directory=instance.directory,
+        worktree=instance.worktree,
+    )
+
+
+def _tools_for(agent: Agent, agent_info: Any) -> ToolRegistry:
+    registry = ToolRegistry(builtin_tools() if agent.builtin_tools else [])
+    switches: dict[str, bool] = dict(_attr(agent_info, "tools") or {})
+    if switches.get("*") is False:
+        for name in registry.names():
+            if not switches.get(name, False):
+                registry.remove(name)
+    for name, enabled in switches.items():
+        if name != "*" and not enabled:
+            registry.remove(name)
+    for extra in agent.custom_tools:
+        registry.add(extra)
+    return registry
+
+
+def _instruction_prompt(config: Any, instance: InstanceInfo) -> Any:
+    from etcode.prompt.instruction import InstructionPrompt
+
+    return InstructionPrompt(
+        instance.directory,
+        instance.worktree,
+        instructions=list(_attr(config, "instructions") or []),
+        compat=_attr(config, "instructions_compat", True) is not False,
+    )
+
+
+async def _system_prompt(
+    agent: Agent,
+    agent_info: Any,
+    spec: ProviderSpec,
+    instance: InstanceInfo,
+    instructions: Any,
+    warnings: list[str],
+) -> list[str]:
+    from etcode.prompt.system import SystemPrompt
+
+    parts = await SystemPrompt.build(
+        agent_info,
+        spec.full_id,
+        instructions,
+        directory=instance.directory,
+        is_git=instance.is_git,
+        system_prompt=agent.system_prompt or None,
+        name=agent.name,
+    )
+    warnings.extend(getattr(instructions, "warnings", []) or [])
+    return [part.text for part in parts]
+
+
+def _permission_service(config: Any, agent_info: Any, asker: Any, instance: InstanceInfo) -> Any:
+    from etcode.permission.service import DenyAsker, PermissionService, rules_from_config
+
+    rules = rules_from_config(_attr(config, "permission"), _attr(agent_info, "permission"))
+    return PermissionService(rules, asker or DenyAsker(), instance.worktree)
+
+
+def _loop_detector() -> Any:
+    try:
+        from etcode.tool.loop_detect import LoopDetector
+    except ImportError:
+        return None
+    return LoopDetector()
+
+
+def _output_filter() -> Any:
+    try:
+        from etcode.tool.truncate import truncate_for_model
+    except ImportError:
+        return None
+    return truncate_for_model

@@ -1,0 +1,148 @@
+"""The plain renderer of ``etcode run``: the answer streams to stdout, progress to stderr.
+
+Tool calls render as ``● Name (params summary)`` and ``  └ result summary``. On a
+terminal the head line appears at once with ``  └ executing...`` under it, rewritten in
+place when the result arrives; in a pipe or log each call is written as one finished
+pair, so parallel calls never interleave.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TextIO
+
+from etcode.session import events as ev
+
+RESET = "\x1b[0m"
+DIM = "\x1b[2m"
+BOLD = "\x1b[1m"
+RED = "\x1b[31m"
+GREEN = "\x1b[32m"
+YELLOW = "\x1b[33m"
+
+
+def _wants_color(stream: TextIO) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+@dataclass
+class _Pending:
+    head: str
+    lines_after: int = 0  # lines written to stderr below this call's "executing" line
+
+
+class PlainRenderer:
+    def __init__(
+        self, out: TextIO, err: TextIO, *, live: bool | None = None, color: bool | None = None
+    ) -> None:
+        self.out = out
+        self.err = err
+        self.live = bool(getattr(err, "isatty", lambda: False)()) if live is None else live
+        self.color = _wants_color(err) if color is None else color
+        self._out_mid_line = False
+        self._err_mid_line = False
+        self._in_reasoning = False
+        self._pending: dict[str, _Pending] = {}
+
+    # ---- helpers -----------------------------------------------------------------
+    def _style(self, text: str, *codes: str) -> str:
+        return f"{''.join(codes)}{text}{RESET}" if self.color and codes else text
+
+    def _end_out_line(self) -> None:
+        if self._out_mid_line:
+            self.out.write("\n")
+            self.out.flush()
+            self._out_mid_line = False
+            self._forget_positions()
+
+    def _end_reasoning(self) -> None:
+        if self._in_reasoning:
+            self._in_reasoning = False
+            if self._err_mid_line:
+                self._err_line("")
+
+    def _err_line(self, text: str) -> None:
+        self.err.write(text + "\n")
+        self.err.flush()
+        self._err_mid_line = False
+        for pending in self._pending.values():
+            pending.lines_after += 1
+
+    def _forget_positions(self) -> None:
+        """Something else was written to the terminal: in-place rewrites are unsafe now."""
+        for pending in self._pending.values():
+            pending.lines_after = -1
+
+    # ---- events ------------------------------------------------------------------
+    def handle(self, event: ev.Event) -> None:
+        if isinstance(event, ev.TextDeltaEvent):
+            self._end_reasoning()
+            if event.text:
+                self.out.write(event.text)
+                self.out.flush()
+                self._out_mid_line = not event.text.endswith("\n")
+                if self.live and self._pending:
+                    self._forget_positions()
+        elif isinstance(event, ev.ReasoningDeltaEvent):
+            if self.live and event.text:
+                self._end_out_line()
+                self._in_reasoning = True
+                self.err.write(self._style(event.text, DIM))
+                self.err.flush()
+                self._err_mid_line = not event.text.endswith("\n")
+        elif isinstance(event, ev.ToolCallStart):
+            self._tool_start(event)
+        elif isinstance(event, ev.ToolResultEvent):
+            self._tool_result(event)
+        elif isinstance(event, ev.RetryEvent):
+            self._notice(f"⟳ retrying in {event.delay:.1f}s (attempt {event.attempt}): {event.reason}", DIM)
+        elif isinstance(event, ev.WarningEvent):
+            self._notice(f"warning: {event.message}", YELLOW)
+        elif isinstance(event, ev.ErrorEvent):
+            self._notice(f"error: {event.message}", RED)
+        elif isinstance(event, ev.StoppedEvent):
+            self._notice(event.message, YELLOW)
+        elif isinstance(event, ev.DoneEvent):
+            self._end_reasoning()
+            self._end_out_line()
+
+    def _notice(self, text: str, *codes: str) -> None:
+        self._end_reasoning()
+        self._end_out_line()
+        self._err_line(self._style(text, *codes))
+
+    def _head(self, event: ev.ToolCallStart | ev.ToolResultEvent, summary: str = "") -> str:
+        title = f"{event.name} ({summary})" if summary else event.name
+        return f"{self._style('●', GREEN)} {self._style(title, BOLD)}"
+
+    def _tool_start(self, event: ev.ToolCallStart) -> None:
+        self._end_reasoning()
+        self._end_out_line()
+        head = self._head(event, event.summary)
+        if self.live:
+            self._err_line(head)
+            self._err_line(self._style("  └ executing...", DIM))
+            self._pending[event.call_id] = _Pending(head, 0)
+        else:
+            self._pending[event.call_id] = _Pending(head, -1)
+
+    def _tool_result(self, event: ev.ToolResultEvent) -> None:
+        self._end_reasoning()
+        self._end_out_line()
+        pending = self._pending.pop(event.call_id, None)
+        head = pending.head if pending else self._head(event)
+        text = self._style(f"⚠ {event.summary}", RED) if event.is_error else event.summary
+        line = f"  └ {text}"
+        if pending is not None and pending.lines_after >= 0 and self.live:
+            up = pending.lines_after + 1
+            self.err.write(f"\x1b[{up}A\r\x1b[2K{line}")
+            self.err.write(f"\x1b[{up}B\r" if up > 0 else "\n")
+            self.err.flush()
+            return
+        self._err_line(head)
+        self._err_line(line)

@@ -1,0 +1,230 @@
+"""The ReAct loop against an in-process scripted provider (no HTTP)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from etcode.provider.errors import ProviderError
+from etcode.provider.types import Message
+from etcode.session import events as ev
+from etcode.session.loop import AgentLoop, LoopSettings
+from etcode.session.result import LoopLimits
+from etcode.tool.base import ToolContext, ToolError, tool
+from etcode.tool.registry import ToolRegistry
+from tests.scripted import Answer, ScriptedProvider
+
+
+@tool(read_only=True)
+async def slow_read(name: str, seconds: float = 0.3) -> str:
+    """Pretend to read something slowly.
+
+    Args:
+        name: what to read
+        seconds: how long it takes
+    """
+    await asyncio.sleep(seconds)
+    return f"content of {name}"
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+
+@tool
+def explode() -> str:
+    """Always fails."""
+    raise RuntimeError("kaboom")
+
+
+@tool
+def refuse() -> str:
+    """Fails the polite way."""
+    raise ToolError("not today")
+
+
+@tool
+async def hang(ctx: ToolContext) -> str:
+    """Never finishes."""
+    await asyncio.sleep(3600)
+    return "unreachable"
+
+
+def make_loop(
+    tmp_path: Path, provider: ScriptedProvider, *tools, limits: LoopLimits | None = None
+) -> AgentLoop:
+    settings = LoopSettings(
+        provider=provider,
+        model="m",
+        system=["You are a test."],
+        tools=ToolRegistry(tools),
+        directory=tmp_path,
+        worktree=tmp_path,
+        session_id="ses_test",
+        limits=limits or LoopLimits(),
+    )
+    return AgentLoop(settings, [], Message.user("go"))
+
+
+async def collect(loop: AgentLoop) -> list[ev.Event]:
+    return [event async for event in loop.events()]
+
+
+def assert_every_call_answered(messages: list[Message]) -> None:
+    for i, message in enumerate(messages):
+        if message.role == "assistant" and message.tool_calls:
+            answered = {r.call_id for r in messages[i + 1].tool_results}
+            assert answered == {c.id for c in message.tool_calls}
+
+
+async def test_plain_answer(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path, ScriptedProvider(Answer("Hello there")))
+    events = await collect(loop)
+    assert loop.result is not None
+    assert loop.result.text == "Hello there"
+    assert loop.result.stop_reason == "end_turn"
+    assert loop.result.steps == 1
+    assert "".join(e.text for e in events if isinstance(e, ev.TextDeltaEvent)).strip() == "Hello there"
+    assert isinstance(events[-1], ev.DoneEvent)
+    assert events[-1].result["result"] == "Hello there"
+
+
+async def test_two_step_tool_loop(tmp_path: Path) -> None:
+    provider = ScriptedProvider(Answer("Let me shout.", [("shout", {"text": "hi"})]), Answer("Done: HI"))
+    loop = make_loop(tmp_path, provider, shout)
+    events = await collect(loop)
+    assert loop.result.text == "Done: HI"
+    assert loop.result.steps == 2
+    assert loop.result.usage.input_tokens == 20
+    second_request = provider.requests[1]
+    tool_message = second_request.messages[-1]
+    assert tool_message.role == "tool"
+    assert tool_message.tool_results[0].output == "HI"
+    starts = [e for e in events if isinstance(e, ev.ToolCallStart)]
+    results = [e for e in events if isinstance(e, ev.ToolResultEvent)]
+    assert [s.name for s in starts] == ["shout"] and starts[0].summary == "hi"
+    assert results[0].summary == "HI" and not results[0].is_error
+
+
+async def test_parallel_read_only_calls_run_concurrently_and_keep_order(tmp_path: Path) -> None:
+    calls = [("slow_read", {"name": f"f{i}", "seconds": 0.3 - i * 0.05}) for i in range(4)]
+    provider = ScriptedProvider(Answer("", calls), Answer("ok"))
+    loop = make_loop(tmp_path, provider, slow_read)
+    started = time.perf_counter()
+    await collect(loop)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 0.6, f"4 read-only calls of <=0.3 s took {elapsed:.2f}s: not concurrent"
+    outputs = [r.output for r in provider.requests[1].messages[-1].tool_results]
+    assert outputs == [f"content of f{i}" for i in range(4)]
+
+
+async def test_write_calls_run_alone(tmp_path: Path) -> None:
+    order: list[str] = []
+
+    @tool
+    async def write(tag: str) -> str:
+        """A non-read-only tool."""
+        order.append(f"start {tag}")
+        await asyncio.sleep(0.05)
+        order.append(f"end {tag}")
+        return tag
+
+    provider = ScriptedProvider(Answer("", [("write", {"tag": "a"}), ("write", {"tag": "b"})]), Answer("ok"))
+    await collect(make_loop(tmp_path, provider, write))
+    assert order == ["start a", "end a", "start b", "end b"]
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (("nope", {}), "Unknown tool 'nope'"),
+        (("shout", "{not json"), "not a JSON object"),
+        (("shout", {"wrong": 1}), "Invalid arguments for shout"),
+        (("explode", {}), "explode failed: RuntimeError: kaboom"),
+        (("refuse", {}), "not today"),
+    ],
+)
+async def test_bad_calls_become_error_results_and_the_loop_goes_on(tmp_path: Path, call, expected) -> None:
+    provider = ScriptedProvider(Answer("", [call]), Answer("recovered"))
+    loop = make_loop(tmp_path, provider, shout, explode, refuse)
+    events = await collect(loop)
+    result = provider.requests[1].messages[-1].tool_results[0]
+    assert result.is_error and expected in result.output
+    assert loop.result.text == "recovered" and loop.result.stop_reason == "end_turn"
+    errors = [e for e in events if isinstance(e, ev.ToolResultEvent) and e.is_error]
+    assert len(errors) == 1
+
+
+async def test_max_steps(tmp_path: Path) -> None:
+    provider = ScriptedProvider(*[Answer("again", [("shout", {"text": "x"})]) for _ in range(5)])
+    loop = make_loop(tmp_path, provider, shout, limits=LoopLimits(max_steps=2))
+    events = await collect(loop)
+    assert loop.result.stop_reason == "max_steps"
+    assert loop.result.steps == 2
+    assert loop.result.is_error
+    assert any(isinstance(e, ev.StoppedEvent) and e.reason == "max_steps" for e in events)
+    assert_every_call_answered(loop.result.messages)
+
+
+async def test_interrupt_during_tools_answers_every_call(tmp_path: Path) -> None:
+    provider = ScriptedProvider(Answer("working", [("hang", {}), ("shout", {"text": "later"})]))
+    loop = make_loop(tmp_path, provider, hang, shout)
+    events: list[ev.Event] = []
+    async for event in loop.events():
+        events.append(event)
+        if isinstance(event, ev.ToolCallStart) and event.name == "hang":
+            asyncio.get_running_loop().call_later(0.05, loop.interrupt)
+    assert loop.result.stop_reason == "interrupted"
+    assert_every_call_answered(loop.result.messages)
+    results = loop.result.messages[-1].tool_results
+    assert [r.is_error for r in results] == [True, True]
+    assert "interrupted" in results[0].output and "not run" in results[1].output
+    assert loop.result.text == "working"
+
+
+async def test_interrupt_while_streaming_keeps_partial_text(tmp_path: Path) -> None:
+    provider = ScriptedProvider(Answer("one two three four five six", delay=0.05))
+    loop = make_loop(tmp_path, provider)
+    async for event in loop.events():
+        if isinstance(event, ev.TextDeltaEvent) and event.text.startswith("two"):
+            loop.interrupt()
+    assert loop.result.stop_reason == "interrupted"
+    assert loop.result.text.startswith("one two")
+    assert "six" not in loop.result.text
+
+
+async def test_wall_clock_timeout(tmp_path: Path) -> None:
+    provider = ScriptedProvider(Answer("", [("hang", {})]))
+    loop = make_loop(tmp_path, provider, hang, limits=LoopLimits(timeout=0.2))
+    started = time.perf_counter()
+    await collect(loop)
+    assert time.perf_counter() - started < 2
+    assert loop.result.stop_reason == "timeout"
+    assert_every_call_answered(loop.result.messages)
+
+
+async def test_provider_error_ends_the_run_with_an_error(tmp_path: Path) -> None:
+    provider = ScriptedProvider(Answer(error=ProviderError("anthropic: 401 invalid x-api-key", kind="auth")))
+    loop = make_loop(tmp_path, provider)
+    events = await collect(loop)
+    assert loop.result.stop_reason == "error"
+    assert loop.result.error == "anthropic: 401 invalid x-api-key"
+    assert any(isinstance(e, ev.ErrorEvent) and e.kind == "auth" for e in events)
+
+
+async def test_step_hook_sees_every_finished_step(tmp_path: Path) -> None:
+    seen: list[int] = []
+
+    async def on_step(messages: list[Message]) -> None:
+        seen.append(len(messages))
+
+    provider = ScriptedProvider(Answer("", [("shout", {"text": "a"})]), Answer("end"))
+    loop = make_loop(tmp_path, provider, shout)
+    loop.settings.on_step = on_step
+    await collect(loop)
+    assert seen == [3, 4]  # user, assistant+call, tool result | final assistant
