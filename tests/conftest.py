@@ -1,0 +1,40 @@
+"""Test-wide isolation: no real user config, no real API keys, no network."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_TIKTOKEN = REPO.parent / "shared" / "tiktoken"
+
+_KEY_VARS = [name for name in os.environ if name.endswith("_API_KEY")] + [
+    "ETCODE_MODEL",
+    "ETCODE_CONFIG",
+    "ETCODE_SMALL_MODEL",
+    "ETCODE_MAX_STEPS",
+    "ETCODE_AGENT",
+    "ETCODE_DEBUG",
+]
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own HOME and XDG folders and no provider keys."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for var, sub in (
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_STATE_HOME", ".local/state"),
+    ):
+        monkeypatch.setenv(var, str(home / sub))
+    for var in _KEY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    if SHARED_TIKTOKEN.is_dir():
+        monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(SHARED_TIKTOKEN))
+    return home
