@@ -26,6 +26,6 @@ def test_start_up_path_imports_nothing_heavy(args: list[str]) -> None:
 
 
 def test_import_etcode_is_lazy() -> None:
-    code = "import sys, etcode; print(sorted(m for m in sys.modules if m.split('.')[0] in %r))" % (HEAVY,)
+    code = f"import sys, etcode; print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "[]"

@@ -23,12 +23,15 @@ class ProviderError(EtcodeError):
         status: int | None = None,
         retryable: bool = False,
         provider: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind
         self.status = status
         self.retryable = retryable
         self.provider = provider
+        #: Seconds the server asked us to wait (``retry-after-ms``/``retry-after``), if any.
+        self.retry_after = retry_after
 
 
 class ContextOverflowError(ProviderError):
