@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from etcode.provider.spec import KNOWN_PROVIDERS, ProviderSpec, RetryConfig, env_key_for
+from etcode.provider.spec import KNOWN_PROVIDERS, ProviderSpec, RetryConfig, default_base_url, env_key_for
 from etcode.provider.types import Message
 from etcode.session.events import Event, SessionStart
 from etcode.session.result import AgentResult, LoopLimits
@@ -45,7 +45,7 @@ def spec_from_arguments(model: str, api_key: str | None, base_url: str | None) -
             f"or use one of: {', '.join(KNOWN_PROVIDERS)}"
         )
     wire = known.type if known else "openai"
-    url = (base_url or (known.base_url if known else "")).rstrip("/")
+    url = (base_url or default_base_url(provider_id) or "").rstrip("/")
     key = api_key or env_key_for(provider_id)
     if not key and known is not None and known.needs_key:
         raise ConfigError(f'No API key for provider "{provider_id}": set {known.key_env[0]} or pass api_key=')
@@ -138,8 +138,16 @@ class Agent:
         return self.last_result
 
     def run_sync(self, task: str) -> AgentResult:
-        """``run`` for code that is not async."""
-        return asyncio.run(self.run(task))
+        """``run`` for code that is not async (each call has its own event loop, so the
+        HTTP client is closed at the end; the conversation is kept)."""
+
+        async def once() -> AgentResult:
+            try:
+                return await self.run(task)
+            finally:
+                await self.aclose()
+
+        return asyncio.run(once())
 
     def interrupt(self) -> None:
         """Stop the running task as soon as possible (the result says ``interrupted``)."""

@@ -81,8 +81,6 @@ def build_app() -> typer.Typer:
 
 def _add_optional_groups(app: typer.Typer) -> None:
     """Sub-command groups living in their own modules."""
-    try:  # TEMP until the prompt layer lands
-        from etcode.cli.debug import debug_app
-    except ImportError:
-        return
+    from etcode.cli.debug import debug_app
+
     app.add_typer(debug_app, name="debug", help="Inspect what etcode would send (no model call).")

@@ -64,7 +64,9 @@ def exit_code_for(stop_reason: str) -> int:
 def run_command(options: RunOptions) -> int:
     if options.output_format not in FORMATS:
         raise UsageError(f'--format must be one of {", ".join(FORMATS)}, not "{options.output_format}"')
-    if options.debug or os.environ.get("ETCODE_DEBUG", "").lower() in ("1", "true", "yes"):
+    from etcode.config.loader import env_debug
+
+    if options.debug or env_debug():
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="[%(name)s] %(message)s")
         logging.getLogger("httpx").setLevel(logging.INFO)
         logging.getLogger("httpcore").setLevel(logging.WARNING)
@@ -79,7 +81,7 @@ async def _run(task: str, options: RunOptions) -> int:
 
     directory = options.directory or Path.cwd()
     with Instance.provide(directory) as instance:
-        flags = {"model": options.model, "max_steps": options.max_steps}
+        flags = {"model": options.model, "max_steps": options.max_steps, "agent": options.agent}
         config = load_config(instance.directory, instance.worktree, flags=flags)
         asker = None
         if options.yes:

@@ -78,6 +78,16 @@ class ProviderSpec:
         return f"{self.id}/{self.model}"
 
 
+def default_base_url(provider_id: str) -> str | None:
+    """A well-known provider's endpoint; ``<ID>_BASE_URL`` (e.g. ``ANTHROPIC_BASE_URL``,
+    ``OPENAI_BASE_URL``, as the official SDKs read) overrides it."""
+    known = KNOWN_PROVIDERS.get(provider_id)
+    if known is None:
+        return None
+    override = os.environ.get(f"{provider_id.upper()}_BASE_URL")
+    return (override or known.base_url).rstrip("/")
+
+
 def env_key_for(provider_id: str) -> str | None:
     """The API key a well-known provider reads from the environment, if set."""
     known = KNOWN_PROVIDERS.get(provider_id)

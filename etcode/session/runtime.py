@@ -81,7 +81,7 @@ class Runtime:
         agent_name = agent.agent_name or _attr(config, "default_agent") or "build"
         agent_info = _agent_info(agent_name, config, instance)
         spec = _resolve_spec(agent, config, agent_info)
-        retry = agent.retry or RetryConfig(max_retries=_config_retries(config))
+        retry = agent.retry or _retry_config(config)
         owns_provider = agent.provider is None
         if agent.provider is not None:
             provider = agent.provider
@@ -138,10 +138,12 @@ def _load_config(instance: InstanceInfo) -> Any:
     return load_config(instance.directory, instance.worktree)
 
 
-def _config_retries(config: Any) -> int:
-    retry = _attr(config, "retry")
-    value = _attr(retry, "max_retries")
-    return 2 if value is None else int(value)
+def _retry_config(config: Any) -> RetryConfig:
+    if config is None:
+        return RetryConfig()
+    from etcode.config.resolve import retry_config
+
+    return retry_config(config)
 
 
 def _resolve_spec(agent: Agent, config: Any, agent_info: Any) -> ProviderSpec:
@@ -174,14 +176,11 @@ def _agent_info(name: str, config: Any, instance: InstanceInfo) -> Any:
 
 
 def _tools_for(agent: Agent, agent_info: Any) -> ToolRegistry:
+    """Built-in tools the agent enables (``"tools": {"Bash": false, "*": false, ...}``),
+    then the caller's own tools, which are always offered."""
     registry = ToolRegistry(builtin_tools() if agent.builtin_tools else [])
-    switches: dict[str, bool] = dict(_attr(agent_info, "tools") or {})
-    if switches.get("*") is False:
-        for name in registry.names():
-            if not switches.get(name, False):
-                registry.remove(name)
-    for name, enabled in switches.items():
-        if name != "*" and not enabled:
+    for name in registry.names():
+        if not agent_info.tool_enabled(name):
             registry.remove(name)
     for extra in agent.custom_tools:
         registry.add(extra)

@@ -1,0 +1,300 @@
+"""Agents: the built-in ones and custom ones from config and markdown files.
+
+Sources, later wins field by field: built-in < global markdown
+(``<config dir>/agent/<name>.md``) < config (``"agent": {...}``) < project markdown
+(``.etcode/agent/<name>.md`` from the worktree root down to the working directory, deeper
+wins). A markdown file's YAML front matter holds the settings; its body is the prompt.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from etcode.util.errors import ConfigError, UsageError
+
+Mode = Literal["primary", "subagent", "all"]
+MODES: tuple[str, ...] = ("primary", "subagent", "all")
+SETTINGS = ("description", "prompt", "model", "tools", "permission", "steps", "mode", "temperature")
+DEFAULT_AGENT = "build"
+AGENT_DIRS = ("agent", "agents")
+
+#: Bash commands the read-only agents may run without asking.
+READ_ONLY_COMMANDS = (
+    "ls", "pwd", "cat", "head", "tail", "wc", "grep", "rg", "find",
+    "git status", "git diff", "git log", "git show",
+)  # fmt: skip
+#: Later patterns that send a read-only command back to "ask": side effects hidden in flags,
+#: redirections, command chaining and substitution.
+_ASK_AGAIN = (
+    "find * -delete*", "find * -exec*", "find * -ok*", "find * -fprint*", "find * -fls*",
+    "git * --output*", "rg * --pre*", "*>*", "*;*", "*&*", "*|*", "*$(*", "*`*",
+)  # fmt: skip
+
+
+def read_only_bash() -> dict[str, str]:
+    """Bash permission rules (last match wins): ask for everything but read-only commands."""
+    rules = {"*": "ask"}
+    for command in READ_ONLY_COMMANDS:
+        rules[command] = "allow"
+        rules[f"{command} *"] = "allow"
+    rules.update(dict.fromkeys(_ASK_AGAIN, "ask"))
+    return rules
+
+
+@dataclass
+class AgentInfo:
+    """One agent. ``tools`` enables/disables tools by name or wildcard (``{"*": False,
+    "ReadFile": True}``; last match wins, default enabled). ``permission`` holds rules as
+    in the config (``{"Bash": {"*": "ask", "ls *": "allow"}, "Edit": "deny"}``).
+    ``source`` is where the prompt came from; ``prompt_builtin`` marks etcode's own
+    prompt text (not wrapped by the custom agent template)."""
+
+    name: str
+    description: str | None = None
+    prompt: str | None = None
+    model: str | None = None
+    tools: dict[str, bool] = field(default_factory=dict)
+    permission: dict[str, Any] | str | None = None
+    steps: int | None = None
+    mode: Mode = "all"
+    temperature: float | None = None
+    builtin: bool = False
+    source: str | None = None
+    prompt_builtin: bool = False
+
+    def tool_enabled(self, tool_name: str) -> bool:
+        """Whether ``tool_name`` is on for this agent (last matching key wins)."""
+        enabled = True
+        for pattern, value in self.tools.items():
+            if pattern == tool_name or fnmatch.fnmatchcase(tool_name, pattern):
+                enabled = bool(value)
+        return enabled
+
+    def filter_tools(self, names: Iterable[str]) -> list[str]:
+        """The subset of ``names`` this agent may use, in the given order."""
+        return [name for name in names if self.tool_enabled(name)]
+
+
+# ---- built-ins ----------------------------------------------------------------------
+
+
+def _template(name: str) -> str:
+    from etcode.prompt import templates
+
+    return templates.load(name)
+
+
+def builtin_agents() -> dict[str, AgentInfo]:
+    """Fresh built-in agents: build, plan, general, explore."""
+    read_only_tools = {"WriteFile": False, "Edit": False}
+    read_only_permission = {"WriteFile": "deny", "Edit": "deny", "Bash": read_only_bash()}
+    return {
+        "build": AgentInfo(
+            "build",
+            "The default agent: reads, edits and runs commands with every tool enabled.",
+            mode="primary",
+            builtin=True,
+        ),
+        "plan": AgentInfo(
+            "plan",
+            "Read-only planning: investigates the code and proposes a plan without changing files.",
+            prompt=_template("agent/plan.txt"),
+            tools=dict(read_only_tools),
+            permission=read_only_permission,
+            mode="primary",
+            builtin=True,
+            source="agent/plan.txt",
+            prompt_builtin=True,
+        ),
+        "general": AgentInfo(
+            "general",
+            "General-purpose sub-agent for research and multi-step tasks handed over by another agent.",
+            prompt=_template("agent/general.txt"),
+            tools={"Task": False},
+            mode="subagent",
+            builtin=True,
+            source="agent/general.txt",
+            prompt_builtin=True,
+        ),
+        "explore": AgentInfo(
+            "explore",
+            "Fast read-only sub-agent for finding files, symbols and answers in a codebase.",
+            prompt=_template("agent/explore.txt"),
+            tools={**read_only_tools, "TodoWrite": False, "Task": False},
+            permission={**read_only_permission, "Bash": read_only_bash()},
+            mode="subagent",
+            builtin=True,
+            source="agent/explore.txt",
+            prompt_builtin=True,
+        ),
+    }
+
+
+# ---- settings from config objects, dicts and markdown -------------------------------
+
+
+def settings_of(value: Any) -> dict[str, Any]:
+    """The set (non-None) agent settings of a dict or an object with those attributes."""
+    if isinstance(value, Mapping):
+        items = {key: value[key] for key in (*SETTINGS, "disable") if key in value}
+    else:
+        items = {key: getattr(value, key, None) for key in (*SETTINGS, "disable")}
+    return {key: item for key, item in items.items() if item is not None}
+
+
+def _check(name: str, settings: dict[str, Any], where: str) -> dict[str, Any]:
+    def bad(key: str, expected: str) -> ConfigError:
+        return ConfigError(f"{where}: agent.{name}.{key}: expected {expected}")
+
+    out = dict(settings)
+    for key in ("description", "prompt", "model"):
+        if key in out and not isinstance(out[key], str):
+            raise bad(key, "a string")
+    tools = out.get("tools")
+    if isinstance(tools, str | list):  # Claude Code style allow-list: "ReadFile, Grep"
+        names = tools.split(",") if isinstance(tools, str) else tools
+        tools = {"*": False, **{str(t).strip(): True for t in names if str(t).strip()}}
+    if tools is not None:
+        if not isinstance(tools, Mapping) or not all(isinstance(v, bool) for v in tools.values()):
+            raise bad("tools", "an object of tool names to true/false")
+        out["tools"] = {str(k): v for k, v in tools.items()}
+    if "permission" in out and not isinstance(out["permission"], Mapping | str):
+        raise bad("permission", 'an object of rules or "allow" / "ask" / "deny"')
+    steps = out.get("steps")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+        raise bad("steps", "a positive integer")
+    if "mode" in out and out["mode"] not in MODES:
+        raise bad("mode", '"primary", "subagent" or "all"')
+    temperature = out.get("temperature")
+    if temperature is not None and (
+        isinstance(temperature, bool) or not isinstance(temperature, int | float)
+    ):
+        raise bad("temperature", "a number")
+    return out
+
+
+def parse_markdown(text: str, where: str = "<markdown>") -> tuple[dict[str, Any], str]:
+    """Split a markdown agent into (front matter settings, body)."""
+    import yaml
+
+    if not text.startswith("---"):
+        return {}, text.strip()
+    lines = text.splitlines()
+    if lines[0].strip() != "---":
+        return {}, text.strip()
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), None)
+    if end is None:
+        raise ConfigError(f"{where}: front matter is not closed with ---")
+    try:
+        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f" line {mark.line + 2}" if mark is not None else ""
+        raise ConfigError(f"{where}:{line} invalid YAML front matter") from None
+    if not isinstance(meta, dict):
+        raise ConfigError(f"{where}: front matter must be a mapping of settings")
+    return meta, "\n".join(lines[end + 1 :]).strip()
+
+
+def markdown_agents(folder: Path) -> dict[str, tuple[dict[str, Any], str]]:
+    """``{name: (settings, source path)}`` for ``folder/agent/*.md`` (and ``agents/``)."""
+    found: dict[str, tuple[dict[str, Any], str]] = {}
+    for sub in AGENT_DIRS:
+        directory = folder / sub
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.glob("*.md")):
+            where = str(path)
+            meta, body = parse_markdown(path.read_text(encoding="utf-8"), where)
+            settings = settings_of(meta)
+            if body:
+                settings["prompt"] = body
+            found[path.stem] = (_check(path.stem, settings, where), where)
+    return found
+
+
+# ---- merging -------------------------------------------------------------------------
+
+
+def _merge_rules(old: Any, new: Any) -> Any:
+    """Merge rule objects; keys set again move to the end (so last-match-wins holds)."""
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return new
+    merged = {key: value for key, value in old.items() if key not in new}
+    for key, value in new.items():
+        merged[key] = _merge_rules(old.get(key), value) if key in old else value
+    return merged
+
+
+def apply_settings(
+    base: AgentInfo | None, name: str, settings: dict[str, Any], source: str
+) -> AgentInfo | None:
+    """``base`` with ``settings`` applied (a new agent if ``base`` is None); None if disabled."""
+    if settings.get("disable"):
+        return None
+    agent = base or AgentInfo(name)
+    changes: dict[str, Any] = {k: v for k, v in settings.items() if k in SETTINGS}
+    if "tools" in changes:
+        changes["tools"] = _merge_rules(agent.tools, changes["tools"])
+    if "permission" in changes:
+        changes["permission"] = _merge_rules(agent.permission, changes["permission"])
+    if "prompt" in changes:
+        changes.update(source=source, prompt_builtin=False)
+    return replace(agent, **changes)
+
+
+def load_agents(
+    config_agents: Mapping[str, Any] | None = None,
+    directory: str | Path | None = None,
+    worktree: str | Path | None = None,
+    global_dir: str | Path | None = None,
+) -> dict[str, AgentInfo]:
+    """Every agent by name: built-ins first (build, plan, general, explore), then the
+    custom ones sorted. Raises :class:`ConfigError` for an invalid agent definition."""
+    from etcode.prompt.instruction import default_global_dir, folders_between
+
+    agents: dict[str, AgentInfo | None] = dict(builtin_agents())
+    layers: list[dict[str, tuple[dict[str, Any], str]]] = []
+    layers.append(markdown_agents(Path(global_dir).expanduser() if global_dir else default_global_dir()))
+    layers.append(
+        {
+            name: (_check(name, settings_of(value), "config"), f"config agent.{name}")
+            for name, value in (config_agents or {}).items()
+        }
+    )
+    if directory is not None:
+        here = Path(directory).expanduser().resolve()
+        top = Path(worktree).expanduser().resolve() if worktree else here
+        for folder in folders_between(here, top):
+            layers.append(markdown_agents(folder / ".etcode"))
+    for layer in layers:
+        for name, (settings, source) in layer.items():
+            agents[name] = apply_settings(agents.get(name), name, settings, source)
+    builtin = [n for n in builtin_agents() if agents.get(n) is not None]
+    custom = sorted(n for n, a in agents.items() if a is not None and n not in builtin)
+    return {name: agents[name] for name in (*builtin, *custom)}  # type: ignore[misc]
+
+
+def get_agent(
+    name: str,
+    agents: Mapping[str, AgentInfo] | None = None,
+    *,
+    config_agents: Mapping[str, Any] | None = None,
+    directory: str | Path | None = None,
+    worktree: str | Path | None = None,
+    global_dir: str | Path | None = None,
+) -> AgentInfo:
+    """The agent called ``name``; :class:`UsageError` listing the known names otherwise.
+
+    Looks in ``agents`` when given, else in ``load_agents(config_agents, directory,
+    worktree, global_dir)`` (just the built-ins and global markdown agents when those
+    are all None).
+    """
+    known = agents if agents is not None else load_agents(config_agents, directory, worktree, global_dir)
+    if name in known:
+        return known[name]
+    raise UsageError(f'unknown agent "{name}"; known agents: {", ".join(known)}')

@@ -1,0 +1,88 @@
+"""``etcode debug ...``: look inside etcode without calling a model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+debug_app = typer.Typer(help="Inspect what etcode would send, without calling a model.", no_args_is_help=True)
+
+RULE_WIDTH = 72
+
+
+@debug_app.callback()
+def _debug() -> None:
+    """Inspect what etcode would send, without calling a model."""
+
+
+@debug_app.command("prompt")
+def prompt(
+    model: str | None = typer.Option(None, "--model", "-m", help="provider/model to build the prompt for."),
+    agent: str | None = typer.Option(None, "--agent", help="Agent whose prompt to show (default: build)."),
+    as_json: bool = typer.Option(False, "--json", help='Print {"parts": [{"layer", "source", "text"}]}.'),
+) -> None:
+    """Print the assembled system prompt for the current directory."""
+    import asyncio
+    import json
+    import sys
+    from pathlib import Path
+
+    from etcode.instance import Instance
+    from etcode.util.errors import EtcodeError
+
+    try:
+        with Instance.provide(Path.cwd()) as info:
+            parts, warnings = asyncio.run(_build(info, model, agent))
+    except EtcodeError as err:  # one line and the error's exit code, as in the main CLI
+        typer.echo(f"error: {err}", err=True)
+        raise SystemExit(err.exit_code) from None
+    for message in warnings:
+        typer.echo(f"warning: {message}", err=True)
+    if as_json:
+        sys.stdout.write(json.dumps({"parts": [p.to_dict() for p in parts]}, ensure_ascii=False) + "\n")
+        return
+    for part in parts:
+        typer.echo(_rule(part.layer, part.source))
+        typer.echo(part.text.rstrip("\n"))
+    typer.echo("─" * RULE_WIDTH)
+
+
+def _rule(layer: str, source: str | None) -> str:
+    label = f"── {layer}" + (f" · {source} " if source else " ")
+    return label + "─" * max(3, RULE_WIDTH - len(label))
+
+
+def _load_config(directory: Any, worktree: Any) -> Any:
+    """The project's config, or None when the loader is not available."""
+    try:
+        from etcode.config.loader import load_config
+    except ImportError:
+        return None
+    return load_config(directory, worktree)
+
+
+async def _build(info: Any, model: str | None, agent_name: str | None) -> tuple[list[Any], list[str]]:
+    import os
+
+    from etcode.agent import DEFAULT_AGENT, get_agent, load_agents
+    from etcode.prompt.instruction import InstructionPrompt
+    from etcode.prompt.system import SystemPrompt
+
+    config = _load_config(info.directory, info.worktree)
+    agents = load_agents(getattr(config, "agent", None) or {}, info.directory, info.worktree)
+    chosen = get_agent(agent_name or getattr(config, "default_agent", None) or DEFAULT_AGENT, agents)
+    model_id = (
+        model or chosen.model or getattr(config, "model", None) or os.environ.get("ETCODE_MODEL") or "default"
+    )
+    instructions = InstructionPrompt(
+        info.directory,
+        info.worktree,
+        instructions=getattr(config, "instructions", None) or [],
+        compat=getattr(config, "instructions_compat", True),
+    )
+    warnings: list[str] = []
+    parts = await SystemPrompt.build(
+        chosen, model_id, instructions, is_git=info.is_git, on_warning=warnings.append
+    )
+    return parts, warnings

@@ -1,0 +1,229 @@
+"""Find, read and merge the configuration layers into one ``Config``.
+
+Layers, later wins (objects deep-merged, ``provider`` merged by ``id``,
+``instructions`` concatenated without duplicates, other values replaced):
+
+1. global ``$XDG_CONFIG_HOME/etcode/etcode.json`` then ``etcode.jsonc``;
+2. project ``etcode.json``/``etcode.jsonc`` from the worktree root down to the working
+   directory (nothing above the worktree);
+3. the file named by ``ETCODE_CONFIG``;
+4. ``ETCODE_*`` environment variables (see ``ENV_KEYS``);
+5. flags (a dict of config keys; ``None`` values are ignored).
+
+Each layer is validated on its own first, so an error names the file it came from.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from etcode.config.jsonc import parse_jsonc
+from etcode.config.schema import Config, key_path, validate
+from etcode.util.errors import ConfigError
+from etcode.util.paths import config_dir, find_up_all
+
+CONFIG_NAMES = ("etcode.json", "etcode.jsonc")
+
+#: ``ETCODE_*`` variable → config key. ``ETCODE_DEBUG`` and ``ETCODE_CONFIG`` are separate.
+ENV_KEYS: dict[str, str] = {
+    "ETCODE_MODEL": "model",
+    "ETCODE_SMALL_MODEL": "small_model",
+    "ETCODE_MAX_STEPS": "max_steps",
+    "ETCODE_AGENT": "default_agent",
+}
+
+FLAGS_SOURCE = "command line"
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"", "0", "false", "no", "off"}
+_TOKEN = re.compile(r"\{(env|file):([^{}]+)\}")
+
+
+# --- discovery -----------------------------------------------------------------------
+
+
+def _existing(folder: Path) -> list[Path]:
+    return [folder / name for name in CONFIG_NAMES if (folder / name).is_file()]
+
+
+def config_files(directory: Path, worktree: Path, env: Mapping[str, str] | None = None) -> list[Path]:
+    """The config files to read, in merge order (global, project outermost first, ETCODE_CONFIG)."""
+    env = os.environ if env is None else env
+    files = _existing(config_dir(env))
+    found = [p.parent for name in CONFIG_NAMES for p in find_up_all(name, directory, worktree)]
+    for folder in sorted(set(found), key=lambda f: len(f.parts)):
+        files.extend(_existing(folder))
+    explicit = env.get("ETCODE_CONFIG", "")
+    if explicit:
+        path = Path(explicit).expanduser().resolve()
+        if not path.is_file():
+            raise ConfigError(f"ETCODE_CONFIG: no such config file: {path}")
+        files.append(path)
+    unique: dict[Path, Path] = {}
+    for path in files:
+        unique.setdefault(path.resolve(), path)
+    return list(unique.values())
+
+
+# --- one file ------------------------------------------------------------------------
+
+
+def substitute(value: Any, *, env: Mapping[str, str], base_dir: Path, source: str, loc: tuple = ()) -> Any:
+    """Replace ``{env:VAR}`` and ``{file:path}`` in every string value (not in keys)."""
+    if isinstance(value, dict):
+        return {
+            k: substitute(v, env=env, base_dir=base_dir, source=source, loc=(*loc, k))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [
+            substitute(v, env=env, base_dir=base_dir, source=source, loc=(*loc, i))
+            for i, v in enumerate(value)
+        ]
+    if not isinstance(value, str) or "{" not in value:
+        return value
+
+    def replace(match: re.Match[str]) -> str:
+        kind, arg = match.group(1), match.group(2).strip()
+        if kind == "env":
+            return env.get(arg, "")
+        path = Path(arg).expanduser()
+        path = path if path.is_absolute() else base_dir / path
+        try:
+            return path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            problem = "file not found"
+        except (OSError, UnicodeDecodeError) as err:
+            problem = f"cannot read ({getattr(err, 'strerror', None) or err})"
+        raise ConfigError(f"{source}: {key_path(loc)}: {match.group(0)}: {problem}: {path}")
+
+    return _TOKEN.sub(replace, value)
+
+
+def _canonical(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """Validate one layer and return it with JSON key spellings and only the keys it set."""
+    layer = validate(data, source).model_dump(by_alias=True, exclude_unset=True)
+    seen: set[str] = set()
+    for i, entry in enumerate(layer.get("provider", [])):
+        if entry["id"] in seen:
+            raise ConfigError(f'{source}: provider[{i}].id: duplicate provider id "{entry["id"]}"')
+        seen.add(entry["id"])
+    return layer
+
+
+def load_file(path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Read, parse, substitute and validate one config file; returns its canonical dict."""
+    env = os.environ if env is None else env
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{source}: not valid UTF-8 text") from None
+    except OSError as err:
+        raise ConfigError(f"{source}: cannot read: {err.strerror or err}") from None
+    data = parse_jsonc(text, source)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a JSON object at the top level, got {type(data).__name__}")
+    data = substitute(data, env=env, base_dir=path.parent, source=source)
+    return _canonical(data, source)
+
+
+# --- env and flags -------------------------------------------------------------------
+
+
+def env_debug(env: Mapping[str, str] | None = None) -> bool:
+    """``ETCODE_DEBUG`` as a bool (1/true/yes/on); anything else unknown is an error."""
+    env = os.environ if env is None else env
+    raw = env.get("ETCODE_DEBUG", "").strip().lower()
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ConfigError(f'ETCODE_DEBUG: expected 1/0 or true/false, got "{raw}"')
+
+
+def env_layers(env: Mapping[str, str]) -> Iterable[tuple[str, dict[str, Any]]]:
+    """One small layer per set ``ETCODE_*`` variable, labelled with the variable's name."""
+    for var, key in ENV_KEYS.items():
+        value = env.get(var, "").strip()
+        if value:
+            yield var, _canonical({key: value}, var)
+
+
+def _flags_layer(flags: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    data = {k: v for k, v in flags.items() if v is not None}
+    debug = bool(data.pop("debug", False))
+    if isinstance(data.get("agent"), str):
+        data["default_agent"] = data.pop("agent")
+    return _canonical(data, FLAGS_SOURCE), debug
+
+
+# --- merging -------------------------------------------------------------------------
+
+
+def _merge_providers(base: list[dict[str, Any]], over: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = list(base)
+    for entry in over:
+        index = next((i for i, old in enumerate(out) if old["id"] == entry["id"]), None)
+        if index is None:
+            out.append(entry)
+        else:
+            out[index] = merge(out[index], entry, top=False)
+    return out
+
+
+def merge(base: dict[str, Any], over: dict[str, Any], *, top: bool = True) -> dict[str, Any]:
+    """Deep-merge ``over`` onto ``base`` (new dict; neither input is changed)."""
+    out = dict(base)
+    for key, value in over.items():
+        old = out.get(key)
+        if top and key == "provider":
+            out[key] = _merge_providers(old or [], value)
+        elif top and key == "instructions":
+            out[key] = list(dict.fromkeys([*(old or []), *value]))
+        elif isinstance(old, dict) and isinstance(value, dict):
+            out[key] = merge(old, value, top=False)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(
+    directory: Path,
+    worktree: Path,
+    *,
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Config:
+    """Load and merge every layer for ``directory`` inside ``worktree``."""
+    env = os.environ if env is None else env
+    directory = Path(directory).expanduser().resolve()
+    worktree = Path(worktree).expanduser().resolve()
+    merged: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+
+    def apply(layer: dict[str, Any], label: str) -> None:
+        nonlocal merged
+        merged = merge(merged, layer)
+        origins.update(dict.fromkeys(layer, label))
+        origins.update({f"provider.{p['id']}": label for p in layer.get("provider", [])})
+
+    sources = config_files(directory, worktree, env)
+    for path in sources:
+        apply(load_file(path, env), str(path))
+    for var, layer in env_layers(env):
+        apply(layer, var)
+    debug = env_debug(env)
+    if flags:
+        layer, flag_debug = _flags_layer(flags)
+        apply(layer, FLAGS_SOURCE)
+        debug = debug or flag_debug
+
+    config = validate(merged, "configuration")
+    config._sources = sources
+    config._origins = origins
+    config._debug = debug
+    return config

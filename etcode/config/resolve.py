@@ -1,0 +1,152 @@
+"""Turn a ``"provider/model"`` reference and the config into a ``ProviderSpec``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from etcode.config.schema import Config
+from etcode.provider.spec import KNOWN_PROVIDERS, KnownProvider, ProviderSpec, RetryConfig
+from etcode.util.errors import ConfigError
+
+#: The model picked when only a provider is known (env auto-detect, or a bare provider id).
+#: Auto-detect tries Anthropic, OpenAI, then the rest in ``KNOWN_PROVIDERS`` order.
+DEFAULT_MODELS: dict[str, str] = {
+    "anthropic": "claude-sonnet-4-20250514",
+    "openai": "gpt-4.1",
+    "openrouter": "anthropic/claude-sonnet-4",
+    "gemini": "gemini-2.5-flash",
+    "deepseek": "deepseek-chat",
+    "groq": "llama-3.3-70b-versatile",
+    "mistral": "mistral-large-latest",
+    "xai": "grok-4",
+    "together": "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+    "fireworks": "accounts/fireworks/models/llama-v3p3-70b-instruct",
+    "cerebras": "llama-3.3-70b",
+}
+
+NO_MODEL = (
+    "No model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or add a "
+    '"provider" entry to etcode.json (see etcode.example.json)'
+)
+
+_GUESSES = (("claude", "anthropic"), ("gpt-", "openai"), ("o1", "openai"), ("o3", "openai"),
+            ("o4", "openai"), ("gemini", "gemini"), ("deepseek", "deepseek"))  # fmt: skip
+
+
+def _key_from_env(known: KnownProvider | None, env: Mapping[str, str]) -> str | None:
+    if known is None:
+        return None
+    return next((env[name] for name in known.key_env if env.get(name)), None)
+
+
+def _known_url(provider_id: str, known: KnownProvider, env: Mapping[str, str]) -> str:
+    """The well-known endpoint; ``<ID>_BASE_URL`` (``ANTHROPIC_BASE_URL``...) overrides it."""
+    return env.get(f"{provider_id.upper()}_BASE_URL") or known.base_url
+
+
+def detect_model(env: Mapping[str, str] | None = None) -> str | None:
+    """``provider/model`` for the first well-known provider whose API key is set."""
+    env = os.environ if env is None else env
+    for provider_id in dict.fromkeys(["anthropic", "openai", *KNOWN_PROVIDERS]):
+        model = DEFAULT_MODELS.get(provider_id)
+        if model and _key_from_env(KNOWN_PROVIDERS.get(provider_id), env):
+            return f"{provider_id}/{model}"
+    return None
+
+
+def _prefix(origin: str | None) -> str:
+    return f"{origin}: " if origin else ""
+
+
+def _default_ref(config: Config, env: Mapping[str, str]) -> tuple[str, str | None]:
+    if config.model:
+        return config.model, config.origin("model")
+    for entry in config.provider:
+        if entry.model:
+            return f"{entry.id}/{entry.model}", config.origin(f"provider.{entry.id}")
+    detected = detect_model(env)
+    if detected:
+        return detected, None
+    raise ConfigError(NO_MODEL)
+
+
+def _split(ref: str, config: Config, origin: str | None) -> tuple[str, str]:
+    ref = ref.strip()
+    provider_id, slash, model = ref.partition("/")
+    if slash:
+        if not provider_id or not model:
+            raise ConfigError(f'{_prefix(origin)}model "{ref}" must look like "provider/model"')
+        return provider_id, model
+    entry = config.provider_entry(ref)
+    model = (entry.model if entry else None) or DEFAULT_MODELS.get(ref)
+    if model:
+        return ref, model
+    if entry or ref in KNOWN_PROVIDERS:
+        raise ConfigError(
+            f'{_prefix(origin)}provider "{ref}" has no default "model": use "{ref}/<model>" '
+            f'or set "model" in its "provider" entry'
+        )
+    guess = next((p for start, p in _GUESSES if ref.lower().startswith(start)), None)
+    hint = f' (did you mean "{guess}/{ref}"?)' if guess else ""
+    raise ConfigError(f'{_prefix(origin)}model "{ref}" must look like "provider/model"{hint}')
+
+
+def resolve_model(
+    config: Config,
+    model_ref: str | None = None,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ProviderSpec:
+    """Resolve ``model_ref`` (else ``config.model``, a provider's model, or env) to a spec.
+
+    Base URL: ``base_url`` argument, else the entry's ``baseURL``, else for a well-known id
+    ``<ID>_BASE_URL`` from the environment, else its usual endpoint. ``api_key``/``base_url``
+    override the config (the Python API uses them); an unknown provider id given with a
+    ``base_url`` is taken as OpenAI-compatible.
+    """
+    env = os.environ if env is None else env
+    origin: str | None = None
+    if not model_ref:
+        model_ref, origin = _default_ref(config, env)
+    provider_id, model = _split(model_ref, config, origin)
+
+    entry = config.provider_entry(provider_id)
+    known = KNOWN_PROVIDERS.get(provider_id)
+    if known is None and entry is None and not base_url:
+        names = ", ".join(KNOWN_PROVIDERS)
+        raise ConfigError(
+            f'{_prefix(origin)}unknown provider "{provider_id}" in model "{model_ref}": configure it '
+            f'in etcode.json "provider" with "type" and "baseURL" (known: {names})'
+        )
+    custom_url = base_url or (entry.base_url if entry else None)
+    url = custom_url or (_known_url(provider_id, known, env) if known else None)
+    if not url:
+        raise ConfigError(
+            f'{_prefix(config.origin(f"provider.{provider_id}"))}provider "{provider_id}" needs '
+            f'"baseURL" (and "type": "openai" or "anthropic")'
+        )
+    key = api_key or (entry.api_key if entry else None) or _key_from_env(known, env)
+    if not key and known is not None and known.needs_key and not custom_url:
+        raise ConfigError(
+            f'No API key for provider "{provider_id}": set {known.key_env[0]} or "apiKey" in etcode.json'
+        )
+    info = entry.models.get(model) if entry else None
+    return ProviderSpec(
+        id=provider_id,
+        type=(entry.type if entry else None) or (known.type if known else "openai"),
+        base_url=url.rstrip("/"),
+        model=model,
+        api_key=key or None,
+        headers=dict(entry.headers) if entry else {},
+        options=dict(entry.options) if entry else {},
+        timeout=entry.timeout / 1000 if entry and entry.timeout else 600.0,
+        model_info=info.model_dump(exclude_none=True) if info else {},
+    )
+
+
+def retry_config(config: Config) -> RetryConfig:
+    """The provider ``RetryConfig`` from the ``retry`` section."""
+    return RetryConfig(max_retries=config.retry.max_retries)

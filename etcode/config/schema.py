@@ -1,0 +1,225 @@
+"""The shape of ``etcode.json`` as pydantic models, and one-line validation errors.
+
+Keys are spelled as in the JSON (``baseURL``, ``apiKey``, ``small_model``); the Python
+attribute names are snake_case and also accepted on input. Unknown keys are errors
+(with a "did you mean" hint) except inside the free-form objects (``options``,
+``permission``, ``mcp`` servers, per-model info).
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from etcode.util.errors import ConfigError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class ModelLimit(_Open):
+    """Token limits of one model."""
+
+    context: int | None = Field(default=None, gt=0)
+    output: int | None = Field(default=None, gt=0)
+
+
+class ModelCost(_Open):
+    """Prices in USD per million tokens."""
+
+    input: float | None = Field(default=None, ge=0)
+    output: float | None = Field(default=None, ge=0)
+    cache_read: float | None = Field(default=None, ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+
+
+class ModelInfo(_Open):
+    """Per-model overrides in a provider entry (free-form; these keys are typed)."""
+
+    name: str | None = None
+    limit: ModelLimit | None = None
+    cost: ModelCost | None = None
+
+
+class ProviderConfig(_Strict):
+    """One ``"provider"`` entry. Well-known ids need only what differs from the defaults."""
+
+    id: str
+    type: Literal["openai", "anthropic"] | None = None
+    base_url: str | None = Field(default=None, alias="baseURL")
+    api_key: str | None = Field(default=None, alias="apiKey")
+    model: str | None = None
+    models: dict[str, ModelInfo] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict)
+    timeout: float | None = Field(default=None, gt=0, description="request timeout in ms")
+
+    @field_validator("id")
+    @classmethod
+    def _plain_id(cls, value: str) -> str:
+        if not value or "/" in value or any(c.isspace() for c in value):
+            raise ValueError('a provider id must be non-empty, without "/" or spaces')
+        return value
+
+
+class AgentConfig(_Strict):
+    """A custom agent, or overrides of a built-in one."""
+
+    description: str | None = None
+    prompt: str | None = None
+    model: str | None = None
+    tools: dict[str, bool] | None = None
+    permission: Any = None
+    steps: int | None = Field(default=None, ge=1)
+    mode: Literal["primary", "subagent", "all"] | None = None
+    temperature: float | None = Field(default=None, ge=0)
+
+
+class CompactionConfig(_Strict):
+    auto: bool = True
+    threshold: float | None = Field(default=None, gt=0, le=1)
+    reserve: int | None = Field(default=None, ge=0)
+
+
+class RetrySettings(_Strict):
+    max_retries: int = Field(default=2, ge=0)
+
+
+class Config(_Strict):
+    """The merged configuration. ``sources`` lists the files it was loaded from."""
+
+    schema_: str | None = Field(default=None, alias="$schema")
+    model: str | None = None
+    small_model: str | None = None
+    default_agent: str | None = None
+    provider: list[ProviderConfig] = Field(default_factory=list)
+    agent: dict[str, AgentConfig] = Field(default_factory=dict)
+    instructions: list[str] = Field(default_factory=list)
+    instructions_compat: bool = True
+    permission: Any = None
+    mcp: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    max_steps: int = Field(default=50, ge=1)
+    timeout: float | None = Field(default=None, gt=0, description="loop wall-clock limit in s")
+
+    _sources: list[Path] = PrivateAttr(default_factory=list)
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)
+    _debug: bool = PrivateAttr(default=False)
+
+    @field_validator("permission")
+    @classmethod
+    def _permission_shape(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, dict | str):
+            raise ValueError('expected an object of rules or "allow" / "ask" / "deny"')
+        return value
+
+    @property
+    def sources(self) -> list[Path]:
+        """Config files that were read, in merge order (later wins)."""
+        return list(self._sources)
+
+    @property
+    def debug(self) -> bool:
+        """``ETCODE_DEBUG`` / ``--debug``: show tracebacks and debug logs."""
+        return self._debug
+
+    def origin(self, key: str) -> str | None:
+        """Where a top-level key (or ``provider.<id>``) was last set: a file path or label."""
+        return self._origins.get(key)
+
+    def provider_entry(self, provider_id: str) -> ProviderConfig | None:
+        return next((p for p in self.provider if p.id == provider_id), None)
+
+
+# --- one-line errors ---------------------------------------------------------------
+
+
+def key_path(loc: tuple[Any, ...]) -> str:
+    """``("provider", 0, "baseURL")`` → ``provider[0].baseURL``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _unwrap(tp: Any) -> Any:
+    if get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        return args[0] if len(args) == 1 else None
+    return tp
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    current: Any = Config
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = next(
+                (f for name, f in current.model_fields.items() if part in (name, f.alias)),
+                None,
+            )
+            if field is None:
+                return None
+            current = field.annotation
+        elif get_origin(current) in (list, dict):
+            current = get_args(current)[-1]
+        else:
+            return None
+    current = _unwrap(current)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _allowed_keys(model: type[BaseModel]) -> list[str]:
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _unknown_key_message(loc: tuple[Any, ...]) -> str:
+    key = str(loc[-1])
+    model = _model_at(loc[:-1])
+    hint = ""
+    if model is not None:
+        close = difflib.get_close_matches(key, _allowed_keys(model), n=1, cutoff=0.6)
+        if close:
+            hint = f' (did you mean "{close[0]}"?)'
+    prefix = key_path(loc[:-1])
+    name = f"{prefix}.{key}" if prefix else key
+    return f'unknown key "{name}"{hint}'
+
+
+def format_validation_error(err: ValidationError, source: str) -> str:
+    """The first problem as ``<source>: <key.path>: <message>`` (one line)."""
+    errors = err.errors(include_url=False)
+    errors.sort(key=lambda e: e["type"] != "extra_forbidden")
+    first = errors[0]
+    loc = tuple(first["loc"])
+    if first["type"] == "extra_forbidden":
+        text = f"{source}: {_unknown_key_message(loc)}"
+    else:
+        where = key_path(loc)
+        msg = first["msg"].removeprefix("Value error, ")
+        text = f"{source}: {where}: {msg}" if where else f"{source}: {msg}"
+    more = len(errors) - 1
+    if more:
+        text += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return " ".join(text.split())
+
+
+def validate(data: dict[str, Any], source: str) -> Config:
+    """Validate one layer (or the merged result); errors name ``source``."""
+    try:
+        return Config.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(format_validation_error(err, source)) from None

@@ -1,0 +1,172 @@
+"""The system prompt: provider (or agent) layer, environment layer, instruction layer.
+
+``SystemPrompt.build(agent, model, instructions)`` assembles the parts in that order and
+then lets ``system.prompt.transform`` hooks edit them. Nothing here prints or reads
+secrets; warnings go to the ``on_warning`` callback and the ``etcode.prompt`` logger.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from etcode.prompt import templates
+from etcode.prompt.parts import PromptPart
+
+if TYPE_CHECKING:  # pragma: no cover
+    from etcode.prompt.instruction import InstructionPrompt
+
+logger = logging.getLogger("etcode.prompt")
+logger.addHandler(logging.NullHandler())
+
+Family = Literal["anthropic", "openai", "gemini", "default"]
+
+_CLAUDE = re.compile(r"(?<![a-z0-9])claude")
+_GPT = re.compile(r"(?<![a-z0-9])(?:chat)?gpt(?:-|\d)")
+_O_SERIES = re.compile(r"o[134](?:[-:]|$)")
+_GEMINI = re.compile(r"(?<![a-z0-9])gemini")
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+DEFAULT_NAME = "etcode"
+
+
+def model_family(model_id: str) -> Family:
+    """Which base prompt suits ``model_id`` (with or without ``provider/`` prefixes).
+
+    Claude ids → anthropic; ``gpt-``/``chatgpt-`` ids and the o-series (``o1``, ``o3-mini``,
+    ``o4-mini``: only as the model name itself) → openai; Gemini ids → gemini; else default.
+    """
+    lowered = model_id.strip().lower()
+    name = lowered.rsplit("/", 1)[-1]
+    if _CLAUDE.search(lowered):
+        return "anthropic"
+    if _GPT.search(lowered) or _O_SERIES.match(name):
+        return "openai"
+    if _GEMINI.search(lowered):
+        return "gemini"
+    return "default"
+
+
+def split_model_id(model_full_id: str) -> tuple[str | None, str]:
+    """``"openrouter/anthropic/claude-sonnet-4"`` → ``("openrouter", "anthropic/claude-sonnet-4")``."""
+    provider, sep, model = model_full_id.partition("/")
+    return (provider, model) if sep and provider and model else (None, model_full_id)
+
+
+def format_date(now: datetime) -> str:
+    """``Sat Nov 21 2026`` (locale independent, like JavaScript's ``toDateString``)."""
+    return f"{_DAYS[now.weekday()]} {_MONTHS[now.month - 1]} {now.day:02d} {now.year}"
+
+
+def wrap_custom_prompt(prompt: str, name: str | None = None) -> str:
+    """A user's or custom agent's prompt inside the ``system/custom_agent.txt`` template."""
+    template = templates.load("system/custom_agent.txt")
+    return templates.render(template, {"name": name or DEFAULT_NAME, "prompt": prompt.strip()})
+
+
+class SystemPrompt:
+    """Builders of the system prompt layers (all static)."""
+
+    @staticmethod
+    def provider(model_id: str) -> PromptPart:
+        """The provider layer: the base prompt for ``model_id``'s model family."""
+        name = f"provider/{model_family(model_id)}.txt"
+        return PromptPart("provider", name, templates.load(name))
+
+    @staticmethod
+    def environment(
+        model_full_id: str,
+        directory: str | Path,
+        is_git: bool,
+        now: datetime | None = None,
+        platform: str | None = None,
+    ) -> PromptPart:
+        """The environment layer: model, working directory, git, platform and date."""
+        provider, model = split_model_id(model_full_id)
+        exact = f"{provider}/{model}" if provider else model
+        lines = [
+            f"You are powered by the model named {model}. The exact model ID is {exact}.",
+            "Here is useful information about the environment you are running in:",
+            "<env>",
+            f"  Working directory: {Path(directory).resolve()}",
+            f"  Is directory a git repo: {'yes' if is_git else 'no'}",
+            f"  Platform: {platform or sys.platform}",
+            f"  Today's date: {format_date(now or datetime.now())}",
+            "</env>",
+        ]
+        return PromptPart("environment", None, "\n".join(lines))
+
+    @staticmethod
+    def agent(agent: Any, name: str | None = None) -> PromptPart | None:
+        """The agent layer for ``agent`` (an ``AgentInfo``), or None when it has no prompt.
+
+        Built-in prompts are used as they are; any other prompt is wrapped by the
+        custom agent template, which names the assistant ``name`` (default ``etcode``).
+        """
+        prompt = getattr(agent, "prompt", None)
+        if not prompt:
+            return None
+        source = getattr(agent, "source", None)
+        if getattr(agent, "prompt_builtin", False):
+            return PromptPart("agent", source, prompt)
+        return PromptPart("agent", source, wrap_custom_prompt(prompt, name))
+
+    @staticmethod
+    def custom(prompt: str, name: str | None = None, source: str | None = None) -> PromptPart:
+        """An agent-layer part from a plain ``system_prompt`` (the Python API's)."""
+        return PromptPart("agent", source, wrap_custom_prompt(prompt, name))
+
+    @staticmethod
+    async def build(
+        agent: Any,
+        model_full_id: str,
+        instructions: InstructionPrompt,
+        *,
+        system_prompt: str | None = None,
+        name: str | None = None,
+        directory: str | Path | None = None,
+        is_git: bool | None = None,
+        now: datetime | None = None,
+        transforms: Sequence[str] = (),
+        on_warning: Callable[[str], None] | None = None,
+    ) -> list[PromptPart]:
+        """Agent prompt (else provider prompt), environment, instructions; then the hooks.
+
+        ``agent`` (an ``AgentInfo``) may be None. A ``system_prompt`` (the Python API's)
+        wins over the agent's prompt and is wrapped like a custom agent's, naming the
+        assistant ``name``. ``directory`` (default: the instructions') and ``is_git``
+        (default: whether the worktree holds ``.git``) feed the environment part.
+        ``transforms``: config-listed ``"module:function"`` hooks, run after the
+        entry-point ones. Hook warnings are added to ``instructions.warnings``; the
+        warnings not yet reported are passed to ``on_warning``. Nothing here is fatal.
+        """
+        from etcode.prompt.hooks import apply_transforms
+
+        if system_prompt and system_prompt.strip():
+            first: PromptPart | None = SystemPrompt.custom(system_prompt, name)
+        else:
+            first = SystemPrompt.agent(agent, name) if agent is not None else None
+        parts = [first or SystemPrompt.provider(model_full_id)]
+        git = is_git if is_git is not None else (instructions.worktree / ".git").exists()
+        where = directory if directory is not None else instructions.directory
+        parts.append(SystemPrompt.environment(model_full_id, where, git, now))
+        parts.extend(await instructions.system())
+        parts, hook_warnings = await apply_transforms(parts, transforms)
+        instructions.warnings.extend(hook_warnings)
+        for message in instructions.take_warnings():
+            logger.warning("%s", message)
+            if on_warning is not None:
+                on_warning(message)
+        return parts
+
+    @staticmethod
+    def texts(parts: Sequence[PromptPart]) -> list[str]:
+        """The part texts, as the provider request's system blocks."""
+        return [part.text for part in parts]

@@ -1,0 +1,114 @@
+"""The Python API (`from etcode import Agent, tool`) against the fake LLM server."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from etcode import Agent, AgentResult, LoopLimits, RetryConfig, Tool, ToolResult, tool
+from etcode.session import events as ev
+from tests.fake_llm import Call, FakeLLM, Reply
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def llm():
+    with FakeLLM() as server:
+        yield server
+
+
+def test_readme_example_runs_verbatim(llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    example = next(b for b in blocks if "Agent(" in b)
+    assert len(example.strip().splitlines()) <= 12
+    llm.script(
+        Reply(calls=[Call("word_count", {"text": "the quick brown fox"})]),
+        Reply(text="There are 4 words."),
+    )
+    script = tmp_path / "example.py"
+    script.write_text(example, encoding="utf-8")
+    env = {**__import__("os").environ, "ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": llm.anthropic_base_url}
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "There are 4 words." in proc.stdout and "end_turn" in proc.stdout
+    tool_result = json.dumps(llm.requests[1].body["messages"])
+    assert '"4"' in tool_result or "4" in tool_result
+    assert llm.requests[0].headers["x-api-key"] == "sk-ant-test"
+
+
+async def test_unknown_provider_with_base_url_is_openai_compatible(llm: FakeLLM, tmp_path: Path) -> None:
+    llm.script(Reply(text="hi from vllm"))
+    agent = Agent("myvllm/qwen", base_url=llm.openai_base_url, api_key="k", directory=tmp_path)
+    result = await agent.run("hello")
+    await agent.aclose()
+    assert isinstance(result, AgentResult)
+    assert result.text == "hi from vllm"
+    assert llm.requests[0].path == "/v1/chat/completions"
+    assert llm.requests[0].body["model"] == "qwen"
+
+
+async def test_stream_yields_typed_events_and_custom_tools(llm: FakeLLM, tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    @tool(read_only=True)
+    async def lookup(key: str) -> str:
+        """Look a key up.
+
+        Args:
+            key: the key to find
+        """
+        calls.append(key)
+        return f"value-of-{key}"
+
+    class Echo(Tool):
+        name = "Echo"
+        description = "Echo the text back."
+
+        async def run(self, params, ctx) -> ToolResult:
+            return ToolResult("echo", summary="echoed")
+
+    llm.script(Reply(calls=[Call("lookup", {"key": "k1"}), Call("Echo", {})]), Reply(text="found value-of-k1"))
+    agent = Agent(
+        "proxy/model-x",
+        base_url=llm.openai_base_url,
+        api_key="k",
+        tools=[lookup, Echo()],
+        builtin_tools=False,
+        directory=tmp_path,
+        limits=LoopLimits(max_steps=5),
+        retry=RetryConfig(max_retries=0),
+    )
+    events = [e async for e in agent.stream("find k1")]
+    await agent.aclose()
+    assert calls == ["k1"]
+    names = [t["function"]["name"] for t in llm.requests[0].body["tools"]]
+    assert names == ["lookup", "Echo"]
+    schema = llm.requests[0].body["tools"][0]["function"]["parameters"]
+    assert schema["properties"]["key"]["description"] == "the key to find"
+    assert isinstance(events[0], ev.SessionStart) and isinstance(events[-1], ev.DoneEvent)
+    summaries = [e.summary for e in events if isinstance(e, ev.ToolResultEvent)]
+    assert summaries == ["value-of-k1", "echoed"]
+
+
+async def test_successive_runs_continue_the_conversation(llm: FakeLLM, tmp_path: Path) -> None:
+    llm.script(Reply(text="first"), Reply(text="second"))
+    agent = Agent("p/m", base_url=llm.openai_base_url, api_key="k", builtin_tools=False, directory=tmp_path)
+    await agent.run("one")
+    result = await agent.run("two")
+    await agent.aclose()
+    assert result.text == "second"
+    contents = [m.get("content") for m in llm.requests[1].body["messages"] if m["role"] != "system"]
+    assert contents[:3] == ["one", "first", "two"]
+
+
+def test_run_sync(llm: FakeLLM, tmp_path: Path) -> None:
+    llm.script(Reply(text="sync works"))
+    agent = Agent("p/m", base_url=llm.openai_base_url, api_key="k", directory=tmp_path)
+    assert agent.run_sync("go").text == "sync works"
