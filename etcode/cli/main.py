@@ -43,14 +43,14 @@ def entry() -> None:
 
 
 def _report_unexpected(err: Exception, debug: bool) -> None:
-    import click
-
-    if isinstance(err, click.exceptions.Abort):
+    # Typer vendors its own click (``typer._click``), so match click's exceptions by shape.
+    names = {cls.__name__ for cls in type(err).__mro__}
+    if "Abort" in names:
         sys.stderr.write("\ninterrupted\n")
         sys.exit(130)
-    if isinstance(err, click.ClickException):
+    if "ClickException" in names and hasattr(err, "show"):
         err.show()
-        sys.exit(err.exit_code)
+        sys.exit(int(getattr(err, "exit_code", 2)))
     if debug:
         import traceback
 

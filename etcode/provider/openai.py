@@ -1,0 +1,242 @@
+"""OpenAI Chat Completions adapter (OpenAI, OpenRouter, DeepSeek, Groq, Ollama, vLLM, ...).
+
+``POST {base_url}/chat/completions`` with ``stream: true`` and
+``stream_options.include_usage``. Tool-call deltas arrive keyed by ``index`` (id and name
+only in the first delta of an index, then argument fragments); usage arrives in a last
+chunk with ``choices: []``; the stream ends with ``data: [DONE]``. Reasoning comes as
+``reasoning_content`` (DeepSeek) or ``reasoning`` (OpenRouter, Ollama) deltas and is not
+sent back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from etcode.provider.errors import StreamParseError
+from etcode.provider.retry import RetryingHTTPProvider, error_from_payload
+from etcode.provider.sse import SSEEvent
+from etcode.provider.types import (
+    Message,
+    ModelRequest,
+    Part,
+    ReasoningDelta,
+    ReasoningPart,
+    StreamChunk,
+    StreamEnd,
+    TextDelta,
+    TextPart,
+    ToolCallArgsDelta,
+    ToolCallPart,
+    ToolCallStarted,
+    Usage,
+)
+
+__all__ = ["OpenAIProvider", "to_openai_messages", "to_openai_tools"]
+
+FINISH_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+}
+#: ``spec.options`` keys that configure etcode rather than the request body.
+_NOT_BODY = frozenset({"baseURL", "apiKey", "timeout", "headers"})
+
+
+def to_openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """The ``messages`` array: one system message, then the history."""
+    out: list[dict[str, Any]] = []
+    system = "\n\n".join(s for s in request.system if s and s.strip())
+    if system:
+        out.append({"role": "system", "content": system})
+    for message in request.messages:
+        text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
+        if message.role == "assistant":
+            calls = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments or "{}"},
+                }
+                for c in message.tool_calls
+            ]
+            if calls:
+                out.append({"role": "assistant", "content": text or None, "tool_calls": calls})
+            elif text:
+                out.append({"role": "assistant", "content": text})
+            continue
+        results = message.tool_results
+        for result in results:
+            out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.output})
+        if text or not results:
+            out.append({"role": "user", "content": text})
+    return out
+
+
+def to_openai_tools(request: ModelRequest) -> list[dict[str, Any]]:
+    """Tool schemas as ``{"type": "function", "function": {...}}``."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in request.tools
+    ]
+
+
+def _usage(raw: dict[str, Any]) -> Usage:
+    """Map OpenAI usage. ``input_tokens`` excludes cached tokens (as Anthropic counts)."""
+    prompt = raw.get("prompt_tokens") or 0
+    cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    reasoning = (raw.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+    return Usage(
+        input_tokens=max(0, prompt - cached),
+        output_tokens=raw.get("completion_tokens") or 0,
+        cache_read_tokens=cached,
+        reasoning_tokens=reasoning,
+    )
+
+
+class _Call:
+    __slots__ = ("id", "name", "args", "ordinal")
+
+    def __init__(self, id: str, name: str, ordinal: int) -> None:
+        self.id, self.name, self.args, self.ordinal = id, name, [], ordinal
+
+
+class OpenAIStream:
+    """Decodes one Chat Completions SSE stream into chunks and the final message."""
+
+    def __init__(self, provider: str, secret: str | None = None) -> None:
+        self.provider = provider
+        self.secret = secret
+        self.done = False
+        self.finish: str | None = None
+        self.usage = Usage()
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: dict[int, _Call] = {}
+        self._last_key: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.done or self.finish is not None
+
+    def handle(self, event: SSEEvent) -> Iterable[StreamChunk]:
+        data = event.data.strip()
+        if data == "[DONE]":
+            self.done = True
+            return []
+        if not data:
+            return []
+        try:
+            obj = json.loads(data)
+        except ValueError as exc:
+            raise StreamParseError(
+                f"{self.provider}: invalid JSON in stream: {data[:80]}", provider=self.provider
+            ) from exc
+        if not isinstance(obj, dict):
+            return []
+        if obj.get("error"):
+            raise error_from_payload(self.provider, obj, secret=self.secret)
+        usage = obj.get("usage") or (obj.get("x_groq") or {}).get("usage")
+        if isinstance(usage, dict):
+            self.usage = _usage(usage)
+        out: list[StreamChunk] = []
+        for choice in obj.get("choices") or []:
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content")
+            if not isinstance(reasoning, str):
+                reasoning = delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                self.reasoning.append(reasoning)
+                out.append(ReasoningDelta(reasoning))
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                self.text.append(content)
+                out.append(TextDelta(content))
+            for tc in delta.get("tool_calls") or []:
+                out.extend(self._tool_delta(tc))
+            if choice.get("finish_reason"):
+                self.finish = choice["finish_reason"]
+        return out
+
+    def _tool_delta(self, tc: dict[str, Any]) -> list[StreamChunk]:
+        fn = tc.get("function") or {}
+        key = tc.get("index")
+        if not isinstance(key, int):  # some servers omit index: a new id starts a new call
+            tid = tc.get("id")
+            if self._last_key is None or (tid and all(c.id != tid for c in self.calls.values())):
+                key = -1 - len(self.calls)  # synthetic keys never collide with real indexes
+            else:
+                key = self._last_key
+        out: list[StreamChunk] = []
+        call = self.calls.get(key)
+        if call is None:
+            ordinal = len(self.calls)
+            call = _Call(tc.get("id") or f"call_{ordinal}", fn.get("name") or "", ordinal)
+            self.calls[key] = call
+            out.append(ToolCallStarted(ordinal, call.id, call.name))
+        elif not call.name and fn.get("name"):
+            call.name = fn["name"]
+        self._last_key = key
+        fragment = fn.get("arguments")
+        if isinstance(fragment, dict):  # a few servers send an object, not a string
+            fragment = json.dumps(fragment)
+        if isinstance(fragment, str) and fragment:
+            call.args.append(fragment)
+            out.append(ToolCallArgsDelta(call.ordinal, fragment))
+        return out
+
+    def end(self) -> StreamEnd:
+        parts: list[Part] = []
+        if self.reasoning:
+            parts.append(ReasoningPart("".join(self.reasoning)))
+        if self.text:
+            parts.append(TextPart("".join(self.text)))
+        for call in sorted(self.calls.values(), key=lambda c: c.ordinal):
+            parts.append(ToolCallPart(call.id, call.name, "".join(call.args)))
+        stop = FINISH_REASONS.get(self.finish or "stop", self.finish or "end_turn")
+        if self.calls and stop == "end_turn":
+            stop = "tool_use"  # Ollama/Gemini say "stop" next to tool calls
+        return StreamEnd(Message("assistant", parts), self.usage, stop)
+
+
+class OpenAIProvider(RetryingHTTPProvider):
+    """Chat Completions over SSE. ``spec.options`` are merged into the request body."""
+
+    terminal_event = "data: [DONE]"
+
+    @property
+    def url(self) -> str:
+        return self.spec.base_url.rstrip("/") + "/chat/completions"
+
+    def headers(self) -> dict[str, str]:
+        headers = {"accept": "text/event-stream", "user-agent": "etcode"}
+        if self.spec.api_key:
+            headers["authorization"] = f"Bearer {self.spec.api_key}"
+        headers.update({k.lower(): v for k, v in self.spec.headers.items()})
+        return headers
+
+    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": request.model or self.spec.model,
+            "messages": to_openai_messages(request),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            body["tools"] = to_openai_tools(request)
+        if request.max_tokens is not None:
+            key = "max_completion_tokens" if self.spec.id == "openai" else "max_tokens"
+            body[key] = request.max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        body.update({k: v for k, v in self.spec.options.items() if k not in _NOT_BODY})
+        body.update(request.extra)
+        return body
+
+    def new_state(self) -> OpenAIStream:
+        return OpenAIStream(self.id, self.spec.api_key)
