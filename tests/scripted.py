@@ -42,8 +42,8 @@ class ScriptedProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
         self.requests.append(request)
-        # Snapshot: the loop keeps appending to the same list.
-        request.messages = [Message.from_dict(m.to_dict()) for m in request.messages]
+        # Snapshot the list: the loop keeps appending to it (messages are never mutated).
+        request.messages = list(request.messages)
         if not self.answers:
             raise ProviderError("scripted provider: no answer left", kind="bad_request")
         answer = self.answers.pop(0)

@@ -92,6 +92,15 @@ class Tool:
     is_read_only: ClassVar[bool] = False
 
     def schema(self) -> ToolSchema:
+        """The tool as the model sees it (computed once per tool object)."""
+        cached = self.__dict__.get("_schema_cache")
+        if cached is not None:
+            return cached
+        schema = self._build_schema()
+        self.__dict__["_schema_cache"] = schema
+        return schema
+
+    def _build_schema(self) -> ToolSchema:
         params = self.Params.model_json_schema()
         params.pop("title", None)
         params.setdefault("properties", {})

@@ -40,7 +40,26 @@ class ToolRegistry:
 
 def builtin_tools() -> list[Tool]:
     """Fresh instances of every built-in tool, in the order the model sees them."""
+    from etcode.tool.bash import BashTool
+    from etcode.tool.edit import EditTool
+    from etcode.tool.glob_tool import GlobTool
+    from etcode.tool.grep import GrepTool
+    from etcode.tool.list_files import ListFilesTool
     from etcode.tool.read_file import ReadFileTool
+    from etcode.tool.read_many_files import ReadManyFilesTool
+    from etcode.tool.todo import TodoWriteTool
+    from etcode.tool.web_fetch import WebFetchTool
     from etcode.tool.write_file import WriteFileTool
 
-    return [ReadFileTool(), WriteFileTool()]
+    return [
+        ReadFileTool(),
+        ReadManyFilesTool(),
+        ListFilesTool(),
+        GlobTool(),
+        GrepTool(),
+        WriteFileTool(),
+        EditTool(),
+        BashTool(),
+        WebFetchTool(),
+        TodoWriteTool(),
+    ]

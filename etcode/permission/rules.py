@@ -1,0 +1,143 @@
+"""Permission rules: ``allow`` / ``ask`` / ``deny`` per permission and pattern.
+
+A rule is ``(permission, pattern, action)``; both ``permission`` and ``pattern`` are
+wildcards (``*`` any text, ``?`` one character). For a request, the **last** matching
+rule wins. Defaults come first, then the config's ``"permission"`` object, then the
+agent's, so later layers override earlier ones. Within one permission's pattern object
+the rules are put in order from general to specific (fewest literal characters first,
+so ``"*"`` comes first), which makes ``{"git *": "allow", "rm *": "deny", "*": "ask"}``
+mean what it says whatever order the keys are written in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal, cast
+
+from etcode.util.errors import ConfigError
+
+Action = Literal["allow", "ask", "deny"]
+ACTIONS: tuple[str, ...] = ("allow", "ask", "deny")
+
+
+class PermissionConfigError(ConfigError):
+    """A ``permission`` value in a config file or agent is malformed."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    permission: str
+    pattern: str
+    action: Action
+
+    def describe(self) -> str:
+        """The rule as it would be written in etcode.json."""
+        if self.pattern == "*":
+            return f'"{self.permission}": "{self.action}"'
+        return f'"{self.permission}": {{"{self.pattern}": "{self.action}"}}'
+
+
+Ruleset = list[Rule]
+
+#: Read-only tools, WriteFile/Edit inside the worktree and Bash are allowed; anything
+#: outside the worktree asks; reading .env files asks.
+DEFAULT_RULES: tuple[Rule, ...] = (
+    Rule("*", "*", "allow"),
+    Rule("external_directory", "*", "ask"),
+    Rule("read", "*.env", "ask"),
+    Rule("read", "*.env.*", "ask"),
+    Rule("read", "*.env.example", "allow"),
+    Rule("read", "*.env.sample", "allow"),
+    Rule("read", "*.env.template", "allow"),
+)
+
+
+@lru_cache(maxsize=1024)
+def _compile(pattern: str, ignore_case: bool) -> re.Pattern[str]:
+    out = []
+    for char in pattern:
+        if char == "*":
+            out.append(".*")
+        elif char == "?":
+            out.append(".")
+        else:
+            out.append(re.escape(char))
+    regex = "".join(out)
+    # "git *" also matches plain "git" (a command without arguments).
+    if pattern.endswith(" *"):
+        regex = regex[: -len(re.escape(" ") + ".*")] + r"(?: .*)?"
+    return re.compile(regex + r"\Z", re.DOTALL | (re.IGNORECASE if ignore_case else 0))
+
+
+def wildcard_match(text: str, pattern: str, ignore_case: bool = False) -> bool:
+    """``*`` matches any text (``/`` included), ``?`` one character; a trailing ``" *"``
+    also matches the text without it (``"git *"`` matches ``"git"``)."""
+    return _compile(pattern, ignore_case).match(text) is not None
+
+
+def _normalize_name(name: str) -> str:
+    return name.strip().lower()
+
+
+def evaluate(ruleset: Iterable[Rule], permission: str, pattern: str, tool: str | None = None) -> Rule:
+    """The last rule matching ``permission`` (or the tool's name) and ``pattern``.
+    With no match the answer is ``ask``."""
+    names = {_normalize_name(permission)}
+    if tool:
+        names.add(_normalize_name(tool))
+    found: Rule | None = None
+    for rule in ruleset:
+        rule_name = _normalize_name(rule.permission)
+        if any(wildcard_match(name, rule_name, ignore_case=True) for name in names) and wildcard_match(
+            pattern, rule.pattern
+        ):
+            found = rule
+    return found or Rule(permission, "*", "ask")
+
+
+def specificity(pattern: str) -> int:
+    """How specific a pattern is: its number of literal (non-wildcard) characters."""
+    return len(pattern.replace("*", "").replace("?", ""))
+
+
+def _action(value: Any, where: str) -> Action:
+    if isinstance(value, str) and value.strip().lower() in ACTIONS:
+        return cast(Action, value.strip().lower())
+    raise PermissionConfigError(f'{where}: expected "allow", "ask" or "deny", got {value!r}')
+
+
+def parse_rules(config: Mapping[str, Any] | str | None, where: str = "permission") -> Ruleset:
+    """Rules from a ``"permission"`` value: ``"allow"`` (everything), or an object whose
+    values are an action (all patterns) or an object ``{pattern: action}`` in order."""
+    if config is None:
+        return []
+    if isinstance(config, str):
+        return [Rule("*", "*", _action(config, where))]
+    if not isinstance(config, Mapping):
+        raise PermissionConfigError(f'{where}: expected an object of rules or "allow" / "ask" / "deny"')
+    rules: Ruleset = []
+    for permission, value in config.items():
+        key = f"{where}.{permission}"
+        if isinstance(value, Mapping):
+            group = [
+                Rule(str(permission), str(pattern), _action(action, f'{key}."{pattern}"'))
+                for pattern, action in value.items()
+            ]
+            rules.extend(sorted(group, key=lambda rule: specificity(rule.pattern)))
+        else:
+            rules.append(Rule(str(permission), "*", _action(value, key)))
+    return rules
+
+
+def rules_from_config(
+    permission_config: Mapping[str, Any] | str | None, agent_permission: Mapping[str, Any] | str | None = None
+) -> Ruleset:
+    """Defaults, then the config's ``permission``, then the agent's (last match wins)."""
+    return [
+        *DEFAULT_RULES,
+        *parse_rules(permission_config, "permission"),
+        *parse_rules(agent_permission, "agent.permission"),
+    ]

@@ -1,0 +1,154 @@
+"""The permission service a session hands to its tools as ``ctx.check_permission``.
+
+``await service.check(permission, patterns, metadata)`` returns when every pattern is
+allowed (by a rule, or by the user through the :class:`Asker`) and raises
+:class:`~etcode.tool.base.PermissionDenied` — whose message the model sees — otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from etcode.permission.rules import Rule, Ruleset, evaluate, rules_from_config
+
+__all__ = [
+    "NON_INTERACTIVE_REASON",
+    "AllowAsker",
+    "Asker",
+    "Decision",
+    "DenyAsker",
+    "PermissionRequest",
+    "PermissionService",
+    "rules_from_config",
+]
+
+NON_INTERACTIVE_REASON = "denied: etcode run is non-interactive; re-run with --yes to allow"
+
+
+def _denied_error() -> type[Exception]:
+    """The tools' ``PermissionDenied`` (imported late to keep this package light)."""
+    from etcode.tool.base import PermissionDenied
+
+    return PermissionDenied
+
+
+@dataclass
+class PermissionRequest:
+    """What an asker shows the user: the permission, the patterns that need an answer,
+    the tool and its details (``metadata``: e.g. ``diff`` for edits, ``command`` for Bash),
+    and ``always``: the patterns an "allow always" answer would allow from now on."""
+
+    permission: str
+    patterns: list[str]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tool: str | None = None
+    always: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Decision:
+    kind: Literal["allow_once", "allow_always", "reject"]
+    reason: str | None = None
+
+    @classmethod
+    def allow_once(cls) -> Decision:
+        return cls("allow_once")
+
+    @classmethod
+    def allow_always(cls) -> Decision:
+        return cls("allow_always")
+
+    @classmethod
+    def reject(cls, reason: str | None = None) -> Decision:
+        return cls("reject", reason)
+
+
+class Asker(Protocol):
+    """Answers ``ask`` rules. The TUI implements it with a prompt; ``etcode run`` uses
+    :class:`DenyAsker` (or :class:`AllowAsker` with ``--yes``)."""
+
+    async def ask(self, request: PermissionRequest) -> Decision: ...
+
+
+class DenyAsker:
+    """Headless runs: every ``ask`` is refused, and the model is told why."""
+
+    def __init__(self, reason: str = NON_INTERACTIVE_REASON) -> None:
+        self.reason = reason
+
+    async def ask(self, request: PermissionRequest) -> Decision:
+        return Decision.reject(self.reason)
+
+
+class AllowAsker:
+    """``--yes``: every ``ask`` is allowed (``deny`` rules still refuse)."""
+
+    async def ask(self, request: PermissionRequest) -> Decision:
+        return Decision.allow_once()
+
+
+class PermissionService:
+    """Evaluates rules (last match wins) and asks the user when a rule says ``ask``.
+    "Allow always" answers are remembered for the life of the service (the session)."""
+
+    def __init__(self, rules: Ruleset, asker: Asker | None = None, worktree: Path | None = None) -> None:
+        self.rules: Ruleset = list(rules)
+        self.asker: Asker = asker or DenyAsker()
+        self.worktree = worktree.resolve() if worktree else None
+        self.approved: Ruleset = []
+        self._lock = asyncio.Lock()
+
+    def _pattern(self, permission: str, pattern: str) -> str:
+        """Absolute paths inside the worktree are matched as worktree-relative paths."""
+        if self.worktree is None or permission in ("bash", "webfetch", "external_directory"):
+            return pattern
+        if pattern.startswith("/"):
+            try:
+                return Path(pattern).relative_to(self.worktree).as_posix()
+            except ValueError:
+                return pattern
+        return pattern
+
+    def evaluate(self, permission: str, pattern: str, tool: str | None = None) -> Rule:
+        """The deciding rule for one pattern (session approvals count last)."""
+        return evaluate([*self.rules, *self.approved], permission, self._pattern(permission, pattern), tool)
+
+    async def check(
+        self, permission: str, patterns: list[str], metadata: dict[str, Any] | None = None
+    ) -> None:
+        """Return if allowed; raise ``PermissionDenied`` with a reason the model sees if not."""
+        metadata = dict(metadata or {})
+        tool = metadata.get("tool")
+        patterns = list(patterns) or ["*"]
+        pending = self._undecided(permission, patterns, tool)
+        if not pending:
+            return
+        async with self._lock:  # one question at a time; an earlier answer may settle this one
+            pending = self._undecided(permission, patterns, tool)
+            if not pending:
+                return
+            always = [str(p) for p in metadata.get("always") or pending]
+            request = PermissionRequest(permission, pending, metadata, tool, always)
+            decision = await self.asker.ask(request)
+        if decision.kind == "reject":
+            reason = decision.reason or "denied by the user"
+            raise _denied_error()(f"{reason} (permission {permission!r}: {', '.join(pending)})")
+        if decision.kind == "allow_always":
+            self.approved.extend(Rule(permission, pattern, "allow") for pattern in always)
+
+    def _undecided(self, permission: str, patterns: list[str], tool: str | None) -> list[str]:
+        """Patterns whose rule says ``ask``; raises at once on a ``deny``."""
+        asks: list[str] = []
+        for pattern in patterns:
+            rule = self.evaluate(permission, pattern, tool)
+            if rule.action == "deny":
+                raise _denied_error()(
+                    f"denied by permission rule {rule.describe()} ({permission}: {pattern}). "
+                    "Do not retry this call; choose another approach or ask the user."
+                )
+            if rule.action == "ask":
+                asks.append(pattern)
+        return asks

@@ -1,0 +1,354 @@
+"""``Bash``: run a shell command in the working directory, in its own process group."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from etcode.tool.base import Tool, ToolContext, ToolResult
+from etcode.tool.summary import plural, shorten
+from etcode.tool.truncate import truncate_output
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+KILL_GRACE_SECONDS = 2.0
+#: Output kept in memory; beyond this only the tail is kept.
+MAX_BUFFER_BYTES = 8 * 1024 * 1024
+#: After the shell exits, how long to wait for background children holding the pipe.
+DRAIN_SECONDS = 1.0
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+class BashParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    command: str = Field(description="The shell command to run.")
+    timeout: int | None = Field(
+        default=None,
+        ge=1,
+        description=f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}).",
+    )
+    description: str | None = Field(
+        default=None, description="A short (5-10 words) description of what the command does."
+    )
+
+
+_OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n")
+#: Commands whose second word picks the action (``git push``, ``npm run``).
+_TWO_WORD = frozenset(
+    {"git", "npm", "pnpm", "yarn", "bun", "cargo", "go", "docker", "kubectl", "pip", "uv", "poetry",
+     "make", "gh", "brew", "apt", "apt-get", "dotnet", "terraform", "helm", "systemctl"}
+)  # fmt: skip
+
+
+def split_commands(command: str) -> list[str]:
+    """The simple commands in a shell line, for permission checks: split on ``&&``,
+    ``||``, ``;``, ``|``, ``&`` and newlines outside quotes, with ``$(...)`` and
+    backtick substitutions checked as commands of their own."""
+    parts: list[str] = []
+    current: list[str] = []
+    quote: str | None = None
+    i = 0
+    while i < len(command):
+        char = command[i]
+        if quote:
+            current.append(char)
+            if char == "\\" and quote == '"' and i + 1 < len(command):
+                current.append(command[i + 1])
+                i += 1
+            elif char == quote:
+                quote = None
+            elif quote == '"' and command.startswith("$(", i):
+                inner, end = _substitution(command, i + 2)
+                parts.extend(split_commands(inner))
+                current.append(command[i + 1 : end + 1])
+                i = end
+            i += 1
+            continue
+        if char == "\\" and i + 1 < len(command):
+            current.append(command[i : i + 2])
+            i += 2
+            continue
+        if char in "'\"":
+            quote = char
+            current.append(char)
+            i += 1
+            continue
+        if command.startswith("$(", i):
+            inner, end = _substitution(command, i + 2)
+            parts.extend(split_commands(inner))
+            current.append(command[i : end + 1])
+            i = end + 1
+            continue
+        if char == "`":
+            end = command.find("`", i + 1)
+            end = len(command) if end == -1 else end
+            parts.extend(split_commands(command[i + 1 : end]))
+            current.append(command[i : end + 1])
+            i = end + 1
+            continue
+        operator = next((op for op in _OPERATORS if command.startswith(op, i)), None)
+        if operator:
+            parts.append("".join(current))
+            current = []
+            i += len(operator)
+            continue
+        current.append(char)
+        i += 1
+    parts.append("".join(current))
+    cleaned = []
+    for part in parts:
+        part = part.strip()
+        while part[:1] in ("(", "{") and part.count(part[0]) > part.count(")" if part[0] == "(" else "}"):
+            part = part[1:].strip()
+        while part[-1:] in (")", "}") and part.count(part[-1]) > part.count("(" if part[-1] == ")" else "{"):
+            part = part[:-1].strip()
+        if part:
+            cleaned.append(part)
+    return list(dict.fromkeys(cleaned))
+
+
+def _substitution(command: str, start: int) -> tuple[str, int]:
+    """The text of a ``$(...)`` starting after ``$(`` and the index of its ``)``."""
+    depth = 1
+    i = start
+    while i < len(command):
+        if command.startswith("$(", i) or command[i] == "(":
+            depth += 1
+            i += 2 if command[i] == "$" else 1
+            continue
+        if command[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return command[start:i], i
+        i += 1
+    return command[start:], len(command)
+
+
+def always_pattern(command: str) -> str:
+    """The rule an "allow always" answer adds for ``command``: ``git push *``, ``ls *``."""
+    words = command.split()
+    if not words:
+        return command
+    keep = 2 if words[0] in _TWO_WORD and len(words) > 1 and not words[1].startswith("-") else 1
+    return " ".join(words[:keep]) + " *"
+
+
+def _shell() -> str | None:
+    return shutil.which("bash")
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while a live (non-zombie) process is in group ``pgid``."""
+    if os.path.isdir("/proc/self"):
+        return _proc_group_alive(pgid)
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _proc_group_alive(pgid: int) -> bool:
+    # Zombies count as gone: in containers nobody may reap re-parented children.
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+async def kill_process_group(proc: asyncio.subprocess.Process, grace: float = KILL_GRACE_SECONDS) -> None:
+    """SIGTERM the process group of ``proc``, then SIGKILL whatever is left after ``grace``."""
+    pgid = proc.pid
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
+    while loop.time() < deadline:
+        if proc.returncode is not None and not _group_alive(pgid):
+            return
+        await asyncio.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+async def _wait_exit(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) -> int:
+    """The exit code of ``proc``. ``Process.wait()`` alone also waits for the pipes to
+    close, which a background child (``server &``) may hold open for ever; so poll the
+    return code until the output reaches EOF, then ``wait()``."""
+    delay = 0.01
+    while proc.returncode is None:
+        done, _ = await asyncio.wait({reader}, timeout=delay)
+        if done:
+            return await proc.wait()
+        delay = min(delay * 2, 0.1)
+    return proc.returncode
+
+
+def _close_pipes(proc: asyncio.subprocess.Process) -> None:
+    """Stop reading output still held open by background children."""
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        with contextlib.suppress(Exception):
+            transport.close()
+
+
+class _Collector:
+    """Accumulates output bytes, keeping only the tail past :data:`MAX_BUFFER_BYTES`."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self.dropped = 0
+
+    async def read(self, stream: asyncio.StreamReader) -> None:
+        while True:
+            chunk = await stream.read(65536)
+            if not chunk:
+                return
+            self.buffer += chunk
+            excess = len(self.buffer) - MAX_BUFFER_BYTES
+            if excess > 0:
+                del self.buffer[:excess]
+                self.dropped += excess
+
+    def text(self) -> str:
+        text = self.buffer.decode("utf-8", errors="replace")
+        text = _ANSI.sub("", text).replace("\r\n", "\n")
+        if self.dropped:
+            text = f"[... {self.dropped} bytes of earlier output dropped ...]\n" + text
+        return text
+
+
+class BashTool(Tool):
+    name = "Bash"
+    description = (
+        "Run a shell command (bash) in the working directory and return its combined "
+        "stdout and stderr plus the exit code.\n"
+        "- Use it for builds, tests, git, package managers and other programs. Do not use it to "
+        "read, search or edit files: ReadFile, Grep, Glob and Edit are faster and safer.\n"
+        f"- `timeout` is in milliseconds (default {DEFAULT_TIMEOUT_MS}, i.e. 2 minutes; max "
+        f"{MAX_TIMEOUT_MS}). On timeout or interruption the command and every process it started "
+        "are killed.\n"
+        "- The command runs non-interactively (stdin is empty): pass flags such as `-y` or "
+        "`--no-pager`, never start editors or prompts. Each call is a new shell: `cd` and "
+        "exported variables do not carry over; chain commands with `&&`.\n"
+        "- Quote paths containing spaces. A non-zero exit code is reported, not raised.\n"
+        "- Long output keeps its last part; the full output is saved to a file whose path is given.\n"
+        "- Give `description`: a short summary of what the command does."
+    )
+    Params = BashParams
+    is_read_only = False
+
+    async def run(self, params: BashParams, ctx: ToolContext) -> ToolResult:
+        commands = split_commands(params.command) or [params.command.strip()]
+        await ctx.check_permission(
+            "bash",
+            commands,
+            {
+                "tool": self.name,
+                "command": params.command,
+                "description": params.description,
+                "always": [always_pattern(c) for c in commands],
+            },
+        )
+        timeout_ms = min(params.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
+        env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+        proc = await asyncio.create_subprocess_shell(
+            params.command,
+            cwd=str(ctx.directory),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+            executable=_shell(),
+        )
+        collector = _Collector()
+        assert proc.stdout is not None
+        reader = asyncio.create_task(collector.read(proc.stdout))
+        waiter = asyncio.create_task(_wait_exit(proc, reader))
+        aborter = asyncio.create_task(ctx.abort.wait())
+        timed_out = interrupted = False
+        try:
+            done, _ = await asyncio.wait(
+                {waiter, aborter}, timeout=timeout_ms / 1000, return_when=asyncio.FIRST_COMPLETED
+            )
+            if waiter not in done:
+                interrupted = aborter in done
+                timed_out = not interrupted
+                await kill_process_group(proc)
+                await waiter
+        except asyncio.CancelledError:
+            await asyncio.shield(kill_process_group(proc))
+            raise
+        finally:
+            aborter.cancel()
+            waiter.cancel()
+            if proc.returncode is None:
+                await asyncio.shield(kill_process_group(proc, grace=0.2))
+            try:
+                await asyncio.wait_for(asyncio.shield(reader), DRAIN_SECONDS)
+            except (TimeoutError, asyncio.CancelledError):
+                reader.cancel()
+                _close_pipes(proc)
+        exit_code = proc.returncode if proc.returncode is not None else -1
+        output = collector.text().rstrip("\n")
+        notes: list[str] = []
+        if timed_out:
+            notes.append(f"Command timed out after {timeout_ms / 1000:g} s and was killed.")
+        elif interrupted:
+            notes.append("Command was interrupted by the user and killed.")
+        elif exit_code != 0:
+            notes.append(f"Exit code: {exit_code}")
+        if not output and not notes:
+            output = "(Command completed with no output)"
+        text = output + ("\n\n" if output else "") + "\n".join(notes) if notes else output
+        cut = await asyncio.to_thread(truncate_output, text, direction="tail")
+        data: dict[str, Any] = {
+            "exitCode": exit_code,
+            "timedOut": timed_out,
+            "interrupted": interrupted,
+            "description": params.description,
+        }
+        if cut.path:
+            data["outputPath"] = cut.path
+        return ToolResult(cut.text, is_error=timed_out or interrupted, data=data)
+
+    def params_summary(self, params: dict[str, Any]) -> str:
+        return shorten(str(params.get("command", "")))
+
+    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+        if result.summary:
+            return result.summary
+        data = result.data or {}
+        if "exitCode" not in data:
+            return super().result_summary(params, result)
+        if data.get("timedOut"):
+            return "timed out, killed"
+        if data.get("interrupted"):
+            return "interrupted"
+        if data["exitCode"] != 0:
+            return f"exit {data['exitCode']}"
+        lines = len(result.output.splitlines())
+        if result.output == "(Command completed with no output)":
+            return "Done"
+        return plural(lines, "line") + " of output"

@@ -1,0 +1,195 @@
+"""``Edit``: replace a string in a file, tolerant of whitespace/indent/escape slips."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from etcode.tool.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tool.edit_match import (
+    AmbiguousMatchError,
+    NoMatchError,
+    closest_region,
+    looks_line_numbered,
+    replace,
+)
+from etcode.tool.paths import display_path, permission_pattern, resolve_for
+from etcode.tool.summary import count_lines, diff_stats, plural, unified_diff
+from etcode.util.fs import BOM, atomic_write_bytes, is_binary_file, suggest_names
+
+SNIPPET_CONTEXT = 3
+SNIPPET_MAX_LINES = 40
+
+
+class EditParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    file_path: str = Field(
+        description="Path of the file to edit, absolute or relative to the working directory."
+    )
+    old_string: str = Field(
+        description="The exact text to replace (copied from the file, indentation included, without "
+        "ReadFile's line-number prefix). Empty to create a new file."
+    )
+    new_string: str = Field(description="The text to put in its place (must differ from old_string).")
+    replace_all: bool = Field(
+        default=False, description="Replace every occurrence of old_string (default false)."
+    )
+
+
+def _numbered(lines: list[str], first: int) -> str:
+    return "\n".join(f"{first + i:>6}\t{line}" for i, line in enumerate(lines))
+
+
+class EditTool(Tool):
+    name = "Edit"
+    description = (
+        "Replace text in a file: `old_string` becomes `new_string`.\n"
+        "- Read the file first (ReadFile) and copy `old_string` exactly from it, with its "
+        "indentation, but WITHOUT the line-number prefix ReadFile adds.\n"
+        "- `old_string` must identify one place: include enough surrounding lines to make it "
+        "unique, or set `replace_all` to change every occurrence (e.g. renaming a variable).\n"
+        "- Small slips are tolerated when the match stays unique: differences in indentation, "
+        "trailing/inner whitespace, over-escaped text, or a changed middle line in a block whose "
+        "first and last lines match. When nothing matches, the error quotes the closest region "
+        "of the file so you can correct old_string.\n"
+        "- An empty `old_string` creates a new file with `new_string` as its content (fails if "
+        "the file exists and is not empty).\n"
+        "- Line endings (CRLF) and a UTF-8 BOM are preserved; the write is atomic.\n"
+        "- Prefer Edit over WriteFile for changing existing files."
+    )
+    Params = EditParams
+    is_read_only = False
+
+    async def run(self, params: EditParams, ctx: ToolContext) -> ToolResult:
+        if params.old_string == params.new_string:
+            raise ToolError("old_string and new_string are identical; there is nothing to change.")
+        path = await resolve_for(ctx, params.file_path, self.name, "edit")
+        shown = display_path(ctx, path)
+        if path.is_dir():
+            raise ToolError(f"{shown} is a directory; give a file path.")
+        if params.old_string == "":
+            return await self._create(path, shown, params.new_string, ctx)
+        if not path.exists():
+            near = suggest_names(path)
+            hint = f" Did you mean: {', '.join(display_path(ctx, p) for p in near)}?" if near else ""
+            raise ToolError(
+                f"File not found: {shown}.{hint} To create a file, use an empty old_string or WriteFile."
+            )
+        if await asyncio.to_thread(is_binary_file, path):
+            raise ToolError(f"Cannot edit binary file: {shown}")
+        raw = await asyncio.to_thread(path.read_bytes)
+        original = raw.decode("utf-8", errors="replace")
+        bom = original.startswith(BOM)
+        body = original[1:] if bom else original
+        crlf = "\r\n" in body and body.count("\r\n") == body.count("\n")
+        work = body.replace("\r\n", "\n") if crlf else body
+        old = params.old_string.replace("\r\n", "\n") if crlf else params.old_string
+        new = params.new_string.replace("\r\n", "\n") if crlf else params.new_string
+        try:
+            outcome = replace(work, old, new, params.replace_all)
+        except AmbiguousMatchError as err:
+            raise ToolError(f"Edit failed for {shown}: {err}") from None
+        except NoMatchError:
+            raise ToolError(self._no_match_message(shown, work, old)) from None
+        updated = outcome.content
+        if updated == work:
+            raise ToolError(f"Edit of {shown} changed nothing (new content is identical).")
+        final = updated.replace("\n", "\r\n") if crlf else updated
+        diff = unified_diff(shown, body, final)
+        await ctx.check_permission(
+            "edit", [permission_pattern(ctx, path)], {"tool": self.name, "path": str(path), "diff": diff}
+        )
+        data = ((BOM if bom else "") + final).encode("utf-8")
+        try:
+            await asyncio.to_thread(atomic_write_bytes, path, data)
+        except OSError as err:
+            raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
+        added, removed = diff_stats(diff)
+        how = "" if outcome.matcher == "exact" else f" (matched {outcome.matcher})"
+        output = f"Edited {shown}: replaced {plural(outcome.count, 'occurrence')}{how}."
+        snippet = self._snippet(work, updated)
+        if snippet:
+            output += f"\nThe changed region now reads:\n{snippet}"
+        return ToolResult(
+            output,
+            data={
+                "path": str(path),
+                "diff": diff,
+                "additions": added,
+                "deletions": removed,
+                "matcher": outcome.matcher,
+                "replacements": outcome.count,
+            },
+            summary=f"Updated {shown} (+{added} -{removed})",
+        )
+
+    async def _create(self, path: Path, shown: str, content: str, ctx: ToolContext) -> ToolResult:
+        old = ""
+        if path.exists():
+            old = (await asyncio.to_thread(path.read_bytes)).decode("utf-8", errors="replace")
+            if old.strip():
+                raise ToolError(
+                    f"{shown} already exists and is not empty; give old_string to edit it, "
+                    "or use WriteFile to replace it."
+                )
+        diff = unified_diff(shown, old, content)
+        await ctx.check_permission(
+            "edit", [permission_pattern(ctx, path)], {"tool": self.name, "path": str(path), "diff": diff}
+        )
+        try:
+            await asyncio.to_thread(atomic_write_bytes, path, content.encode("utf-8"))
+        except OSError as err:
+            raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
+        added, removed = diff_stats(diff)
+        lines = count_lines(content)
+        return ToolResult(
+            f"Created {shown} ({plural(lines, 'line')}).",
+            data={"path": str(path), "diff": diff, "additions": added, "deletions": removed, "created": True},
+            summary=f"Created {shown} ({plural(lines, 'line')})",
+        )
+
+    @staticmethod
+    def _no_match_message(shown: str, content: str, old: str) -> str:
+        parts = [f"old_string was not found in {shown}."]
+        if looks_line_numbered(old):
+            parts.append(
+                "old_string looks like it includes ReadFile's line-number prefixes "
+                "(spaces, a number and a tab); remove them."
+            )
+        region = closest_region(content, old)
+        if region and region.similarity >= 0.3:
+            lines = region.text.split("\n")[:SNIPPET_MAX_LINES]
+            parts.append(
+                f"The closest region is lines {region.first_line}-{region.last_line} "
+                f"({round(region.similarity * 100)}% similar):\n{_numbered(lines, region.first_line)}"
+            )
+        parts.append(
+            "Copy old_string exactly from the file (ReadFile it again if it may have changed), "
+            "including indentation and without line-number prefixes."
+        )
+        return "\n".join(parts)
+
+    @staticmethod
+    def _snippet(before: str, after: str) -> str:
+        """Numbered lines of the edited region of ``after`` with a little context."""
+        old_lines, new_lines = before.split("\n"), after.split("\n")
+        start = 0
+        limit = min(len(old_lines), len(new_lines))
+        while start < limit and old_lines[start] == new_lines[start]:
+            start += 1
+        end_old, end_new = len(old_lines), len(new_lines)
+        while end_old > start and end_new > start and old_lines[end_old - 1] == new_lines[end_new - 1]:
+            end_old -= 1
+            end_new -= 1
+        first = max(0, start - SNIPPET_CONTEXT)
+        last = min(len(new_lines), end_new + SNIPPET_CONTEXT)
+        if last - first > SNIPPET_MAX_LINES:
+            return ""
+        return _numbered(new_lines[first:last], first + 1)
+
+    def params_summary(self, params: dict[str, Any]) -> str:
+        return str(params.get("file_path", ""))

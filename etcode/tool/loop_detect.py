@@ -1,0 +1,44 @@
+"""Flag a model that repeats the same tool call: three identical consecutive calls."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+LOOP_THRESHOLD = 3
+
+
+def _key(name: str, args: Any) -> str:
+    try:
+        return name + "\x00" + json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return name + "\x00" + repr(args)
+
+
+class LoopDetector:
+    """Per session: :meth:`record` each call in order; on the ``threshold``-th identical
+    consecutive call (and every one after) it returns a warning to append to that result."""
+
+    def __init__(self, threshold: int = LOOP_THRESHOLD) -> None:
+        self.threshold = threshold
+        self._last: str | None = None
+        self._count = 0
+
+    def record(self, name: str, args: Any) -> str | None:
+        """Note a call; the warning text when it repeats the previous ones, else None."""
+        key = _key(name, args)
+        if key == self._last:
+            self._count += 1
+        else:
+            self._last, self._count = key, 1
+        if self._count < self.threshold:
+            return None
+        return (
+            f"<system-reminder>You have called {name} with identical arguments {self._count} times in a "
+            "row and got the same result. You appear to be stuck in a loop: do not repeat this call. "
+            "Try a different approach, use the information you already have, or explain the "
+            "blocker to the user.</system-reminder>"
+        )
+
+    def reset(self) -> None:
+        self._last, self._count = None, 0

@@ -1,0 +1,143 @@
+"""``TodoWrite``: the session's task list, replaced whole on every call."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from etcode.provider.types import ToolSchema
+from etcode.session.events import TodoUpdate
+from etcode.tool.base import Tool, ToolContext, ToolError, ToolResult
+
+Status = Literal["pending", "in_progress", "completed"]
+_MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema with its local ``$ref``s to ``$defs`` replaced by the definitions."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
+                merged = {**walk(defs[ref[8:]]), **{k: walk(v) for k, v in node.items() if k != "$ref"}}
+                return merged
+            return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        return node
+
+    return walk(schema)
+
+
+class TodoItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1, description="What to do, imperative form (e.g. 'Run the tests').")
+    status: Status = Field(description="pending, in_progress or completed.")
+    activeForm: str | None = Field(  # noqa: N815 - the wire name
+        default=None,
+        description="Present-continuous form shown while in progress (e.g. 'Running the tests').",
+    )
+
+
+class TodoWriteParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    todos: list[TodoItem] = Field(description="The complete, updated task list (replaces the previous one).")
+
+
+class TodoStore:
+    """The current task list of one session (``ctx.state["todos"]``)."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+
+    @classmethod
+    def of(cls, state: dict[str, Any]) -> TodoStore:
+        """The store kept in a session's state dict, created on first use."""
+        store = state.get("todos")
+        if not isinstance(store, TodoStore):
+            store = cls()
+            state["todos"] = store
+        return store
+
+    def replace(self, items: list[dict[str, Any]]) -> None:
+        """Set the whole list. Raises :class:`ToolError` if more than one is in progress."""
+        active = [item for item in items if item["status"] == "in_progress"]
+        if len(active) > 1:
+            names = ", ".join(repr(item["content"]) for item in active)
+            raise ToolError(
+                f"Only one task may be in_progress at a time; got {len(active)} ({names}). "
+                "Mark the others pending or completed."
+            )
+        self.items = [dict(item) for item in items]
+
+    def counts(self) -> dict[str, int]:
+        out = {"pending": 0, "in_progress": 0, "completed": 0}
+        for item in self.items:
+            out[item["status"]] += 1
+        return out
+
+    def format(self) -> str:
+        """The list as the model and plain front ends see it."""
+        if not self.items:
+            return "(The todo list is empty.)"
+        lines = []
+        for item in self.items:
+            text = item["content"]
+            if item["status"] == "in_progress" and item.get("activeForm"):
+                text = f"{text} ({item['activeForm']})"
+            lines.append(f"{_MARKS[item['status']]} {text}")
+        return "\n".join(lines)
+
+
+class TodoWriteTool(Tool):
+    name = "TodoWrite"
+    description = (
+        "Create and update a structured task list for the current work; the user sees it live.\n"
+        "- Use it for tasks with 3 or more steps, when the user gives several tasks, or when "
+        "asked to; skip it for a single trivial step.\n"
+        "- Each call replaces the whole list: send every task with its status `pending`, "
+        "`in_progress` or `completed`, and `activeForm` (e.g. content 'Run tests', activeForm "
+        "'Running tests').\n"
+        "- Exactly one task is `in_progress` while you work; mark a task `completed` as soon as "
+        "it is done (not in batches), and only when it is fully done (tests pass, no errors).\n"
+        "- Add tasks you discover; remove ones that no longer apply."
+    )
+    Params = TodoWriteParams
+    is_read_only = True  # it only changes session state
+
+    def _build_schema(self) -> ToolSchema:
+        # Inline the TodoItem definition: some OpenAI-compatible servers reject "$ref".
+        schema = super()._build_schema()
+        return ToolSchema(schema.name, schema.description, inline_refs(schema.parameters))
+
+    async def run(self, params: TodoWriteParams, ctx: ToolContext) -> ToolResult:
+        store = TodoStore.of(ctx.state)
+        store.replace([item.model_dump() for item in params.todos])
+        ctx.emit(TodoUpdate(todos=[dict(item) for item in store.items]))
+        counts = store.counts()
+        return ToolResult(
+            "Todo list updated:\n" + store.format(),
+            data={"todos": [dict(item) for item in store.items], **counts},
+        )
+
+    def params_summary(self, params: dict[str, Any]) -> str:
+        todos = params.get("todos") or []
+        return f"{len(todos)} task{'s' if len(todos) != 1 else ''}"
+
+    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+        if result.summary:
+            return result.summary
+        data = result.data or {}
+        if result.is_error or "todos" not in data:
+            return super().result_summary(params, result)
+        total = len(data["todos"])
+        current = next((t for t in data["todos"] if t["status"] == "in_progress"), None)
+        text = f"{data['completed']}/{total} done"
+        if current:
+            text += f" · {current.get('activeForm') or current['content']}"
+        return text

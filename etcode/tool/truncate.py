@@ -1,0 +1,204 @@
+"""Cut long tool output for the model and keep the full text on disk.
+
+Output over :data:`MAX_LINES` lines or :data:`MAX_BYTES` bytes is reduced to its head
+(or tail, for command output) plus a note that gives the path of a file holding the
+full text under ``$XDG_DATA_HOME/etcode/tool-output/`` (``~/.local/share`` fallback).
+Applying it twice is harmless: truncated text is already within the limits.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from etcode.tool.base import ToolResult
+from etcode.util.fs import format_size
+
+MAX_LINES = 2000
+MAX_BYTES = 50 * 1024
+RETENTION_SECONDS = 7 * 24 * 3600
+_NOTE_RESERVE = 600
+_cleaned = False
+_pending: dict[str, threading.Thread] = {}
+_pending_lock = threading.Lock()
+#: Outputs at least this large are saved in a background thread.
+BACKGROUND_SAVE_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Truncated:
+    """``text`` is what the model sees; ``path`` holds the full output when cut."""
+
+    text: str
+    truncated: bool
+    path: str | None = None
+
+
+def output_dir() -> Path:
+    """Folder of saved full outputs: ``$XDG_DATA_HOME/etcode/tool-output``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "etcode" / "tool-output"
+
+
+def _cleanup(folder: Path) -> None:
+    """Remove saved outputs older than the retention period (once per process)."""
+    global _cleaned
+    if _cleaned:
+        return
+    _cleaned = True
+    cutoff = time.time() - RETENTION_SECONDS
+    try:
+        for entry in folder.iterdir():
+            try:
+                if entry.is_file() and entry.stat().st_mtime < cutoff:
+                    entry.unlink()
+            except OSError:
+                continue
+    except OSError:
+        pass
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    finally:
+        with _pending_lock:
+            _pending.pop(str(path), None)
+
+
+def save_output(text: str, background: bool = False) -> Path:
+    """Write ``text`` to a new file in :func:`output_dir` and return its path. With
+    ``background`` the (large) write finishes in a thread; :func:`wait_saved` waits for it
+    (the file tools do before reading a path), and the interpreter waits at exit."""
+    folder = output_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    _cleanup(folder)
+    path = folder / f"tool_{time.strftime('%Y%m%d_%H%M%S')}_{uuid.uuid4().hex[:8]}.txt"
+    path.touch()
+    if not background:
+        _write(path, text)
+        return path
+    writer = threading.Thread(target=_write, args=(path, text), name="etcode-save-output", daemon=False)
+    with _pending_lock:
+        _pending[str(path)] = writer
+    writer.start()
+    return path
+
+
+def is_pending(path: str | Path) -> bool:
+    """True while a background save of ``path`` is still writing."""
+    with _pending_lock:
+        return str(path) in _pending
+
+
+def wait_saved(path: str | Path, timeout: float | None = 30.0) -> None:
+    """Block until a background save of ``path`` (if any) has finished."""
+    with _pending_lock:
+        writer = _pending.get(str(path))
+    if writer is not None:
+        writer.join(timeout)
+
+
+def _byte_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def needs_truncation(text: str, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> bool:
+    """True when ``text`` has more than ``max_lines`` lines or ``max_bytes`` UTF-8 bytes."""
+    if len(text) > max_bytes:  # a character is at least one byte
+        return True
+    if len(text) <= max_bytes // 4 and text.count("\n") < max_lines:
+        return False
+    return text.count("\n") + 1 > max_lines or _byte_len(text) > max_bytes
+
+
+def _fit_bytes(piece: str, budget: int, from_end: bool) -> str:
+    """``piece`` cut to ``budget`` UTF-8 bytes at a line boundary when there is one."""
+    if _byte_len(piece) <= budget:
+        return piece
+    data = piece.encode("utf-8")
+    if from_end:
+        cut = data[-budget:].decode("utf-8", errors="ignore")
+        newline = cut.find("\n")
+        return cut[newline + 1 :] if 0 <= newline < len(cut) - 1 else cut
+    cut = data[:budget].decode("utf-8", errors="ignore")
+    newline = cut.rfind("\n")
+    return cut[:newline] if newline > 0 else cut
+
+
+def _head(text: str, lines: int, budget: int) -> str:
+    end = -1
+    for _ in range(lines):
+        end = text.find("\n", end + 1)
+        if end == -1:
+            end = len(text)
+            break
+    return _fit_bytes(text[: max(end, 0)], budget, from_end=False)
+
+
+def _tail(text: str, lines: int, budget: int) -> str:
+    start = len(text)
+    for _ in range(lines):
+        start = text.rfind("\n", 0, start)
+        if start == -1:
+            break
+    return _fit_bytes(text[start + 1 :], budget, from_end=True)
+
+
+def truncate_output(
+    text: str,
+    *,
+    max_lines: int = MAX_LINES,
+    max_bytes: int = MAX_BYTES,
+    direction: Literal["head", "tail"] = "head",
+    line_count: int | None = None,
+) -> Truncated:
+    """Keep the head (or tail) of ``text`` within the limits, saving the full text.
+    ``line_count`` (when the caller knows it, roughly) saves counting a huge text."""
+    if not needs_truncation(text, max_lines, max_bytes):
+        return Truncated(text, False)
+    budget = max(max_bytes - _NOTE_RESERVE, max_bytes // 2)
+    keep_lines = max(max_lines - 3, 1)
+    body = _tail(text, keep_lines, budget) if direction == "tail" else _head(text, keep_lines, budget)
+    try:
+        path: str | None = str(save_output(text, background=len(text) >= BACKGROUND_SAVE_BYTES))
+        where = f"The full output was saved to {path}; read it with ReadFile (offset/limit) or search it with Grep."
+    except OSError as err:
+        path = None
+        where = f"The full output could not be saved ({err.strerror or err})."
+    total = line_count if line_count is not None else text.count("\n") + 1
+    omitted = total - (body.count("\n") + 1 if body else 0)
+    note = (
+        f"[... output truncated: {omitted} of {total} lines omitted "
+        f"({format_size(_byte_len(text))} in total). {where}]"
+    )
+    result = f"{note}\n\n{body}" if direction == "tail" else f"{body}\n\n{note}"
+    return Truncated(result, True, path)
+
+
+#: Tools whose output matters most at its end (command output: errors come last).
+TAIL_TOOLS = frozenset({"Bash"})
+
+
+def truncate_for_model(tool_name: str, output: str) -> str:
+    """The scheduler's output filter: any tool's output cut to the limits (the tail for
+    Bash, the head otherwise), the full text saved. Already-cut output passes unchanged."""
+    direction: Literal["head", "tail"] = "tail" if tool_name in TAIL_TOOLS else "head"
+    return truncate_output(output, direction=direction).text
+
+
+def truncate_result(result: ToolResult, direction: Literal["head", "tail"] = "head") -> ToolResult:
+    """A copy of ``result`` with its output truncated (the saved path in ``data["outputPath"]``)."""
+    cut = truncate_output(result.output, direction=direction)
+    if not cut.truncated:
+        return result
+    data = dict(result.data or {})
+    if cut.path:
+        data["outputPath"] = cut.path
+    return replace(result, output=cut.text, data=data)

@@ -1,0 +1,83 @@
+"""``WriteFile``: create or overwrite a file (atomically), reporting a diff."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from etcode.tool.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tool.paths import display_path, permission_pattern, resolve_for
+from etcode.tool.summary import count_lines, diff_stats, plural, unified_diff
+from etcode.util.fs import atomic_write_bytes
+
+
+class WriteFileParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    file_path: str = Field(
+        description="Path of the file to write, absolute or relative to the working directory."
+    )
+    content: str = Field(description="The complete new content of the file.")
+
+
+def _read_existing(path: Path) -> str | None:
+    if not path.exists():
+        return None
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+class WriteFileTool(Tool):
+    name = "WriteFile"
+    description = (
+        "Write a file to the local filesystem, creating it (and missing parent folders) or "
+        "replacing its whole content.\n"
+        "- `file_path` may be absolute or relative to the working directory.\n"
+        "- `content` is written exactly as given (UTF-8); it replaces everything in the file.\n"
+        "- Prefer Edit for changing part of an existing file: it is safer and cheaper. Read a "
+        "file before overwriting it so nothing is lost.\n"
+        "- The write is atomic: the file is either fully old or fully new.\n"
+        "- Do not create documentation or README files unless asked."
+    )
+    Params = WriteFileParams
+    is_read_only = False
+
+    async def run(self, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
+        path = await resolve_for(ctx, params.file_path, self.name, "write")
+        shown = display_path(ctx, path)
+        if path.is_dir():
+            raise ToolError(f"{shown} is a directory; give a file path.")
+        try:
+            old = await asyncio.to_thread(_read_existing, path)
+        except OSError as err:
+            raise ToolError(f"Cannot read {shown}: {err.strerror or err}") from None
+        diff = unified_diff(shown, old or "", params.content)
+        await ctx.check_permission(
+            "edit",
+            [permission_pattern(ctx, path)],
+            {"tool": self.name, "path": str(path), "diff": diff},
+        )
+        try:
+            await asyncio.to_thread(atomic_write_bytes, path, params.content.encode("utf-8"))
+        except OSError as err:
+            raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
+        lines = count_lines(params.content)
+        added, removed = diff_stats(diff)
+        verb = "Created" if old is None else ("Overwrote" if old != params.content else "Rewrote (unchanged)")
+        return ToolResult(
+            f"{verb} {shown} ({plural(lines, 'line')}).",
+            data={
+                "path": str(path),
+                "created": old is None,
+                "lines": lines,
+                "diff": diff,
+                "additions": added,
+                "deletions": removed,
+            },
+            summary=f"Wrote {plural(lines, 'line')} to {shown}",
+        )
+
+    def params_summary(self, params: dict[str, Any]) -> str:
+        return str(params.get("file_path", ""))

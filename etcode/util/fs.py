@@ -1,0 +1,144 @@
+"""Filesystem helpers shared by the tools: binary sniffing, size format, near names,
+atomic writes and line-ending / BOM handling."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import tempfile
+from pathlib import Path
+
+BOM = "\ufeff"
+
+#: Extensions that are binary whatever their first bytes say.
+BINARY_EXTENSIONS = frozenset(
+    {
+        ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".psd",
+        ".pdf", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".tar", ".zst",
+        ".exe", ".dll", ".so", ".dylib", ".o", ".a", ".lib", ".bin", ".class", ".jar",
+        ".pyc", ".pyo", ".whl", ".egg", ".wasm", ".dat", ".db", ".sqlite", ".sqlite3",
+        ".mp3", ".mp4", ".wav", ".ogg", ".flac", ".avi", ".mov", ".mkv", ".webm",
+        ".ttf", ".otf", ".woff", ".woff2", ".eot", ".doc", ".docx", ".xls", ".xlsx",
+        ".ppt", ".pptx", ".odt", ".iso", ".dmg", ".npy", ".npz", ".pkl", ".parquet",
+    }
+)  # fmt: skip
+
+
+#: Bytes that may appear in text: tab, newlines, form feed, escape, and 0x20 and up.
+_TEXT_BYTES = bytes([9, 10, 12, 13, 27, *range(32, 256)])
+
+
+def looks_binary(sample: bytes) -> bool:
+    """True when ``sample`` (the first few KB of a file) is not text: a NUL byte, more
+    than 30% control bytes that are not ordinary whitespace, or mostly invalid UTF-8."""
+    if not sample:
+        return False
+    if b"\x00" in sample:
+        return True
+    control = len(sample.translate(None, _TEXT_BYTES))
+    if control / len(sample) > 0.3:
+        return True
+    try:
+        sample.decode("utf-8")
+        return False
+    except UnicodeDecodeError as err:
+        # A multi-byte character cut at the end of the sample is still text.
+        if err.start >= len(sample) - 4 and err.reason == "unexpected end of data":
+            return False
+    return _mostly_undecodable(sample)
+
+
+def _mostly_undecodable(sample: bytes) -> bool:
+    text = sample.decode("utf-8", errors="replace")
+    return text.count("\ufffd") / max(len(text), 1) > 0.1
+
+
+def is_binary_file(path: Path, sample_size: int = 8192) -> bool:
+    """Sniff ``path``: known binary extensions, then the first ``sample_size`` bytes."""
+    if path.suffix.lower() in BINARY_EXTENSIONS:
+        return True
+    with open(path, "rb") as handle:
+        return looks_binary(handle.read(sample_size))
+
+
+def format_size(size: int | float) -> str:
+    """Human size: ``512 B``, ``2.1 KB``, ``12.5 MB`` (1 KB = 1024 B)."""
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TB"  # pragma: no cover
+
+
+def suggest_names(path: Path, limit: int = 3) -> list[Path]:
+    """Existing entries next to ``path`` whose names are close to its name."""
+    folder = path.parent
+    try:
+        names = [entry.name for entry in folder.iterdir()]
+    except OSError:
+        return []
+    target = path.name
+    close = difflib.get_close_matches(target, names, n=limit, cutoff=0.5)
+    lower = target.lower()
+    stem = path.stem.lower()
+    for name in names:
+        if len(close) >= limit:
+            break
+        candidate = name.lower()
+        if name not in close and (
+            candidate == lower or (stem and (candidate.startswith(stem) or stem in candidate))
+        ):
+            close.append(name)
+    return [folder / name for name in close]
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temp file in the same folder, then ``os.replace`` it over
+    ``path`` — a crash never leaves a half-written file. Keeps the old mode bits."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode: int | None = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = None
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def detect_newline(text: str) -> str:
+    """``"\\r\\n"`` when the text uses CRLF line endings (the majority), else ``"\\n"``."""
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
+
+
+def decode_text(data: bytes) -> tuple[str, bool]:
+    """Decode UTF-8 (lenient), returning (text without BOM, had_bom)."""
+    text = data.decode("utf-8", errors="replace")
+    if text.startswith(BOM):
+        return text[1:], True
+    return text, False
+
+
+def is_within(path: Path, root: Path) -> bool:
+    """True when ``path`` (resolved) is ``root`` or inside it."""
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,319 @@
+"""What the file tools skip: default excludes and ``.gitignore`` rules (pathspec), plus
+glob → regex translation with the usual semantics (``*`` stays in one folder, ``**``
+crosses folders, ``{a,b}`` alternatives, ``[...]`` classes)."""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import os
+import re
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from pathlib import Path
+
+import pathspec
+
+#: Folders and files no file tool should wander into unless asked (gitignore syntax).
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    ".git/", ".hg/", ".svn/", "node_modules/", "bower_components/", "__pycache__/",
+    ".venv/", "venv/", ".tox/", ".nox/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/",
+    ".cache/", "dist/", "build/", ".next/", ".nuxt/", "coverage/", ".idea/", ".DS_Store",
+    "*.egg-info/",
+    # lock files
+    "*.lock", "package-lock.json", "pnpm-lock.yaml", "npm-shrinkwrap.json",
+    # secrets
+    ".env", ".env.*",
+    # binary and generated formats
+    "*.pyc", "*.pyo", "*.class", "*.jar", "*.o", "*.a", "*.so", "*.dll", "*.dylib", "*.exe",
+    "*.bin", "*.wasm", "*.zip", "*.tar", "*.gz", "*.tgz", "*.bz2", "*.xz", "*.7z", "*.rar",
+    "*.png", "*.jpg", "*.jpeg", "*.gif", "*.bmp", "*.ico", "*.webp", "*.tiff", "*.pdf",
+    "*.mp3", "*.mp4", "*.wav", "*.mov", "*.avi", "*.woff", "*.woff2", "*.ttf", "*.otf",
+    "*.eot", "*.sqlite", "*.sqlite3", "*.db", "*.min.js", "*.min.css", "*.map",
+)  # fmt: skip
+
+#: What the search tools (Glob, Grep, ListFiles) skip on top of .gitignore: only folders
+#: that are never source. File types stay searchable (``Glob("**/*.png")`` must work).
+SEARCH_EXCLUDES: tuple[str, ...] = (
+    ".git/", ".hg/", ".svn/", "node_modules/", "__pycache__/", ".venv/", "venv/", ".tox/",
+    ".nox/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/",
+)  # fmt: skip
+
+_GLOB_CHARS = re.compile(r"[*?\[{]")
+
+
+def has_glob(pattern: str) -> bool:
+    """True when ``pattern`` contains glob syntax (``*``, ``?``, ``[``, ``{``)."""
+    return bool(_GLOB_CHARS.search(pattern))
+
+
+def glob_static_prefix(pattern: str) -> tuple[str, str]:
+    """Split ``src/**/*.ts`` into the literal folder part ``src`` and the rest ``**/*.ts``."""
+    parts = pattern.split("/")
+    static: list[str] = []
+    for index, part in enumerate(parts[:-1]):
+        if has_glob(part):
+            return "/".join(static), "/".join(parts[index:])
+        static.append(part)
+    return "/".join(static), parts[-1]
+
+
+def _split_braces(body: str) -> list[str]:
+    items, depth, current = [], 0, []
+    for char in body:
+        if char == "," and depth == 0:
+            items.append("".join(current))
+            current = []
+            continue
+        depth += char == "{"
+        depth -= char == "}"
+        current.append(char)
+    items.append("".join(current))
+    return items
+
+
+def _translate(pattern: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        char = pattern[i]
+        if char == "*":
+            if pattern.startswith("**", i):
+                at_start = i == 0 or pattern[i - 1] == "/"
+                j = i + 2
+                if at_start and j < n and pattern[j] == "/":
+                    out.append("(?:.*/)?")
+                    i = j + 1
+                    continue
+                if at_start and j == n:
+                    out.append(".*")
+                    i = j
+                    continue
+                out.append("[^/]*")
+                i = j
+                continue
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^", "]") else i + 1)
+            if end == -1:
+                out.append(re.escape(char))
+            else:
+                body = pattern[i + 1 : end]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        elif char == "{":
+            depth, j = 0, i
+            while j < n:
+                depth += pattern[j] == "{"
+                depth -= pattern[j] == "}"
+                if depth == 0:
+                    break
+                j += 1
+            if j >= n:
+                out.append(re.escape(char))
+            else:
+                options = _split_braces(pattern[i + 1 : j])
+                out.append("(?:" + "|".join(_translate(opt) for opt in options) + ")")
+                i = j
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+@lru_cache(maxsize=512)
+def glob_to_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a glob (matched against ``/``-separated relative paths) to a regex."""
+    return re.compile(r"(?s:" + _translate(pattern.lstrip("/") if pattern != "/" else pattern) + r")\Z")
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    """``glob_match("src/**/*.ts", "src/a/b.ts")`` — anchored, ``*`` does not cross ``/``."""
+    return glob_to_regex(pattern).match(path) is not None
+
+
+class PatternSet:
+    """Gitignore-style patterns, with the common shapes (``name``, ``dir/``, ``*.ext``)
+    answered by set lookups and one regex; anything else goes through pathspec."""
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        self.dir_names: set[str] = set()
+        self.names: set[str] = set()
+        dir_globs: list[str] = []
+        name_globs: list[str] = []
+        rest: list[str] = []
+        for raw in patterns:
+            pattern = raw.strip()
+            if not pattern or pattern.startswith("#"):
+                continue
+            dir_only = pattern.endswith("/")
+            core = pattern.rstrip("/")
+            if not core or pattern.startswith("!") or "/" in core or "**" in core or "\\" in core:
+                rest.append(pattern)
+            elif has_glob(core):
+                (dir_globs if dir_only else name_globs).append(fnmatch.translate(core))
+            else:
+                (self.dir_names if dir_only else self.names).add(core)
+        self._dir_glob = re.compile("|".join(dir_globs)) if dir_globs else None
+        self._name_glob = re.compile("|".join(name_globs)) if name_globs else None
+        self._rest = pathspec.GitIgnoreSpec.from_lines(rest) if rest else None
+
+    def match(self, name: str, rel: str, is_dir: bool) -> bool:
+        """Does the entry ``name`` at root-relative path ``rel`` match (its parents are
+        assumed not to: walks prune ignored folders)?"""
+        if name in self.names or (self._name_glob is not None and self._name_glob.match(name)):
+            return True
+        if is_dir and (name in self.dir_names or (self._dir_glob is not None and self._dir_glob.match(name))):
+            return True
+        return self._rest is not None and self._rest.match_file(rel + "/" if is_dir else rel)
+
+    def match_path(self, rel: str, is_dir: bool) -> bool:
+        """Does ``rel`` (``/``-separated) or any folder above it match?"""
+        parts = rel.split("/")
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            if self.match(part, "/".join(parts[: index + 1]), is_dir or not last):
+                return True
+        return False
+
+
+class IgnoreMatcher:
+    """Decides whether a path is ignored: default excludes (True for
+    :data:`DEFAULT_EXCLUDES`, or a list of patterns), extra gitignore-style patterns, and
+    every ``.gitignore`` from ``root`` down to the path (deeper files win)."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        default_excludes: bool | Iterable[str] = True,
+        gitignore: bool = True,
+        extra: Iterable[str] = (),
+    ) -> None:
+        self.root = root.resolve()
+        self._root_s = str(self.root)
+        # The root as given may differ from the resolved one (e.g. /tmp -> /private/tmp).
+        self._roots = list(dict.fromkeys([self._root_s, os.path.normpath(os.path.abspath(root))]))
+        if default_excludes is True:
+            default_excludes = DEFAULT_EXCLUDES
+        patterns = [*(default_excludes or ()), *extra]
+        self._excludes = PatternSet(patterns) if patterns else None
+        self._gitignore = gitignore
+        self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
+
+    def _spec_for(self, folder: str) -> pathspec.GitIgnoreSpec | None:
+        if folder in self._specs:
+            return self._specs[folder]
+        lines: list[str] = []
+        sources = [os.path.join(folder, ".gitignore")]
+        if folder in self._roots:
+            sources.append(os.path.join(folder, ".git", "info", "exclude"))
+        for source in sources:
+            with contextlib.suppress(OSError), open(source, encoding="utf-8", errors="replace") as handle:
+                lines.extend(handle.read().splitlines())
+        spec = pathspec.GitIgnoreSpec.from_lines(lines) if any(line.strip() for line in lines) else None
+        self._specs[folder] = spec
+        return spec
+
+    def _rel(self, path: str) -> str | None:
+        """``path`` relative to root, or None when outside it."""
+        for root in self._roots:
+            if path == root:
+                return ""
+            prefix = root.rstrip(os.sep) + os.sep
+            if path.startswith(prefix):
+                return path[len(prefix) :].replace(os.sep, "/")
+        return None
+
+    def _chain(self, folder: str) -> list[tuple[str, pathspec.GitIgnoreSpec]]:
+        """The .gitignore specs that apply inside ``folder``: root's first."""
+        if not self._gitignore:
+            return []
+        rel = self._rel(folder)
+        if rel is None:
+            return []
+        chain = []
+        current = next(r for r in self._roots if folder == r or folder.startswith(r.rstrip(os.sep) + os.sep))
+        for part in ["", *(rel.split("/") if rel else [])]:
+            if part:
+                current = os.path.join(current, part)
+            spec = self._spec_for(current)
+            if spec is not None:
+                chain.append((current, spec))
+        return chain
+
+    @staticmethod
+    def _chain_verdict(chain: list[tuple[str, pathspec.GitIgnoreSpec]], path: str, is_dir: bool) -> bool:
+        ignored = False
+        for folder, spec in chain:
+            sub = path[len(folder) + 1 :].replace(os.sep, "/") + ("/" if is_dir else "")
+            verdict = spec.check_file(sub).include
+            if verdict is not None:
+                ignored = verdict
+        return ignored
+
+    def is_ignored(self, path: Path, is_dir: bool | None = None) -> bool:
+        """True when ``path`` (absolute, or relative to root) or a folder above it is skipped."""
+        if not path.is_absolute():
+            path = self.root / path
+        if is_dir is None:
+            is_dir = path.is_dir()
+        text = os.path.normpath(str(path))
+        rel = self._rel(text)
+        shown = rel if rel is not None else text.lstrip(os.sep).replace(os.sep, "/")
+        if not shown:
+            return False
+        if self._excludes is not None and self._excludes.match_path(shown, is_dir):
+            return True
+        if rel is None or not self._gitignore:
+            return False
+        parts = rel.split("/")
+        current = next(r for r in self._roots if text == r or text.startswith(r.rstrip(os.sep) + os.sep))
+        for index, part in enumerate(parts):
+            chain = self._chain(current)
+            child = os.path.join(current, part)
+            if self._chain_verdict(chain, child, is_dir or index < len(parts) - 1):
+                return True
+            current = child
+        return False
+
+    def iter_entries(self, base: Path | str, *, follow_symlinks: bool = False) -> Iterator[os.DirEntry[str]]:
+        """Every file entry under ``base`` that is not ignored, pruning ignored folders."""
+        start = os.path.normpath(str(base))
+        stack = [(start, self._chain(start))]
+        while stack:
+            folder, chain = stack.pop()
+            try:
+                with os.scandir(folder) as entries:
+                    items = list(entries)
+            except OSError:
+                continue
+            for entry in items:
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=follow_symlinks)
+                except OSError:
+                    continue
+                if self._excludes is not None:
+                    rel = self._rel(entry.path)
+                    if self._excludes.match(entry.name, rel if rel is not None else entry.name, is_dir):
+                        continue
+                if chain and self._chain_verdict(chain, entry.path, is_dir):
+                    continue
+                if is_dir:
+                    sub_chain = chain
+                    if self._gitignore and self._rel(entry.path) is not None:
+                        spec = self._spec_for(entry.path)
+                        if spec is not None:
+                            sub_chain = [*chain, (entry.path, spec)]
+                    stack.append((entry.path, sub_chain))
+                else:
+                    yield entry
+
+    def walk(self, base: Path, *, follow_symlinks: bool = False) -> Iterator[Path]:
+        """Every file under ``base`` that is not ignored, pruning ignored folders."""
+        for entry in self.iter_entries(base, follow_symlinks=follow_symlinks):
+            yield Path(entry.path)

@@ -1,0 +1,276 @@
+"""ReadManyFiles: literal paths, globs, excludes, ignore rules, errors, concurrency, format."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from etcode.tool import read_many_files as rmf
+from etcode.tool.base import PermissionDenied, ToolContext
+from etcode.tool.read_many_files import ReadManyFilesTool
+
+
+@pytest.fixture(autouse=True)
+def _data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
+
+
+def make_ctx(root: Path, **kw: Any) -> ToolContext:
+    return ToolContext(session_id="s", call_id="c", directory=root, worktree=root, **kw)
+
+
+def write(root: Path, rel: str, text: str = "x\n") -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+async def run(root: Path, ctx: ToolContext | None = None, **args: Any):
+    tool = ReadManyFilesTool()
+    return await tool.run(tool.parse(args), ctx or make_ctx(root))
+
+
+def paths_of(result) -> list[str]:
+    return [f["path"] for f in result.data["files"]]
+
+
+async def test_literal_paths_with_brackets(tmp_path: Path) -> None:
+    write(tmp_path, "app/[id]/page.tsx", "export default 1\n")
+    write(tmp_path, "file[1].txt", "bracket\n")
+    write(tmp_path, "file1.txt", "plain\n")  # what the glob reading would match instead
+    result = await run(tmp_path, paths=["app/[id]/page.tsx", "file[1].txt"])
+    assert paths_of(result) == ["app/[id]/page.tsx", "file[1].txt"]
+    assert "bracket" in result.output and "plain" not in result.output
+    assert result.data["errors"] == []
+
+
+async def test_star_is_not_recursive(tmp_path: Path) -> None:
+    write(tmp_path, "a.txt")
+    write(tmp_path, "sub/b.txt")
+    assert paths_of(await run(tmp_path, paths=["*.txt"])) == ["a.txt"]
+    assert paths_of(await run(tmp_path, paths=["**/*.txt"])) == ["a.txt", "sub/b.txt"]
+
+
+async def test_directory_entry_reads_recursively(tmp_path: Path) -> None:
+    write(tmp_path, "src/a.py")
+    write(tmp_path, "src/pkg/b.py")
+    write(tmp_path, "other.py")
+    assert paths_of(await run(tmp_path, paths=["src"])) == ["src/a.py", "src/pkg/b.py"]
+
+
+async def test_include_adds_and_exclude_wins(tmp_path: Path) -> None:
+    write(tmp_path, "a.py")
+    write(tmp_path, "b.md")
+    write(tmp_path, "c.test.py")
+    result = await run(tmp_path, paths=["*.py"], include=["*.md"], exclude=["*.test.py"])
+    assert paths_of(result) == ["a.py", "b.md"]
+    # exclude also beats a literal path
+    result = await run(tmp_path, paths=["a.py", "c.test.py"], exclude=["*.test.py"])
+    assert paths_of(result) == ["a.py"]
+
+
+async def test_exclude_pattern_matches_at_any_depth(tmp_path: Path) -> None:
+    write(tmp_path, "src/keep.py")
+    write(tmp_path, "src/deep/skip_me.py")
+    result = await run(tmp_path, paths=["**/*.py"], exclude=["skip_me.py"])
+    assert paths_of(result) == ["src/keep.py"]
+
+
+async def test_default_excludes_and_switch(tmp_path: Path) -> None:
+    write(tmp_path, "index.js")
+    write(tmp_path, "node_modules/lib/index.js")
+    write(tmp_path, "dist/bundle.js")
+    write(tmp_path, ".git/hooks/x.js")
+    assert paths_of(await run(tmp_path, paths=["**/*.js"])) == ["index.js"]
+    result = await run(tmp_path, paths=["**/*.js"], use_default_excludes=False)
+    assert paths_of(result) == [".git/hooks/x.js", "dist/bundle.js", "index.js", "node_modules/lib/index.js"]
+
+
+async def test_env_and_lock_files_excluded_by_default(tmp_path: Path) -> None:
+    write(tmp_path, ".env", "SECRET=1\n")
+    write(tmp_path, "poetry.lock")
+    write(tmp_path, "main.py")
+    result = await run(tmp_path, paths=["*"])
+    assert paths_of(result) == ["main.py"]
+    assert "SECRET" not in result.output
+
+
+async def test_gitignore_respected(tmp_path: Path) -> None:
+    write(tmp_path, ".gitignore", "*.log\ngenerated/\n!keep.log\n")
+    write(tmp_path, "a.py")
+    write(tmp_path, "debug.log")
+    write(tmp_path, "keep.log")
+    write(tmp_path, "generated/out.py")
+    write(tmp_path, "pkg/.gitignore", "local.py\n")
+    write(tmp_path, "pkg/local.py")
+    write(tmp_path, "pkg/mod.py")
+    result = await run(tmp_path, paths=["**/*"])
+    assert paths_of(result) == [".gitignore", "a.py", "keep.log", "pkg/.gitignore", "pkg/mod.py"]
+
+
+async def test_binary_skipped_with_reason(tmp_path: Path) -> None:
+    write(tmp_path, "a.txt", "text\n")
+    (tmp_path / "blob.dat2").write_bytes(b"\x00\x01\x02\x03" * 10)
+    result = await run(tmp_path, paths=["*"])
+    assert paths_of(result) == ["a.txt"]
+    assert result.data["skipped"] == [{"path": "blob.dat2", "reason": "binary file"}]
+    assert "Skipped: 1 (binary)" in result.output
+    # named explicitly, the skip is reported as an error entry
+    result = await run(tmp_path, paths=["blob.dat2", "a.txt"])
+    assert result.data["errors"] == [{"path": "blob.dat2", "error": "Skipped: binary file"}]
+
+
+async def test_truncation_marker(tmp_path: Path) -> None:
+    write(tmp_path, "long.txt", "".join(f"{i}\n" for i in range(2500)))
+    write(tmp_path, "wide.txt", "y" * 3000 + "\n")
+    result = await run(tmp_path, paths=["long.txt", "wide.txt"])
+    files = {f["path"]: f for f in result.data["files"]}
+    assert files["long.txt"]["isTruncated"] and files["long.txt"]["lineCount"] == 2500
+    assert "truncated: showing the first 2000 of 2500 lines" in files["long.txt"]["content"]
+    assert files["wide.txt"]["isTruncated"]
+    assert "[line truncated]" in files["wide.txt"]["content"]
+
+
+async def test_nonexistent_file_is_error_entry_others_read(tmp_path: Path) -> None:
+    write(tmp_path, "a.txt", "alpha\n")
+    write(tmp_path, "b.txt", "beta\n")
+    result = await run(tmp_path, paths=["a.txt", "missing.txt", "b.txt"])
+    assert not result.is_error
+    assert paths_of(result) == ["a.txt", "b.txt"]
+    assert result.data["errors"] == [{"path": "missing.txt", "error": "File not found"}]
+    assert "=== Errors ===\n- missing.txt: File not found" in result.output
+    tool = ReadManyFilesTool()
+    assert tool.result_summary({}, result) == "Read 2 files (11 B), 1 error"
+
+
+async def test_unmatched_glob_reported(tmp_path: Path) -> None:
+    write(tmp_path, "a.txt")
+    result = await run(tmp_path, paths=["*.rs", "a.txt"])
+    assert result.data["errors"] == [{"path": "*.rs", "error": "No files matched"}]
+
+
+async def test_output_format_exact(tmp_path: Path) -> None:
+    write(tmp_path, "src/a.ts", "one\ntwo\n")
+    write(tmp_path, "src/b.ts", "three")
+    result = await run(tmp_path, paths=["src/*.ts", "src/missing.ts"])
+    assert result.output == (
+        "=== File: src/a.ts (8 B, 2 lines) ===\none\ntwo\n\n"
+        "=== File: src/b.ts (5 B, 1 line) ===\nthree\n\n"
+        "=== Errors ===\n- src/missing.ts: File not found\n\n"
+        "--- Summary ---\nTotal: 2 files, 13 B\nErrors: 1"
+    )
+    data = result.data
+    assert data["totalFiles"] == 2 and data["totalSize"] == 13
+    assert data["files"][0] == {
+        "path": "src/a.ts",
+        "content": "one\ntwo\n",
+        "size": 8,
+        "lineCount": 2,
+        "isTruncated": False,
+    }
+
+
+async def test_sorted_and_deduplicated(tmp_path: Path) -> None:
+    write(tmp_path, "b.py")
+    write(tmp_path, "a.py")
+    result = await run(tmp_path, paths=["b.py", "*.py", "a.py", "./a.py"])
+    assert paths_of(result) == ["a.py", "b.py"]
+
+
+async def test_file_over_size_limit_is_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rmf, "MAX_FILE_BYTES", 100)
+    write(tmp_path, "big.txt", "z" * 200)
+    write(tmp_path, "small.txt", "ok\n")
+    result = await run(tmp_path, paths=["*.txt"])
+    assert paths_of(result) == ["small.txt"]
+    assert result.data["errors"][0]["path"] == "big.txt"
+    assert "too large" in result.data["errors"][0]["error"]
+
+
+async def test_outside_worktree_refused(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write(repo, "in.txt", "in\n")
+    write(tmp_path, "out.txt", "out\n")
+
+    async def check(permission: str, patterns: list[str], metadata: dict[str, Any]) -> None:
+        if permission == "external_directory":
+            raise PermissionDenied("denied: outside the worktree")
+
+    result = await run(
+        repo, make_ctx(repo, check_permission=check), paths=["in.txt", "../out.txt", "../*.txt"]
+    )
+    assert paths_of(result) == ["in.txt"]
+    assert {e["path"] for e in result.data["errors"]} == {"../out.txt", "../*.txt"}
+
+
+async def test_read_permission_denied_per_file(tmp_path: Path) -> None:
+    write(tmp_path, "a.txt")
+    write(tmp_path, "b.secret")
+
+    async def check(permission: str, patterns: list[str], metadata: dict[str, Any]) -> None:
+        if permission == "read" and patterns[0].endswith(".secret"):
+            raise PermissionDenied("denied by rule")
+
+    result = await run(tmp_path, make_ctx(tmp_path, check_permission=check), paths=["a.txt", "b.secret"])
+    assert paths_of(result) == ["a.txt"]
+    assert result.data["errors"] == [{"path": "b.secret", "error": "denied by rule"}]
+
+
+async def test_reads_concurrently(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(8):
+        write(tmp_path, f"f{i}.txt")
+    active = 0
+    peak = 0
+    lock = threading.Lock()
+    original = rmf._read_one
+
+    def slow(item):  # type: ignore[no-untyped-def]
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        time.sleep(0.1)
+        with lock:
+            active -= 1
+        return original(item)
+
+    monkeypatch.setattr(rmf, "_read_one", slow)
+    monkeypatch.setattr(rmf, "BATCH_SIZE", 1)
+    started = time.perf_counter()
+    result = await run(tmp_path, paths=["*.txt"])
+    elapsed = time.perf_counter() - started
+    assert result.data["totalFiles"] == 8
+    assert peak > 1
+    assert elapsed < 0.6
+
+
+async def test_instructions_attached_once(tmp_path: Path) -> None:
+    write(tmp_path, "pkg/a.py")
+    write(tmp_path, "pkg/b.py")
+
+    async def instructions_for(path: Path) -> str | None:
+        return "<system-reminder>pkg rules</system-reminder>"
+
+    result = await run(tmp_path, make_ctx(tmp_path, instructions_for=instructions_for), paths=["pkg"])
+    assert result.output.count("pkg rules") == 1
+
+
+async def test_huge_combined_output_saved(tmp_path: Path) -> None:
+    for i in range(30):
+        write(tmp_path, f"f{i:02}.txt", "line of text\n" * 300)
+    result = await run(tmp_path, paths=["*.txt"])
+    assert "output truncated" in result.output
+    saved = Path(result.data["outputPath"])
+    assert saved.is_file() and "=== File: f29.txt" in saved.read_text()
+    assert result.data["totalFiles"] == 30
+
+
+def test_summaries() -> None:
+    tool = ReadManyFilesTool()
+    assert tool.params_summary({"paths": ["a.py", "b.py", "c.py"]}) == "3 files"
+    assert tool.params_summary({"paths": ["src/**/*.ts"]}) == "src/**/*.ts"
