@@ -23,8 +23,8 @@ from etcode.provider.spec import RetryConfig  # noqa: E402
 from etcode.provider.types import Message, ModelRequest  # noqa: E402
 from etcode.session.loop import AgentLoop, LoopSettings  # noqa: E402
 from etcode.session.result import LoopLimits  # noqa: E402
-from etcode.tool.base import tool  # noqa: E402
-from etcode.tool.registry import ToolRegistry  # noqa: E402
+from etcode.tools.base import tool  # noqa: E402
+from etcode.tools.registry import ToolRegistry  # noqa: E402
 from tests.fake_llm import Call, FakeLLM, Reply  # noqa: E402
 from tests.scripted import Answer, ScriptedProvider  # noqa: E402
 
@@ -63,7 +63,9 @@ def scripted_answers() -> list[Answer]:
 
 
 def fake_replies() -> list[Reply]:
-    return [Reply(text="step", calls=[Call("ping", {"n": i})]) for i in range(STEPS - 1)] + [Reply(text="done")]
+    return [Reply(text="step", calls=[Call("ping", {"n": i})]) for i in range(STEPS - 1)] + [
+        Reply(text="done")
+    ]
 
 
 async def raw_requests(llm: FakeLLM) -> float:

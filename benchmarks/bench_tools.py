@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from etcode.tool.base import ToolContext, tool  # noqa: E402
-from etcode.tool.read_many_files import ReadManyFilesTool  # noqa: E402
-from etcode.tool.truncate import wait_saved  # noqa: E402
+from etcode.tools.base import ToolContext, tool  # noqa: E402
+from etcode.tools.read_many_files import ReadManyFilesTool  # noqa: E402
+from etcode.tools.truncate import wait_saved  # noqa: E402
 
 
 def make_tree(root: Path, files: int, total_bytes: int) -> list[Path]:

@@ -20,7 +20,7 @@ _LAZY = {
     "tool": "etcode.api",
 }
 
-__all__ = ["__version__", *_LAZY]
+__all__ = ["Agent", "AgentResult", "LoopLimits", "RetryConfig", "Tool", "ToolResult", "__version__", "tool"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from etcode.api import Agent, AgentResult, LoopLimits, RetryConfig, Tool, ToolResult, tool

@@ -23,7 +23,7 @@ from etcode.provider.spec import KNOWN_PROVIDERS, ProviderSpec, RetryConfig, def
 from etcode.provider.types import Message
 from etcode.session.events import Event, SessionStart
 from etcode.session.result import AgentResult, LoopLimits
-from etcode.tool.base import Tool, ToolResult, tool
+from etcode.tools.base import Tool, ToolResult, tool
 from etcode.util.errors import ConfigError
 
 __all__ = ["Agent", "AgentResult", "LoopLimits", "RetryConfig", "Tool", "ToolResult", "tool"]

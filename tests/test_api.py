@@ -34,8 +34,14 @@ def test_readme_example_runs_verbatim(llm: FakeLLM, tmp_path: Path, monkeypatch:
     )
     script = tmp_path / "example.py"
     script.write_text(example, encoding="utf-8")
-    env = {**__import__("os").environ, "ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": llm.anthropic_base_url}
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+    env = {
+        **__import__("os").environ,
+        "ANTHROPIC_API_KEY": "sk-ant-test",
+        "ANTHROPIC_BASE_URL": llm.anthropic_base_url,
+    }
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert "There are 4 words." in proc.stdout and "end_turn" in proc.stdout
     tool_result = json.dumps(llm.requests[1].body["messages"])
@@ -74,7 +80,9 @@ async def test_stream_yields_typed_events_and_custom_tools(llm: FakeLLM, tmp_pat
         async def run(self, params, ctx) -> ToolResult:
             return ToolResult("echo", summary="echoed")
 
-    llm.script(Reply(calls=[Call("lookup", {"key": "k1"}), Call("Echo", {})]), Reply(text="found value-of-k1"))
+    llm.script(
+        Reply(calls=[Call("lookup", {"key": "k1"}), Call("Echo", {})]), Reply(text="found value-of-k1")
+    )
     agent = Agent(
         "proxy/model-x",
         base_url=llm.openai_base_url,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from etcode.tool.edit_match import (
+from etcode.tools.edit_match import (
     AmbiguousMatchError,
     NoMatchError,
     closest_region,

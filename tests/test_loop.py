@@ -13,8 +13,8 @@ from etcode.provider.types import Message
 from etcode.session import events as ev
 from etcode.session.loop import AgentLoop, LoopSettings
 from etcode.session.result import LoopLimits
-from etcode.tool.base import ToolContext, ToolError, tool
-from etcode.tool.registry import ToolRegistry
+from etcode.tools.base import ToolContext, ToolError, tool
+from etcode.tools.registry import ToolRegistry
 from tests.scripted import Answer, ScriptedProvider
 
 

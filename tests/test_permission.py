@@ -21,8 +21,8 @@ from etcode.permission import (
     rules_from_config,
     wildcard_match,
 )
-from etcode.tool.base import PermissionDenied, ToolContext
-from etcode.tool.bash import BashTool, always_pattern, split_commands
+from etcode.tools.base import PermissionDenied, ToolContext
+from etcode.tools.bash import BashTool, always_pattern, split_commands
 
 
 @pytest.mark.parametrize(
@@ -232,7 +232,7 @@ def test_always_pattern() -> None:
 
 
 async def test_tool_read_env_asks_by_default(tmp_path: Path) -> None:
-    from etcode.tool.read_file import ReadFileTool
+    from etcode.tools.read_file import ReadFileTool
 
     (tmp_path / ".env").write_text("SECRET=1\n")
     (tmp_path / "a.txt").write_text("ok\n")

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from etcode.tool import bash as bash_module
-from etcode.tool.base import PermissionDenied, ToolContext
-from etcode.tool.bash import BashTool
+from etcode.tools import bash as bash_module
+from etcode.tools.base import PermissionDenied, ToolContext
+from etcode.tools.bash import BashTool
 
 
 @pytest.fixture(autouse=True)

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from etcode.tool.base import PermissionDenied, ToolContext, ToolError
-from etcode.tool.edit import EditTool
+from etcode.tools.base import PermissionDenied, ToolContext, ToolError
+from etcode.tools.edit import EditTool
 
 
 def make_ctx(root: Path, **kw: Any) -> ToolContext:

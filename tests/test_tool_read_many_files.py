@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from etcode.tool import read_many_files as rmf
-from etcode.tool.base import PermissionDenied, ToolContext
-from etcode.tool.read_many_files import ReadManyFilesTool
+from etcode.tools import read_many_files as rmf
+from etcode.tools.base import PermissionDenied, ToolContext
+from etcode.tools.read_many_files import ReadManyFilesTool
 
 
 @pytest.fixture(autouse=True)

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from etcode.tool.base import PermissionDenied, ToolContext, ToolError
-from etcode.tool.read_file import ReadFileTool
-from etcode.tool.registry import builtin_tools
-from etcode.tool.write_file import WriteFileTool
+from etcode.tools.base import PermissionDenied, ToolContext, ToolError
+from etcode.tools.read_file import ReadFileTool
+from etcode.tools.registry import builtin_tools
+from etcode.tools.write_file import WriteFileTool
 
 
 def make_ctx(tmp_path: Path, **kw: Any) -> ToolContext:

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from etcode.tool import glob_tool, grep, list_files, ripgrep
-from etcode.tool.base import ToolContext, ToolError
-from etcode.tool.glob_tool import GlobTool
-from etcode.tool.grep import GrepTool
-from etcode.tool.list_files import ListFilesTool
+from etcode.tools import glob_tool, grep, list_files, ripgrep
+from etcode.tools.base import ToolContext, ToolError
+from etcode.tools.glob_tool import GlobTool
+from etcode.tools.grep import GrepTool
+from etcode.tools.list_files import ListFilesTool
 
 
 @pytest.fixture(params=["rg", "python"])

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from etcode.session.events import TodoUpdate
-from etcode.tool.base import ToolContext, ToolError
-from etcode.tool.loop_detect import LoopDetector
-from etcode.tool.todo import TodoStore, TodoWriteTool
+from etcode.tools.base import ToolContext, ToolError
+from etcode.tools.loop_detect import LoopDetector
+from etcode.tools.todo import TodoStore, TodoWriteTool
 
 
 def make_ctx(tmp_path: Path, events: list[Any]) -> ToolContext:

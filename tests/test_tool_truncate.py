@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from etcode.tool import truncate
-from etcode.tool.base import ToolResult
-from etcode.tool.truncate import output_dir, truncate_output, truncate_result
+from etcode.tools import truncate
+from etcode.tools.base import ToolResult
+from etcode.tools.truncate import output_dir, truncate_output, truncate_result
 
 
 @pytest.fixture(autouse=True)
@@ -67,7 +67,7 @@ def test_output_dir_fallback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 
 
 def test_truncate_for_model_filter() -> None:
-    from etcode.tool.truncate import truncate_for_model
+    from etcode.tools.truncate import truncate_for_model
 
     assert truncate_for_model("ReadFile", "small") == "small"
     head = truncate_for_model("MyMcpTool", "\n".join(f"l{i}" for i in range(5000)))

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from etcode.tool.base import PermissionDenied, ToolContext, ToolError
-from etcode.tool.web_fetch import WebFetchTool, html_to_markdown
+from etcode.tools.base import PermissionDenied, ToolContext, ToolError
+from etcode.tools.web_fetch import WebFetchTool, html_to_markdown
 
 PAGE = b"""<!doctype html><html><head><title>Docs</title><script>var x = 1;</script>
 <style>body{color:red}</style></head><body>

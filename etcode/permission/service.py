@@ -2,7 +2,7 @@
 
 ``await service.check(permission, patterns, metadata)`` returns when every pattern is
 allowed (by a rule, or by the user through the :class:`Asker`) and raises
-:class:`~etcode.tool.base.PermissionDenied` — whose message the model sees — otherwise.
+:class:`~etcode.tools.base.PermissionDenied` — whose message the model sees — otherwise.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ NON_INTERACTIVE_REASON = "denied: etcode run is non-interactive; re-run with --y
 
 def _denied_error() -> type[Exception]:
     """The tools' ``PermissionDenied`` (imported late to keep this package light)."""
-    from etcode.tool.base import PermissionDenied
+    from etcode.tools.base import PermissionDenied
 
     return PermissionDenied
 

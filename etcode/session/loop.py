@@ -31,9 +31,9 @@ from etcode.provider.types import (
 )
 from etcode.session import events as ev
 from etcode.session.result import AgentResult, LoopLimits
-from etcode.tool.base import PermissionCheck, ToolContext, _allow_all, _no_instructions
-from etcode.tool.registry import ToolRegistry
-from etcode.tool.scheduler import ToolScheduler
+from etcode.tools.base import PermissionCheck, ToolContext, _allow_all, _no_instructions
+from etcode.tools.registry import ToolRegistry
+from etcode.tools.scheduler import ToolScheduler
 
 log = logging.getLogger("etcode.loop")
 

@@ -12,7 +12,7 @@ from etcode.provider.spec import ProviderSpec, RetryConfig
 from etcode.session.events import Event, WarningEvent
 from etcode.session.loop import LoopSettings
 from etcode.session.result import LoopLimits
-from etcode.tool.registry import ToolRegistry, builtin_tools
+from etcode.tools.registry import ToolRegistry, builtin_tools
 
 if TYPE_CHECKING:
     from etcode.api import Agent
@@ -230,7 +230,7 @@ def _permission_service(config: Any, agent_info: Any, asker: Any, instance: Inst
 
 def _loop_detector() -> Any:
     try:
-        from etcode.tool.loop_detect import LoopDetector
+        from etcode.tools.loop_detect import LoopDetector
     except ImportError:
         return None
     return LoopDetector()
@@ -238,7 +238,7 @@ def _loop_detector() -> Any:
 
 def _output_filter() -> Any:
     try:
-        from etcode.tool.truncate import truncate_for_model
+        from etcode.tools.truncate import truncate_for_model
     except ImportError:
         return None
     return truncate_for_model

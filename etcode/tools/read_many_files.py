@@ -12,10 +12,10 @@ from typing import Any
 import pathspec
 from pydantic import BaseModel, ConfigDict, Field
 
-from etcode.tool.base import PermissionDenied, Tool, ToolContext, ToolResult
-from etcode.tool.paths import check_external, display_path, permission_pattern
-from etcode.tool.summary import plural
-from etcode.tool.truncate import truncate_output
+from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
+from etcode.tools.paths import check_external, display_path, permission_pattern
+from etcode.tools.summary import plural
+from etcode.tools.truncate import truncate_output
 from etcode.util.fs import BINARY_EXTENSIONS, BOM, format_size, looks_binary
 from etcode.util.ignore import IgnoreMatcher, glob_static_prefix, glob_to_regex, has_glob
 

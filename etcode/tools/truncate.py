@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from etcode.tool.base import ToolResult
+from etcode.tools.base import ToolResult
 from etcode.util.fs import format_size
 
 MAX_LINES = 2000

@@ -11,12 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from etcode.tool import ripgrep
-from etcode.tool.base import Tool, ToolContext, ToolError, ToolResult
-from etcode.tool.glob_tool import newest_first
-from etcode.tool.paths import display_path, permission_pattern, resolve_for
-from etcode.tool.summary import plural
-from etcode.tool.truncate import truncate_output
+from etcode.tools import ripgrep
+from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tools.glob_tool import newest_first
+from etcode.tools.paths import display_path, permission_pattern, resolve_for
+from etcode.tools.summary import plural
+from etcode.tools.truncate import truncate_output
 from etcode.util.fs import is_binary_file
 from etcode.util.ignore import SEARCH_EXCLUDES, IgnoreMatcher, glob_match
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from etcode.tool.base import Tool, ToolContext, ToolError, ToolResult
-from etcode.tool.paths import display_path, permission_pattern, resolve_for
-from etcode.tool.summary import plural
-from etcode.tool.truncate import is_pending, wait_saved
+from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tools.paths import display_path, permission_pattern, resolve_for
+from etcode.tools.summary import plural
+from etcode.tools.truncate import is_pending, wait_saved
 from etcode.util.fs import BOM, is_binary_file, suggest_names
 
 DEFAULT_LIMIT = 2000

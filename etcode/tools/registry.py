@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from etcode.provider.types import ToolSchema
-from etcode.tool.base import Tool
+from etcode.tools.base import Tool
 
 
 class ToolRegistry:
@@ -40,16 +40,16 @@ class ToolRegistry:
 
 def builtin_tools() -> list[Tool]:
     """Fresh instances of every built-in tool, in the order the model sees them."""
-    from etcode.tool.bash import BashTool
-    from etcode.tool.edit import EditTool
-    from etcode.tool.glob_tool import GlobTool
-    from etcode.tool.grep import GrepTool
-    from etcode.tool.list_files import ListFilesTool
-    from etcode.tool.read_file import ReadFileTool
-    from etcode.tool.read_many_files import ReadManyFilesTool
-    from etcode.tool.todo import TodoWriteTool
-    from etcode.tool.web_fetch import WebFetchTool
-    from etcode.tool.write_file import WriteFileTool
+    from etcode.tools.bash import BashTool
+    from etcode.tools.edit import EditTool
+    from etcode.tools.glob_tool import GlobTool
+    from etcode.tools.grep import GrepTool
+    from etcode.tools.list_files import ListFilesTool
+    from etcode.tools.read_file import ReadFileTool
+    from etcode.tools.read_many_files import ReadManyFilesTool
+    from etcode.tools.todo import TodoWriteTool
+    from etcode.tools.web_fetch import WebFetchTool
+    from etcode.tools.write_file import WriteFileTool
 
     return [
         ReadFileTool(),

@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from etcode.tool.base import Tool, ToolContext, ToolResult
-from etcode.tool.summary import plural, shorten
-from etcode.tool.truncate import truncate_output
+from etcode.tools.base import Tool, ToolContext, ToolResult
+from etcode.tools.summary import plural, shorten
+from etcode.tools.truncate import truncate_output
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000

@@ -8,16 +8,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from etcode.tool.base import Tool, ToolContext, ToolError, ToolResult
-from etcode.tool.edit_match import (
+from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tools.edit_match import (
     AmbiguousMatchError,
     NoMatchError,
     closest_region,
     looks_line_numbered,
     replace,
 )
-from etcode.tool.paths import display_path, permission_pattern, resolve_for
-from etcode.tool.summary import count_lines, diff_stats, plural, unified_diff
+from etcode.tools.paths import display_path, permission_pattern, resolve_for
+from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import BOM, atomic_write_bytes, is_binary_file, suggest_names
 
 SNIPPET_CONTEXT = 3

@@ -9,10 +9,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from etcode.tool import ripgrep
-from etcode.tool.base import Tool, ToolContext, ToolError, ToolResult
-from etcode.tool.paths import display_path, permission_pattern, resolve_for
-from etcode.tool.summary import plural
+from etcode.tools import ripgrep
+from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tools.paths import display_path, permission_pattern, resolve_for
+from etcode.tools.summary import plural
 from etcode.util.ignore import glob_match
 
 MAX_RESULTS = 100

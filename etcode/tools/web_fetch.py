@@ -11,9 +11,9 @@ from urllib.parse import urljoin, urlparse
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from etcode.tool.base import Tool, ToolContext, ToolError, ToolResult
-from etcode.tool.summary import format_size
-from etcode.tool.truncate import truncate_output
+from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tools.summary import format_size
+from etcode.tools.truncate import truncate_output
 
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 120.0

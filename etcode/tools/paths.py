@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from etcode.tool.base import ToolContext
+from etcode.tools.base import ToolContext
 from etcode.util.fs import is_within
 
 

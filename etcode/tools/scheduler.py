@@ -16,8 +16,8 @@ from typing import Any
 
 from etcode.provider.types import ToolCallPart, ToolResultPart
 from etcode.session.events import ToolCallStart, ToolResultEvent
-from etcode.tool.base import Tool, ToolContext, ToolError, ToolResult
-from etcode.tool.registry import ToolRegistry
+from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tools.registry import ToolRegistry
 
 log = logging.getLogger("etcode.scheduler")
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.provider.types import ToolSchema
 from etcode.session.events import TodoUpdate
-from etcode.tool.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 Status = Literal["pending", "in_progress", "completed"]
 _MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}

@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from etcode.tool.base import Tool, ToolContext, ToolError, ToolResult
-from etcode.tool.paths import display_path, permission_pattern, resolve_for
-from etcode.tool.summary import count_lines, diff_stats, plural, unified_diff
+from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tools.paths import display_path, permission_pattern, resolve_for
+from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import atomic_write_bytes
 
 
