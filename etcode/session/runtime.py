@@ -63,9 +63,7 @@ class Runtime:
             settings.check_permission = self.permission.check
         if self.instructions is not None and hasattr(self.instructions, "nested_for"):
             settings.instructions_for = self.instructions.nested_for
-        detector = _loop_detector()
-        if detector is not None:
-            settings.on_call = detector.record
+        settings.on_call = _loop_detector().record
         settings.output_filter = _output_filter()
         return settings
 
@@ -229,16 +227,12 @@ def _permission_service(config: Any, agent_info: Any, asker: Any, instance: Inst
 
 
 def _loop_detector() -> Any:
-    try:
-        from etcode.tools.loop_detect import LoopDetector
-    except ImportError:
-        return None
+    from etcode.tools.loop_detect import LoopDetector
+
     return LoopDetector()
 
 
 def _output_filter() -> Any:
-    try:
-        from etcode.tools.truncate import truncate_for_model
-    except ImportError:
-        return None
+    from etcode.tools.truncate import truncate_for_model
+
     return truncate_for_model
