@@ -120,3 +120,23 @@ def test_run_sync(llm: FakeLLM, tmp_path: Path) -> None:
     llm.script(Reply(text="sync works"))
     agent = Agent("p/m", base_url=llm.openai_base_url, api_key="k", directory=tmp_path)
     assert agent.run_sync("go").text == "sync works"
+
+
+async def test_config_listed_prompt_transform_edits_the_system_prompt(
+    llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "house_rules.py").write_text(
+        "from etcode.prompt.parts import PromptPart\n"
+        "def add_rule(parts):\n"
+        "    return [*parts, PromptPart('instructions', 'house_rules', 'Always answer in French.')]\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "etcode.json").write_text('{"plugin": ["house_rules:add_rule"]}', encoding="utf-8")
+    llm.script(Reply(text="Bonjour"))
+    agent = Agent("p/m", base_url=llm.openai_base_url, api_key="k", directory=tmp_path)
+    await agent.run("hello")
+    await agent.aclose()
+    system = llm.requests[0].body["messages"][0]
+    assert system["role"] == "system"
+    assert system["content"].rstrip().endswith("Always answer in French.")

@@ -281,3 +281,41 @@ def test_ctrl_c_stops_cleanly_with_130(project: Path, llm: FakeLLM) -> None:
     assert result["stop_reason"] == "interrupted"
     assert result["result"].startswith("word")
     assert "Traceback" not in err
+
+
+def test_ask_is_denied_headless_and_allowed_with_yes(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm, permission={"bash": {"*": "ask"}})
+    marker = project / "ran.txt"
+    command = f"echo ran > {marker.name}"
+    llm.script(Reply(calls=[Call("Bash", {"command": command})]), Reply(text="could not run it"))
+    proc = etcode("run", "run the command", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert not marker.exists()
+    tool_output = json.dumps(llm.requests[1].body["messages"][-1])
+    assert "--yes" in tool_output  # the model is told why it was refused
+    assert "● Bash" in proc.stderr and "⚠" in proc.stderr
+
+    llm.script(Reply(calls=[Call("Bash", {"command": command})]), Reply(text="ran it"))
+    proc = etcode("run", "--yes", "run the command", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert marker.read_text().strip() == "ran"
+
+
+def test_deny_rule_wins_even_with_yes(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm, permission={"bash": {"*": "allow", "rm *": "deny"}})
+    (project / "keep.txt").write_text("precious\n", encoding="utf-8")
+    llm.script(Reply(calls=[Call("Bash", {"command": "rm keep.txt"})]), Reply(text="refused"))
+    proc = etcode("run", "--yes", "delete it", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "keep.txt").exists()
+
+
+def test_plan_agent_cannot_write(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    llm.script(Reply(calls=[Call("WriteFile", {"file_path": "x.txt", "content": "x"})]), Reply(text="no"))
+    proc = etcode("run", "--agent", "plan", "write x", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    offered = {t["function"]["name"] for t in llm.requests[0].body["tools"]}
+    assert "WriteFile" not in offered and "Edit" not in offered and "ReadFile" in offered
+    assert not (project / "x.txt").exists()
+    assert "Unknown tool 'WriteFile'" in json.dumps(llm.requests[1].body["messages"][-1])

@@ -407,9 +407,10 @@ def test_example_file_loads(repo: Path) -> None:
 
 def test_example_file_comments_every_key() -> None:
     lines = (REPO_ROOT / "etcode.example.json").read_text(encoding="utf-8").splitlines()
-    keys = {"model", "small_model", "provider", "agent", "instructions", "instructions_compat"}
-    keys |= {"permission", "mcp", "compaction", "retry", "max_steps", "timeout", "$schema"}
-    keys |= {"baseURL", "apiKey", "models", "headers", "options", "limit", "cost", "default_agent"}
+    from etcode.config.schema import Config
+
+    keys = {field.alias or name for name, field in Config.model_fields.items()}  # every top-level key
+    keys |= {"baseURL", "apiKey", "models", "headers", "options", "limit", "cost"}
     text = "\n".join(lines)
     for key in keys:
         assert f'"{key}"' in text, key

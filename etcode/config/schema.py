@@ -105,6 +105,9 @@ class Config(_Strict):
     agent: dict[str, AgentConfig] = Field(default_factory=dict)
     instructions: list[str] = Field(default_factory=list)
     instructions_compat: bool = True
+    #: ``"module:function"`` callables run on the system prompt parts before sending
+    #: (the ``system.prompt.transform`` hook; entry points are found automatically).
+    plugin: list[str] = Field(default_factory=list)
     permission: Any = None
     mcp: dict[str, dict[str, Any]] = Field(default_factory=dict)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)

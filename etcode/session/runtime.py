@@ -90,7 +90,7 @@ class Runtime:
         tools = _tools_for(agent, agent_info)
         warnings: list[str] = []
         instructions = _instruction_prompt(config, instance)
-        system = await _system_prompt(agent, agent_info, spec, instance, instructions, warnings)
+        system = await _system_prompt(agent, agent_info, spec, instance, instructions, warnings, config)
         limits = agent.limits or LoopLimits(
             max_steps=_attr(agent_info, "steps") or _attr(config, "max_steps") or 50,
             timeout=_attr(config, "timeout"),
@@ -203,6 +203,7 @@ async def _system_prompt(
     instance: InstanceInfo,
     instructions: Any,
     warnings: list[str],
+    config: Any = None,
 ) -> list[str]:
     from etcode.prompt.system import SystemPrompt
 
@@ -214,6 +215,7 @@ async def _system_prompt(
         is_git=instance.is_git,
         system_prompt=agent.system_prompt or None,
         name=agent.name,
+        transforms=list(_attr(config, "plugin") or []),
     )
     warnings.extend(getattr(instructions, "warnings", []) or [])
     return [part.text for part in parts]
