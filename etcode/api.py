@@ -59,6 +59,20 @@ class Agent:
     ``ETCODE_MODEL`` / the environment's API keys. Successive ``run`` calls continue
     the same conversation (``reset()`` starts over). Built-in tools are included unless
     ``builtin_tools=False``; ``tools`` adds plain typed functions or ``Tool`` objects.
+
+    Sessions. ``store`` decides where the conversation is kept:
+
+    - ``None`` (the default): in memory only — nothing is written to disk — unless
+      ``session_id``, ``continue_last`` or ``fork`` ask for a stored session, which opens the
+      default store (``$XDG_DATA_HOME/etcode/etcode.db``);
+    - ``True``: the default store (the ``etcode`` CLI and TUI use this);
+    - a :class:`~etcode.session.store.SessionStore`: that store; ``False``: never a store.
+
+    With a store, every finished step is saved. ``session_id`` resumes that session (or
+    starts one with that id), ``continue_last`` resumes the project's newest session, and
+    ``fork`` resumes a copy of it under a new id (``agent.session_id``). ``compact()``,
+    ``clear()`` and ``undo()`` act on the session; ``on_event`` receives the events those
+    produce outside ``stream()``.
     """
 
     def __init__(
@@ -81,6 +95,10 @@ class Agent:
         provider: Any = None,
         asker: Any = None,
         session_id: str | None = None,
+        continue_last: bool = False,
+        fork: bool = False,
+        store: Any = None,
+        on_event: Callable[[Event], None] | None = None,
     ) -> None:
         self.model = model
         self.api_key = api_key
@@ -99,13 +117,20 @@ class Agent:
         self.provider = provider
         self.asker = asker
         self.history: list[Message] = []
-        from etcode.util.ids import new_id
+        from etcode.session.agent_session import AgentSession
 
-        self.session_id = session_id or new_id("ses")
+        self._session = AgentSession.resolve(
+            store, session_id, continue_last=continue_last, fork=fork, directory=self.directory
+        )
+        self.session_id = self._session.session_id
+        self.on_event = on_event
+        self._session_open = False
         self.state: dict[str, Any] = {}
         self.last_result: AgentResult | None = None
         self._runtime: Any = None
         self._current: Any = None
+        #: The session that started this one (set for ``Task`` subagents).
+        self.parent_session_id: str | None = None
 
     # ---- running -----------------------------------------------------------------
     async def stream(self, task: str) -> AsyncIterator[Event]:
@@ -113,20 +138,32 @@ class Agent:
         from etcode.session.loop import AgentLoop
 
         runtime = await self._prepare()
-        loop = AgentLoop(runtime.loop_settings(self), self.history, Message.user(task))
+        session = self._session
+        session.parent_id = self.parent_session_id
+        self.history = await session.begin_turn(task, runtime, self.history)
+        if runtime.agent_name == "workflow":  # Planner → Executor → Verifier
+            from etcode.workflow.engine import WorkflowRun
+
+            loop: Any = WorkflowRun(runtime, self, self.history, task)
+        else:
+            settings = runtime.loop_settings(self)
+            session.configure(settings)
+            loop = AgentLoop(settings, self.history, Message.user(task))
         self._current = loop
         try:
             yield SessionStart(
                 self.session_id, runtime.spec.full_id, runtime.agent_name, str(runtime.directory)
             )
-            for warning in runtime.take_warnings():
+            for warning in [*runtime.take_warnings(), *session.take_warnings()]:
                 yield warning
             async for event in loop.events():
                 yield event
+            await session.end_turn()
         finally:
             self._current = None
             if loop.result is not None:
                 self.history = list(loop.result.messages)
+                await session.save(self.history)
             self.last_result = loop.result
 
     async def run(self, task: str) -> AgentResult:
@@ -155,11 +192,45 @@ class Agent:
             self._current.interrupt()
 
     def reset(self) -> None:
-        """Forget the conversation (tools and settings stay)."""
-        self.history = []
+        """Forget the conversation and the todos (tools and settings stay): a new batch."""
+        self.history = self._session.clear(self.history, keep_system=False)
         self.state = {}
+        self._session.install(self.state)
+
+    # ---- the session -------------------------------------------------------------
+    async def compact(self, on_event: Callable[[Event], None] | None = None) -> None:
+        """Summarise the older history now (``/compact``). Emits ``CompactionEvent``s and a
+        ``UsageUpdate`` to ``on_event`` (or the agent's ``on_event``)."""
+        runtime = await self._prepare()
+        sink = on_event or self.on_event or (lambda event: None)
+        self.history = await self._session.compact(self.history, runtime, sink)
+
+    def clear(self, keep_system: bool = True) -> None:
+        """Start a new batch with no history (``/clear``). The system prompt and tools are
+        sent with every request anyway; ``keep_system`` keeps the announcements of tools
+        added during the session, so the model still knows them."""
+        self.history = self._session.clear(self.history, keep_system)
+
+    async def undo(self) -> list[str]:
+        """Restore the files the last turn's WriteFile/Edit calls changed (deleting files it
+        created); returns their paths. Repeat to go further back. The model is told at the
+        next turn."""
+        await self._prepare()
+        paths, self.history = await self._session.undo(self.history)
+        return paths
+
+    def add_tools(self, tools: Iterable[Tool | Callable[..., Any]]) -> None:
+        """Offer more tools from now on. Once the session has started they are announced to
+        the model in an ordinary message at the next turn; the initial tools are unchanged."""
+        items = [t if isinstance(t, Tool) else tool(t) for t in tools]
+        self.custom_tools.extend(items)
+        if self._runtime is not None:
+            for item in items:
+                self._runtime.tools.add(item)
+            self._session.announce(items)
 
     async def aclose(self) -> None:
+        await self._session.aclose()
         if self._runtime is not None:
             await self._runtime.aclose()
             self._runtime = None
@@ -169,4 +240,9 @@ class Agent:
             from etcode.session.runtime import Runtime
 
             self._runtime = await Runtime.create(self)
+        if not self._session_open:
+            self._session_open = True
+            loaded = await self._session.open(self._runtime, self)
+            if loaded or self._session.info is not None:
+                self.history = loaded
         return self._runtime

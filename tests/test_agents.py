@@ -38,8 +38,9 @@ def project(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def test_builtins() -> None:
     agents = builtin_agents()
-    assert list(agents) == ["build", "plan", "general", "explore"]
-    build, plan, general, explore = agents.values()
+    assert list(agents) == ["build", "plan", "general", "explore", "workflow"]
+    build, plan, general, explore, workflow = agents.values()
+    assert workflow.mode == "primary" and workflow.prompt is None and not workflow.tool_enabled("TodoWrite")
     assert build.prompt is None and build.mode == "primary" and build.builtin
     assert all(build.tool_enabled(t) for t in ("ReadFile", "WriteFile", "Edit", "Bash", "Task"))
     assert plan.mode == "primary" and not plan.tool_enabled("WriteFile") and not plan.tool_enabled("Edit")
@@ -126,7 +127,7 @@ def test_config_agent_dicts_and_objects(project: tuple[Path, Path, Path]) -> Non
         ),
     }
     agents = load_agents(config, directory, root, global_dir)
-    assert list(agents) == ["build", "plan", "general", "explore", "docs", "reviewer"]
+    assert list(agents) == ["build", "plan", "general", "explore", "workflow", "docs", "reviewer"]
     reviewer = agents["reviewer"]
     assert reviewer == AgentInfo(
         "reviewer",
@@ -237,9 +238,9 @@ def test_unknown_agent_lists_known_names(project: tuple[Path, Path, Path]) -> No
     agents = load_agents({"reviewer": {"prompt": "x"}}, directory, root, global_dir)
     with pytest.raises(UsageError) as err:
         get_agent("x", agents)
-    assert str(err.value) == 'unknown agent "x"; known agents: build, plan, general, explore, reviewer'
+    assert str(err.value) == 'unknown agent "x"; known agents: build, plan, general, explore, workflow, reviewer'
     assert err.value.exit_code == 2
-    with pytest.raises(UsageError, match="known agents: build, plan, general, explore$"):
+    with pytest.raises(UsageError, match="known agents: build, plan, general, explore, workflow$"):
         get_agent("nope")
     assert get_agent("plan").name == "plan"
     found = get_agent(

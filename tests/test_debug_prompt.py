@@ -88,7 +88,7 @@ def test_model_from_config_and_agent(project: Path, tmp_path: Path) -> None:
 def test_unknown_agent_is_usage_error(project: Path, tmp_path: Path) -> None:
     out = run_cli(["--agent", "nope"], project, clean_env(tmp_path))
     assert out.returncode == 2
-    assert 'unknown agent "nope"; known agents: build, plan, general, explore' in out.stderr
+    assert 'unknown agent "nope"; known agents: build, plan, general, explore, workflow' in out.stderr
     assert "Traceback" not in out.stderr
 
 

@@ -89,7 +89,7 @@ def _template(name: str) -> str:
 
 
 def builtin_agents() -> dict[str, AgentInfo]:
-    """Fresh built-in agents: build, plan, general, explore."""
+    """Fresh built-in agents: build, plan, general, explore, workflow."""
     read_only_tools = {"WriteFile": False, "Edit": False}
     read_only_permission = {"WriteFile": "deny", "Edit": "deny", "Bash": read_only_bash()}
     return {
@@ -130,6 +130,13 @@ def builtin_agents() -> dict[str, AgentInfo]:
             builtin=True,
             source="agent/explore.txt",
             prompt_builtin=True,
+        ),
+        "workflow": AgentInfo(
+            "workflow",
+            "Planner → Executor → Verifier: plans todos, works through them with tools, checks the result.",
+            tools={"TodoWrite": False},
+            mode="primary",
+            builtin=True,
         ),
     }
 
@@ -253,7 +260,7 @@ def load_agents(
     worktree: str | Path | None = None,
     global_dir: str | Path | None = None,
 ) -> dict[str, AgentInfo]:
-    """Every agent by name: built-ins first (build, plan, general, explore), then the
+    """Every agent by name: built-ins first (build, plan, general, explore, workflow), then the
     custom ones sorted. Raises :class:`ConfigError` for an invalid agent definition."""
     from etcode.prompt.instruction import default_global_dir, folders_between
 

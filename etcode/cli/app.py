@@ -18,7 +18,7 @@ def _version_callback(value: bool) -> None:
 def build_app() -> typer.Typer:
     app = typer.Typer(
         name="etcode",
-        help='etcode: a terminal coding agent. `etcode run "task"` for scripts; `etcode debug prompt` to inspect.',
+        help='etcode: a terminal coding agent. `etcode` opens the chat; `etcode run "task"` for scripts; `etcode debug prompt` to inspect.',
         no_args_is_help=False,
         add_completion=False,
         pretty_exceptions_enable=False,
@@ -35,9 +35,36 @@ def build_app() -> typer.Typer:
                 "--version", "-V", callback=_version_callback, is_eager=True, help="Print the version."
             ),
         ] = None,
+        continue_last: Annotated[
+            bool, typer.Option("--continue", "-c", help="Continue the last session in this directory.")
+        ] = False,
+        session: Annotated[str | None, typer.Option("--session", "-s", help="Open session ID.")] = None,
+        fork: Annotated[
+            bool, typer.Option("--fork", help="With -c or --session: continue a copy, keep the original.")
+        ] = False,
+        model: Annotated[str | None, typer.Option("--model", "-m", help="provider/model to use.")] = None,
+        agent: Annotated[str | None, typer.Option("--agent", "-a", help="Agent (build, plan, ...).")] = None,
+        inline: Annotated[
+            bool, typer.Option("--inline", help="Run the chat inline (keeps the terminal's scrollback).")
+        ] = False,
+        debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on stderr.")] = False,
     ) -> None:
-        if ctx.invoked_subcommand is None:
-            typer.echo(ctx.get_help())
+        """Without a sub-command: the interactive chat (or `etcode run` when piped)."""
+        if ctx.invoked_subcommand is not None:
+            return
+        from etcode.cli.tui import chat_command
+
+        code = chat_command(
+            continue_last=continue_last,
+            session=session,
+            fork=fork,
+            model=model,
+            agent=agent,
+            inline=inline,
+            debug=debug,
+        )
+        if code:
+            raise SystemExit(code)
 
     @app.command("run", help="Run one task non-interactively. Reads stdin too when it is not a terminal.")
     def run(
@@ -58,6 +85,15 @@ def build_app() -> typer.Typer:
         debug: Annotated[
             bool, typer.Option("--debug", help="Log details and show tracebacks on stderr.")
         ] = False,
+        continue_last: Annotated[
+            bool, typer.Option("--continue", "-c", help="Continue this project's most recent session.")
+        ] = False,
+        session: Annotated[
+            str | None, typer.Option("--session", "-s", help="Continue session ID (see `etcode sessions list`).")
+        ] = None,
+        fork: Annotated[
+            bool, typer.Option("--fork", help="With -c or --session: continue a copy, keep the original.")
+        ] = False,
     ) -> None:
         from etcode.cli.run import RunOptions, run_command
 
@@ -70,6 +106,9 @@ def build_app() -> typer.Typer:
                 max_steps=max_steps,
                 yes=yes,
                 debug=debug,
+                continue_last=continue_last,
+                session=session,
+                fork=fork,
             )
         )
         if code:
@@ -84,3 +123,11 @@ def _add_optional_groups(app: typer.Typer) -> None:
     from etcode.cli.debug import debug_app
 
     app.add_typer(debug_app, name="debug", help="Inspect what etcode would send (no model call).")
+
+    from etcode.cli.sessions import add_session_commands
+
+    add_session_commands(app)
+
+    from etcode.cli.mcp import mcp_app
+
+    app.add_typer(mcp_app, name="mcp", help="MCP servers: `etcode mcp list` shows their status and tools.")

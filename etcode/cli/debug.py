@@ -35,7 +35,9 @@ def prompt(
         with Instance.provide(Path.cwd()) as info:
             parts, warnings = asyncio.run(_build(info, model, agent))
     except EtcodeError as err:  # one line and the error's exit code, as in the main CLI
-        typer.echo(f"error: {err}", err=True)
+        from etcode.util.redact import redact
+
+        typer.echo(f"error: {redact(str(err))}", err=True)
         raise SystemExit(err.exit_code) from None
     for message in warnings:
         typer.echo(f"warning: {message}", err=True)

@@ -31,10 +31,8 @@ def entry() -> None:
         sys.exit(130)
     except EtcodeError as err:
         if debug:
-            import traceback
-
-            traceback.print_exc()
-        sys.stderr.write(f"error: {err}\n")
+            _print_traceback()
+        sys.stderr.write(f"error: {_redact(str(err))}\n")
         sys.exit(err.exit_code)
     except SystemExit:
         raise
@@ -52,11 +50,23 @@ def _report_unexpected(err: Exception, debug: bool) -> None:
         err.show()
         sys.exit(int(getattr(err, "exit_code", 2)))
     if debug:
-        import traceback
-
-        traceback.print_exc()
+        _print_traceback()
     else:
         sys.stderr.write(
-            f"error: internal error: {type(err).__name__}: {err} (run with --debug for the traceback)\n"
+            f"error: internal error: {type(err).__name__}: {_redact(str(err))} "
+            "(run with --debug for the traceback)\n"
         )
     sys.exit(1)
+
+
+def _redact(text: str) -> str:
+    """Error text without API keys (those of the environment and the loaded config)."""
+    from etcode.util.redact import redact
+
+    return redact(text)
+
+
+def _print_traceback() -> None:
+    import traceback
+
+    sys.stderr.write(_redact(traceback.format_exc()))

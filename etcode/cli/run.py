@@ -27,6 +27,9 @@ class RunOptions:
     yes: bool = False
     debug: bool = False
     directory: Path | None = None
+    continue_last: bool = False
+    session: str | None = None
+    fork: bool = False
 
 
 def read_task(message: str, stdin: Any = None) -> str:
@@ -70,6 +73,13 @@ def run_command(options: RunOptions) -> int:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="[%(name)s] %(message)s")
         logging.getLogger("httpx").setLevel(logging.INFO)
         logging.getLogger("httpcore").setLevel(logging.WARNING)
+        from etcode.util.redact import install_log_redaction
+
+        install_log_redaction()  # API keys never reach the debug log (httpx's or ours)
+    if options.fork and not (options.continue_last or options.session):
+        raise UsageError("--fork needs --continue or --session ID (the session to copy)")
+    if options.continue_last and options.session:
+        raise UsageError("give either --continue or --session ID, not both")
     task = read_task(options.message)
     return asyncio.run(_run(task, options))
 
@@ -83,6 +93,12 @@ async def _run(task: str, options: RunOptions) -> int:
     with Instance.provide(directory) as instance:
         flags = {"model": options.model, "max_steps": options.max_steps, "agent": options.agent}
         config = load_config(instance.directory, instance.worktree, flags=flags)
+        from etcode.util.redact import register_config
+
+        register_config(config)  # output, errors and logs redact its keys from here on
+        from etcode.session.store import SessionStore
+
+        store = SessionStore.open()
         asker = None
         if options.yes:
             from etcode.permission.service import AllowAsker
@@ -94,6 +110,10 @@ async def _run(task: str, options: RunOptions) -> int:
             config=config,
             asker=asker,
             directory=instance.directory,
+            store=store,
+            session_id=_existing_session(store, options.session),
+            continue_last=options.continue_last,
+            fork=options.fork,
         )
         if options.max_steps is not None:
             from etcode.session.result import LoopLimits
@@ -109,6 +129,18 @@ async def _run(task: str, options: RunOptions) -> int:
             await agent.aclose()
         result = agent.last_result
         return exit_code_for(result.stop_reason if result else "error")
+
+
+def _existing_session(store: Any, session: str | None) -> str | None:
+    """The full id of ``--session ID`` (a unique prefix is enough); an unknown id is an error."""
+    if not session:
+        return None
+    from etcode.session.store import SessionNotFoundError
+
+    found = store.find_session(session)
+    if found is None:
+        raise SessionNotFoundError(f"no session {session} (see: etcode sessions list)")
+    return found.id
 
 
 def _renderer(output_format: str) -> Any:

@@ -3,7 +3,7 @@
 Keys are spelled as in the JSON (``baseURL``, ``apiKey``, ``small_model``); the Python
 attribute names are snake_case and also accepted on input. Unknown keys are errors
 (with a "did you mean" hint) except inside the free-form objects (``options``,
-``permission``, ``mcp`` servers, per-model info).
+``permission``, per-model info).
 """
 
 from __future__ import annotations
@@ -13,7 +13,15 @@ import types
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from etcode.util.errors import ConfigError
 
@@ -56,10 +64,10 @@ class ProviderConfig(_Strict):
     id: str
     type: Literal["openai", "anthropic"] | None = None
     base_url: str | None = Field(default=None, alias="baseURL")
-    api_key: str | None = Field(default=None, alias="apiKey")
+    api_key: str | None = Field(default=None, alias="apiKey", repr=False)  # never in a repr
     model: str | None = None
     models: dict[str, ModelInfo] = Field(default_factory=dict)
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
     options: dict[str, Any] = Field(default_factory=dict)
     timeout: float | None = Field(default=None, gt=0, description="request timeout in ms")
 
@@ -85,13 +93,70 @@ class AgentConfig(_Strict):
 
 
 class CompactionConfig(_Strict):
+    """When and how older history is summarised. ``threshold``: the fraction of the usable
+    window (context − ``reserve`` output tokens) that triggers it (default 0.9);
+    ``keep_turns``: the last turns kept verbatim (default 2)."""
+
     auto: bool = True
     threshold: float | None = Field(default=None, gt=0, le=1)
     reserve: int | None = Field(default=None, ge=0)
+    keep_turns: int | None = Field(default=None, ge=0)
 
 
 class RetrySettings(_Strict):
     max_retries: int = Field(default=2, ge=0)
+
+
+class McpServerConfig(_Strict):
+    """One ``"mcp"`` server: ``"local"`` (a command run over stdio) or ``"remote"``
+    (streamable HTTP). ``type`` may be left out when ``command`` or ``url`` says it.
+    ``timeout`` is the start-up limit in milliseconds. A later config layer may hold
+    just ``{"enabled": false}`` to switch off a server defined in an earlier one."""
+
+    type: Literal["local", "remote"] | None = None
+    command: list[str] | None = None
+    environment: dict[str, str] = Field(default_factory=dict, repr=False)
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    enabled: bool = True
+    timeout: float | None = Field(default=None, gt=0, description="start-up timeout in ms")
+
+    @model_validator(mode="after")
+    def _shape(self) -> McpServerConfig:
+        kind = self.type or ("local" if self.command else "remote" if self.url else None)
+        if kind is None:
+            if self.enabled:
+                raise ValueError(
+                    'needs "type": "local" with "command" (e.g. ["uvx", "mcp-server-time"]) '
+                    'or "type": "remote" with "url"'
+                )
+            return self
+        if kind == "local":
+            if self.url is not None or self.headers:
+                raise ValueError('"url" and "headers" are for "type": "remote" servers')
+            if self.enabled and not self.command:
+                raise ValueError(
+                    'a local server needs "command", a non-empty list such as ["uvx", "mcp-server-time"]'
+                )
+            if self.command is not None and (not self.command or not self.command[0].strip()):
+                raise ValueError('"command" must be a non-empty list whose first item is the program')
+        else:
+            if self.command is not None or self.environment:
+                raise ValueError('"command" and "environment" are for "type": "local" servers')
+            if self.enabled and not self.url:
+                raise ValueError('a remote server needs "url" (http:// or https://)')
+            if self.url is not None and not self.url.startswith(("http://", "https://")):
+                raise ValueError(f'"url" must start with http:// or https://, got "{self.url}"')
+        self.type = kind
+        return self
+
+
+class WorkflowConfig(_Strict):
+    """The Planner → Executor → Verifier workflow (``--agent workflow``). ``prompts``:
+    business context per role (``planner``, ``executor``, ``verifier``), used when the
+    project has no ``.etcode/prompts/<role>.md``."""
+
+    prompts: dict[Literal["planner", "executor", "verifier"], str] = Field(default_factory=dict)
 
 
 class Config(_Strict):
@@ -109,8 +174,11 @@ class Config(_Strict):
     #: (the ``system.prompt.transform`` hook; entry points are found automatically).
     plugin: list[str] = Field(default_factory=list)
     permission: Any = None
-    mcp: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    mcp: dict[str, McpServerConfig] = Field(default_factory=dict)
+    workflow: WorkflowConfig = Field(default_factory=WorkflowConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    #: A models.dev-format JSON file with model limits and prices (see provider/catalog.py).
+    model_catalog: str | None = None
     retry: RetrySettings = Field(default_factory=RetrySettings)
     max_steps: int = Field(default=50, ge=1)
     timeout: float | None = Field(default=None, gt=0, description="loop wall-clock limit in s")

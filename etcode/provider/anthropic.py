@@ -16,6 +16,7 @@ from typing import Any
 
 from etcode.provider.errors import StreamParseError
 from etcode.provider.retry import RetryingHTTPProvider, error_from_payload
+from etcode.provider.shapes import as_dict, as_index, as_str, as_tokens
 from etcode.provider.sse import SSEEvent
 from etcode.provider.types import (
     Message,
@@ -103,26 +104,26 @@ def to_anthropic_tools(request: ModelRequest) -> list[dict[str, Any]]:
 
 def _merge_usage(usage: Usage, raw: dict[str, Any]) -> None:
     """Fold a ``usage`` object from message_start/message_delta (non-null fields win)."""
-    if raw.get("input_tokens") is not None:
-        usage.input_tokens = raw["input_tokens"]
-    if raw.get("output_tokens") is not None:
-        usage.output_tokens = raw["output_tokens"]
-    if raw.get("cache_read_input_tokens") is not None:
-        usage.cache_read_tokens = raw["cache_read_input_tokens"]
-    if raw.get("cache_creation_input_tokens") is not None:
-        usage.cache_write_tokens = raw["cache_creation_input_tokens"]
+    if (value := as_tokens(raw.get("input_tokens"))) is not None:
+        usage.input_tokens = value
+    if (value := as_tokens(raw.get("output_tokens"))) is not None:
+        usage.output_tokens = value
+    if (value := as_tokens(raw.get("cache_read_input_tokens"))) is not None:
+        usage.cache_read_tokens = value
+    if (value := as_tokens(raw.get("cache_creation_input_tokens"))) is not None:
+        usage.cache_write_tokens = value
 
 
 class _Block:
     __slots__ = ("type", "text", "signature", "data", "id", "name", "ordinal", "input")
 
     def __init__(self, raw: dict[str, Any], ordinal: int = -1) -> None:
-        self.type: str = raw.get("type", "")
-        self.text: list[str] = [raw.get("text") or raw.get("thinking") or ""]
-        self.signature: str = raw.get("signature") or ""
-        self.data: str | None = raw.get("data")
-        self.id: str = raw.get("id") or ""
-        self.name: str = raw.get("name") or ""
+        self.type: str = as_str(raw.get("type"))
+        self.text: list[str] = [as_str(raw.get("text")) or as_str(raw.get("thinking"))]
+        self.signature: str = as_str(raw.get("signature"))
+        self.data: str | None = raw.get("data") if isinstance(raw.get("data"), str) else None
+        self.id: str = as_str(raw.get("id"))
+        self.name: str = as_str(raw.get("name"))
         self.input: Any = raw.get("input")
         self.ordinal = ordinal
 
@@ -160,25 +161,38 @@ class AnthropicStream:
     def handle(self, event: SSEEvent) -> Iterable[StreamChunk]:
         try:
             obj = json.loads(event.data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise StreamParseError(
                 f"{self.provider}: invalid JSON in {event.event} event: {event.data[:80]}",
                 provider=self.provider,
             ) from exc
         if not isinstance(obj, dict):
             return []
-        kind = obj.get("type") or event.event
-        if kind == "error" or event.event == "error":
+        try:
+            return self._chunks(obj, event.event)
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError, RecursionError) as exc:
+            # a shape the readers do not expect: fail as a stream error, never a crash
+            raise StreamParseError(
+                f"{self.provider}: unexpected data in {event.event} event ({type(exc).__name__}): "
+                f"{event.data[:80]}",
+                provider=self.provider,
+            ) from exc
+
+    def _chunks(self, obj: dict[str, Any], event_name: str) -> list[StreamChunk]:
+        kind = as_str(obj.get("type")) or event_name
+        if kind == "error" or event_name == "error":
             raise error_from_payload(self.provider, obj, secret=self.secret)
         if kind == "content_block_delta":
-            return self._delta(obj.get("index", 0), obj.get("delta") or {})
+            index = as_index(obj.get("index"))
+            return self._delta(0 if index is None else index, as_dict(obj.get("delta")))
         if kind == "content_block_start":
-            return self._start(obj.get("index", len(self.blocks)), obj.get("content_block") or {})
+            index = as_index(obj.get("index"))
+            return self._start(len(self.blocks) if index is None else index, as_dict(obj.get("content_block")))
         if kind == "message_start":
-            _merge_usage(self.usage, (obj.get("message") or {}).get("usage") or {})
+            _merge_usage(self.usage, as_dict(as_dict(obj.get("message")).get("usage")))
         elif kind == "message_delta":
-            self.stop_reason = (obj.get("delta") or {}).get("stop_reason") or self.stop_reason
-            _merge_usage(self.usage, obj.get("usage") or {})
+            self.stop_reason = as_str(as_dict(obj.get("delta")).get("stop_reason")) or self.stop_reason
+            _merge_usage(self.usage, as_dict(obj.get("usage")))
         elif kind == "message_stop":
             self.done = True
         return []  # ping, content_block_stop and unknown events
@@ -203,19 +217,19 @@ class AnthropicStream:
             block = self.blocks[index] = _Block({"type": "text"})
         dtype = delta.get("type")
         if dtype == "text_delta":
-            text = delta.get("text") or ""
+            text = as_str(delta.get("text"))
             block.text.append(text)
             return [TextDelta(text)] if text else []
         if dtype == "input_json_delta":
-            fragment = delta.get("partial_json") or ""
+            fragment = as_str(delta.get("partial_json"))
             block.text.append(fragment)
-            return [ToolCallArgsDelta(block.ordinal, fragment)] if fragment else []
+            return [ToolCallArgsDelta(block.ordinal, fragment)] if fragment and block.ordinal >= 0 else []
         if dtype == "thinking_delta":
-            text = delta.get("thinking") or ""
+            text = as_str(delta.get("thinking"))
             block.text.append(text)
             return [ReasoningDelta(text)] if text else []
         if dtype == "signature_delta":
-            block.signature += delta.get("signature") or ""
+            block.signature += as_str(delta.get("signature"))
         return []
 
     def end(self) -> StreamEnd:

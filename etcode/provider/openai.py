@@ -16,6 +16,7 @@ from typing import Any
 
 from etcode.provider.errors import StreamParseError
 from etcode.provider.retry import RetryingHTTPProvider, error_from_payload
+from etcode.provider.shapes import as_dict, as_index, as_list, as_str, as_tokens
 from etcode.provider.sse import SSEEvent
 from etcode.provider.types import (
     Message,
@@ -88,12 +89,12 @@ def to_openai_tools(request: ModelRequest) -> list[dict[str, Any]]:
 
 def _usage(raw: dict[str, Any]) -> Usage:
     """Map OpenAI usage. ``input_tokens`` excludes cached tokens (as Anthropic counts)."""
-    prompt = raw.get("prompt_tokens") or 0
-    cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-    reasoning = (raw.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+    prompt = as_tokens(raw.get("prompt_tokens")) or 0
+    cached = as_tokens(as_dict(raw.get("prompt_tokens_details")).get("cached_tokens")) or 0
+    reasoning = as_tokens(as_dict(raw.get("completion_tokens_details")).get("reasoning_tokens")) or 0
     return Usage(
         input_tokens=max(0, prompt - cached),
-        output_tokens=raw.get("completion_tokens") or 0,
+        output_tokens=as_tokens(raw.get("completion_tokens")) or 0,
         cache_read_tokens=cached,
         reasoning_tokens=reasoning,
     )
@@ -133,20 +134,31 @@ class OpenAIStream:
             return []
         try:
             obj = json.loads(data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise StreamParseError(
                 f"{self.provider}: invalid JSON in stream: {data[:80]}", provider=self.provider
             ) from exc
         if not isinstance(obj, dict):
             return []
+        try:
+            return self._chunks(obj)
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError, RecursionError) as exc:
+            # a shape the readers do not expect: fail as a stream error, never a crash
+            raise StreamParseError(
+                f"{self.provider}: unexpected data in stream ({type(exc).__name__}): {data[:80]}",
+                provider=self.provider,
+            ) from exc
+
+    def _chunks(self, obj: dict[str, Any]) -> list[StreamChunk]:
         if obj.get("error"):
             raise error_from_payload(self.provider, obj, secret=self.secret)
-        usage = obj.get("usage") or (obj.get("x_groq") or {}).get("usage")
+        usage = obj.get("usage") or as_dict(obj.get("x_groq")).get("usage")
         if isinstance(usage, dict):
             self.usage = _usage(usage)
         out: list[StreamChunk] = []
-        for choice in obj.get("choices") or []:
-            delta = choice.get("delta") or {}
+        for raw_choice in as_list(obj.get("choices")):
+            choice = as_dict(raw_choice)
+            delta = as_dict(choice.get("delta"))
             reasoning = delta.get("reasoning_content")
             if not isinstance(reasoning, str):
                 reasoning = delta.get("reasoning")
@@ -157,17 +169,20 @@ class OpenAIStream:
             if isinstance(content, str) and content:
                 self.text.append(content)
                 out.append(TextDelta(content))
-            for tc in delta.get("tool_calls") or []:
-                out.extend(self._tool_delta(tc))
-            if choice.get("finish_reason"):
-                self.finish = choice["finish_reason"]
+            for tc in as_list(delta.get("tool_calls")):
+                if isinstance(tc, dict):
+                    out.extend(self._tool_delta(tc))
+            finish = choice.get("finish_reason")
+            if isinstance(finish, str) and finish:
+                self.finish = finish
         return out
 
     def _tool_delta(self, tc: dict[str, Any]) -> list[StreamChunk]:
-        fn = tc.get("function") or {}
-        key = tc.get("index")
-        if not isinstance(key, int):  # some servers omit index: a new id starts a new call
-            tid = tc.get("id")
+        fn = as_dict(tc.get("function"))
+        name = as_str(fn.get("name"))
+        key = as_index(tc.get("index"))
+        if key is None:  # some servers omit index: a new id starts a new call
+            tid = as_str(tc.get("id"))
             if self._last_key is None or (tid and all(c.id != tid for c in self.calls.values())):
                 key = -1 - len(self.calls)  # synthetic keys never collide with real indexes
             else:
@@ -176,11 +191,11 @@ class OpenAIStream:
         call = self.calls.get(key)
         if call is None:
             ordinal = len(self.calls)
-            call = _Call(tc.get("id") or f"call_{ordinal}", fn.get("name") or "", ordinal)
+            call = _Call(as_str(tc.get("id")) or f"call_{ordinal}", name, ordinal)
             self.calls[key] = call
             out.append(ToolCallStarted(ordinal, call.id, call.name))
-        elif not call.name and fn.get("name"):
-            call.name = fn["name"]
+        elif not call.name and name:
+            call.name = name
         self._last_key = key
         fragment = fn.get("arguments")
         if isinstance(fragment, dict):  # a few servers send an object, not a string

@@ -175,7 +175,7 @@ def _kind_for(status: int | None, etype: str | None, code: str | None, text: str
     if "insufficient_quota" in text or status == 402:
         return "quota"
     if status is None or status < 400:
-        if code and code.isdigit():
+        if code and code.isascii() and code.isdigit():
             return _kind_for(int(code), etype, None, text)
         return _TYPE_KIND.get(etype or "", _TYPE_KIND.get(code or "", "server"))
     if status == 529:
@@ -198,7 +198,7 @@ def _build_error(
     etype, code, message = _error_fields(payload)
     if not message:
         message = raw_text.strip() or (httpx.codes.get_reason_phrase(status) if status else "unknown error")
-    label = code if code and not code.isdigit() else etype
+    label = code if code and not (code.isascii() and code.isdigit()) else etype
     head = f"{provider}: {status}" if status else f"{provider}:"
     text = _one_line(f"{head} {label}: {message}" if label else f"{head} {message}", secret)
     if is_context_overflow(message, code) and (status is None or (400 <= status < 500 and status != 429)):
@@ -220,7 +220,7 @@ def error_from_response(
     """A one-line :class:`ProviderError` for an HTTP error response (never shows ``secret``)."""
     try:
         payload: Any = json.loads(body) if body.strip() else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested absurdly deep
         payload = None
     return _build_error(provider, status, payload, body, secret=secret, headers=headers)
 
@@ -287,7 +287,7 @@ async def open_sse(
                 raw = (await resp.aread()).decode("utf-8", errors="replace")
                 try:
                     payload = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     payload = None
                 if isinstance(payload, dict) and "error" in payload:
                     raise error_from_payload(provider, payload, secret=secret)

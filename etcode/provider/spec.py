@@ -66,8 +66,8 @@ class ProviderSpec:
     type: WireFormat
     base_url: str
     model: str
-    api_key: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
+    api_key: str | None = field(default=None, repr=False)  # keys never show in a repr
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
     options: dict[str, Any] = field(default_factory=dict)
     timeout: float = 600.0
     #: Per-model overrides from config (``limit``, ``cost``...), used by later features.

@@ -59,7 +59,7 @@ class SSEDecoder:
             self._buf = lines.pop()
         else:
             self._buf = b""
-        if lines and lines[-1].endswith(b"\r"):
+        if buf.endswith(b"\r"):
             self._skip_lf = True  # a CRLF may be split: drop the LF if it comes next
         events: list[SSEEvent] = []
         for raw in lines:
@@ -91,7 +91,7 @@ class SSEDecoder:
         elif name == "id":
             if "\0" not in value:
                 self._id = value
-        elif name == "retry" and value.isdigit():
+        elif name == "retry" and value.isascii() and value.isdigit():
             self._retry = int(value)
         return None
 

@@ -123,3 +123,90 @@ class DoneEvent(Event):
 
     result: dict[str, Any]
     type: Literal["done"] = field(init=False, default="done")
+
+
+@dataclass
+class UsageUpdate(Event):
+    """After each model call: how full the context window is and what the session cost.
+
+    ``context_tokens`` is the size of the conversation as the model last saw it (its input,
+    cached input and answer); ``context_window`` the model's window (None: unknown);
+    ``context_percent`` their ratio in percent. ``cost`` is the session's total in USD and
+    ``step_cost`` this call's (None when the model's price is unknown).
+    """
+
+    context_tokens: int
+    context_window: int | None
+    context_percent: float | None
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    step_cost: float | None = None
+    type: Literal["usage"] = field(init=False, default="usage")
+
+
+@dataclass
+class CompactionEvent(Event):
+    """Older history is being (``phase="start"``), was (``"done"``) or could not be
+    (``"failed"``) summarised into a new batch. ``reason``: ``auto`` (the window is nearly
+    full), ``overflow`` (the provider refused the request as too long) or ``manual``."""
+
+    reason: str
+    phase: str
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summarized: int = 0
+    pruned: int = 0
+    message: str = ""
+    type: Literal["compaction"] = field(init=False, default="compaction")
+
+
+# ---- subagents and the Planner → Executor → Verifier workflow ------------------------
+
+
+@dataclass
+class SubagentEvent(Event):
+    """Something a ``Task`` subagent did (its tool calls, its stop), tagged with the
+    parent's ``call_id``; ``event`` is the child event's ``to_dict()``."""
+
+    call_id: str
+    agent: str
+    session_id: str
+    event: dict[str, Any]
+    type: Literal["subagent"] = field(init=False, default="subagent")
+
+
+@dataclass
+class WorkflowPhase(Event):
+    """The workflow moved on. ``phase``: ``planning``, ``planned``, ``executing``,
+    ``executed``, ``verifying``, ``verified`` or ``finished``; ``cycle`` counts from 1;
+    ``todo_id`` names the todo for the executor phases; ``message`` is a one-line summary."""
+
+    phase: str
+    cycle: int
+    message: str = ""
+    todo_id: str | None = None
+    type: Literal["workflow_phase"] = field(init=False, default="workflow_phase")
+
+
+@dataclass
+class RoleTextDelta(Event):
+    """Streamed text of a workflow role (``planner``, ``executor``, ``verifier``): their
+    JSON answers, kept off stdout. The final answer comes as an ordinary text delta."""
+
+    role: str
+    text: str
+    type: Literal["role_text_delta"] = field(init=False, default="role_text_delta")
+
+
+@dataclass
+class VerificationResult(Event):
+    """The verifier's verdict on one cycle."""
+
+    cycle: int
+    all_completed: bool
+    user_needs_satisfied: bool
+    overall_feedback: str
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    improvements: list[str] = field(default_factory=list)
+    type: Literal["verification_result"] = field(init=False, default="verification_result")

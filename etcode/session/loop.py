@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from etcode.provider.base import Provider
-from etcode.provider.errors import ProviderError
+from etcode.provider.errors import ContextOverflowError, ProviderError
 from etcode.provider.types import (
     Message,
     ModelRequest,
@@ -34,6 +34,7 @@ from etcode.session.result import AgentResult, LoopLimits
 from etcode.tools.base import PermissionCheck, ToolContext, _allow_all, _no_instructions
 from etcode.tools.registry import ToolRegistry
 from etcode.tools.scheduler import ToolScheduler
+from etcode.util.errors import EtcodeError
 
 log = logging.getLogger("etcode.loop")
 
@@ -62,6 +63,10 @@ class LoopSettings:
     on_step: Callable[[list[Message]], Awaitable[None]] | None = None
     output_filter: Callable[[str, str], str] | None = None
     on_call: Callable[[str, str], str | None] | None = None
+    #: Persists the session as it runs (``etcode.session.recorder.SessionRecorder``).
+    recorder: Any = None
+    #: Context budget, usage/cost accounting and compaction (``etcode.session.window.ContextWindow``).
+    window: Any = None
 
 
 class AgentLoop:
@@ -76,6 +81,7 @@ class AgentLoop:
         self._usage = Usage()
         self._steps = 0
         self._interrupted = False
+        self._compacted_at = -1
 
     # ---- control -----------------------------------------------------------------
     def interrupt(self) -> None:
@@ -110,6 +116,7 @@ class AgentLoop:
         deadline = time.monotonic() + self.settings.limits.timeout if self.settings.limits.timeout else None
         timer = self._start_timer(deadline)
         try:
+            await self._checkpoint()
             while True:
                 if self._abort.is_set():
                     stop_reason = "timeout" if self._timed_out(deadline) else "interrupted"
@@ -120,18 +127,25 @@ class AgentLoop:
                         ev.StoppedEvent("max_steps", f"Stopped after {self._steps} steps (limit: max steps).")
                     )
                     break
+                await self._auto_compact()
+                if self._abort.is_set():
+                    continue  # interrupted while compacting
                 self._steps += 1
                 self.emit(ev.StepStart(self._steps))
-                end = await self._stream_step()
+                end = await self._stream_step_compacting()
                 if end is None:  # interrupted while streaming
                     stop_reason = "timeout" if self._timed_out(deadline) else "interrupted"
                     break
                 self._usage.add(end.usage)
+                usage_event = await self._account(end)
                 calls = end.message.tool_calls
                 if calls:
+                    await self._checkpoint()  # a crash while tools run keeps the calls
                     results = await self._run_tools(calls)
                     self.messages.append(Message("tool", list(results)))
                 self.emit(ev.StepFinish(self._steps, end.usage.to_dict(), end.stop_reason))
+                if usage_event is not None:
+                    self.emit(usage_event)
                 await self._persist()
                 if not calls:
                     stop_reason = "max_tokens" if end.stop_reason == "max_tokens" else "end_turn"
@@ -149,6 +163,7 @@ class AgentLoop:
             )
             self.emit(ev.StoppedEvent(stop_reason, message))
             await self._persist()
+        await self._checkpoint()
         self.result = self._make_result(stop_reason, error)
         self.emit(ev.DoneEvent(self.result.to_dict()))
         self._queue.put_nowait(_END)
@@ -245,6 +260,103 @@ class AgentLoop:
     async def _persist(self) -> None:
         if self.settings.on_step is not None:
             await self.settings.on_step(self.messages)
+        await self._checkpoint()
+
+    # ---- session: persistence, context window, compaction ------------------------
+    async def _record(self, method: str, *args: Any) -> None:
+        """Call a recorder method; a store failure becomes one warning, then recording stops."""
+        recorder = self.settings.recorder
+        if recorder is None:
+            return
+        try:
+            await getattr(recorder, method)(*args)
+        except EtcodeError as err:
+            self.settings.recorder = None
+            self.emit(ev.WarningEvent(f"the session is no longer being saved: {err}"))
+
+    async def _checkpoint(self) -> None:
+        await self._record("checkpoint", self.messages)
+
+    async def _account(self, end: StreamEnd) -> ev.Event | None:
+        """Cost and context size of the call that just ended; stores its usage."""
+        window = self.settings.window
+        cost, update = window.record(end.usage, self.messages) if window is not None else (None, None)
+        await self._record("step_finished", self._steps, end.usage, cost)
+        return update
+
+    async def _auto_compact(self) -> None:
+        window = self.settings.window
+        if window is None or len(self.messages) <= self._compacted_at + 1:
+            return
+        tokens = window.needs_compaction(self.settings.system, self.settings.tools.schemas(), self.messages)
+        if tokens is not None:
+            try:
+                await self._compact("auto", tokens)
+            except ProviderError as err:
+                self.emit(ev.CompactionEvent("auto", "failed", tokens_before=tokens, message=str(err)))
+
+    async def _stream_step_compacting(self) -> StreamEnd | None:
+        """``_stream_step``; on a context overflow, compact and try the step once more."""
+        try:
+            return await self._stream_step()
+        except ContextOverflowError as err:
+            window = self.settings.window
+            if window is None or not window.auto:
+                raise
+            try:
+                compacted = await self._compact("overflow")
+            except ProviderError as failure:
+                self.emit(ev.CompactionEvent("overflow", "failed", message=str(failure)))
+                raise err from None
+            return await self._stream_step() if compacted else None
+
+    async def _compact(self, reason: str, tokens: int | None = None) -> bool:
+        """Replace the history by a compacted batch (events: compaction start/done, usage).
+        Returns False when the user interrupted it (the history is then unchanged)."""
+        s = self.settings
+        self.emit(ev.CompactionEvent(reason, "start", tokens_before=tokens or 0))
+        work = asyncio.ensure_future(
+            s.window.compact(
+                self.messages,
+                reason=reason,
+                provider=s.provider,
+                model=s.model,
+                system=s.system,
+                tools=s.tools.schemas(),
+                tokens_before=tokens,
+            )
+        )
+        abort_wait = asyncio.ensure_future(self._abort.wait())
+        try:
+            await asyncio.wait({work, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            abort_wait.cancel()
+        if not work.done():
+            work.cancel()
+            await asyncio.gather(work, return_exceptions=True)
+            self.emit(ev.CompactionEvent(reason, "failed", tokens_before=tokens or 0, message="interrupted"))
+            return False
+        result = work.result()
+        self.messages = result.messages
+        self._compacted_at = len(self.messages)
+        if s.window.budget.exceeded(result.tokens_after):  # it cannot help: do not repeat it
+            self._compacted_at = 1 << 30
+        self._usage.add(result.usage)
+        await self._record("batch_started", self.messages, reason)
+        if result.usage.input_tokens or result.usage.output_tokens:
+            await self._record("step_finished", 0, result.usage, result.cost)
+        self.emit(
+            ev.CompactionEvent(
+                reason,
+                "done",
+                tokens_before=result.tokens_before,
+                tokens_after=result.tokens_after,
+                summarized=result.summarized,
+                pruned=result.pruned,
+            )
+        )
+        self.emit(s.window.update())
+        return True
 
     def _make_result(self, stop_reason: str, error: str | None) -> AgentResult:
         text = ""

@@ -3,6 +3,7 @@ definition, tools, system prompt and permissions. Built once per Agent, on first
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,12 @@ class Runtime:
     instructions: Any
     owns_provider: bool
     warnings: list[str] = field(default_factory=list)
+    #: The session's MCP servers (``etcode.mcp.McpManager``), None when none is configured.
+    mcp: Any = None
+    #: False for a subagent's runtime, which borrows its parent's MCP servers.
+    owns_mcp: bool = True
+    #: 0 for a top-level session, parent depth + 1 for a Task subagent.
+    depth: int = 0
 
     @property
     def directory(self) -> Path:
@@ -70,12 +77,40 @@ class Runtime:
     async def aclose(self) -> None:
         if self.owns_provider and hasattr(self.provider, "aclose"):
             await self.provider.aclose()
+        if self.mcp is not None and self.owns_mcp:
+            mcp, self.mcp = self.mcp, None
+            await mcp.aclose()
 
     # ---- building ----------------------------------------------------------------
     @classmethod
-    async def create(cls, agent: Agent) -> Runtime:
+    async def create(cls, agent: Agent, *, parent: Runtime | None = None) -> Runtime:
+        """Build the world for ``agent``. A ``parent`` (a Task subagent's) lends its MCP
+        servers instead of starting them again."""
         instance = _instance_for(agent.directory)
         config = agent.config if agent.config is not None else _load_config(instance)
+        mcp = _mcp_manager(config, instance, parent)
+        # MCP servers start first, in the background: their time limit runs while the rest is built.
+        mcp_start = asyncio.ensure_future(mcp.start()) if mcp is not None and parent is None else None
+        if mcp_start is not None:
+            await asyncio.sleep(0)  # let it begin (its SDK import runs in a worker thread)
+        try:
+            return await cls._build(agent, parent, instance, config, mcp, mcp_start)
+        except BaseException:
+            if mcp_start is not None:
+                mcp_start.cancel()
+                await asyncio.shield(mcp.aclose())
+            raise
+
+    @classmethod
+    async def _build(
+        cls,
+        agent: Agent,
+        parent: Runtime | None,
+        instance: InstanceInfo,
+        config: Any,
+        mcp: Any,
+        mcp_start: Any,
+    ) -> Runtime:
         agent_name = agent.agent_name or _attr(config, "default_agent") or "build"
         agent_info = _agent_info(agent_name, config, instance)
         spec = _resolve_spec(agent, config, agent_info)
@@ -91,12 +126,15 @@ class Runtime:
         warnings: list[str] = []
         instructions = _instruction_prompt(config, instance)
         system = await _system_prompt(agent, agent_info, spec, instance, instructions, warnings, config)
+        if mcp_start is not None:
+            await mcp_start
+        _add_mcp_tools(tools, mcp, agent_info, warnings, owned=parent is None)
         limits = agent.limits or LoopLimits(
             max_steps=_attr(agent_info, "steps") or _attr(config, "max_steps") or 50,
             timeout=_attr(config, "timeout"),
         )
         permission = _permission_service(config, agent_info, agent.asker, instance)
-        return cls(
+        runtime = cls(
             instance=instance,
             config=config,
             spec=spec,
@@ -110,7 +148,12 @@ class Runtime:
             instructions=instructions,
             owns_provider=owns_provider,
             warnings=warnings,
+            mcp=mcp,
+            owns_mcp=parent is None,
+            depth=parent.depth + 1 if parent is not None else 0,
         )
+        _add_task_tool(agent, runtime)
+        return runtime
 
 
 def _attr(obj: Any, name: str, default: Any = None) -> Any:
@@ -183,6 +226,46 @@ def _tools_for(agent: Agent, agent_info: Any) -> ToolRegistry:
     for extra in agent.custom_tools:
         registry.add(extra)
     return registry
+
+
+def _mcp_manager(config: Any, instance: InstanceInfo, parent: Runtime | None) -> Any:
+    """The parent's MCP servers, or a manager for this session's own (not started yet);
+    None when no server is enabled (then the ``mcp`` SDK is never imported)."""
+    if parent is not None:
+        return parent.mcp
+    servers = _attr(config, "mcp") or {}
+    if not servers:
+        return None
+    from etcode.mcp.config import server_specs
+
+    specs = server_specs(servers)
+    if not any(spec.enabled for spec in specs):
+        return None
+    from etcode.mcp.manager import McpManager
+
+    return McpManager(specs, instance.directory)
+
+
+def _add_mcp_tools(tools: ToolRegistry, mcp: Any, agent_info: Any, warnings: list[str], owned: bool) -> None:
+    """Offer the connected servers' tools the agent enables; report servers that failed."""
+    if mcp is None:
+        return
+    if owned:
+        warnings.extend(mcp.warnings())
+    for item in mcp.tools():
+        if agent_info.tool_enabled(item.name) and tools.get(item.name) is None:
+            tools.add(item)
+
+
+def _add_task_tool(agent: Agent, runtime: Runtime) -> None:
+    """The ``Task`` tool, when the agent enables it (a subagent only when it asks for it)."""
+    if not agent.builtin_tools:
+        return
+    from etcode.session.subagent import task_tool_for
+
+    task = task_tool_for(agent, runtime)
+    if task is not None:
+        runtime.tools.add(task)
 
 
 def _instruction_prompt(config: Any, instance: InstanceInfo) -> Any:

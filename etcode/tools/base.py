@@ -72,7 +72,9 @@ class ToolContext:
 
     def resolve(self, path: str | Path) -> Path:
         """A path as the tool should open it: relative paths are taken from the working dir."""
-        candidate = Path(path).expanduser()
+        from etcode.util.fs import expand_user
+
+        candidate = expand_user(path)  # "~name" of an unknown user stays a plain name
         if not candidate.is_absolute():
             candidate = self.directory / candidate
         return candidate
@@ -90,6 +92,10 @@ class Tool:
     description: ClassVar[str] = ""
     Params: ClassVar[type[BaseModel]] = EmptyParams
     is_read_only: ClassVar[bool] = False
+    #: True when :meth:`run` asks ``ctx.check_permission`` itself (with its own
+    #: permission names and patterns). For every other tool the scheduler checks the
+    #: tool's name with pattern ``"*"`` before running it (``"time_*": "allow"``).
+    checks_permission: ClassVar[bool] = False
 
     def schema(self) -> ToolSchema:
         """The tool as the model sees it (computed once per tool object)."""

@@ -257,6 +257,7 @@ class BashTool(Tool):
     )
     Params = BashParams
     is_read_only = False
+    checks_permission = True
 
     async def run(self, params: BashParams, ctx: ToolContext) -> ToolResult:
         commands = split_commands(params.command) or [params.command.strip()]

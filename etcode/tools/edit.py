@@ -17,6 +17,7 @@ from etcode.tools.edit_match import (
     replace,
 )
 from etcode.tools.paths import display_path, permission_pattern, resolve_for
+from etcode.tools.snapshot import before_write
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import BOM, atomic_write_bytes, is_binary_file, suggest_names
 
@@ -38,6 +39,22 @@ class EditParams(BaseModel):
     replace_all: bool = Field(
         default=False, description="Replace every occurrence of old_string (default false)."
     )
+
+
+def _printable(text: str) -> str:
+    """Text safe to show and serialise: undecodable bytes (kept as surrogates so they are
+    written back unchanged) become U+FFFD."""
+    return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
+
+
+def _check_encodable(text: str, name: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ToolError(
+            f"{name} contains invalid Unicode (a lone surrogate at position {err.start}); "
+            "send plain UTF-8 text."
+        ) from None
 
 
 def _numbered(lines: list[str], first: int) -> str:
@@ -63,10 +80,12 @@ class EditTool(Tool):
     )
     Params = EditParams
     is_read_only = False
+    checks_permission = True
 
     async def run(self, params: EditParams, ctx: ToolContext) -> ToolResult:
         if params.old_string == params.new_string:
             raise ToolError("old_string and new_string are identical; there is nothing to change.")
+        _check_encodable(params.new_string, "new_string")
         path = await resolve_for(ctx, params.file_path, self.name, "edit")
         shown = display_path(ctx, path)
         if path.is_dir():
@@ -82,7 +101,12 @@ class EditTool(Tool):
         if await asyncio.to_thread(is_binary_file, path):
             raise ToolError(f"Cannot edit binary file: {shown}")
         raw = await asyncio.to_thread(path.read_bytes)
-        original = raw.decode("utf-8", errors="replace")
+        try:
+            original = raw.decode("utf-8")
+            lossy = False
+        except UnicodeDecodeError:  # keep stray bytes as surrogates: written back unchanged
+            original = raw.decode("utf-8", errors="surrogateescape")
+            lossy = True
         bom = original.startswith(BOM)
         body = original[1:] if bom else original
         crlf = "\r\n" in body and body.count("\r\n") == body.count("\n")
@@ -94,16 +118,19 @@ class EditTool(Tool):
         except AmbiguousMatchError as err:
             raise ToolError(f"Edit failed for {shown}: {err}") from None
         except NoMatchError:
-            raise ToolError(self._no_match_message(shown, work, old)) from None
+            message = self._no_match_message(shown, work, old)
+            raise ToolError(_printable(message) if lossy else message) from None
         updated = outcome.content
         if updated == work:
             raise ToolError(f"Edit of {shown} changed nothing (new content is identical).")
         final = updated.replace("\n", "\r\n") if crlf else updated
-        diff = unified_diff(shown, body, final)
+        shown_body, shown_final = (_printable(body), _printable(final)) if lossy else (body, final)
+        diff = unified_diff(shown, shown_body, shown_final)
         await ctx.check_permission(
             "edit", [permission_pattern(ctx, path)], {"tool": self.name, "path": str(path), "diff": diff}
         )
-        data = ((BOM if bom else "") + final).encode("utf-8")
+        data = ((BOM if bom else "") + final).encode("utf-8", errors="surrogateescape")
+        await before_write(ctx, path)
         try:
             await asyncio.to_thread(atomic_write_bytes, path, data)
         except OSError as err:
@@ -112,6 +139,8 @@ class EditTool(Tool):
         how = "" if outcome.matcher == "exact" else f" (matched {outcome.matcher})"
         output = f"Edited {shown}: replaced {plural(outcome.count, 'occurrence')}{how}."
         snippet = self._snippet(work, updated)
+        if snippet and lossy:
+            snippet = _printable(snippet)
         if snippet:
             output += f"\nThe changed region now reads:\n{snippet}"
         return ToolResult(
@@ -140,6 +169,7 @@ class EditTool(Tool):
         await ctx.check_permission(
             "edit", [permission_pattern(ctx, path)], {"tool": self.name, "path": str(path), "diff": diff}
         )
+        await before_write(ctx, path)
         try:
             await asyncio.to_thread(atomic_write_bytes, path, content.encode("utf-8"))
         except OSError as err:

@@ -252,6 +252,13 @@ def _adapt_new(found: str, old: str, new: str, matcher: str) -> str:
     return "\n".join(out)
 
 
+def _settles(span: Span, candidates: list[Span]) -> bool:
+    """Whether a looser matcher's single ``span`` picks out exactly one of the places a
+    stricter matcher found ambiguous (it overlaps that one and no other)."""
+    start, end = span
+    return sum(1 for a, b in candidates if a < end and start < b) == 1
+
+
 def _line_of(content: str, offset: int) -> int:
     return content.count("\n", 0, offset) + 1
 
@@ -265,6 +272,7 @@ def replace(content: str, old: str, new: str, replace_all: bool = False) -> Repl
     if not old:
         raise NoMatchError("old_string is empty")
     ambiguous: list[int] | None = None
+    candidates: list[Span] = []  # the places the strictest ambiguous matcher found
     for name, matcher in MATCHERS:
         spans = matcher(content, old)
         if not spans:
@@ -272,7 +280,10 @@ def replace(content: str, old: str, new: str, replace_all: bool = False) -> Repl
         if len(spans) > 1 and not replace_all:
             if ambiguous is None:
                 ambiguous = [_line_of(content, start) for start, _ in spans]
+                candidates = spans
             continue
+        if candidates and not replace_all and not _settles(spans[0], candidates):
+            continue  # a looser matcher may pick one of the places, never invent another
         out = content
         for start, end in sorted(spans, reverse=True):
             out = out[:start] + _adapt_new(content[start:end], old, new, name) + out[end:]

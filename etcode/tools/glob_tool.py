@@ -13,7 +13,7 @@ from etcode.tools import ripgrep
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.paths import display_path, permission_pattern, resolve_for
 from etcode.tools.summary import plural
-from etcode.util.ignore import glob_match
+from etcode.util.ignore import glob_match, is_secret_file, names_secret_file
 
 MAX_RESULTS = 100
 
@@ -53,13 +53,14 @@ class GlobTool(Tool):
         "one folder (`*.py` is top-level only), `**` crosses folders (`**/*.py` finds them "
         "everywhere), `{ts,tsx}` gives alternatives, `[abc]` a character class.\n"
         "- .gitignore'd files and folders such as .git and node_modules are skipped; hidden files "
-        "are included.\n"
+        "are included, except .env files unless the pattern names them (`**/.env*`).\n"
         f"- At most {MAX_RESULTS} paths are returned; a note says when there are more, so narrow "
         "the pattern or path.\n"
         "- Use it to locate files by name; use Grep to search file contents."
     )
     Params = GlobParams
     is_read_only = True
+    checks_permission = True
 
     async def run(self, params: GlobParams, ctx: ToolContext) -> ToolResult:
         base = await resolve_for(ctx, params.path or ".", self.name, "list")
@@ -77,6 +78,8 @@ class GlobTool(Tool):
         except ripgrep.RipgrepError as err:
             raise ToolError(f"Glob failed: {err}") from None
         matched = [p for p in files if glob_match(pattern, p.relative_to(base).as_posix())]
+        if not names_secret_file(pattern):  # .env files only when asked for by name
+            matched = [p for p in matched if not is_secret_file(p.name)]
         ordered = await asyncio.to_thread(newest_first, matched)
         shown = [display_path(ctx, p) for p in ordered[:MAX_RESULTS]]
         if not shown:

@@ -18,7 +18,7 @@ from etcode.tools.paths import display_path, permission_pattern, resolve_for
 from etcode.tools.summary import plural
 from etcode.tools.truncate import truncate_output
 from etcode.util.fs import is_binary_file
-from etcode.util.ignore import SEARCH_EXCLUDES, IgnoreMatcher, glob_match
+from etcode.util.ignore import SEARCH_EXCLUDES, SECRET_FILES, IgnoreMatcher, glob_match, is_secret_file
 
 MAX_MATCHES = 100
 MAX_FILES = 100
@@ -66,6 +66,8 @@ async def _search_rg(ctx: ToolContext, base: Path, target: Path, params: GrepPar
     args = ["--json", "--hidden", "--no-require-git", "--no-messages", *ripgrep.exclude_args()]
     if params.include:
         args += ["--glob", params.include]
+    if target.is_dir():  # .env files are searched only when given as the path (which asks)
+        args += ripgrep.exclude_args(SECRET_FILES)  # after include: the last matching glob wins
     args += ["-e", params.pattern, "--", str(target)]
     _, out = await ripgrep.run_rg(args, base, ctx.abort)
     hits: dict[Path, _FileHits] = {}
@@ -106,6 +108,8 @@ def _search_python(base: Path, target: Path, root: Path, params: GrepParams) -> 
         candidates = list(matcher.walk(target))
     hits: dict[Path, _FileHits] = {}
     for path in candidates:
+        if path != target and is_secret_file(path.name):
+            continue
         rel = path.relative_to(target).as_posix() if path != target else path.name
         if params.include and not _include_matches(params.include, rel):
             continue
@@ -134,13 +138,14 @@ class GrepTool(Tool):
         '- `output_mode`: "content" (default) lists `path`, then `line: text` for each match; '
         '"files" lists only matching paths; "count" gives matching lines per file.\n'
         "- .gitignore'd files, .git, node_modules and binary files are skipped; hidden files are "
-        "searched.\n"
+        "searched, except .env files unless given as `path`.\n"
         f"- Results are capped ({MAX_MATCHES} matching lines / {MAX_FILES} files) with a note; narrow "
         "the pattern, path or include when you see it. Escape regex metacharacters to search "
         r"for literal text (e.g. `foo\(`)."
     )
     Params = GrepParams
     is_read_only = True
+    checks_permission = True
 
     async def run(self, params: GrepParams, ctx: ToolContext) -> ToolResult:
         target = await resolve_for(ctx, params.path or ".", self.name, "read")
@@ -149,6 +154,10 @@ class GrepTool(Tool):
         await ctx.check_permission(
             "grep", [permission_pattern(ctx, target)], {"tool": self.name, "pattern": params.pattern}
         )
+        if target.is_file() and is_secret_file(target.name):  # searching .env reads it: ask as ReadFile
+            await ctx.check_permission(
+                "read", [permission_pattern(ctx, target)], {"tool": self.name, "path": str(target)}
+            )
         base = target if target.is_dir() else target.parent
         if ripgrep.rg_path() is not None:
             try:

@@ -11,6 +11,7 @@ from etcode.tools import ripgrep
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.paths import display_path, permission_pattern, resolve_for
 from etcode.tools.summary import plural
+from etcode.util.fs import real_path
 
 MAX_ENTRIES = 200
 
@@ -61,6 +62,7 @@ class ListFilesTool(Tool):
     )
     Params = ListFilesParams
     is_read_only = True
+    checks_permission = True
 
     async def run(self, params: ListFilesParams, ctx: ToolContext) -> ToolResult:
         base = await resolve_for(ctx, params.path or ".", self.name, "list")
@@ -79,7 +81,7 @@ class ListFilesTool(Tool):
             rels = [rel for rel in rels if not spec.match_file(rel)]
         rels.sort(key=lambda rel: (rel.count("/"), rel))
         shown = rels[:MAX_ENTRIES]
-        label = base.resolve().as_posix().rstrip("/") + "/"
+        label = real_path(base).as_posix().rstrip("/") + "/"
         output = render_tree(label, shown) if shown else f"{label}\n  (no files)"
         if len(rels) > MAX_ENTRIES:
             output += (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from etcode.tools.base import ToolContext
-from etcode.util.fs import is_within
+from etcode.util.fs import is_within, real_path
 
 
 def display_path(ctx: ToolContext, path: Path) -> str:
@@ -18,7 +18,7 @@ def display_path(ctx: ToolContext, path: Path) -> str:
         except ValueError:
             pass
         try:
-            return path.resolve().relative_to(root.resolve()).as_posix() or "."
+            return real_path(path).relative_to(real_path(root)).as_posix() or "."
         except (ValueError, OSError):
             pass
     return path.as_posix()
@@ -26,9 +26,9 @@ def display_path(ctx: ToolContext, path: Path) -> str:
 
 def permission_pattern(ctx: ToolContext, path: Path) -> str:
     """The pattern a permission rule sees for ``path``: worktree-relative inside, absolute outside."""
-    resolved = path.resolve()
+    resolved = real_path(path)
     try:
-        return resolved.relative_to(ctx.worktree.resolve()).as_posix() or "."
+        return resolved.relative_to(real_path(ctx.worktree)).as_posix() or "."
     except ValueError:
         return resolved.as_posix()
 
@@ -37,7 +37,7 @@ async def check_external(ctx: ToolContext, path: Path, tool: str, action: str) -
     """Ask ``external_directory`` when ``path`` (symlinks resolved) is outside the worktree."""
     if is_within(path, ctx.worktree):
         return
-    resolved = path.resolve()
+    resolved = real_path(path)
     await ctx.check_permission(
         "external_directory",
         [resolved.as_posix()],

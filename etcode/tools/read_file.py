@@ -85,6 +85,7 @@ class ReadFileTool(Tool):
     )
     Params = ReadFileParams
     is_read_only = True
+    checks_permission = True
 
     async def run(self, params: ReadFileParams, ctx: ToolContext) -> ToolResult:
         path = await resolve_for(ctx, params.file_path, self.name, "read")

@@ -16,7 +16,7 @@ from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
 from etcode.tools.paths import check_external, display_path, permission_pattern
 from etcode.tools.summary import plural
 from etcode.tools.truncate import truncate_output
-from etcode.util.fs import BINARY_EXTENSIONS, BOM, format_size, looks_binary
+from etcode.util.fs import BINARY_EXTENSIONS, BOM, expand_user, format_size, looks_binary, real_path
 from etcode.util.ignore import IgnoreMatcher, glob_static_prefix, glob_to_regex, has_glob
 
 MAX_LINES = 2000
@@ -199,6 +199,7 @@ class ReadManyFilesTool(Tool):
     )
     Params = ReadManyFilesParams
     is_read_only = True
+    checks_permission = True
 
     async def run(self, params: ReadManyFilesParams, ctx: ToolContext) -> ToolResult:
         cwd = ctx.directory
@@ -239,11 +240,11 @@ class ReadManyFilesTool(Tool):
                 errors.append({"path": entry, "error": "File not found"})
 
         for pattern in patterns:
-            absolute = Path(pattern).expanduser()
+            absolute = expand_user(pattern)
             if absolute.is_absolute():
                 pattern = _rel(absolute, cwd)
             static, _rest = glob_static_prefix(pattern)
-            base = (cwd / static).resolve() if static else cwd
+            base = real_path(cwd / static) if static else cwd
             try:
                 await check_external(ctx, base, self.name, "read")
             except PermissionDenied as err:

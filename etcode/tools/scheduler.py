@@ -52,8 +52,7 @@ class ToolScheduler:
         """Split calls into waves: runs of read-only calls, and single other calls."""
         waves: list[list[ToolCallPart]] = []
         for call in calls:
-            tool = self.registry.get(call.name)
-            read_only = bool(tool and tool.is_read_only)
+            read_only = self.call_is_read_only(call)
             if read_only and waves and waves[-1] and self._wave_is_read_only(waves[-1]):
                 waves[-1].append(call)
             else:
@@ -61,8 +60,21 @@ class ToolScheduler:
         return waves
 
     def _wave_is_read_only(self, wave: list[ToolCallPart]) -> bool:
-        tool = self.registry.get(wave[0].name)
-        return bool(tool and tool.is_read_only)
+        return self.call_is_read_only(wave[0])
+
+    def call_is_read_only(self, call: ToolCallPart) -> bool:
+        """``tool.is_read_only``, or the tool's ``is_read_only_call(arguments)`` when it
+        has one (e.g. ``Task`` is read-only only for a read-only subagent)."""
+        tool = self.registry.get(call.name)
+        if tool is None:
+            return False
+        per_call = getattr(tool, "is_read_only_call", None)
+        if per_call is None:
+            return bool(tool.is_read_only)
+        try:
+            return bool(per_call(call.parsed_arguments()))
+        except Exception:  # bad arguments: run it alone, it will fail on its own
+            return False
 
     async def run(self, calls: list[ToolCallPart], abort: asyncio.Event) -> list[ToolResultPart]:
         """Run every call; return exactly one result per call, in call order."""
@@ -139,6 +151,8 @@ class ToolScheduler:
         self.emit(ToolCallStart(call.id, call.name, raw_args, summary))
         ctx = self.make_context(call)
         try:
+            if not getattr(tool, "checks_permission", False):
+                await ctx.check_permission(call.name, ["*"], {"tool": call.name, "arguments": raw_args})
             result = await tool.run(params, ctx)
         except ToolError as err:
             result = ToolResult(str(err) or f"{call.name} failed", is_error=True)

@@ -243,6 +243,7 @@ class WebFetchTool(Tool):
     )
     Params = WebFetchParams
     is_read_only = True
+    checks_permission = True
 
     async def run(self, params: WebFetchParams, ctx: ToolContext) -> ToolResult:
         url = params.url.strip()

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.paths import display_path, permission_pattern, resolve_for
+from etcode.tools.snapshot import before_write
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import atomic_write_bytes
 
@@ -43,8 +44,16 @@ class WriteFileTool(Tool):
     )
     Params = WriteFileParams
     is_read_only = False
+    checks_permission = True
 
     async def run(self, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
+        try:
+            data = params.content.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise ToolError(
+                f"content contains invalid Unicode (a lone surrogate at position {err.start}); "
+                "send plain UTF-8 text."
+            ) from None
         path = await resolve_for(ctx, params.file_path, self.name, "write")
         shown = display_path(ctx, path)
         if path.is_dir():
@@ -59,8 +68,9 @@ class WriteFileTool(Tool):
             [permission_pattern(ctx, path)],
             {"tool": self.name, "path": str(path), "diff": diff},
         )
+        await before_write(ctx, path)
         try:
-            await asyncio.to_thread(atomic_write_bytes, path, params.content.encode("utf-8"))
+            await asyncio.to_thread(atomic_write_bytes, path, data)
         except OSError as err:
             raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
         lines = count_lines(params.content)

@@ -2,21 +2,50 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, TextIO
 
 from etcode.session import events as ev
+from etcode.util.redact import StreamRedactor, redact
 
 
 class JsonLinesRenderer:
+    """API keys are redacted from every line; text and reasoning deltas go through a
+    :class:`StreamRedactor`, so a key split across deltas is caught too (a delta's last
+    unfinished word may move to the next delta; their concatenation is unchanged)."""
+
     def __init__(self, out: TextIO) -> None:
         self.out = out
+        self._streams: dict[type, tuple[StreamRedactor, ev.Event | None]] = {}
 
     def write(self, data: dict[str, Any]) -> None:
-        self.out.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+        # "[REDACTED]" needs no JSON escaping, so the redacted line stays valid JSON
+        self.out.write(redact(json.dumps(data, ensure_ascii=False, default=str)) + "\n")
         self.out.flush()
 
+    def _delta(self, event: ev.TextDeltaEvent | ev.ReasoningDeltaEvent) -> None:
+        self._drain(keep=type(event))
+        stream, _ = self._streams.get(type(event)) or (StreamRedactor(), None)
+        self._streams[type(event)] = (stream, event)
+        shown = stream.feed(event.text)
+        if shown:
+            self.write(dataclasses.replace(event, text=shown).to_dict())
+
+    def _drain(self, keep: type | None = None) -> None:
+        """Write out what the delta streams hold (all but ``keep``'s)."""
+        for kind, (stream, last) in list(self._streams.items()):
+            if kind is keep:
+                continue
+            rest = stream.drain()
+            if rest and last is not None:
+                self.write(dataclasses.replace(last, text=rest).to_dict())  # type: ignore[type-var]
+
     def handle(self, event: ev.Event) -> None:
+        if isinstance(event, ev.TextDeltaEvent | ev.ReasoningDeltaEvent):
+            self._delta(event)
+            return
+        self._drain()
         if isinstance(event, ev.DoneEvent):
             self.write(event.result)  # {"type": "result", ...} is the last line
         else:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from etcode.session import events as ev
+from etcode.util.redact import RedactingStream
 
 RESET = "\x1b[0m"
 DIM = "\x1b[2m"
@@ -40,14 +41,15 @@ class PlainRenderer:
     def __init__(
         self, out: TextIO, err: TextIO, *, live: bool | None = None, color: bool | None = None
     ) -> None:
-        self.out = out
-        self.err = err
+        self.out = RedactingStream(out)  # API keys never reach the terminal
+        self.err = RedactingStream(err)
         self.live = bool(getattr(err, "isatty", lambda: False)()) if live is None else live
         self.color = _wants_color(err) if color is None else color
         self._out_mid_line = False
         self._err_mid_line = False
         self._in_reasoning = False
         self._pending: dict[str, _Pending] = {}
+        self._todos: list[dict[str, Any]] = []  # the last todo update (the workflow's plan)
 
     # ---- helpers -----------------------------------------------------------------
     def _style(self, text: str, *codes: str) -> str:
@@ -107,9 +109,45 @@ class PlainRenderer:
             self._notice(f"error: {event.message}", RED)
         elif isinstance(event, ev.StoppedEvent):
             self._notice(event.message, YELLOW)
+        elif isinstance(event, ev.CompactionEvent):
+            self._compaction(event)
+        elif isinstance(event, ev.TodoUpdate):
+            self._todos = list(event.todos)
+        elif isinstance(event, ev.WorkflowPhase):
+            self._workflow_phase(event)
         elif isinstance(event, ev.DoneEvent):
             self._end_reasoning()
             self._end_out_line()
+
+    def _workflow_phase(self, event: ev.WorkflowPhase) -> None:
+        """The workflow's phases on stderr: ``◆ Planning``, the plan, each todo, the verdict."""
+        phase, message = event.phase, event.message
+        if phase == "planning":
+            self._notice(f"◆ Planning ({message})" if message else "◆ Planning", BOLD)
+        elif phase == "planned":
+            self._notice(f"◆ Plan: {message}", BOLD)
+            for todo in self._todos:
+                mark = "[x]" if todo.get("status") == "completed" else "[ ]"
+                text = todo.get("description") or todo.get("content", "")
+                self._err_line(f"  {mark} {todo.get('id', '')}. {text}")
+        elif phase == "executing":
+            self._notice(f"◆ Executing [{event.todo_id}]: {message}", BOLD)
+        elif phase == "executed":
+            failed = not message.startswith("completed")
+            self._err_line(f"  └ {self._style(message, RED) if failed else message}")
+        elif phase == "verifying":
+            self._notice("◆ Verifying", BOLD)
+        elif phase == "verified":
+            self._notice(f"◆ Verdict: {message}", GREEN if message.startswith("satisfied") else YELLOW)
+
+    def _compaction(self, event: ev.CompactionEvent) -> None:
+        if event.phase == "done" and event.tokens_before:
+            self._notice(
+                f"⟳ context compacted ({event.reason}): ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens",
+                DIM,
+            )
+        elif event.phase == "failed":
+            self._notice(f"warning: context compaction failed: {event.message}", YELLOW)
 
     def _notice(self, text: str, *codes: str) -> None:
         self._end_reasoning()

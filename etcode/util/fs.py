@@ -135,10 +135,26 @@ def decode_text(data: bytes) -> tuple[str, bool]:
     return text, False
 
 
+def real_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` absolute with every symlink resolved, like ``Path.resolve()`` — but a
+    symlink loop never raises (``Path.resolve`` raises ``RuntimeError`` on Python < 3.13);
+    the looping part is left as it is."""
+    return Path(os.path.realpath(path))
+
+
+def expand_user(path: str | os.PathLike[str]) -> Path:
+    """``Path(path).expanduser()``, except that ``~name`` for an unknown user (or no
+    home directory) stays a literal name instead of raising."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        return Path(path)
+
+
 def is_within(path: Path, root: Path) -> bool:
     """True when ``path`` (resolved) is ``root`` or inside it."""
     try:
-        path.resolve().relative_to(root.resolve())
+        real_path(path).relative_to(real_path(root))
         return True
     except ValueError:
         return False

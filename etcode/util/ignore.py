@@ -39,7 +39,21 @@ SEARCH_EXCLUDES: tuple[str, ...] = (
     ".nox/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/",
 )  # fmt: skip
 
+#: Files holding secrets: skipped by ReadManyFiles, Glob and Grep unless named, and
+#: reading one asks (the ``read`` permission's default rules).
+SECRET_FILES: tuple[str, ...] = (".env", ".env.*")
+
 _GLOB_CHARS = re.compile(r"[*?\[{]")
+
+
+def is_secret_file(name: str) -> bool:
+    """``.env`` or ``.env.<anything>`` (the file name only)."""
+    return name == ".env" or name.startswith(".env.")
+
+
+def names_secret_file(pattern: str) -> bool:
+    """Whether a glob's last segment asks for ``.env`` files by name (``.env*``, ``**/.env.local``)."""
+    return pattern.strip().rstrip("/").rsplit("/", 1)[-1].startswith(".env")
 
 
 def has_glob(pattern: str) -> bool:

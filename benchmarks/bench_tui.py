@@ -1,0 +1,277 @@
+"""TUI figures (issue 5). Prints, does not assert.
+
+- streaming: the fake server streams ~2,000 tokens/s of Markdown; a key is posted to the
+  input every 50 ms and the time until the input has it is measured (target: < 50 ms);
+  the final Markdown must equal the streamed text.
+- idle CPU: the real ``etcode`` in tmux, idle for 5 s (target: ~0 %), plus the app in-process.
+- memory: a 500-message session shown in the conversation (target: < 200 MB RSS), and the
+  time to scroll it a page at a time.
+- startup: launching ``etcode`` in tmux until the prompt is on screen (target: < 1 s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from textual import events  # noqa: E402
+from textual.widgets import TextArea  # noqa: E402
+
+from etcode.provider.types import Message, TextPart, ToolCallPart, ToolResultPart  # noqa: E402
+from etcode.ui.tui.app import EtcodeApp  # noqa: E402
+from etcode.ui.tui.history import PromptHistory  # noqa: E402
+from etcode.ui.tui.options import TuiOptions  # noqa: E402
+from etcode.ui.tui.replay import replay_history  # noqa: E402
+from etcode.ui.tui.widgets.messages import AssistantMessage, FrozenMarkdown  # noqa: E402
+from tests.fake_llm import FakeLLM, Reply  # noqa: E402
+
+SIZE = (120, 40)
+TOKENS_PER_SECOND = 2000
+CHARS_PER_TOKEN = 4
+CHUNK_CHARS = 16  # ~4 tokens per SSE chunk
+
+
+def markdown_text(tokens: int) -> str:
+    """Roughly ``tokens`` tokens of varied Markdown: headings, lists, code, tables."""
+    parts: list[str] = []
+    i = 0
+    while sum(len(p) for p in parts) < tokens * CHARS_PER_TOKEN:
+        i += 1
+        parts.append(f"## Section {i}\n\nSome **bold** text, `code`, and a [link](https://example.com/{i}).\n\n")
+        parts.append("".join(f"- item {i}.{j} with a few words in it\n" for j in range(5)) + "\n")
+        parts.append(f"```python\ndef f{i}(x):\n    return x * {i}\n```\n\n")
+        parts.append("| a | b |\n|---|---|\n" + "".join(f"| {j} | {j * i} |\n" for j in range(3)) + "\n")
+    return "".join(parts)
+
+
+def make_project(root: Path, llm: FakeLLM, **extra: Any) -> Path:
+    project = root / "project"
+    project.mkdir(exist_ok=True)
+    config = {
+        "model": "fake/bench-model",
+        "provider": [{"id": "fake", "type": "openai", "baseURL": llm.openai_base_url, "apiKey": "sk-bench"}],
+        **extra,
+    }
+    (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
+    return project
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def wait_until(predicate: Any, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met")
+        await asyncio.sleep(0.01)
+
+
+# ---- streaming and key latency ----------------------------------------------------------
+
+
+async def bench_streaming(root: Path, seconds: float = 6.0) -> dict[str, float]:
+    text = markdown_text(int(TOKENS_PER_SECOND * seconds))
+    chunks = len(text) / CHUNK_CHARS
+    delay = seconds / chunks
+    changed: list[float] = []
+
+    def hook(message: Any) -> None:
+        if isinstance(message, TextArea.Changed):
+            changed.append(time.perf_counter())
+
+    with FakeLLM() as llm:
+        project = make_project(root, llm)
+        llm.script(Reply(text=text, chunk_size=CHUNK_CHARS, delay=delay))
+        app = EtcodeApp(TuiOptions(directory=project), history=PromptHistory())
+        async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+            await wait_until(lambda: app.host is not None)
+            await pilot.pause(0.5)
+            started = time.perf_counter()
+            await app.start_turn("stream", "stream")
+            await wait_until(lambda: list(app.conversation.query(AssistantMessage)))
+            latencies: list[float] = []
+            while app.busy:
+                before = len(changed)
+                sent = time.perf_counter()
+                app.prompt.input.post_message(events.Key("x", "x"))
+                try:
+                    await wait_until(lambda b=before: len(changed) > b, timeout=5)
+                except TimeoutError:
+                    break
+                latencies.append((changed[before] - sent) * 1000)
+                await asyncio.sleep(0.05)
+            await wait_until(lambda: not app.busy)
+            elapsed = time.perf_counter() - started
+            await pilot.pause(0.3)
+            shown = "".join(w.text for w in app.conversation.entries if isinstance(w, AssistantMessage | FrozenMarkdown))
+            complete = shown == text
+            typed = app.prompt.input.text.count("x")
+    tokens = len(text) / CHARS_PER_TOKEN
+    latencies.sort()
+    figures = {
+        "tokens": tokens,
+        "tokens_per_s": tokens / elapsed,
+        "keys": len(latencies),
+        "p50_ms": statistics.median(latencies),
+        "p95_ms": latencies[int(len(latencies) * 0.95) - 1],
+        "max_ms": latencies[-1],
+        "complete": float(complete),
+        "typed": typed,
+    }
+    print(
+        f"streaming  {tokens:,.0f} tokens at {figures['tokens_per_s']:,.0f} tokens/s; "
+        f"{len(latencies)} keys: p50 {figures['p50_ms']:.1f} ms, p95 {figures['p95_ms']:.1f} ms, "
+        f"max {figures['max_ms']:.1f} ms (target < 50 ms); final text complete: {complete}; "
+        f"all keys reached the input: {typed == len(latencies)}"
+    )
+    return figures
+
+
+# ---- idle CPU ---------------------------------------------------------------------------
+
+
+async def bench_idle_in_process(root: Path, seconds: float = 5.0) -> float:
+    with FakeLLM() as llm:
+        project = make_project(root, llm)
+        app = EtcodeApp(TuiOptions(directory=project), history=PromptHistory())
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(lambda: app.host is not None)
+            await pilot.pause(1.0)
+            cpu, wall = time.process_time(), time.perf_counter()
+            await asyncio.sleep(seconds)
+            used = (time.process_time() - cpu) / (time.perf_counter() - wall) * 100
+    print(f"idle CPU   in-process (headless): {used:.2f} % over {seconds:.0f} s (target ~0 %)")
+    return used
+
+
+def _tmux(socket: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=30)
+
+
+def _proc_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_real_terminal(root: Path, idle_seconds: float = 5.0, runs: int = 5) -> dict[str, float]:
+    """Startup to prompt and idle CPU of the real ``etcode`` in tmux."""
+    if shutil.which("tmux") is None:
+        print("real terminal: skipped (tmux is not installed)")
+        return {}
+    socket = f"etcode-bench-{os.getpid()}"
+    starts: list[float] = []
+    idle = float("nan")
+    with FakeLLM() as llm:
+        project = make_project(root, llm)
+        env = {**os.environ, "HOME": str(root / "home"), "XDG_STATE_HOME": str(root / "state")}
+        env_args = " ".join(f"{k}='{v}'" for k, v in env.items() if k in ("HOME", "XDG_STATE_HOME", "PATH"))
+        command = f"env {env_args} TERM=xterm-256color {sys.executable} -m etcode"
+        try:
+            for run in range(runs):
+                name = f"s{run}"
+                started = time.perf_counter()
+                _tmux(socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", "-c", str(project), command)
+                while "Ask anything" not in _tmux(socket, "capture-pane", "-p", "-t", name).stdout:
+                    if time.perf_counter() - started > 20:
+                        raise TimeoutError("etcode did not show its prompt")
+                    time.sleep(0.005)
+                starts.append(time.perf_counter() - started)
+                if run == runs - 1:
+                    pid = int(_tmux(socket, "display", "-p", "-t", name, "#{pane_pid}").stdout.strip())
+                    time.sleep(1.0)
+                    cpu, wall = _proc_cpu_seconds(pid), time.perf_counter()
+                    time.sleep(idle_seconds)
+                    idle = (_proc_cpu_seconds(pid) - cpu) / (time.perf_counter() - wall) * 100
+                _tmux(socket, "kill-session", "-t", name)
+        finally:
+            _tmux(socket, "kill-server")
+    median = statistics.median(starts)
+    print(
+        f"startup    etcode to interactive prompt in tmux: median {median * 1000:.0f} ms, "
+        f"min {min(starts) * 1000:.0f} ms over {runs} runs (target < 1 s)"
+    )
+    print(f"idle CPU   real etcode in tmux: {idle:.2f} % over {idle_seconds:.0f} s (target ~0 %)")
+    return {"startup_s": median, "idle_pct": idle}
+
+
+# ---- a 500-message session ----------------------------------------------------------
+
+
+def long_history(messages: int) -> list[Message]:
+    """``messages`` messages: user, assistant with a tool call, tool result, assistant answer."""
+    history: list[Message] = []
+    i = 0
+    while len(history) < messages:
+        i += 1
+        history.append(Message.user(f"Question {i}: what does module {i} do?"))
+        call = ToolCallPart(f"call_{i}", "ReadFile", json.dumps({"file_path": f"src/module_{i}.py"}))
+        history.append(Message("assistant", [TextPart("Let me read it."), call]))
+        output = "\n".join(f"{n}\tline {n} of module {i}" for n in range(1, 80))
+        history.append(Message("tool", [ToolResultPart(call.id, "ReadFile", output)]))
+        history.append(Message("assistant", [TextPart(markdown_text(150))]))
+    return history[:messages]
+
+
+async def bench_long_session(messages: int = 500, max_widgets: int | None = None) -> dict[str, float]:
+    before = rss_mb()
+    with tempfile.TemporaryDirectory() as tmp, FakeLLM() as llm:
+        project = make_project(Path(tmp), llm)
+        options = {"max_widgets": max_widgets} if max_widgets else {}
+        app = EtcodeApp(TuiOptions(directory=project), history=PromptHistory(), **options)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(lambda: app.host is not None)
+            started = time.perf_counter()
+            await replay_history(app.conversation, long_history(messages))
+            await pilot.pause()
+            shown = time.perf_counter() - started
+            after = rss_mb()
+            mounted = len(app.conversation.entries)
+            scroll = app.conversation
+            scroll.release_anchor()
+            pages: list[float] = []
+            for _ in range(30):
+                t = time.perf_counter()
+                scroll.scroll_page_up(animate=False)
+                await pilot.pause()
+                pages.append((time.perf_counter() - t) * 1000)
+    label = f"max {max_widgets} widgets" if max_widgets else "default pruning"
+    print(
+        f"memory     {messages}-message session ({label}): RSS {after:.0f} MB "
+        f"(+{after - before:.0f} MB; target < 200 MB), {mounted} entries mounted, "
+        f"shown in {shown:.1f} s; page-up median {statistics.median(pages):.1f} ms, max {max(pages):.1f} ms"
+    )
+    return {"rss_mb": after, "page_ms": statistics.median(pages)}
+
+
+async def main_async(root: Path) -> None:
+    await bench_streaming(root)
+    await bench_idle_in_process(root)
+    await bench_long_session()
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        os.environ.setdefault("HOME", str(root / "home"))
+        asyncio.run(main_async(root))
+        bench_real_terminal(root)
+
+
+if __name__ == "__main__":
+    main()

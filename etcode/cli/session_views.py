@@ -1,0 +1,227 @@
+"""What ``etcode sessions``, ``etcode undo`` and ``etcode models`` print (imported lazily)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from etcode.provider.catalog import CatalogModel
+from etcode.provider.types import ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from etcode.session.store import SessionInfo, SessionNotFoundError, SessionStore, StoredMessage
+
+
+def open_store() -> SessionStore:
+    return SessionStore.open()
+
+
+def project_id(directory: Path | None = None) -> str:
+    from etcode.instance import describe
+
+    return describe(directory or Path.cwd()).project_id
+
+
+def find(store: SessionStore, session_id: str, *, exact: bool = False) -> SessionInfo:
+    """The session ``session_id`` (or the one it uniquely prefixes, unless ``exact``)."""
+    info = store.get_session(session_id) if exact else store.find_session(session_id)
+    if info is None:
+        raise SessionNotFoundError(f"no session {session_id} (see: etcode sessions list)")
+    return info
+
+
+def latest(store: SessionStore) -> SessionInfo:
+    info = store.latest_session(project_id())
+    if info is None:
+        raise SessionNotFoundError("no session in this project yet (see: etcode sessions list --all)")
+    return info
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def _when(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
+def _money(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value == 0:
+        return "$0"
+    return f"${value:.4f}" if value < 1 else f"${value:.2f}"
+
+
+def _console() -> Any:
+    """A rich console; in a pipe, 120 columns rather than rich's 80 (ids are long)."""
+    from rich.console import Console
+
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
+    return Console(highlight=False, soft_wrap=False, width=width)
+
+
+def print_session_table(items: list[SessionInfo]) -> None:
+    if not items:
+        sys.stderr.write(
+            "No sessions yet in this project (`etcode sessions list --all` shows every project).\n"
+        )
+        return
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("ID", no_wrap=True, min_width=max(len(i.id) for i in items))
+    table.add_column("Title", overflow="ellipsis", no_wrap=True, ratio=1)
+    table.add_column("Updated", no_wrap=True)
+    table.add_column("Messages", justify="right", no_wrap=True)
+    table.add_column("Cost", justify="right", no_wrap=True)
+    for item in items:
+        table.add_row(item.id, item.title, _when(item.updated), str(item.message_count), _money(item.cost))
+    _console().print(table)
+
+
+def _one_line(text: str, width: int = 100) -> str:
+    line = " ".join(text.strip().split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _call_summary(part: ToolCallPart) -> str:
+    try:
+        args = part.parsed_arguments()
+    except ValueError:
+        return _one_line(part.arguments, 60)
+    for key in ("file_path", "path", "command", "pattern", "url"):
+        if isinstance(args.get(key), str):
+            return _one_line(args[key], 60)
+    first = next((v for v in args.values() if isinstance(v, str) and v), "")
+    return _one_line(first, 60)
+
+
+def _result_line(part: ToolResultPart) -> str:
+    mark = "⚠ " if part.is_error else ""
+    return f"  └ {mark}{_one_line(part.output) or 'Done'}"
+
+
+def transcript_lines(info: SessionInfo, messages: list[StoredMessage]) -> list[str]:
+    """The transcript as plain lines (copies kept by compaction are not repeated)."""
+    lines = [f"Session {info.id}: {info.title}", f"{info.directory} · {info.model} · {info.agent}", ""]
+    batch = messages[0].batch if messages else 0
+    results = {
+        part.call_id: part
+        for item in messages
+        if item.kind != "copy"
+        for part in item.message.parts
+        if isinstance(part, ToolResultPart)
+    }
+    shown: set[str] = set()
+    for item in messages:
+        if item.batch != batch:
+            batch = item.batch
+            lines += ["", "── new context batch (cleared or compacted) ──", ""]
+        if item.kind == "copy":
+            continue
+        message = item.message
+        if item.kind == "summary":
+            lines += ["[summary of the earlier conversation]", message.text.strip(), ""]
+            continue
+        for part in message.parts:
+            if isinstance(part, TextPart) and part.text.strip():
+                prefix = "> " if message.role == "user" else ""
+                lines += [prefix + line for line in part.text.rstrip().splitlines()]
+            elif isinstance(part, ReasoningPart) and part.text.strip():
+                lines.append(f"(thinking) {_one_line(part.text)}")
+            elif isinstance(part, ToolCallPart):
+                summary = _call_summary(part)
+                lines.append(f"● {part.name} ({summary})" if summary else f"● {part.name}")
+                result = results.get(part.id)
+                if result is not None:
+                    lines.append(_result_line(result))
+                    shown.add(part.id)
+            elif isinstance(part, ToolResultPart) and part.call_id not in shown:
+                lines.append(_result_line(part))
+        if message.role == "user":
+            lines.append("")
+    return lines
+
+
+def print_transcript(info: SessionInfo, messages: list[StoredMessage]) -> None:
+    sys.stdout.write("\n".join(transcript_lines(info, messages)).rstrip() + "\n")
+
+
+def print_undo(paths: list[str]) -> None:
+    for path in paths:
+        state = "restored" if Path(path).exists() else "deleted (it did not exist before)"
+        sys.stdout.write(f"{path}: {state}\n")
+
+
+# ---- models -----------------------------------------------------------------------------
+
+
+def configured_models() -> tuple[list[CatalogModel], str | None]:
+    """Models of every configured provider (config entries, API keys in the environment),
+    and the default model's ``provider/model`` (None when there is none)."""
+    from etcode.config.loader import load_config
+    from etcode.config.resolve import NO_MODEL, resolve_model
+    from etcode.instance import describe
+    from etcode.provider.catalog import ModelCatalog
+    from etcode.provider.spec import KNOWN_PROVIDERS, env_key_for
+    from etcode.util.errors import ConfigError, EtcodeError
+
+    instance = describe(Path.cwd())
+    config = load_config(instance.directory, instance.worktree)
+    catalog = ModelCatalog.load(config)
+    try:
+        default: str | None = resolve_model(config).full_id
+    except EtcodeError:
+        default = None
+    providers = [entry.id for entry in config.provider]
+    providers += [pid for pid in KNOWN_PROVIDERS if env_key_for(pid)]
+    if default:
+        providers.append(default.split("/", 1)[0])
+    providers = list(dict.fromkeys(providers))
+    if not providers:
+        raise ConfigError(NO_MODEL)
+    entries: list[CatalogModel] = []
+    for provider in providers:
+        ids = catalog.models_of(provider)
+        if default and default.startswith(f"{provider}/") and default.split("/", 1)[1] not in ids:
+            ids.append(default.split("/", 1)[1])
+        entries.extend(catalog.get(provider, model) for model in ids)
+    return entries, default
+
+
+def _tokens(value: int | None) -> str:
+    if value is None:
+        return "?"
+    return f"{value // 1000}k" if value >= 10_000 and value % 1000 == 0 else f"{value:,}"
+
+
+def _price(value: float | None) -> str:
+    return "?" if value is None else f"${value:g}"
+
+
+def print_models_table(entries: list[CatalogModel], default: str | None) -> None:
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("Model", no_wrap=True)
+    for name in ("Context", "Output", "In $/M", "Out $/M", "Cache rd", "Cache wr"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for entry in entries:
+        p = entry.price
+        mark = " *" if entry.full_id == default else ""
+        table.add_row(
+            entry.full_id + mark,
+            _tokens(entry.context),
+            _tokens(entry.output),
+            _price(p.input),
+            _price(p.output),
+            _price(p.cache_read),
+            _price(p.cache_write),
+        )
+    console = _console()
+    console.print(table)
+    if default:
+        console.print("* the default model. Prices in USD per million tokens; ? = unknown.")

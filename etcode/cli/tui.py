@@ -1,0 +1,51 @@
+"""``etcode`` with no sub-command: the interactive chat in the current directory.
+
+When stdin or stdout is not a terminal it behaves as ``etcode run`` (``echo task | etcode``).
+Textual is imported here, inside the command, never on the ``--help`` path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+def chat_command(
+    *,
+    continue_last: bool = False,
+    session: str | None = None,
+    fork: bool = False,
+    model: str | None = None,
+    agent: str | None = None,
+    inline: bool = False,
+    debug: bool = False,
+) -> int:
+    """Open the TUI, or run headless when not on a terminal. Returns the exit code."""
+    from etcode.ui.tui.launch import is_interactive
+
+    if not is_interactive():
+        from etcode.cli.run import RunOptions, run_command
+
+        fields = {f.name for f in dataclasses.fields(RunOptions)}
+        extra = {"continue_last": continue_last, "session": session, "fork": fork}
+        options = RunOptions(
+            message="",
+            model=model,
+            agent=agent,
+            debug=debug,
+            **{key: value for key, value in extra.items() if key in fields and value},
+        )
+        return run_command(options)
+    from etcode.ui.tui.launch import run_tui
+    from etcode.ui.tui.options import TuiOptions
+
+    return run_tui(
+        TuiOptions(
+            model=model,
+            agent=agent,
+            session_id=session,
+            continue_last=continue_last,
+            fork=fork,
+            inline=inline,
+            debug=debug,
+        )
+    )

@@ -1,0 +1,57 @@
+"""An MCP server's tool as an etcode ``Tool`` (``<server>_<tool>``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from etcode.mcp.results import input_schema, is_read_only, to_tool_result
+from etcode.provider.types import ToolSchema
+from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+
+if TYPE_CHECKING:
+    from etcode.mcp.client import McpServer
+
+
+class McpTool(Tool):
+    """Routes calls to the server that owns the tool. The JSON schema is the server's
+    own; it is read-only only when the server marks it ``readOnlyHint``. Permissions
+    are checked by the scheduler under the exposed name (``"time_*": "allow"``)."""
+
+    def __init__(self, server: McpServer, definition: dict[str, Any], exposed_name: str) -> None:
+        self.server = server
+        self.definition = definition
+        self.remote_name = str(definition.get("name", ""))
+        self._name = exposed_name
+        text = definition.get("description") or definition.get("title") or self.remote_name
+        self._description = f"{text.strip()}\n\n(MCP server: {server.name})"
+        self._read_only = is_read_only(definition)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self._name
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return self._description
+
+    @property
+    def is_read_only(self) -> bool:  # type: ignore[override]
+        return self._read_only
+
+    def _build_schema(self) -> ToolSchema:
+        return ToolSchema(self._name, self._description, input_schema(self.definition))
+
+    def parse(self, arguments: dict[str, Any]) -> dict[str, Any]:  # type: ignore[override]
+        """Arguments go to the server as they are (it validates them against its schema)."""
+        if not isinstance(arguments, dict):
+            raise ToolError(f"Invalid arguments for {self._name}: expected a JSON object")
+        return arguments
+
+    async def run(self, params: Any, ctx: ToolContext) -> ToolResult:
+        from etcode.mcp.client import McpCallError
+
+        try:
+            result = await self.server.call(self.remote_name, dict(params))
+        except McpCallError as err:
+            raise ToolError(str(err)) from None
+        return to_tool_result(result, self.server.name, self.remote_name)

@@ -1,0 +1,391 @@
+"""The stored side of an ``Agent``: which session it is, its history, and the operations
+on it — resume, fork, clear, compact, undo, titles, announcing tools added later.
+
+``Agent`` (``etcode/api.py``) delegates here so the public class stays small.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from etcode.provider.types import Message, Usage
+from etcode.session import events as ev
+from etcode.session.compaction import announcement, is_announcement
+from etcode.session.history import repair_dangling
+from etcode.session.recorder import SessionRecorder
+from etcode.session.snapshots import FileSnapshots, undo_note
+from etcode.session.store import SessionInfo, SessionNotFoundError, SessionStore
+from etcode.session.title import generate_title, title_from_text
+from etcode.tools.snapshot import STATE_KEY
+from etcode.util.errors import EtcodeError
+from etcode.util.ids import new_id
+from etcode.util.tokens import preload
+
+if TYPE_CHECKING:
+    from etcode.session.window import ContextWindow
+
+log = logging.getLogger("etcode.session")
+
+TITLE_WAIT = 5.0
+EventSink = Callable[[ev.Event], None]
+
+
+def _todos_of(state: dict[str, Any]) -> list[dict[str, Any]]:
+    return [dict(item) for item in getattr(state.get("todos"), "items", []) or []]
+
+
+def _project(directory: Path | None) -> tuple[str, Path]:
+    from etcode.instance import Instance, describe
+
+    current = Instance.maybe()
+    if current is not None and (directory is None or current.directory == directory):
+        return current.project_id, current.directory
+    info = describe(directory or Path.cwd())
+    return info.project_id, info.directory
+
+
+def _unique(messages: Iterable[Message]) -> list[Message]:
+    seen: set[str] = set()
+    out = []
+    for message in messages:
+        if message.text not in seen:
+            seen.add(message.text)
+            out.append(message)
+    return out
+
+
+class AgentSession:
+    """One agent's session: store (or none), id, recorder, snapshots and context window."""
+
+    def __init__(
+        self,
+        store: SessionStore | None,
+        session_id: str,
+        *,
+        fork_from: str | None = None,
+        warnings: list[str] | None = None,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.fork_from = fork_from
+        self.info: SessionInfo | None = None
+        self.recorder = SessionRecorder(store, session_id)
+        self.snapshots = FileSnapshots(store, session_id)
+        self.window: ContextWindow | None = None
+        self.warnings = list(warnings or [])
+        self._pending_tools: list[Message] = []
+        self._pending_batch: tuple[list[Message], str] | None = None
+        self._created = False
+        self._creating: asyncio.Future[None] | None = None
+        self._title_task: asyncio.Task[None] | None = None
+        self._first_task = ""
+        self._meta: dict[str, str] = {}
+        self._project: tuple[str, Path] | None = None
+        self._preload: asyncio.Task[bool] | None = None
+        #: The session that started this one (a Task subagent's parent), stored as parent_id.
+        self.parent_id: str | None = None
+
+    # ---- choosing the session ----------------------------------------------------------
+    @classmethod
+    def resolve(
+        cls,
+        store: SessionStore | None | bool,
+        session_id: str | None,
+        *,
+        continue_last: bool = False,
+        fork: bool = False,
+        directory: Path | None = None,
+    ) -> AgentSession:
+        """Pick the store and the session id (see ``Agent`` for the rules)."""
+        if store is False:
+            if continue_last or fork:
+                raise ValueError("continue_last and fork need a session store (store=False was given)")
+            return cls(None, session_id or new_id("ses"))
+        if store is True or (store is None and (continue_last or fork or session_id)):
+            store = SessionStore.open()
+        if not isinstance(store, SessionStore):
+            return cls(None, session_id or new_id("ses"))
+        warnings: list[str] = []
+        target: str | None = None
+        project: tuple[str, Path] | None = None
+        if session_id:
+            found = store.find_session(session_id)
+            target = found.id if found else None
+            if found is None and fork:
+                raise SessionNotFoundError(f"no session {session_id} to fork (see: etcode sessions list)")
+        elif continue_last:
+            project = _project(directory)
+            latest = store.latest_session(project[0])
+            target = latest.id if latest else None
+            if latest is None:
+                warnings.append("no earlier session in this project; starting a new one")
+        if fork and target is None:
+            raise SessionNotFoundError("nothing to fork: give --session ID or use --continue with --fork")
+        if fork:
+            session = cls(store, new_id("ses"), fork_from=target, warnings=warnings)
+        else:
+            session = cls(store, target or session_id or new_id("ses"), warnings=warnings)
+        session._project = project
+        return session
+
+    # ---- opening -----------------------------------------------------------------------
+    async def open(self, runtime: Any, agent: Any) -> list[Message]:
+        """Load the stored history (after forking), restore todos, set up the recorder,
+        the snapshots and the context window. Returns the history of the current batch."""
+        store = self.store
+        info: SessionInfo | None = None
+        history: list[Message] = []
+        stored: list[Message] = []
+        how = "none"
+        if store is not None:
+            if self.fork_from is not None:
+                await store.call(store.fork_session, self.fork_from, self.session_id)
+            info = await store.call(store.get_session, self.session_id)
+            if info is not None:
+                stored = await store.call(store.load_messages, self.session_id)
+                history, how = repair_dangling(stored)
+                todos = await store.call(store.load_todos, self.session_id)
+                if todos:
+                    from etcode.tools.todo import TodoStore
+
+                    TodoStore.of(agent.state).items = todos
+        self.info = info
+        self._created = info is not None
+        turn = info.turn if info else 0
+        self.recorder = SessionRecorder(
+            store,
+            self.session_id,
+            stored=stored,
+            turn=turn,
+            todos=lambda: _todos_of(agent.state),
+        )
+        self.recorder.ensure = self._ensure_created
+        if how == "rewrite":
+            await self.recorder.batch_started(history, "repair")
+        self.snapshots = FileSnapshots(store, self.session_id, turn)
+        self.install(agent.state)
+        from etcode.session.window import ContextWindow
+
+        self.window = ContextWindow.build(
+            runtime.spec,
+            runtime.config,
+            max_tokens=agent.max_tokens,
+            session_cost=info.cost if info else 0.0,
+            totals=Usage(info.input_tokens, info.output_tokens) if info else None,
+        )
+        if store is not None and info is not None and history:
+            self.window.meter.restore(await store.call(store.last_context, self.session_id), history)
+        if self.window.budget.limit is not None:  # load the tokenizer off the event loop
+            self._preload = asyncio.create_task(asyncio.to_thread(preload, runtime.spec.model))
+        self._meta = {"agent": runtime.agent_name, "model": runtime.spec.full_id}
+        return history
+
+    def install(self, state: dict[str, Any]) -> None:
+        """Put the snapshot recorder where WriteFile/Edit find it."""
+        state[STATE_KEY] = self.snapshots
+
+    async def _ensure_created(self) -> None:
+        """Insert the session's row before its first write (once, even when the title task
+        and the loop get there together)."""
+        if self._created or self.store is None:
+            return
+        if self._creating is None:
+            self._creating = asyncio.ensure_future(self._create())
+        try:
+            await asyncio.shield(self._creating)
+        except BaseException:
+            if self._creating.done():
+                self._creating = None
+            raise
+
+    async def _create(self) -> None:
+        assert self.store is not None
+        project_id, directory = self._project or _project(None)
+        store = self.store
+        title = title_from_text(self._first_task) if self._first_task else "New session"
+        self.info = await store.call(
+            store.create_session,
+            self.session_id,
+            project_id=project_id,
+            directory=str(directory),
+            title=title,
+            agent=self._meta.get("agent", ""),
+            model=self._meta.get("model", ""),
+            parent_id=self.parent_id,
+        )
+        self._created = True
+
+    # ---- turns -------------------------------------------------------------------------
+    async def begin_turn(self, task: str, runtime: Any, history: list[Message]) -> list[Message]:
+        """Start a turn: number it, title a new session, add pending tool announcements.
+        Returns the history to run with."""
+        await self.flush()
+        if self._project is None:
+            self._project = (runtime.instance.project_id, runtime.instance.directory)
+        self.recorder.turn += 1
+        self.recorder.model = runtime.spec.full_id
+        self.snapshots.turn = self.recorder.turn
+        meta = {"agent": runtime.agent_name, "model": runtime.spec.full_id}
+        if not self._created:
+            self._first_task = task
+            self._meta = meta
+            self._start_title(runtime, task)
+        elif self.info is not None and (self.info.agent, self.info.model) != (meta["agent"], meta["model"]):
+            store = self.store
+            if store is not None:
+                await store.call(store.update_session, self.session_id, **meta)
+                self.info.agent, self.info.model = meta["agent"], meta["model"]
+        if self._pending_tools:
+            history = [*history, *self._pending_tools]
+            self._pending_tools = []
+        return history
+
+    def configure(self, settings: Any) -> None:
+        """Hook the recorder and the context window into one run's loop settings."""
+        settings.recorder = self.recorder
+        settings.window = self.window
+
+    async def end_turn(self) -> None:
+        """Let a title still being made finish (briefly)."""
+        task, self._title_task = self._title_task, None
+        if task is None:
+            return
+        try:
+            await asyncio.wait_for(task, TITLE_WAIT)
+        except (TimeoutError, asyncio.CancelledError):
+            task.cancel()
+        except Exception as err:  # pragma: no cover - generate_title never raises
+            log.debug("title task failed: %s", err)
+
+    def _start_title(self, runtime: Any, task: str) -> None:
+        small = getattr(runtime.config, "small_model", None)
+        if not small or self.store is None:
+            return
+        self._title_task = asyncio.create_task(self._model_title(runtime, small, task))
+
+    async def _model_title(self, runtime: Any, small_model: str, task: str) -> None:
+        try:
+            from etcode.config.resolve import resolve_model
+            from etcode.provider.factory import make_provider
+
+            spec = resolve_model(runtime.config, small_model)
+            provider = make_provider(spec)
+        except Exception as err:
+            log.debug("no small model for titles: %s", err)
+            return
+        try:
+            title = await generate_title(provider, spec.model, task)
+        finally:
+            with contextlib.suppress(Exception):
+                await provider.aclose()
+        if title and self.store is not None:
+            await self._ensure_created()
+            await self.store.call(self.store.update_session, self.session_id, title=title)
+            if self.info is not None:
+                self.info.title = title
+
+    async def save(self, history: list[Message]) -> None:
+        """Store what a run left unstored (a no-op after an ordinary loop run)."""
+        with contextlib.suppress(EtcodeError):
+            await self.recorder.checkpoint(history)
+
+    def take_warnings(self) -> list[ev.Event]:
+        items: list[ev.Event] = [ev.WarningEvent(w) for w in self.warnings]
+        self.warnings = []
+        return items
+
+    # ---- batches -----------------------------------------------------------------------
+    def clear(self, history: list[Message], keep_system: bool = True) -> list[Message]:
+        """A new, empty batch (keeping the announcements of tools added mid-session when
+        ``keep_system``). Stored at once when an event loop runs, else on the next call."""
+        carried = _unique(m for m in history if is_announcement(m)) if keep_system else []
+        self._pending_batch = (carried, "clear")
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().create_task(self.flush())
+        return list(carried)
+
+    async def flush(self) -> None:
+        """Store a pending clear."""
+        pending, self._pending_batch = self._pending_batch, None
+        if pending is None:
+            return
+        messages, reason = pending
+        if self._created:
+            await self.recorder.batch_started(messages, reason)
+        else:
+            self.recorder.assume_stored(messages)
+
+    def announce(self, tools: list[Any]) -> None:
+        """Tools added mid-session: tell the model in an ordinary message at the next turn."""
+        schemas = [t.schema() for t in tools]
+        if schemas:
+            self._pending_tools.append(announcement(schemas))
+
+    async def compact(
+        self, history: list[Message], runtime: Any, emit: EventSink, reason: str = "manual"
+    ) -> list[Message]:
+        """Compact now; returns the new batch. Emits compaction and usage events."""
+        await self.flush()
+        if not history or self.window is None:
+            emit(ev.CompactionEvent(reason, "done", message="nothing to compact"))
+            return history
+        system, tools = runtime.system, runtime.tools.schemas()
+        tokens = self.window.estimate(system, tools, history)
+        emit(ev.CompactionEvent(reason, "start", tokens_before=tokens))
+        try:
+            result = await self.window.compact(
+                history,
+                reason=reason,
+                provider=runtime.provider,
+                model=runtime.spec.model,
+                system=system,
+                tools=tools,
+                tokens_before=tokens,
+            )
+        except Exception as err:
+            emit(ev.CompactionEvent(reason, "failed", tokens_before=tokens, message=str(err)))
+            raise
+        if self._created:
+            await self.recorder.batch_started(result.messages, reason)
+            if result.usage.input_tokens or result.usage.output_tokens:
+                await self.recorder.step_finished(0, result.usage, result.cost)
+        else:
+            self.recorder.assume_stored(result.messages)
+        emit(
+            ev.CompactionEvent(
+                reason,
+                "done",
+                tokens_before=result.tokens_before,
+                tokens_after=result.tokens_after,
+                summarized=result.summarized,
+                pruned=result.pruned,
+            )
+        )
+        emit(self.window.update())
+        return result.messages
+
+    async def undo(self, history: list[Message]) -> tuple[list[str], list[Message]]:
+        """Restore the last turn's changed files; a note tells the model at the next turn."""
+        await self.flush()
+        paths = await self.snapshots.undo()
+        if not paths:
+            return [], history
+        updated = [*history, undo_note(paths)]
+        if self._created:
+            await self.recorder.checkpoint(updated)
+        return paths, updated
+
+    async def aclose(self) -> None:
+        await self.flush()
+        if self._title_task is not None:
+            self._title_task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._title_task
+            self._title_task = None
+        if self.store is not None:
+            self.store.release()

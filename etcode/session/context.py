@@ -1,0 +1,210 @@
+"""How full the context window is: token estimates, the usable budget, cost accounting.
+
+The size of the next request is the provider-reported size of the last one (input, cached
+input and the answer) plus an estimate of what was added since (tool results); without a
+report yet (a new or resumed session) the whole request is estimated. Estimates per message
+are cached: messages are never changed once in the history.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from etcode.provider.catalog import CatalogModel, ModelPrice, cost_of
+from etcode.provider.types import (
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSchema,
+    Usage,
+)
+from etcode.session.events import UsageUpdate
+from etcode.util.tokens import count_tokens, estimate_tokens
+
+DEFAULT_THRESHOLD = 0.9
+MAX_RESERVE = 32_000
+DEFAULT_RESERVE = 4_096
+#: Per-message framing tokens (role markers and the like) added to each estimate.
+MESSAGE_OVERHEAD = 4
+#: A rough (bytes / 4) size under this share of the limit needs no exact count: the rough
+#: estimate is at most about a third too low (CJK text), so this stays on the safe side.
+ROUGH_MARGIN = 0.6
+
+
+@dataclass
+class ContextBudget:
+    """``context`` tokens in the model's window, ``reserve`` kept for its answer; compaction
+    triggers above ``threshold`` × the usable rest, when ``auto``."""
+
+    context: int | None
+    reserve: int = DEFAULT_RESERVE
+    threshold: float = DEFAULT_THRESHOLD
+    auto: bool = True
+
+    @property
+    def usable(self) -> int | None:
+        if not self.context:
+            return None
+        return max(self.context - self.reserve, self.context // 2)
+
+    @property
+    def limit(self) -> int | None:
+        """The request size above which automatic compaction starts."""
+        usable = self.usable
+        return int(usable * self.threshold) if usable is not None else None
+
+    def exceeded(self, tokens: int) -> bool:
+        limit = self.limit
+        return limit is not None and tokens > limit
+
+
+def budget_for(model: CatalogModel, compaction: Any = None, max_tokens: int | None = None) -> ContextBudget:
+    """The budget from the catalog entry and the ``compaction`` config section."""
+    reserve = getattr(compaction, "reserve", None)
+    if reserve is None:
+        reserve = min(max_tokens or model.output or DEFAULT_RESERVE, MAX_RESERVE)
+    threshold = getattr(compaction, "threshold", None) or DEFAULT_THRESHOLD
+    auto = getattr(compaction, "auto", True) is not False
+    return ContextBudget(model.context, reserve, threshold, auto)
+
+
+def _part_text(part: Any) -> str:
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, ReasoningPart):
+        return part.text
+    if isinstance(part, ToolCallPart):
+        return f"{part.name} {part.arguments}"
+    if isinstance(part, ToolResultPart):
+        return part.output
+    return ""
+
+
+class TokenEstimator:
+    """Token estimates of messages, system parts and tool schemas for one model; ``rough``
+    counts four UTF-8 bytes per token instead of running the tokenizer."""
+
+    def __init__(self, model: str | None = None, *, rough: bool = False) -> None:
+        self.model = model
+        self.rough = rough
+        self._messages: dict[int, tuple[Message, int]] = {}
+        self._tools: dict[int, tuple[ToolSchema, int]] = {}
+        self._system: tuple[tuple[str, ...], int] | None = None
+
+    def text(self, text: str) -> int:
+        return estimate_tokens(text) if self.rough else count_tokens(text, self.model)
+
+    def message(self, message: Message) -> int:
+        cached = self._messages.get(id(message))
+        if cached is not None and cached[0] is message:
+            return cached[1]
+        tokens = MESSAGE_OVERHEAD + sum(self.text(_part_text(p)) + 1 for p in message.parts)
+        if len(self._messages) > 50_000:
+            self._messages.clear()
+        self._messages[id(message)] = (message, tokens)
+        return tokens
+
+    def messages(self, messages: list[Message]) -> int:
+        return sum(self.message(m) for m in messages)
+
+    def system(self, parts: list[str]) -> int:
+        key = tuple(parts)
+        if self._system is not None and self._system[0] == key:
+            return self._system[1]
+        tokens = sum(self.text(p) for p in parts)
+        self._system = (key, tokens)
+        return tokens
+
+    def tools(self, schemas: list[ToolSchema]) -> int:
+        total = 0
+        for schema in schemas:
+            cached = self._tools.get(id(schema))
+            if cached is None or cached[0] is not schema:
+                text = f"{schema.name} {schema.description} {json.dumps(schema.parameters)}"
+                cached = (schema, self.text(text) + 8)
+                self._tools[id(schema)] = cached
+            total += cached[1]
+        return total
+
+    def request(self, system: list[str], tools: list[ToolSchema], messages: list[Message]) -> int:
+        return self.system(system) + self.tools(tools) + self.messages(messages)
+
+
+class ContextMeter:
+    """Tracks the context size from reported usage, and the session's cost."""
+
+    def __init__(
+        self,
+        estimator: TokenEstimator,
+        budget: ContextBudget,
+        price: ModelPrice | None = None,
+        session_cost: float = 0.0,
+        totals: Usage | None = None,
+    ) -> None:
+        self.estimator = estimator
+        self.budget = budget
+        self.price = price
+        self.cost = session_cost
+        self.totals = totals or Usage()
+        self.context_tokens = 0
+        self.rough = TokenEstimator(estimator.model, rough=True)
+        self._anchor: Message | None = None
+        self._anchor_index = -1
+
+    def reset(self, tokens: int = 0) -> None:
+        """A new batch began: the last report no longer describes the history."""
+        self._anchor = None
+        self._anchor_index = -1
+        self.context_tokens = tokens
+
+    def restore(self, tokens: int | None, messages: list[Message]) -> None:
+        """A resumed session: ``tokens`` is the size last reported for ``messages`` up to
+        their last assistant message."""
+        index = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "assistant"), None)
+        if tokens and index is not None:
+            self.context_tokens = tokens
+            self._anchor = messages[index]
+            self._anchor_index = index
+
+    def estimate(
+        self, system: list[str], tools: list[ToolSchema], messages: list[Message], *, rough: bool = False
+    ) -> int:
+        """Tokens the next request holds: the last report plus estimates of newer messages
+        (``rough``: a cheap bytes / 4 count, for deciding whether counting is needed)."""
+        estimator = self.rough if rough else self.estimator
+        i = self._anchor_index
+        if self._anchor is not None and 0 <= i < len(messages) and messages[i] is self._anchor:
+            return self.context_tokens + estimator.messages(messages[i + 1 :])
+        return estimator.request(system, tools, messages)
+
+    def record(self, usage: Usage, messages: list[Message]) -> tuple[float | None, UsageUpdate]:
+        """After a model call whose answer is ``messages[-1]``: update and describe."""
+        step_cost = cost_of(usage, self.price)
+        if step_cost is not None:
+            self.cost += step_cost
+        self.totals.add(usage)
+        size = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens
+        if size > 0 and messages:
+            self.context_tokens = size
+            self._anchor = messages[-1]
+            self._anchor_index = len(messages) - 1
+        return step_cost, self.update(step_cost)
+
+    def update(self, step_cost: float | None = None) -> UsageUpdate:
+        window = self.budget.context
+        percent = round(100.0 * self.context_tokens / window, 1) if window else None
+        return UsageUpdate(
+            context_tokens=self.context_tokens,
+            context_window=window,
+            context_percent=percent,
+            input_tokens=self.totals.input_tokens
+            + self.totals.cache_read_tokens
+            + self.totals.cache_write_tokens,
+            output_tokens=self.totals.output_tokens,
+            cost=self.cost if self.price is not None and self.price.known else None,
+            step_cost=step_cost,
+        )

@@ -1,0 +1,663 @@
+"""The session store: SQLite at ``$XDG_DATA_HOME/etcode/etcode.db`` (WAL mode).
+
+Tables: ``sessions`` (one row per session, with denormalised totals for fast listing),
+``messages`` (each message's parts as JSON, ordered by ``seq``, grouped in ``batch``es and
+``turn``s), ``todos``, ``usage`` (one row per model call, with its cost) and ``snapshots``
+(the before-image of every file WriteFile/Edit changed, per turn, for undo). The schema has a
+version number (``PRAGMA user_version``) and a ``migrations`` table.
+
+Every method is synchronous, short, and thread-safe; async code runs them on the store's
+single writer thread with :meth:`SessionStore.call`, so writes stay in order and the event
+loop never blocks. A database that is not readable raises :class:`StoreError` with one line
+naming the file and how to start fresh — the file itself is never deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+from etcode.provider.types import Message, Usage
+from etcode.util.errors import EtcodeError
+
+DB_NAME = "etcode.db"
+SCHEMA_VERSION = 1
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: Message kinds: an ordinary new ``message``; a ``copy`` of one from an earlier batch
+#: (compaction keeps the last turns); a compaction ``summary``; an etcode ``note``.
+KINDS = ("message", "copy", "summary", "note")
+
+_MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "initial",
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            project_id TEXT NOT NULL,
+            directory TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            agent TEXT NOT NULL DEFAULT '',
+            model TEXT NOT NULL DEFAULT '',
+            created REAL NOT NULL,
+            updated REAL NOT NULL,
+            parent_id TEXT,
+            batch INTEGER NOT NULL DEFAULT 0,
+            turn INTEGER NOT NULL DEFAULT 0,
+            message_count INTEGER NOT NULL DEFAULT 0,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+            cost REAL NOT NULL DEFAULT 0
+        );
+        CREATE INDEX sessions_by_project ON sessions (project_id, updated DESC);
+        CREATE INDEX sessions_by_updated ON sessions (updated DESC);
+        CREATE TABLE messages (
+            session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            batch INTEGER NOT NULL,
+            turn INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'message',
+            parts TEXT NOT NULL,
+            created REAL NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX messages_by_batch ON messages (session_id, batch, seq);
+        CREATE TABLE todos (
+            session_id TEXT PRIMARY KEY,
+            items TEXT NOT NULL,
+            updated REAL NOT NULL
+        );
+        CREATE TABLE usage (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL,
+            batch INTEGER NOT NULL,
+            turn INTEGER NOT NULL,
+            step INTEGER NOT NULL,
+            model TEXT NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cache_read_tokens INTEGER NOT NULL,
+            cache_write_tokens INTEGER NOT NULL,
+            reasoning_tokens INTEGER NOT NULL,
+            cost REAL,
+            created REAL NOT NULL
+        );
+        CREATE INDEX usage_by_session ON usage (session_id, id);
+        CREATE TABLE snapshots (
+            session_id TEXT NOT NULL,
+            turn INTEGER NOT NULL,
+            path TEXT NOT NULL,
+            existed INTEGER NOT NULL,
+            content BLOB,
+            undone INTEGER NOT NULL DEFAULT 0,
+            created REAL NOT NULL,
+            PRIMARY KEY (session_id, turn, path)
+        );
+        """,
+    ),
+]
+
+
+class StoreError(EtcodeError):
+    """The session database cannot be used (damaged, locked, unreadable)."""
+
+
+class SessionNotFoundError(EtcodeError):
+    """No stored session has the given id."""
+
+
+@dataclass
+class SessionInfo:
+    """One stored session, as listed by ``etcode sessions list``."""
+
+    id: str
+    title: str
+    directory: str
+    agent: str
+    model: str
+    created: float
+    updated: float
+    message_count: int
+    cost: float
+    parent_id: str | None = None
+    project_id: str = ""
+    batch: int = 0
+    turn: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class StoredMessage:
+    """A message with its place in the session."""
+
+    seq: int
+    batch: int
+    turn: int
+    kind: str
+    created: float
+    message: Message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "batch": self.batch,
+            "turn": self.turn,
+            "kind": self.kind,
+            "created": self.created,
+            **self.message.to_dict(),
+        }
+
+
+@dataclass
+class Snapshot:
+    """A file's content before a turn changed it (``content`` None: it did not exist)."""
+
+    turn: int
+    path: str
+    content: bytes | None
+
+
+_SESSION_COLUMNS = (
+    "id, title, directory, agent, model, created, updated, message_count, cost, parent_id, "
+    "project_id, batch, turn, input_tokens, output_tokens"
+)
+
+
+def default_path() -> Path:
+    """``$XDG_DATA_HOME/etcode/etcode.db``."""
+    from etcode.util.paths import data_dir
+
+    return data_dir() / DB_NAME
+
+
+def _encode(message: Message) -> str:
+    return json.dumps(message.to_dict()["parts"], ensure_ascii=False, separators=(",", ":"))
+
+
+def _decode(role: str, parts: str) -> Message:
+    return Message.from_dict({"role": role, "parts": json.loads(parts)})
+
+
+def _guarded(method: Callable[P, T]) -> Callable[P, T]:
+    """Turn sqlite3 failures into one-line :class:`StoreError` messages."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        store = args[0]
+        try:
+            return method(*args, **kwargs)
+        except sqlite3.Error as err:
+            raise store._error(err) from None  # type: ignore[attr-defined]
+
+    return wrapper
+
+
+class SessionStore:
+    """Sessions, messages, todos, usage and file snapshots in one SQLite file."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.path = path
+        self._conn = conn
+        self._lock = threading.RLock()
+        self._executor: ThreadPoolExecutor | None = None
+
+    # ---- opening ----------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: Path | None = None) -> SessionStore:
+        """Open (creating and migrating when needed) the store at ``path``
+        (default ``$XDG_DATA_HOME/etcode/etcode.db``)."""
+        path = Path(path) if path is not None else default_path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StoreError(f"cannot create {path.parent}: {err.strerror or err}") from None
+        try:
+            conn = sqlite3.connect(path, timeout=10, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as err:
+            raise StoreError(f"cannot open session database {path}: {err}") from None
+        store = cls(conn, path)
+        try:
+            store._setup()
+        except sqlite3.Error as err:
+            conn.close()
+            raise store._error(err) from None
+        return store
+
+    def _setup(self) -> None:
+        conn = self._conn
+        conn.execute("PRAGMA busy_timeout = 10000")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"session database {self.path} was written by a newer etcode (schema {version}, this "
+                f"version knows {SCHEMA_VERSION}); upgrade etcode or move the file aside"
+            )
+        with contextlib.suppress(sqlite3.OperationalError):  # e.g. no shared memory on this filesystem
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")  # durable across crashes in WAL mode
+        conn.execute("PRAGMA foreign_keys = OFF")
+        if version < SCHEMA_VERSION:
+            self._migrate(version)
+
+    def _migrate(self, current: int) -> None:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            current = conn.execute("PRAGMA user_version").fetchone()[0]  # another process may have won
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS migrations "
+                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied REAL NOT NULL)"
+            )
+            for version, name, sql in _MIGRATIONS:
+                if version <= current:
+                    continue
+                for statement in (s.strip() for s in sql.split(";")):
+                    if statement:
+                        conn.execute(statement)
+                conn.execute("INSERT INTO migrations VALUES (?, ?, ?)", (version, name, time.time()))
+                conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _error(self, err: sqlite3.Error) -> StoreError:
+        if isinstance(err, StoreError):
+            return err
+        text = str(err) or type(err).__name__
+        if "locked" in text or "busy" in text:
+            return StoreError(f"session database {self.path} is busy ({text}); try again in a moment")
+        if isinstance(err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.IntegrityError):
+            return StoreError(
+                f"session database {self.path} is unreadable ({text}). To start fresh, move it "
+                f'aside (mv "{self.path}" "{self.path}.broken"); etcode never deletes it'
+            )
+        return StoreError(f"session database {self.path}: {text}")
+
+    def close(self) -> None:
+        """Close the connection and stop the writer thread."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+        with self._lock:
+            self._conn.close()
+
+    def release(self) -> None:
+        """Let the writer thread end once its queued writes are done (it starts again on
+        the next :meth:`call`); the connection stays open."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+
+    async def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run a store method on the store's single writer thread (keeps writes in order
+        and the event loop free)."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="etcode-store")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _query(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._conn.execute(sql, tuple(args)).fetchall()
+
+    # ---- sessions ---------------------------------------------------------------------
+    @_guarded
+    def create_session(
+        self,
+        session_id: str,
+        *,
+        project_id: str,
+        directory: str,
+        title: str = "",
+        agent: str = "",
+        model: str = "",
+        parent_id: str | None = None,
+    ) -> SessionInfo:
+        """Insert a new, empty session."""
+        now = time.time()
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO sessions (id, project_id, directory, title, agent, model, created, updated, "
+                "parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, project_id, directory, title, agent, model, now, now, parent_id),
+            )
+        info = self.get_session(session_id)
+        assert info is not None
+        return info
+
+    @_guarded
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+        return SessionInfo(*rows[0]) if rows else None
+
+    @_guarded
+    def find_session(self, prefix: str) -> SessionInfo | None:
+        """The session whose id is ``prefix`` or uniquely starts with it."""
+        exact = self.get_session(prefix)
+        if exact is not None or not prefix:
+            return exact
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self._query(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id LIKE ? ESCAPE '\\' LIMIT 2", (pattern,)
+        )
+        return SessionInfo(*rows[0]) if len(rows) == 1 else None
+
+    @_guarded
+    def list_sessions(self, project_id: str | None = None, limit: int = 50) -> list[SessionInfo]:
+        """Sessions, most recently updated first (of one project, or all)."""
+        if project_id is None:
+            rows = self._query(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated DESC LIMIT ?", (limit,)
+            )
+        else:
+            rows = self._query(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE project_id = ? ORDER BY updated DESC LIMIT ?",
+                (project_id, limit),
+            )
+        return [SessionInfo(*row) for row in rows]
+
+    def latest_session(self, project_id: str) -> SessionInfo | None:
+        """The most recently updated session of ``project_id``."""
+        found = self.list_sessions(project_id, limit=1)
+        return found[0] if found else None
+
+    @_guarded
+    def update_session(self, session_id: str, **fields: Any) -> None:
+        """Set ``title``, ``agent``, ``model`` or ``directory`` (and ``updated``)."""
+        allowed = {k: v for k, v in fields.items() if k in ("title", "agent", "model", "directory")}
+        if not allowed:
+            return
+        sets = ", ".join(f"{key} = ?" for key in allowed)
+        with self._tx() as conn:
+            conn.execute(
+                f"UPDATE sessions SET {sets}, updated = ? WHERE id = ?",
+                (*allowed.values(), time.time(), session_id),
+            )
+
+    @_guarded
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session and everything stored with it. False if there was none."""
+        with self._tx() as conn:
+            gone = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
+            for table in ("messages", "todos", "usage", "snapshots"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+        return bool(gone)
+
+    @_guarded
+    def fork_session(self, source_id: str, new_id: str) -> SessionInfo:
+        """Copy a session (messages of every batch and todos) under ``new_id``; the copy's
+        ``parent_id`` is the source. Usage, cost and undo snapshots stay with the source."""
+        now = time.time()
+        with self._tx() as conn:
+            copied = conn.execute(
+                "INSERT INTO sessions (id, project_id, directory, title, agent, model, created, updated, "
+                "parent_id, batch, turn, message_count) SELECT ?, project_id, directory, title, agent, "
+                "model, ?, ?, id, batch, turn, message_count FROM sessions WHERE id = ?",
+                (new_id, now, now, source_id),
+            ).rowcount
+            if not copied:
+                raise SessionNotFoundError(f"no session {source_id} to fork")
+            conn.execute(
+                "INSERT INTO messages (session_id, seq, batch, turn, role, kind, parts, created) "
+                "SELECT ?, seq, batch, turn, role, kind, parts, created FROM messages WHERE session_id = ?",
+                (new_id, source_id),
+            )
+            conn.execute(
+                "INSERT INTO todos (session_id, items, updated) SELECT ?, items, ? FROM todos "
+                "WHERE session_id = ?",
+                (new_id, now, source_id),
+            )
+        info = self.get_session(new_id)
+        assert info is not None
+        return info
+
+    # ---- messages ---------------------------------------------------------------------
+    def _next_seq(self, conn: sqlite3.Connection, session_id: str) -> int:
+        row = conn.execute("SELECT MAX(seq) FROM messages WHERE session_id = ?", (session_id,)).fetchone()
+        return (row[0] or 0) + 1
+
+    @_guarded
+    def append_messages(
+        self,
+        session_id: str,
+        messages: list[Message],
+        *,
+        turn: int,
+        batch: int | None = None,
+        kinds: list[str] | None = None,
+    ) -> None:
+        """Append messages to the session's current batch (or ``batch``) in one transaction."""
+        if not messages:
+            return
+        now = time.time()
+        kinds = kinds or ["message"] * len(messages)
+        with self._tx() as conn:
+            if batch is None:
+                row = conn.execute("SELECT batch FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                batch = row[0] if row else 0
+            seq = self._next_seq(conn, session_id)
+            conn.executemany(
+                "INSERT INTO messages (session_id, seq, batch, turn, role, kind, parts, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (session_id, seq + i, batch, turn, m.role, kind, _encode(m), now)
+                    for i, (m, kind) in enumerate(zip(messages, kinds, strict=True))
+                ],
+            )
+            new = sum(1 for kind in kinds if kind != "copy")
+            conn.execute(
+                "UPDATE sessions SET message_count = message_count + ?, updated = ?, turn = MAX(turn, ?) "
+                "WHERE id = ?",
+                (new, now, turn, session_id),
+            )
+
+    @_guarded
+    def start_batch(
+        self, session_id: str, messages: list[Message], *, turn: int, kinds: list[str] | None = None
+    ) -> int:
+        """Begin a new batch holding ``messages`` (a clear: none; a compaction: the summary
+        and the kept turns). Returns the new batch number."""
+        now = time.time()
+        kinds = kinds or ["copy"] * len(messages)
+        with self._tx() as conn:
+            row = conn.execute("SELECT batch FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionNotFoundError(f"no session {session_id}")
+            batch = row[0] + 1
+            seq = self._next_seq(conn, session_id)
+            conn.executemany(
+                "INSERT INTO messages (session_id, seq, batch, turn, role, kind, parts, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (session_id, seq + i, batch, turn, m.role, kind, _encode(m), now)
+                    for i, (m, kind) in enumerate(zip(messages, kinds, strict=True))
+                ],
+            )
+            new = sum(1 for kind in kinds if kind != "copy")
+            conn.execute(
+                "UPDATE sessions SET batch = ?, message_count = message_count + ?, updated = ? WHERE id = ?",
+                (batch, new, now, session_id),
+            )
+        return batch
+
+    @_guarded
+    def load_messages(self, session_id: str, batch: int | None = None) -> list[Message]:
+        """The messages of the current batch (or of ``batch``), in order."""
+        if batch is None:
+            rows = self._query("SELECT batch FROM sessions WHERE id = ?", (session_id,))
+            if not rows:
+                raise SessionNotFoundError(f"no session {session_id}")
+            batch = rows[0][0]
+        rows = self._query(
+            "SELECT role, parts FROM messages WHERE session_id = ? AND batch = ? ORDER BY seq",
+            (session_id, batch),
+        )
+        return [_decode(role, parts) for role, parts in rows]
+
+    @_guarded
+    def transcript(self, session_id: str) -> list[StoredMessage]:
+        """Every stored message of the session (all batches), in order."""
+        rows = self._query(
+            "SELECT seq, batch, turn, kind, created, role, parts FROM messages WHERE session_id = ? "
+            "ORDER BY seq",
+            (session_id,),
+        )
+        return [StoredMessage(s, b, t, k, c, _decode(role, parts)) for s, b, t, k, c, role, parts in rows]
+
+    # ---- todos and usage --------------------------------------------------------------
+    @_guarded
+    def save_todos(self, session_id: str, items: list[dict[str, Any]]) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO todos (session_id, items, updated) VALUES (?, ?, ?) "
+                "ON CONFLICT (session_id) DO UPDATE SET items = excluded.items, updated = excluded.updated",
+                (session_id, json.dumps(items, ensure_ascii=False), time.time()),
+            )
+
+    @_guarded
+    def load_todos(self, session_id: str) -> list[dict[str, Any]]:
+        rows = self._query("SELECT items FROM todos WHERE session_id = ?", (session_id,))
+        return list(json.loads(rows[0][0])) if rows else []
+
+    @_guarded
+    def record_usage(
+        self, session_id: str, *, turn: int, step: int, model: str, usage: Usage, cost: float | None
+    ) -> None:
+        """One model call's usage and cost; the session's totals are updated with it."""
+        now = time.time()
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO usage (session_id, batch, turn, step, model, input_tokens, output_tokens, "
+                "cache_read_tokens, cache_write_tokens, reasoning_tokens, cost, created) "
+                "SELECT ?, batch, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sessions WHERE id = ?",
+                (
+                    session_id,
+                    turn,
+                    step,
+                    model,
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                    usage.reasoning_tokens,
+                    cost,
+                    now,
+                    session_id,
+                ),
+            )
+            conn.execute(
+                "UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
+                "cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, "
+                "cost = cost + ?, updated = ? WHERE id = ?",
+                (
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                    cost or 0.0,
+                    now,
+                    session_id,
+                ),
+            )
+
+    @_guarded
+    def last_context(self, session_id: str) -> int | None:
+        """The size the model reported for the current batch's last call (input, cached input
+        and answer), or None when the batch has had no call yet."""
+        rows = self._query(
+            "SELECT u.input_tokens + u.cache_read_tokens + u.cache_write_tokens + u.output_tokens "
+            "FROM usage u JOIN sessions s ON s.id = u.session_id AND s.batch = u.batch "
+            "WHERE u.session_id = ? AND u.step > 0 ORDER BY u.id DESC LIMIT 1",
+            (session_id,),
+        )
+        return rows[0][0] if rows and rows[0][0] else None
+
+    @_guarded
+    def usage_rows(self, session_id: str) -> list[dict[str, Any]]:
+        rows = self._query(
+            "SELECT turn, step, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
+            "reasoning_tokens, cost, created FROM usage WHERE session_id = ? ORDER BY id",
+            (session_id,),
+        )
+        keys = (
+            "turn",
+            "step",
+            "model",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "reasoning_tokens",
+            "cost",
+            "created",
+        )
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    # ---- file snapshots ---------------------------------------------------------------
+    @_guarded
+    def save_snapshot(self, session_id: str, turn: int, path: str, content: bytes | None) -> bool:
+        """Keep the before-image of ``path`` for ``turn`` (only the first one per turn
+        counts). Returns whether it was new."""
+        with self._tx() as conn:
+            added = conn.execute(
+                "INSERT OR IGNORE INTO snapshots (session_id, turn, path, existed, content, created) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, turn, path, content is not None, content, time.time()),
+            ).rowcount
+        return bool(added)
+
+    @_guarded
+    def last_snapshots(self, session_id: str) -> list[Snapshot]:
+        """The before-images of the latest turn that has changes not yet undone."""
+        rows = self._query(
+            "SELECT MAX(turn) FROM snapshots WHERE session_id = ? AND undone = 0", (session_id,)
+        )
+        turn = rows[0][0] if rows else None
+        if turn is None:
+            return []
+        found = self._query(
+            "SELECT turn, path, existed, content FROM snapshots WHERE session_id = ? AND turn = ? "
+            "AND undone = 0 ORDER BY created, path",
+            (session_id, turn),
+        )
+        return [Snapshot(t, p, bytes(c) if existed and c is not None else None) for t, p, existed, c in found]
+
+    @_guarded
+    def mark_undone(self, session_id: str, turn: int) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE snapshots SET undone = 1 WHERE session_id = ? AND turn = ?", (session_id, turn)
+            )

@@ -1,0 +1,190 @@
+"""Task subagents: child sessions run for the ``Task`` tool.
+
+A child is an ordinary :class:`~etcode.api.Agent` with the subagent's prompt, tools and
+permissions. It shares its parent's provider connection (when the model's provider is
+the same), configuration, permission asker and MCP servers, gets a session id of its
+own and records its parent's (``parent_session_id``; stored as the session's
+``parent_id`` when the parent has a session store). Nested ``Task`` is off in a child
+unless its agent enables ``Task`` explicitly, and never deeper than :data:`MAX_DEPTH`.
+An agent that may not write files (``plan``) is offered only read-only subagents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from etcode.session.events import SubagentEvent, ToolCallStart, ToolResultEvent
+from etcode.tools.base import ToolContext, ToolResult
+from etcode.tools.task import TaskTool
+
+if TYPE_CHECKING:
+    from etcode.agent.registry import AgentInfo
+    from etcode.api import Agent
+    from etcode.session.runtime import Runtime
+
+#: Subagents may start subagents (when allowed) down to this depth.
+MAX_DEPTH = 3
+#: Agents that are never offered as subagents.
+NOT_SUBAGENTS = ("workflow",)
+#: Tools whose use makes an agent not read-only.
+_WRITERS = ("WriteFile", "Edit")
+
+
+def explicitly_enabled(info: AgentInfo, tool_name: str) -> bool:
+    """Whether the agent's ``tools`` settings name ``tool_name`` (or a pattern for it)
+    and the last such setting enables it."""
+    import fnmatch
+
+    found: bool | None = None
+    for pattern, value in info.tools.items():
+        if pattern == tool_name or fnmatch.fnmatchcase(tool_name, pattern):
+            found = bool(value)
+    return bool(found)
+
+
+def _tool_off(info: AgentInfo, tool: str) -> bool:
+    permission = info.permission if isinstance(info.permission, Mapping) else {}
+    return info.permission == "deny" or not info.tool_enabled(tool) or permission.get(tool) == "deny"
+
+
+def cannot_write_files(info: AgentInfo) -> bool:
+    """WriteFile and Edit are disabled or denied (the plan and explore agents)."""
+    return all(_tool_off(info, tool) for tool in _WRITERS)
+
+
+def is_read_only_agent(info: AgentInfo) -> bool:
+    """No WriteFile/Edit (disabled or denied), Bash off or restricted by rules, no Task."""
+    if info.permission == "deny":
+        return True
+    permission = info.permission if isinstance(info.permission, Mapping) else {}
+    bash = permission.get("Bash", permission.get("bash"))
+    bash_ok = _tool_off(info, "Bash") or isinstance(bash, Mapping)
+    return cannot_write_files(info) and bash_ok and not info.tool_enabled("Task")
+
+
+def subagents_for(runtime: Runtime) -> dict[str, AgentInfo]:
+    """The agents ``Task`` may start: every agent whose mode is not ``primary``."""
+    from etcode.agent.registry import load_agents
+
+    config = runtime.config
+    agents = load_agents(
+        getattr(config, "agent", None) or {},
+        directory=runtime.instance.directory,
+        worktree=runtime.instance.worktree,
+    )
+    return {
+        name: info for name, info in agents.items() if info.mode != "primary" and name not in NOT_SUBAGENTS
+    }
+
+
+def task_tool_for(agent: Agent, runtime: Runtime) -> TaskTool | None:
+    """The ``Task`` tool for this session, or None when the agent may not use it."""
+    info = runtime.agent_info
+    if runtime.depth >= MAX_DEPTH:
+        return None
+    allowed = info.tool_enabled("Task") if runtime.depth == 0 else explicitly_enabled(info, "Task")
+    if not allowed:
+        return None
+    agents = subagents_for(runtime)
+    if cannot_write_files(info):  # a read-only agent must not write through a subagent
+        agents = {name: sub for name, sub in agents.items() if is_read_only_agent(sub)}
+    if not agents:
+        return None
+    return TaskTool(SubagentSpawner(agent, runtime, agents))
+
+
+class SubagentSpawner:
+    """Runs subagents for one parent session (the ``Task`` tool's runner)."""
+
+    def __init__(self, parent: Agent, runtime: Runtime, agents: Mapping[str, AgentInfo]) -> None:
+        self.parent = parent
+        self.runtime = runtime
+        self.agents = dict(agents)
+        #: Child agents started so far (their ``session_id`` and ``parent_session_id``).
+        self.children: list[Agent] = []
+
+    def catalog(self) -> dict[str, str]:
+        return {name: info.description or "" for name, info in self.agents.items()}
+
+    def is_read_only(self, name: str) -> bool:
+        info = self.agents.get(name)
+        return info is not None and is_read_only_agent(info)
+
+    async def child(self, name: str) -> Agent:
+        """A ready child agent for subagent ``name`` (its runtime built from the parent's)."""
+        from etcode.api import Agent
+        from etcode.session.runtime import Runtime
+
+        info = self.agents[name]
+        parent, runtime = self.parent, self.runtime
+        model = info.model or runtime.spec.full_id
+        same_provider = model.partition("/")[0] == runtime.spec.id
+        child = Agent(
+            model=model,
+            agent=name,
+            tools=[t for t in parent.custom_tools if info.tool_enabled(t.name)],
+            builtin_tools=parent.builtin_tools,
+            name=parent.name,
+            retry=parent.retry,
+            max_tokens=parent.max_tokens,
+            directory=runtime.instance.directory,
+            config=runtime.config,
+            provider=runtime.provider if same_provider else None,
+            asker=parent.asker,
+            store=_store_of(parent),
+        )
+        child.parent_session_id = parent.session_id
+        child._runtime = await Runtime.create(child, parent=runtime)
+        self.children.append(child)
+        return child
+
+    async def run(self, name: str, description: str, prompt: str, ctx: ToolContext) -> ToolResult:
+        child = await self.child(name)
+        watcher = asyncio.create_task(_interrupt_on(ctx.abort, child))
+        try:
+            async for event in child.stream(prompt):
+                if isinstance(event, ToolCallStart | ToolResultEvent):
+                    ctx.emit(SubagentEvent(ctx.call_id, name, child.session_id, event.to_dict()))
+        finally:
+            watcher.cancel()
+            await child.aclose()
+        return _tool_result(name, child)
+
+
+def _store_of(parent: Agent) -> Any:
+    """The parent's session store (the child is stored there, with its parent id), else
+    False: a child of an in-memory session stays in memory too."""
+    store = getattr(getattr(parent, "_session", None), "store", None)
+    return store if store is not None else False
+
+
+async def _interrupt_on(abort: asyncio.Event, child: Agent) -> None:
+    await abort.wait()
+    child.interrupt()
+
+
+def _tool_result(name: str, child: Agent) -> ToolResult:
+    result = child.last_result
+    data: dict[str, Any] = {
+        "agent": name,
+        "session_id": child.session_id,
+        "parent_session_id": child.parent_session_id,
+    }
+    if result is None:
+        return ToolResult(f"The {name} subagent produced no result.", is_error=True, data=data)
+    data.update(steps=result.steps, usage=result.usage.to_dict(), stop_reason=result.stop_reason)
+    text = result.text.strip()
+    steps = f"{result.steps} step{'s' if result.steps != 1 else ''}"
+    if result.is_error:
+        reason = result.stop_reason + (f": {result.error}" if result.error else "")
+        output = f"The {name} subagent stopped early ({reason})."
+        if text:
+            output += f" Its last answer:\n{text}"
+        return ToolResult(output, is_error=True, data=data, summary=f"{name} stopped ({result.stop_reason})")
+    return ToolResult(
+        text or f"The {name} subagent finished without a final answer.",
+        data=data,
+        summary=f"{name} finished in {steps}",
+    )

@@ -1,0 +1,96 @@
+"""What the loop asks about the context window: is it too full, compact it, account a call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from etcode.provider.base import Provider
+from etcode.provider.catalog import CatalogModel, ModelCatalog
+from etcode.provider.types import Message, ToolSchema, Usage
+from etcode.session.compaction import DEFAULT_KEEP_TURNS, CompactionResult, Compactor
+from etcode.session.context import ROUGH_MARGIN, ContextBudget, ContextMeter, TokenEstimator, budget_for
+from etcode.session.events import UsageUpdate
+
+
+class ContextWindow:
+    """The session's budget, meter and compactor, shared by its runs."""
+
+    def __init__(self, model: CatalogModel, budget: ContextBudget, meter: ContextMeter, compactor: Compactor):
+        self.model = model
+        self.budget = budget
+        self.meter = meter
+        self.compactor = compactor
+
+    @classmethod
+    def build(
+        cls,
+        spec: Any,
+        config: Any = None,
+        *,
+        max_tokens: int | None = None,
+        session_cost: float = 0.0,
+        totals: Usage | None = None,
+        catalog: ModelCatalog | None = None,
+    ) -> ContextWindow:
+        """For a resolved provider spec and the config (catalog, ``compaction`` section)."""
+        catalog = catalog or ModelCatalog.load(config)
+        model = catalog.for_spec(spec)
+        compaction = getattr(config, "compaction", None)
+        budget = budget_for(model, compaction, max_tokens)
+        estimator = TokenEstimator(spec.model)
+        meter = ContextMeter(estimator, budget, model.price, session_cost, totals)
+        keep = getattr(compaction, "keep_turns", None)
+        compactor = Compactor(budget, estimator, DEFAULT_KEEP_TURNS if keep is None else keep)
+        return cls(model, budget, meter, compactor)
+
+    @property
+    def auto(self) -> bool:
+        return self.budget.auto
+
+    def estimate(self, system: list[str], tools: list[ToolSchema], messages: list[Message]) -> int:
+        return self.meter.estimate(system, tools, messages)
+
+    def needs_compaction(
+        self, system: list[str], tools: list[ToolSchema], messages: list[Message]
+    ) -> int | None:
+        """The estimated size of the next request when it is over the limit, else None."""
+        limit = self.budget.limit
+        if not self.budget.auto or limit is None or len(messages) < 2:
+            return None
+        if self.meter.estimate(system, tools, messages, rough=True) < limit * ROUGH_MARGIN:
+            return None  # far from full: no need to run the tokenizer
+        tokens = self.estimate(system, tools, messages)
+        return tokens if self.budget.exceeded(tokens) else None
+
+    async def compact(
+        self,
+        messages: list[Message],
+        *,
+        reason: str,
+        provider: Provider,
+        model: str,
+        system: list[str],
+        tools: list[ToolSchema],
+        tokens_before: int | None = None,
+    ) -> CompactionResult:
+        """Compact ``messages``; the summarising call's usage is counted in the cost."""
+        if tokens_before is None:
+            tokens_before = self.estimate(system, tools, messages)
+        result = await self.compactor.compact(
+            messages,
+            reason=reason,
+            provider=provider,
+            model=model,
+            system=system,
+            tools=tools,
+            tokens_before=tokens_before,
+        )
+        result.cost, _ = self.meter.record(result.usage, [])
+        self.meter.reset(result.tokens_after)
+        return result
+
+    def record(self, usage: Usage, messages: list[Message]) -> tuple[float | None, UsageUpdate]:
+        return self.meter.record(usage, messages)
+
+    def update(self) -> UsageUpdate:
+        return self.meter.update()

@@ -1,0 +1,289 @@
+"""``EtcodeApp``: the interactive chat.
+
+A turn runs as a Textual worker (``async for event in agent.stream(task)``) in the app's
+event loop; events are mapped onto widgets by :class:`~etcode.ui.tui.feed.EventFeed`.
+Esc calls ``agent.interrupt()``; Ctrl+C twice quits after the turn has wound down, so
+everything already finished is kept.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from collections.abc import Awaitable
+from typing import Any
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Static
+from textual.worker import Worker
+
+from etcode.ui.tui import commands as slash
+from etcode.ui.tui.asker import TuiAsker
+from etcode.ui.tui.controller import AgentHost, Unsupported
+from etcode.ui.tui.feed import EventFeed
+from etcode.ui.tui.history import PromptHistory
+from etcode.ui.tui.mentions import FileIndex, attach, resolve_mentions
+from etcode.ui.tui.options import TuiOptions
+from etcode.ui.tui.widgets.conversation import Conversation
+from etcode.ui.tui.widgets.prompt import PromptBox, PromptInput
+from etcode.ui.tui.widgets.status import StatusBar
+from etcode.ui.tui.widgets.todo import TodoPanel
+from etcode.util.errors import EtcodeError
+
+QUIT_WINDOW = 2.0  # seconds between the two Ctrl+C presses
+SHUTDOWN_WAIT = 10.0  # seconds a finishing turn may take when quitting
+
+
+class EtcodeApp(App[int]):
+    """The chat. ``host`` is built on mount unless one is given (tests pass their own)."""
+
+    CSS_PATH = "etcode.tcss"
+    TITLE = "etcode"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding("escape", "interrupt", "Interrupt", show=False),
+        Binding("ctrl+c", "ctrl_c", "Quit", show=False, priority=True),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+        Binding("ctrl+t", "toggle_todos", "Todos", show=False),
+        Binding("ctrl+l", "focus_input", "Input", show=False),
+    ]
+
+    def __init__(
+        self,
+        options: TuiOptions | None = None,
+        *,
+        config: Any = None,
+        history: PromptHistory | None = None,
+        max_widgets: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.options = options or TuiOptions()
+        self.directory = (self.options.directory or Path.cwd()).resolve()
+        self.config = config
+        self.asker = TuiAsker(self)
+        self.host: AgentHost | None = None
+        self.history = history if history is not None else PromptHistory()
+        self.files = FileIndex(self.directory)
+        self.conversation = Conversation(id="conversation", **({"max_widgets": max_widgets} if max_widgets else {}))
+        self.status_bar = StatusBar(id="status")
+        self.todos = TodoPanel(id="todos")
+        self.prompt = PromptBox(self.history, self.files)
+        self.feed = EventFeed(self.conversation, self.status_bar, self.todos)
+        self.turn: Worker[None] | None = None
+        self.queued: list[tuple[str, str, list[str]]] = []
+        self.exit_code = 0
+        self._ctrl_c_at = 0.0
+        self._quitting = False
+        self._turn_active = False
+        self._quit_done = False
+
+    # ---- layout ----------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="body"):
+            yield self.conversation
+            yield self.todos
+        yield self.prompt
+        yield self.status_bar
+
+    async def on_mount(self) -> None:
+        self.prompt.input.focus()
+        await self.conversation.add(
+            Static(
+                f"etcode · {self.directory.name or self.directory} · /help for commands",
+                classes="welcome",
+                markup=False,
+            )
+        )
+        if self.config is None:
+            self.config = self._load_config()
+        if self.config is None:
+            return
+        try:
+            self.host = AgentHost(
+                self.options, self.config, self.directory, self.asker, on_event=self._on_agent_event
+            )
+        except (EtcodeError, Unsupported) as err:
+            await self.conversation.add_notice(f"error: {err}", "error")
+            return
+        for warning in self.host.warnings:
+            await self.conversation.add_notice(f"warning: {warning}", "warning")
+        self._show_model()
+        self.warm_up()
+
+    def _load_config(self) -> Any:
+        from etcode.config.loader import load_config
+        from etcode.instance import describe
+
+        info = describe(self.directory)
+        flags = {"model": self.options.model, "agent": self.options.agent}
+        try:
+            return load_config(info.directory, info.worktree, flags=flags)
+        except EtcodeError as err:
+            self.call_later(self.conversation.add_notice, f"error: {err}", "error")
+            return None
+
+    def _show_model(self) -> None:
+        if self.host is None:
+            return
+        try:
+            model, limit = self.host.resolved_model()
+        except EtcodeError as err:
+            model, limit = "no model", None
+            self.call_later(self.conversation.add_notice, f"error: {err}", "error")
+        self.status_bar.update_info(agent=self.host.resolved_agent(), model=model, context_limit=limit)
+
+    def _on_agent_event(self, event: Any) -> None:
+        """Events the agent produces outside a turn (``/compact``'s progress, usage)."""
+        self.call_later(self.feed.handle, event)
+
+    @work(group="warm-up", exit_on_error=False)
+    async def warm_up(self) -> None:
+        """Prepare the runtime in the background and show a resumed session's history."""
+        if self.host is None:
+            return
+        try:
+            await self.host.prepare()
+        except EtcodeError:
+            return  # reported by _show_model or by the first turn
+        await self.show_history()
+
+    async def show_history(self) -> None:
+        """Render the agent's existing conversation (a resumed session)."""
+        from etcode.ui.tui.replay import replay_history
+
+        if self.host is None:
+            return
+        agent = self.host.agent
+        if agent.history:
+            await replay_history(self.conversation, agent.history)
+        todos = getattr(agent.state.get("todos"), "items", None)
+        if todos:
+            self.todos.set_todos(list(todos))
+
+    # ---- input -----------------------------------------------------------------------
+    async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+        text = message.text
+        parsed = slash.parse_command(text)
+        if parsed is not None:
+            await self.run_command(parsed)
+            return
+        attachments = resolve_mentions(text, self.directory)
+        task = attach(text, attachments) if attachments else text
+        shown = [a.path for a in attachments]
+        if self.busy:
+            self.queued.append((text, task, shown))
+            self.notify("Queued: it will be sent when the current turn ends.", timeout=3)
+            return
+        await self.start_turn(text, task, shown)
+
+    @property
+    def busy(self) -> bool:
+        """True from a turn's start until its worker has finished with the widgets."""
+        return self._turn_active
+
+    async def start_turn(self, text: str, task: str, attached: list[str] | None = None) -> None:
+        """Show the user's message and run the turn in a worker."""
+        await self.conversation.add_user(text, attached)
+        if self.host is None:
+            await self.conversation.add_notice("error: no agent (see the error above)", "error")
+            return
+        self.run_busy(self._stream_turn(task))
+
+    def run_busy(self, work: Awaitable[None]) -> None:
+        """Run agent work (a turn, a compaction) in a worker so the app stays responsive;
+        input sent meanwhile is queued."""
+        self.status_bar.set_busy(True)
+        self._turn_active = True
+        self.turn = self.run_worker(self._busy(work), group="turn", exit_on_error=False)
+
+    async def _stream_turn(self, task: str) -> None:
+        assert self.host is not None
+        async for event in self.host.agent.stream(task):
+            await self.feed.handle(event)
+
+    async def _busy(self, work: Awaitable[None]) -> None:
+        try:
+            await work
+        except Unsupported as err:
+            await self.conversation.add_notice(str(err), "warning")
+        except EtcodeError as err:
+            await self.conversation.add_notice(f"error: {err}", "error")
+        except Exception as err:  # never let a bug kill the chat
+            await self.conversation.add_notice(f"error: internal error: {type(err).__name__}: {err}", "error")
+        finally:
+            try:
+                await self.conversation.end_blocks()
+            finally:
+                self.status_bar.set_busy(False)
+                self._turn_active = False
+        if self._quitting:
+            self.call_later(self._finish_quit)
+        elif self.queued:
+            text, queued_task, shown = self.queued.pop(0)
+            self.call_later(self.start_turn, text, queued_task, shown)
+
+    # ---- actions ---------------------------------------------------------------------
+    def action_interrupt(self) -> None:
+        """Esc: stop the running turn now (partial answer kept, every tool call answered)."""
+        if self.busy and self.host is not None:
+            self.queued.clear()
+            self.host.agent.interrupt()
+
+    async def action_ctrl_c(self) -> None:
+        """First press interrupts (or clears the input); a second within 2 s quits."""
+        now = time.monotonic()
+        if now - self._ctrl_c_at < QUIT_WINDOW:
+            await self.action_quit()
+            return
+        self._ctrl_c_at = now
+        if self.busy:
+            self.action_interrupt()
+        elif self.prompt.input.text:
+            self.prompt.input.load_text("")
+        self.notify("Press Ctrl+C again to quit", timeout=QUIT_WINDOW)
+
+    async def action_quit(self) -> None:
+        """Quit, letting a running turn wind down first so nothing finished is lost.
+
+        The turn's worker needs this loop to finish, so the wait is not awaited here: the
+        worker calls :meth:`_finish_quit` when it ends (a timer forces it if it hangs).
+        """
+        if self._quitting:
+            return
+        self._quitting = True
+        self.queued.clear()
+        if self.busy and self.host is not None:
+            self.host.agent.interrupt()
+            self.set_timer(SHUTDOWN_WAIT, self._finish_quit)
+            return
+        await self._finish_quit()
+
+    async def _finish_quit(self) -> None:
+        if self._quit_done:
+            return
+        self._quit_done = True
+        if self.host is not None:
+            try:
+                await self.host.close()
+            except Exception:  # closing must never keep the user in the app
+                pass
+        self.exit(self.exit_code)
+
+    def action_toggle_todos(self) -> None:
+        if self.todos.todos:
+            self.todos.display = not self.todos.display
+
+    def action_focus_input(self) -> None:
+        self.prompt.input.focus()
+
+    # ---- slash commands --------------------------------------------------------------
+    async def run_command(self, parsed: slash.ParsedCommand) -> None:
+        from etcode.ui.tui.slash_actions import run_slash
+
+        await run_slash(self, parsed)
+
+    def notify_unsupported(self, err: Unsupported) -> None:
+        self.notify(str(err), severity="warning", timeout=5)

@@ -1,0 +1,75 @@
+"""Slash commands of the chat input: the table, parsing and completion (no Textual here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    """One ``/name ARGS`` command; ``usage`` is the argument hint shown in completion."""
+
+    name: str
+    help: str
+    usage: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"/{self.name} {self.usage}".rstrip()
+
+
+COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand("help", "Show commands and keys"),
+    SlashCommand("new", "Start a new session"),
+    SlashCommand("sessions", "Pick a stored session to resume"),
+    SlashCommand("agent", "Switch agent (build, plan, ...)", "NAME"),
+    SlashCommand("model", "Switch model", "PROVIDER/MODEL"),
+    SlashCommand("clear", "Clear the conversation (new context batch)"),
+    SlashCommand("compact", "Summarise older history to free context"),
+    SlashCommand("undo", "Restore files changed by the last turn"),
+    SlashCommand("export", "Write the transcript to a Markdown file", "[PATH]"),
+    SlashCommand("exit", "Quit etcode"),
+)
+_BY_NAME = {command.name: command for command in COMMANDS}
+ALIASES = {"quit": "exit", "q": "exit", "?": "help", "reset": "clear"}
+
+
+@dataclass(frozen=True)
+class ParsedCommand:
+    """``/name args`` split; ``command`` is None for an unknown name."""
+
+    name: str
+    args: str
+    command: SlashCommand | None
+
+
+def is_command(text: str) -> bool:
+    """True when ``text`` is a slash command rather than a message (``//x`` is a message)."""
+    stripped = text.strip()
+    return stripped.startswith("/") and not stripped.startswith("//") and len(stripped) > 1
+
+
+def parse_command(text: str) -> ParsedCommand | None:
+    """The command in ``text``, or None when ``text`` is an ordinary message."""
+    if not is_command(text):
+        return None
+    head, _, args = text.strip()[1:].partition(" ")
+    name = ALIASES.get(head.lower(), head.lower())
+    return ParsedCommand(name, args.strip(), _BY_NAME.get(name))
+
+
+def complete_command(prefix: str) -> list[SlashCommand]:
+    """Commands whose name starts with ``prefix`` (without the slash), in table order."""
+    prefix = prefix.lstrip("/").lower()
+    return [command for command in COMMANDS if command.name.startswith(prefix)]
+
+
+def help_text() -> str:
+    """The ``/help`` text (Markdown)."""
+    rows = "\n".join(f"| `{c.label}` | {c.help} |" for c in COMMANDS)
+    keys = (
+        "| `Enter` | send |\n| `Shift+Enter`, `Ctrl+J` | new line |\n| `Up`, `Down` | input history |\n"
+        "| `@path` | attach a file (Tab completes) |\n| `Esc` | interrupt the running turn |\n"
+        "| `Ctrl+C`, `Ctrl+C` | quit |\n| `Ctrl+T` | show/hide the todo panel |"
+    )
+    return f"| command | what it does |\n|---|---|\n{rows}\n\n| key | action |\n|---|---|\n{keys}"

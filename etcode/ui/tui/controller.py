@@ -1,0 +1,206 @@
+"""The agent behind the TUI: creating, resuming and reconfiguring it. No Textual here.
+
+Everything the slash commands do to the agent goes through this class, so the app only
+maps events to widgets. Session features (``-c``, ``--session``, ``/sessions``,
+``/compact``, ``/undo``) use the session store of issue 6 when it is present and report
+clearly when it is not.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from etcode.ui.tui.options import TuiOptions
+from etcode.util.errors import ConfigError, UsageError
+
+UNAVAILABLE = "needs the session store, which this build does not have yet"
+
+
+class Unsupported(Exception):
+    """A command whose backing feature is missing from this build."""
+
+
+class AgentHost:
+    """Owns the :class:`~etcode.api.Agent` the TUI drives."""
+
+    def __init__(
+        self,
+        options: TuiOptions,
+        config: Any,
+        directory: Path,
+        asker: Any,
+        on_event: Callable[[Any], None] | None = None,
+    ) -> None:
+        self.options = options
+        self.config = config
+        self.directory = directory
+        self.asker = asker
+        self.on_event = on_event
+        self.model = options.model
+        self.agent_name = options.agent
+        self.store: Any = None
+        self.warnings: list[str] = []
+        self.agent = self.make_agent(
+            session_id=self.find_session(options.session_id) if options.session_id else None,
+            continue_last=options.continue_last,
+            fork=options.fork,
+        )
+
+    # ---- building --------------------------------------------------------------------
+    def make_agent(
+        self, *, session_id: str | None = None, continue_last: bool = False, fork: bool = False
+    ) -> Any:
+        """A new Agent with the TUI's settings, kept in the session store when there is one."""
+        from etcode.api import Agent
+
+        accepted = set(inspect.signature(Agent.__init__).parameters)
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "agent": self.agent_name,
+            "config": self.config,
+            "asker": self.asker,
+            "directory": self.directory,
+        }
+        for key, value, flag in (("continue_last", continue_last, "--continue"), ("fork", fork, "--fork")):
+            if value and key not in accepted:
+                self.warnings.append(f"{flag} {UNAVAILABLE}")
+            elif value:
+                kwargs[key] = value
+        if session_id:
+            kwargs["session_id"] = session_id
+        if "store" in accepted:
+            store = self.open_store()
+            if store is not None:
+                kwargs["store"] = store
+        if "on_event" in accepted and self.on_event is not None:
+            kwargs["on_event"] = self.on_event
+        return Agent(**kwargs)
+
+    def open_store(self) -> Any:
+        """The session store (issue 6), or None when this build has none."""
+        if self.store is None:
+            try:
+                from etcode.session.store import SessionStore
+            except ImportError:
+                return None
+            self.store = SessionStore.open()
+        return self.store
+
+    def find_session(self, prefix: str) -> str:
+        """The full id of a stored session (a unique prefix is enough)."""
+        store = self.open_store()
+        if store is None:
+            raise Unsupported(f"--session {UNAVAILABLE}")
+        found = store.find_session(prefix)
+        if found is None:
+            raise UsageError(f"no session {prefix} (see: etcode sessions list)")
+        return str(found.id)
+
+    async def prepare(self) -> None:
+        """Build the agent's runtime now (config errors show at once; the first turn is faster)."""
+        prepare = getattr(self.agent, "prepare", None) or self.agent._prepare
+        await prepare()
+
+    # ---- what the status bar shows before the first event ----------------------------
+    def resolved_model(self) -> tuple[str, int | None]:
+        """``(provider/model, context window or None)`` as configured."""
+        from etcode.config.resolve import resolve_model
+
+        spec = resolve_model(self.config, self.model)
+        limit = (spec.model_info.get("limit") or {}).get("context")
+        return spec.full_id, limit if isinstance(limit, int) else None
+
+    def resolved_agent(self) -> str:
+        return self.agent_name or getattr(self.config, "default_agent", None) or "build"
+
+    # ---- slash commands --------------------------------------------------------------
+    async def new_session(self) -> None:
+        await self._replace(self.make_agent())
+
+    async def resume(self, session_id: str) -> None:
+        await self._replace(self.make_agent(session_id=session_id))
+
+    async def _replace(self, agent: Any) -> None:
+        old, self.agent = self.agent, agent
+        await old.aclose()
+
+    async def _reconfigure(self) -> None:
+        """Apply a new model or agent from the next turn on, in the same session."""
+        old = self.agent
+        await old.aclose()  # flushes the session; the runtime is rebuilt on the next turn
+        if self.store is not None:
+            self.agent = self.make_agent(session_id=old.session_id)  # reloads the stored session
+        else:
+            old.model, old.agent_name = self.model, self.agent_name
+
+    async def switch_model(self, model: str) -> str:
+        """Use ``model`` (provider/model) from the next turn on; returns its full id."""
+        from etcode.config.resolve import resolve_model
+
+        if "/" not in model:
+            raise UsageError(f'model "{model}" must be written as provider/model')
+        spec = resolve_model(self.config, model)
+        self.model = model
+        await self._reconfigure()
+        return spec.full_id
+
+    async def switch_agent(self, name: str) -> str:
+        """Use agent ``name`` from the next turn on."""
+        names = self.agent_names()
+        if name not in names:
+            raise UsageError(f'unknown agent "{name}"; agents: {", ".join(names)}')
+        self.agent_name = name
+        await self._reconfigure()
+        return name
+
+    def agent_names(self) -> list[str]:
+        """Agents a user can switch to (primary or all; not sub-agents)."""
+        from etcode.agent.registry import load_agents
+        from etcode.instance import describe
+
+        info = describe(self.directory)
+        agents = load_agents(getattr(self.config, "agent", None) or {}, info.directory, info.worktree)
+        return [name for name, agent in agents.items() if agent.mode != "subagent"]
+
+    def list_sessions(self, limit: int = 50) -> list[Any]:
+        from etcode.instance import describe
+
+        store = self.open_store()
+        if store is None:
+            raise Unsupported(f"/sessions {UNAVAILABLE}")
+        return list(store.list_sessions(describe(self.directory).project_id, limit))
+
+    async def clear(self) -> None:
+        clear = getattr(self.agent, "clear", None)
+        if clear is not None:
+            result = clear()
+            if inspect.isawaitable(result):
+                await result
+        else:
+            self.agent.reset()
+
+    async def compact(self) -> None:
+        compact = getattr(self.agent, "compact", None)
+        if compact is None:
+            raise Unsupported(f"/compact {UNAVAILABLE}")
+        await compact()
+
+    async def undo(self) -> list[str]:
+        undo = getattr(self.agent, "undo", None)
+        if undo is None:
+            raise Unsupported(f"/undo {UNAVAILABLE}")
+        return list(await undo() or [])
+
+    async def close(self) -> None:
+        await self.agent.aclose()
+        close = getattr(self.store, "close", None)
+        if close is not None:
+            result = close()
+            if inspect.isawaitable(result):
+                await result
+
+
+__all__ = ["AgentHost", "ConfigError", "Unsupported", "UsageError"]

@@ -1,0 +1,35 @@
+"""``/export``: a session transcript as Markdown, from the agent's message history."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+
+def transcript_markdown(messages: Iterable[Any], title: str = "etcode session") -> str:
+    """Render messages (``etcode.provider.types.Message``) as a readable Markdown document."""
+    out = [f"# {title}", ""]
+    for message in messages:
+        role = getattr(message, "role", "")
+        for part in getattr(message, "parts", []):
+            kind = getattr(part, "type", "")
+            if kind == "text" and part.text.strip():
+                who = "User" if role == "user" else "Assistant"
+                out += [f"## {who}", "", part.text.rstrip(), ""]
+            elif kind == "reasoning" and part.text.strip():
+                quoted = "\n".join(f"> {line}" for line in part.text.rstrip().splitlines())
+                out += ["*Reasoning*", "", quoted, ""]
+            elif kind == "tool_call":
+                out += [f"**● {part.name}**", "", "```json", _pretty(part.arguments), "```", ""]
+            elif kind == "tool_result":
+                mark = "⚠ " if part.is_error else ""
+                out += [f"**└ {mark}{part.name} result**", "", "```", part.output.rstrip(), "```", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _pretty(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments or "{}"), indent=2, ensure_ascii=False)
+    except ValueError:
+        return arguments

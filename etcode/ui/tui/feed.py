@@ -1,0 +1,95 @@
+"""Maps the agent's events onto the widgets. This is the TUI's whole view of a run: it
+reads the events' fields (``summary``, ``usage``, ``todos``...) and computes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from etcode.session import events as ev
+from etcode.ui.tui.widgets.conversation import Conversation
+from etcode.ui.tui.widgets.status import StatusBar
+from etcode.ui.tui.widgets.todo import TodoPanel
+
+def context_of_usage(usage: dict[str, int]) -> int:
+    """Tokens in the context after a step (used until a ``usage`` event says better)."""
+    keys = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+    return sum(int(usage.get(key) or 0) for key in keys)
+
+
+class EventFeed:
+    """``await feed.handle(event)`` for each event of ``agent.stream(task)``."""
+
+    def __init__(self, conversation: Conversation, status: StatusBar, todos: TodoPanel) -> None:
+        self.conversation = conversation
+        self.status = status
+        self.todos = todos
+        self.last_result: dict[str, Any] | None = None
+        #: True once the core sends ``usage`` events (context %, cost): StepFinish is then ignored.
+        self.has_usage_events = False
+
+    async def handle(self, event: ev.Event) -> None:
+        c = self.conversation
+        if isinstance(event, ev.TextDeltaEvent):
+            await c.append_text(event.text)
+        elif isinstance(event, ev.ReasoningDeltaEvent):
+            await c.append_reasoning(event.text)
+        elif isinstance(event, ev.ToolCallStart):
+            await c.tool_started(event.call_id, event.name, event.summary, event.params)
+        elif isinstance(event, ev.ToolResultEvent):
+            await c.tool_finished(
+                event.call_id, event.name, event.summary, event.output, is_error=event.is_error, data=event.data
+            )
+        elif isinstance(event, ev.TodoUpdate):
+            self.todos.set_todos(event.todos)
+        elif isinstance(event, ev.SessionStart):
+            self.status.update_info(model=event.model, agent=event.agent)
+        elif isinstance(event, ev.StepFinish):
+            if not self.has_usage_events:
+                self.status.update_info(context_tokens=context_of_usage(event.usage))
+        elif isinstance(event, ev.RetryEvent):
+            await c.add_notice(f"⟳ retrying in {event.delay:.1f}s (attempt {event.attempt}): {event.reason}", "info")
+        elif isinstance(event, ev.WarningEvent):
+            await c.add_notice(f"warning: {event.message}", "warning")
+        elif isinstance(event, ev.ErrorEvent):
+            await c.add_notice(f"error: {event.message}", "error")
+        elif isinstance(event, ev.StoppedEvent):
+            await c.add_notice(event.message, "stopped")
+        elif isinstance(event, ev.DoneEvent):
+            self.last_result = event.result
+            await c.end_blocks()
+        else:
+            await self._handle_later_events(event)
+
+    async def _handle_later_events(self, event: Any) -> None:
+        """Events added by later issues (usage, compaction, subagents, workflow), matched by
+        their ``type`` tag so an older core without them still works."""
+        kind = event.type
+        if kind == "usage":
+            self.has_usage_events = True
+            changes: dict[str, Any] = {"context_tokens": event.context_tokens, "cost": event.cost}
+            if event.context_window:
+                changes["context_limit"] = event.context_window
+            self.status.update_info(**changes)
+        elif kind == "compaction":
+            if event.phase == "done" and event.tokens_before:
+                await self.conversation.add_notice(
+                    f"⟳ context compacted ({event.reason}): ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens"
+                )
+            elif event.phase == "done" and event.message:
+                await self.conversation.add_notice(event.message)
+            elif event.phase == "failed":
+                await self.conversation.add_notice(f"warning: context compaction failed: {event.message}", "warning")
+        elif kind == "subagent":
+            child = event.event or {}
+            widget = self.conversation.tools.get(event.call_id)
+            if widget is not None and child.get("type") == "tool_call_start":
+                name, summary = child.get("name", ""), child.get("summary", "")
+                widget.set_progress(f"{name} ({summary})" if summary else name)
+        elif kind == "workflow_phase":
+            label = {"executing": f"Executing [{event.todo_id}]", "verified": "Verdict"}.get(
+                event.phase, event.phase.capitalize()
+            )
+            await self.conversation.add_notice(f"◆ {label}: {event.message}" if event.message else f"◆ {label}")
+        elif kind == "verification_result":
+            verdict = "✔ verified" if event.all_completed and event.user_needs_satisfied else "✘ not yet"
+            await self.conversation.add_notice(f"{verdict}: {event.overall_feedback}", "info")

@@ -1,0 +1,151 @@
+"""What each slash command does in the app (the table is in :mod:`commands`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from etcode.ui.tui.commands import ParsedCommand, help_text
+from etcode.ui.tui.controller import Unsupported
+from etcode.util.errors import EtcodeError
+
+if TYPE_CHECKING:
+    from etcode.ui.tui.app import EtcodeApp
+
+#: Commands allowed while a turn runs (the others change the agent under it).
+WHILE_BUSY = {"help", "exit", "export"}
+
+
+async def run_slash(app: EtcodeApp, parsed: ParsedCommand) -> None:
+    """Run one parsed command, reporting problems in the conversation, never raising."""
+    c = app.conversation
+    if parsed.command is None:
+        await c.add_notice(f"unknown command /{parsed.name} (see /help)", "warning")
+        return
+    name = parsed.name
+    if name == "help":
+        await c.add_markdown(help_text())
+        return
+    if name == "exit":
+        await app.action_quit()
+        return
+    if app.busy and name not in WHILE_BUSY:
+        await c.add_notice(f"/{name}: wait for the turn to finish (Esc interrupts it)", "warning")
+        return
+    host = app.host
+    if host is None:
+        await c.add_notice(f"/{name}: no agent (see the error above)", "error")
+        return
+    handler = _HANDLERS[name]
+    try:
+        await handler(app, parsed.args)
+    except Unsupported as err:
+        await c.add_notice(str(err), "warning")
+    except EtcodeError as err:
+        await c.add_notice(f"error: {err}", "error")
+
+
+async def _new(app: EtcodeApp, args: str) -> None:
+    assert app.host is not None
+    await app.host.new_session()
+    await reset_view(app)
+    await app.conversation.add_notice("New session.", "info")
+
+
+async def reset_view(app: EtcodeApp) -> None:
+    """Empty the conversation, todos and usage figures."""
+    await app.conversation.clear()
+    app.todos.set_todos([])
+    app.status_bar.update_info(context_tokens=None, cost=None)
+
+
+async def _sessions(app: EtcodeApp, args: str) -> None:
+    from etcode.ui.tui.widgets.sessions import SessionPicker
+
+    assert app.host is not None
+    sessions = app.host.list_sessions()
+    if not sessions:
+        await app.conversation.add_notice("No stored sessions for this project yet.", "info")
+        return
+
+    async def chosen(session_id: str | None) -> None:
+        if not session_id or app.host is None:
+            return
+        await app.host.resume(session_id)
+        await reset_view(app)
+        await app.conversation.add_notice(f"Resumed session {session_id}.", "info")
+        app.warm_up()
+
+    app.push_screen(SessionPicker(sessions), chosen)
+
+
+async def _agent(app: EtcodeApp, args: str) -> None:
+    assert app.host is not None
+    if not args:
+        names = ", ".join(app.host.agent_names())
+        await app.conversation.add_notice(f"agent: {app.host.resolved_agent()} (available: {names})", "info")
+        return
+    name = await app.host.switch_agent(args.split()[0])
+    app.status_bar.update_info(agent=name)
+    await app.conversation.add_notice(f"Agent: {name}", "info")
+
+
+async def _model(app: EtcodeApp, args: str) -> None:
+    assert app.host is not None
+    if not args:
+        await app.conversation.add_notice(f"model: {app.status_bar.info.model}", "info")
+        return
+    full = await app.host.switch_model(args.split()[0])
+    _, limit = app.host.resolved_model()
+    app.status_bar.update_info(model=full, context_limit=limit)
+    await app.conversation.add_notice(f"Model: {full}", "info")
+
+
+async def _clear(app: EtcodeApp, args: str) -> None:
+    assert app.host is not None
+    await app.host.clear()
+    await reset_view(app)
+    await app.conversation.add_notice("Context cleared.", "info")
+
+
+async def _compact(app: EtcodeApp, args: str) -> None:
+    assert app.host is not None
+    app.run_busy(app.host.compact())  # a model call: in a worker; the events say what happened
+
+
+async def _undo(app: EtcodeApp, args: str) -> None:
+    assert app.host is not None
+    restored = await app.host.undo()
+    if restored:
+        await app.conversation.add_notice("Restored: " + ", ".join(restored), "info")
+    else:
+        await app.conversation.add_notice("Nothing to undo.", "info")
+
+
+async def _export(app: EtcodeApp, args: str) -> None:
+    from etcode.ui.tui.export import transcript_markdown
+
+    assert app.host is not None
+    agent = app.host.agent
+    target = Path(args.strip()).expanduser() if args.strip() else Path(f"etcode-{agent.session_id}.md")
+    if not target.is_absolute():
+        target = app.directory / target
+    text = transcript_markdown(agent.history, title=f"etcode session {agent.session_id}")
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as err:
+        await app.conversation.add_notice(f"error: cannot write {target}: {err.strerror or err}", "error")
+        return
+    await app.conversation.add_notice(f"Transcript written to {target}", "info")
+
+
+_HANDLERS = {
+    "new": _new,
+    "sessions": _sessions,
+    "agent": _agent,
+    "model": _model,
+    "clear": _clear,
+    "compact": _compact,
+    "undo": _undo,
+    "export": _export,
+}

@@ -1,0 +1,1 @@
+"""The TUI's widgets: conversation, messages, tool calls, todo panel, status bar, input, modals."""

@@ -1,0 +1,186 @@
+"""The scrolling conversation: maps the agent's events onto message widgets.
+
+Layout cost grows with the number of widgets on screen, and a Markdown document is many
+widgets (one per paragraph, list item, table...). So the cost stays flat however long
+the session: a long answer streams into segments of at most ``SEGMENT_BLOCKS`` blocks;
+only the newest ``LIVE_SEGMENTS`` finished segments stay Textual Markdown, older ones
+become a single :class:`FrozenMarkdown` each; and only the newest ``max_widgets`` entries
+stay mounted at all (the transcript stays complete in the agent's history and ``/export``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Static
+
+from etcode.ui.tui.widgets.messages import (
+    AssistantMessage,
+    FrozenMarkdown,
+    HelpMessage,
+    Notice,
+    ReasoningMessage,
+    UserMessage,
+)
+from etcode.ui.tui.widgets.tool import ToolMessage
+
+MAX_WIDGETS = 200
+PRUNE_BATCH = 40
+#: Top-level Markdown blocks in one live segment before a long answer rolls over to a new one.
+SEGMENT_BLOCKS = 6
+#: Finished segments kept as live Markdown; older ones become one light widget each.
+LIVE_SEGMENTS = 1
+
+
+class Conversation(VerticalScroll):
+    """Messages, tool calls and notices, newest at the bottom (anchored while streaming)."""
+
+    def __init__(self, *, max_widgets: int = MAX_WIDGETS, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.max_widgets = max_widgets
+        self.pruned = 0
+        self.tools: dict[str, ToolMessage] = {}
+        self._text: AssistantMessage | None = None
+        self._reasoning: ReasoningMessage | None = None
+        self._banner: Static | None = None
+
+    def on_mount(self) -> None:
+        self.anchor()
+
+    # ---- entries ---------------------------------------------------------------------
+    async def add(self, widget: Widget) -> Widget:
+        """Mount an entry at the bottom, pruning the oldest when over the limit."""
+        await self.mount(widget)
+        await self._prune()
+        return widget
+
+    async def add_user(self, text: str, attached: list[str] | None = None) -> None:
+        await self.end_blocks()
+        await self.add(UserMessage(text, attached))
+        self.anchor()
+
+    async def add_notice(self, text: str, kind: str = "info") -> None:
+        await self.end_blocks()
+        await self.add(Notice(text, kind))
+
+    async def add_markdown(self, markdown: str) -> None:
+        await self.end_blocks()
+        await self.add(HelpMessage(markdown))
+
+    async def append_text(self, fragment: str) -> None:
+        if not fragment:
+            return
+        await self._end_reasoning()
+        if self._text is None:
+            self._text = AssistantMessage()
+            await self.add(self._text)
+        await self._text.write(fragment)
+        if len(self._text.blocks) > SEGMENT_BLOCKS:
+            await self._roll_over()
+
+    async def _roll_over(self) -> None:
+        """Close the current segment before its last block and go on in a new one."""
+        assert self._text is not None
+        tail = await self._text.split_last_block()
+        if not tail:
+            return
+        self._text = AssistantMessage()
+        await self.add(self._text)
+        await self._text.write(tail)
+        await self._freeze_old()
+
+    async def _freeze_old(self) -> None:
+        finished = [w for w in self.children if isinstance(w, AssistantMessage) and w is not self._text]
+        for widget in finished[: max(0, len(finished) - LIVE_SEGMENTS)]:
+            await self.mount(FrozenMarkdown(widget.source), after=widget)
+            await widget.remove()
+
+    async def add_answer(self, markdown: str, *, live: bool = False) -> None:
+        """A finished answer (a resumed session): light unless ``live``."""
+        await self.end_blocks()
+        if live:
+            widget = AssistantMessage()
+            await self.add(widget)
+            await widget.update(markdown)
+        else:
+            await self.add(FrozenMarkdown(markdown))
+
+    async def append_reasoning(self, fragment: str) -> None:
+        if not fragment:
+            return
+        await self._end_text()
+        if self._reasoning is None:
+            self._reasoning = ReasoningMessage()
+            await self.add(self._reasoning)
+        self._reasoning.write(fragment)
+
+    async def tool_started(self, call_id: str, name: str, summary: str, params: dict[str, Any]) -> ToolMessage:
+        await self.end_blocks()
+        widget = ToolMessage(call_id, name, summary, params)
+        self.tools[call_id] = widget
+        await self.add(widget)
+        return widget
+
+    async def tool_finished(
+        self,
+        call_id: str,
+        name: str,
+        summary: str,
+        output: str,
+        *,
+        is_error: bool,
+        data: dict[str, Any] | None = None,
+    ) -> ToolMessage:
+        widget = self.tools.get(call_id)
+        if widget is None:  # a result without a start (e.g. arguments that were not JSON)
+            widget = await self.tool_started(call_id, name, "", {})
+        widget.set_result(summary, output, is_error=is_error, data=data)
+        return widget
+
+    async def end_blocks(self) -> None:
+        """Close the streaming text and reasoning blocks (a tool call or a turn's end)."""
+        await self._end_text()
+        await self._end_reasoning()
+
+    async def _end_text(self) -> None:
+        if self._text is not None:
+            text, self._text = self._text, None
+            await text.finish()
+            await self._freeze_old()
+
+    async def _end_reasoning(self) -> None:
+        if self._reasoning is not None:
+            reasoning, self._reasoning = self._reasoning, None
+            reasoning.finish()
+
+    async def clear(self) -> None:
+        """Remove every entry."""
+        await self.end_blocks()
+        self.tools.clear()
+        self.pruned = 0
+        self._banner = None
+        await self.remove_children()
+
+    @property
+    def entries(self) -> list[Widget]:
+        return [child for child in self.children if child is not self._banner]
+
+    async def _prune(self) -> None:
+        entries = self.entries
+        excess = len(entries) - self.max_widgets
+        if excess <= 0:
+            return
+        drop = [w for w in entries[: max(excess, PRUNE_BATCH)] if w is not self._text and w is not self._reasoning]
+        for widget in drop:
+            if isinstance(widget, ToolMessage):
+                self.tools.pop(widget.call_id, None)
+        self.pruned += len(drop)
+        await self.remove_children(drop)
+        label = f"… {self.pruned} earlier entries hidden (/export writes the full transcript)"
+        if self._banner is None:
+            self._banner = Static(label, classes="pruned-banner", markup=False)
+            await self.mount(self._banner, before=0)
+        else:
+            self._banner.update(label)

@@ -1,0 +1,203 @@
+"""The input box: a multi-line ``TextArea`` with history and completion.
+
+Enter sends; Shift+Enter, Ctrl+J or Alt+Enter insert a new line; Up on the first line and
+Down on the last walk the history. Typing ``/`` at the start lists slash commands and
+``@`` lists project files; Tab (or Enter) accepts, Up/Down choose, Esc closes the list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import events
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import OptionList, TextArea
+from textual.widgets.option_list import Option
+
+from etcode.ui.tui.commands import complete_command
+from etcode.ui.tui.history import PromptHistory
+from etcode.ui.tui.mentions import FileIndex, mention_at
+
+NEWLINE_KEYS = ("shift+enter", "ctrl+j", "alt+enter", "ctrl+enter")
+
+
+@dataclass
+class Completion:
+    """A pending completion: replace ``text[start:end]`` with the chosen value."""
+
+    start: int
+    end: int
+    values: list[str]
+
+
+class CompletionMenu(OptionList):
+    """The completion list shown above the input."""
+
+    def __init__(self) -> None:
+        super().__init__(id="completion")
+        self.can_focus = False
+        self.display = False
+
+
+class PromptInput(TextArea):
+    """The text area itself; key handling is in ``_on_key`` (runs before TextArea's)."""
+
+    class Submitted(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def __init__(self, history: PromptHistory | None = None, id: str | None = None) -> None:
+        super().__init__(
+            "",
+            id=id,
+            soft_wrap=True,
+            tab_behavior="focus",
+            show_line_numbers=False,
+            highlight_cursor_line=False,
+        )
+        self.prompt_history = history or PromptHistory()
+        self.placeholder = "Ask anything · / for commands · @ to attach a file"
+
+    @property
+    def box(self) -> PromptBox | None:
+        parent = self.parent
+        return parent if isinstance(parent, PromptBox) else None
+
+    async def _on_key(self, event: events.Key) -> None:
+        key = event.key
+        box = self.box
+        if box is not None and box.menu_open and key in ("up", "down", "tab", "enter", "escape"):
+            self._stop(event)
+            if key == "up":
+                box.menu.action_cursor_up()
+            elif key == "down":
+                box.menu.action_cursor_down()
+            elif key == "escape":
+                box.close_menu()
+            else:
+                value = box.accept_completion()
+                if key == "enter" and value is not None and _runs_at_once(value):
+                    self.submit()
+            return
+        if key in NEWLINE_KEYS:
+            self._stop(event)
+            self.insert("\n")
+            return
+        if key == "enter":
+            self._stop(event)
+            self.submit()
+            return
+        if key == "up" and self.cursor_location[0] == 0:
+            previous = self.prompt_history.previous(self.text)
+            if previous is not None:
+                self._stop(event)
+                self.set_text(previous)
+            return
+        if key == "down" and self.cursor_location[0] == self.document.line_count - 1 and self.prompt_history.browsing:
+            following = self.prompt_history.next()
+            if following is not None:
+                self._stop(event)
+                self.set_text(following)
+            return
+
+    @staticmethod
+    def _stop(event: events.Key) -> None:
+        event.stop()
+        event.prevent_default()
+
+    def set_text(self, text: str) -> None:
+        """Replace the content, cursor at the end."""
+        self.load_text(text)
+        self.move_cursor(self.document.end)
+
+    def submit(self) -> None:
+        text = self.text
+        if not text.strip():
+            return
+        self.prompt_history.add(text)
+        self.load_text("")
+        self.post_message(self.Submitted(text))
+
+    @property
+    def cursor_offset(self) -> int:
+        """The cursor as an offset into ``text``."""
+        return self.document.get_index_from_location(self.cursor_location)
+
+
+class PromptBox(Vertical):
+    """The completion menu and the input, kept together."""
+
+    def __init__(self, history: PromptHistory | None = None, files: FileIndex | None = None) -> None:
+        super().__init__(id="prompt-box")
+        self.input = PromptInput(history, id="prompt")
+        self.menu = CompletionMenu()
+        self.files = files
+        self.completion: Completion | None = None
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield self.menu
+        yield self.input
+
+    @property
+    def menu_open(self) -> bool:
+        return self.completion is not None and bool(self.menu.display)
+
+    def close_menu(self) -> None:
+        self.completion = None
+        self.menu.display = False
+
+    async def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        await self.update_completion()
+
+    async def update_completion(self) -> None:
+        text = self.input.text
+        cursor = self.input.cursor_offset
+        completion: Completion | None = None
+        labels: list[str] = []
+        if text.startswith("/") and " " not in text[:cursor] and "\n" not in text:
+            commands = complete_command(text[1:cursor])
+            if commands and not (len(commands) == 1 and f"/{commands[0].name}" == text.strip()):
+                completion = Completion(0, cursor, [f"/{c.name}" for c in commands])
+                labels = [f"{c.label:<24} {c.help}" for c in commands]
+        else:
+            mention = mention_at(text, cursor)
+            if mention is not None and self.files is not None:
+                start, query = mention
+                await self.files.load()
+                matches = self.files.match(query)
+                if matches and not (len(matches) == 1 and matches[0] == query):
+                    completion = Completion(start, cursor, [f"@{m}" for m in matches])
+                    labels = [f"@{m}" for m in matches]
+        self.completion = completion
+        if completion is None:
+            self.menu.display = False
+            return
+        self.menu.set_options([Option(label) for label in labels])
+        self.menu.highlighted = 0
+        self.menu.display = True
+
+    def accept_completion(self) -> str | None:
+        """Put the highlighted value in the input; returns it (None when nothing was open)."""
+        completion = self.completion
+        if completion is None:
+            return None
+        index = self.menu.highlighted or 0
+        value = completion.values[min(index, len(completion.values) - 1)]
+        text = self.input.text
+        suffix = "" if value.endswith("/") else " "
+        new = text[: completion.start] + value + suffix + text[completion.end :]
+        self.close_menu()
+        cursor = completion.start + len(value) + len(suffix)
+        self.input.load_text(new)
+        self.input.move_cursor(self.input.document.get_location_from_index(cursor))
+        return value
+
+
+def _runs_at_once(value: str) -> bool:
+    """A slash command without arguments runs when chosen with Enter."""
+    from etcode.ui.tui.commands import parse_command
+
+    parsed = parse_command(value)
+    return parsed is not None and parsed.command is not None and not parsed.command.usage

@@ -1,0 +1,100 @@
+"""The status bar: agent, model, context used (tokens and % of the window), cost, busy.
+
+A spinner ticks only while a turn runs; idle, nothing is scheduled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.timer import Timer
+from textual.widgets import Static
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def format_tokens(count: int) -> str:
+    """``950``, ``12.3k``, ``1.2M``."""
+    if count < 1000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k".replace(".0k", "k")
+    return f"{count / 1_000_000:.1f}M"
+
+
+@dataclass
+class StatusInfo:
+    """What the bar shows; each field comes from events (or the resolved config at start)."""
+
+    agent: str = ""
+    model: str = ""
+    context_tokens: int | None = None
+    context_limit: int | None = None
+    cost: float | None = None
+    busy: bool = False
+    note: str = ""
+
+    def left(self) -> Text:
+        text = Text()
+        text.append(self.agent or "?", style="bold")
+        text.append(" · ")
+        text.append(self.model or "no model")
+        if self.context_tokens is not None:
+            text.append(" · ")
+            context = f"{format_tokens(self.context_tokens)} tokens"
+            if self.context_limit:
+                context += f" ({self.context_tokens * 100 / self.context_limit:.0f}%)"
+            text.append(context)
+        if self.cost is not None:
+            text.append(f" · ${self.cost:.4f}" if self.cost < 1 else f" · ${self.cost:.2f}")
+        return text
+
+
+class StatusBar(Static):
+    """One line at the bottom of the screen."""
+
+    def __init__(self, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self.info = StatusInfo()
+        self._frame = 0
+        self._timer: Timer | None = None
+        #: False shows a still "●" while busy (snapshot tests; a calmer screen).
+        self.spinner = True
+
+    def on_mount(self) -> None:
+        self.refresh_text()
+
+    def update_info(self, **changes: object) -> None:
+        for key, value in changes.items():
+            setattr(self.info, key, value)
+        self.refresh_text()
+
+    def set_busy(self, busy: bool) -> None:
+        """Start or stop the spinner (the only timer the app runs)."""
+        self.info.busy = busy
+        if busy and self._timer is None and self.spinner:
+            self._timer = self.set_interval(0.12, self._tick)
+        elif not busy and self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self.refresh_text()
+
+    def _tick(self) -> None:
+        self._frame = (self._frame + 1) % len(SPINNER)
+        self.refresh_text()
+
+    def refresh_text(self) -> None:
+        text = self.info.left()
+        if self.info.busy:
+            mark = SPINNER[self._frame] if self.spinner else "●"
+            right = Text(f"{mark} working · esc to interrupt", style="bold")
+        else:
+            right = Text(self.info.note or "/help · ctrl+c twice to quit", style="dim")
+        width = max(0, (self.size.width or 80) - text.cell_len - right.cell_len - 2)
+        text.append(" " * max(1, width))
+        text.append_text(right)
+        self.update(text)
+
+    def on_resize(self) -> None:
+        self.refresh_text()

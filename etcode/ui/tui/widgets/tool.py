@@ -1,0 +1,123 @@
+"""``ToolMessage``: one tool call, keyed by call id and updated in place.
+
+    ● ReadManyFiles (3 files)
+      └ executing...
+
+becomes ``└ Read 3 files (12.5 KB)`` or ``└ ⚠ <error>``. The strings are the ``summary``
+fields of the events (the summary generators), never computed here. Enter or a click
+expands the call to its full output: the diff of an Edit/WriteFile, the output of Bash.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import RenderableType
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.binding import Binding
+from textual.widget import Widget
+from textual.widgets import Static
+
+MAX_DETAIL_LINES = 400
+
+
+class ToolMessage(Widget, can_focus=True):
+    """One tool call. ``call_id`` is its key in the conversation."""
+
+    BINDINGS = [Binding("enter,space", "toggle", "Expand", show=False)]
+    DEFAULT_CSS = "ToolMessage { height: auto; }"
+
+    def __init__(self, call_id: str, name: str, summary: str, params: dict[str, Any] | None = None) -> None:
+        super().__init__(classes="tool-message running")
+        self.call_id = call_id
+        self.tool_name = name
+        self.summary = summary
+        self.params = params or {}
+        self.result_summary: str | None = None
+        self.output = ""
+        self.data: dict[str, Any] | None = None
+        self.is_error = False
+        self.expanded = False
+        #: The ``└`` line as plain text (what a test or a screen reader sees).
+        self.line_text = "  └ executing..."
+        self._head = Static(self._head_text(), classes="tool-head", markup=False)
+        self._line = Static(Text("└ executing...", style="dim"), classes="tool-line", markup=False)
+        self._detail: Static | None = None
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield self._head
+        yield self._line
+
+    @property
+    def title(self) -> str:
+        return f"{self.tool_name} ({self.summary})" if self.summary else self.tool_name
+
+    def _head_text(self) -> Text:
+        state = "error" if self.is_error else "done" if self.result_summary is not None else "running"
+        text = Text()
+        text.append("● ", style={"running": "yellow", "done": "green", "error": "red"}[state])
+        text.append(self.title, style="bold")
+        return text
+
+    def set_progress(self, text: str) -> None:
+        """While running: what the call is doing now (e.g. a sub-agent's current tool)."""
+        if self.result_summary is None:
+            self._line.update(Text(f"└ executing... {text}", style="dim"))
+
+    def set_result(
+        self, summary: str, output: str, *, is_error: bool, data: dict[str, Any] | None = None
+    ) -> None:
+        """The call finished: show its result summary (or ``⚠ error``)."""
+        self.result_summary = summary
+        self.output = output
+        self.data = data
+        self.is_error = is_error
+        self.remove_class("running")
+        self.add_class("error" if is_error else "done")
+        self._head.update(self._head_text())
+        line = Text("└ ")
+        if is_error:
+            line.append(f"⚠ {summary}", style="red")
+        else:
+            line.append(summary)
+        self._line.update(line)
+        self.line_text = f"  {line.plain}"
+        if self._detail is not None:
+            self._detail.update(self.detail_renderable())
+
+    def detail_renderable(self) -> RenderableType:
+        """The full output: a diff for edits, the output otherwise (capped)."""
+        diff = (self.data or {}).get("diff")
+        if isinstance(diff, str) and diff.strip():
+            return Syntax(_cap(diff), "diff", theme="ansi_dark", word_wrap=True, background_color="default")
+        if self.result_summary is None:
+            command = self.params.get("command")
+            return Text(f"$ {command}" if command else "running…", style="dim")
+        text = self.output or "(no output)"
+        if self.tool_name == "Bash" and self.params.get("command"):
+            text = f"$ {self.params['command']}\n{text}"
+        return Text(_cap(text))
+
+    def action_toggle(self) -> None:
+        self.expanded = not self.expanded
+        if self.expanded:
+            if self._detail is None:
+                self._detail = Static(self.detail_renderable(), classes="tool-detail", markup=False)
+                self.mount(self._detail)
+            else:
+                self._detail.update(self.detail_renderable())
+                self._detail.display = True
+        elif self._detail is not None:
+            self._detail.display = False
+
+    def on_click(self) -> None:
+        self.action_toggle()
+
+
+def _cap(text: str) -> str:
+    lines = text.splitlines()
+    if len(lines) <= MAX_DETAIL_LINES:
+        return text.rstrip("\n")
+    rest = len(lines) - MAX_DETAIL_LINES
+    return "\n".join(lines[:MAX_DETAIL_LINES]) + f"\n… {rest} more lines"

@@ -1,0 +1,156 @@
+"""Token counts for budgeting the context window.
+
+tiktoken's ``o200k_base`` (GPT-4o, GPT-4.1, o-series, GPT-5) or ``cl100k_base`` (other
+models, a fair stand-in) counts tokens when its encoding file is already on disk (in
+``$TIKTOKEN_CACHE_DIR``, ``$DATA_GYM_CACHE_DIR`` or tiktoken's temp cache). Otherwise — offline,
+no file — the count is an estimate of one token per four UTF-8 bytes. Nothing here ever
+downloads: the file's presence is checked before tiktoken is asked for the encoding, and
+tiktoken is imported only then (``etcode --version`` never loads it).
+
+Counts are estimates either way (other vendors' tokenizers differ); the provider's reported
+usage replaces them after each request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("etcode.tokens")
+
+O200K = "o200k_base"
+CL100K = "cl100k_base"
+ESTIMATE = "estimate"
+_URLS = {
+    O200K: "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+    CL100K: "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+}
+_O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")
+#: Texts are encoded in pieces of about this many characters: tiktoken's regex overflows
+#: its stack on a megabyte of spaces, and BPE is slow on one giant "word".
+_CHUNK = 8192
+_BYTES_PER_TOKEN = 4
+#: Above this many characters a text is counted from evenly spaced samples (``_SAMPLES``
+#: pieces) and scaled up, unless ``exact=True``: a budget estimate needs no more.
+SAMPLE_ABOVE = 256 * 1024
+_SAMPLES = 32
+
+_lock = threading.Lock()
+_encodings: dict[str, Any] = {}
+
+
+def encoding_name(model: str | None = None) -> str:
+    """The tiktoken encoding that fits ``model`` best (``provider/model`` or a bare id)."""
+    name = (model or "").rsplit("/", 1)[-1].lower()
+    return O200K if name.startswith(_O200K_PREFIXES) else CL100K if name else O200K
+
+
+def _cache_dirs() -> list[Path]:
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        return [Path(os.environ["TIKTOKEN_CACHE_DIR"])]
+    if os.environ.get("DATA_GYM_CACHE_DIR"):
+        return [Path(os.environ["DATA_GYM_CACHE_DIR"])]
+    return [Path(tempfile.gettempdir()) / "data-gym-cache"]
+
+
+def encoding_file(name: str) -> Path | None:
+    """Where tiktoken keeps encoding ``name`` when it is cached on disk, else None."""
+    url = _URLS.get(name)
+    if url is None:
+        return None
+    key = hashlib.sha1(url.encode()).hexdigest()
+    for folder in _cache_dirs():
+        path = folder / key
+        if path.is_file() and path.stat().st_size > 0:
+            return path
+    return None
+
+
+def _encoding(name: str) -> Any | None:
+    """The tiktoken encoding if it can be had without the network, else None (cached)."""
+    if name in _encodings:
+        return _encodings[name]
+    with _lock:
+        if name in _encodings:
+            return _encodings[name]
+        encoding = None
+        if encoding_file(name) is not None:
+            try:
+                import tiktoken
+
+                encoding = tiktoken.get_encoding(name)
+            except Exception as err:  # a damaged cache file, an odd tiktoken version...
+                log.debug("tiktoken %s unavailable (%s); estimating tokens", name, err)
+        else:
+            log.debug("tiktoken %s not cached on disk; estimating tokens (4 bytes per token)", name)
+        _encodings[name] = encoding
+        return encoding
+
+
+def preload(model: str | None = None) -> bool:
+    """Load the encoding for ``model`` now (it takes a fraction of a second; run it in a
+    thread). Returns whether tiktoken will be used."""
+    return _encoding(encoding_name(model)) is not None
+
+
+def tokenizer_for(model: str | None = None) -> str:
+    """What :func:`count_tokens` uses for ``model``: an encoding name, or ``"estimate"``."""
+    name = encoding_name(model)
+    return name if _encoding(name) is not None else ESTIMATE
+
+
+def estimate_tokens(text: str) -> int:
+    """The offline estimate: one token per four UTF-8 bytes (rounded up)."""
+    if not text:
+        return 0
+    return math.ceil(len(text.encode("utf-8", "surrogatepass")) / _BYTES_PER_TOKEN)
+
+
+def _pieces(text: str) -> list[str]:
+    if len(text) <= _CHUNK:
+        return [text]
+    out: list[str] = []
+    start = 0
+    while start < len(text):
+        end = min(start + _CHUNK, len(text))
+        if end < len(text):
+            cut = text.rfind("\n", start + _CHUNK // 2, end)
+            end = cut + 1 if cut > 0 else end
+        out.append(text[start:end])
+        start = end
+    return out
+
+
+def _samples(text: str) -> list[str]:
+    step = len(text) // _SAMPLES
+    return [text[i * step : i * step + _CHUNK] for i in range(_SAMPLES)]
+
+
+def count_tokens(text: str, model: str | None = None, *, exact: bool = False) -> int:
+    """Tokens in ``text`` for ``model``: tiktoken when its file is cached, else the estimate.
+    Texts over ``SAMPLE_ABOVE`` characters are counted from samples unless ``exact``.
+
+    Never raises and never touches the network.
+    """
+    if not text:
+        return 0
+    encoding = _encoding(encoding_name(model))
+    if encoding is None:
+        return estimate_tokens(text)
+    try:
+        if len(text) > SAMPLE_ABOVE and not exact:
+            pieces = _samples(text)
+            counted = sum(len(encoding.encode_ordinary(piece)) for piece in pieces)
+            return math.ceil(counted * len(text) / sum(len(piece) for piece in pieces))
+        return sum(len(encoding.encode_ordinary(piece)) for piece in _pieces(text))
+    except BaseException as err:  # tiktoken's Rust panics (PanicException) are BaseExceptions
+        if not isinstance(err, Exception) and type(err).__name__ != "PanicException":
+            raise
+        log.debug("tiktoken failed (%s); estimating", err)
+        return estimate_tokens(text)

@@ -1,0 +1,389 @@
+"""The Planner → Executor → Verifier engine behind ``--agent workflow``.
+
+``WorkflowRun`` has the surface of :class:`~etcode.session.loop.AgentLoop` (``events()``,
+``result``, ``interrupt()``), so ``Agent.stream`` and every front end drive it alike.
+Each role turn is an ordinary loop run with the role's system prompt: the planner and
+the verifier without tools, the executor with the session's tools behind a per-run
+cache of read-only results. Role text is streamed as :class:`RoleTextDelta`; the plan
+as :class:`TodoUpdate` (also while the planner is still writing it); the verdict as
+:class:`VerificationResult`; the final answer as an ordinary text delta and the usual
+``DoneEvent`` carrying an ``AgentResult``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from etcode.provider.types import Message, TextPart, Usage
+from etcode.session import events as ev
+from etcode.session.loop import AgentLoop, LoopSettings
+from etcode.session.result import AgentResult, LoopLimits
+from etcode.tools.registry import ToolRegistry
+from etcode.workflow import requests
+from etcode.workflow.cache import ToolCache, cached_registry
+from etcode.workflow.jsonparse import JsonAnswerError, parse_object, parse_partial
+from etcode.workflow.models import ExecutorReport, Plan, Todo, Verdict, todos_from
+from etcode.workflow.prompts import PromptManager
+
+if TYPE_CHECKING:
+    from etcode.api import Agent
+    from etcode.session.runtime import Runtime
+
+T = TypeVar("T")
+_END = object()
+_PARTIAL_TRIGGERS = frozenset('",}]')
+
+
+@dataclass
+class WorkflowLimits:
+    """Round limits of each role and the number of plan → execute → verify cycles."""
+
+    max_cycles: int = 3
+    planner_rounds: int = 3
+    executor_rounds: int = 10
+
+
+class _Stop(Exception):
+    def __init__(self, reason: str, error: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.error = error
+
+
+@dataclass
+class _Cycle:
+    plan: Plan
+    verdict: Verdict
+
+    @property
+    def score(self) -> int:
+        checked = [t for t in self.verdict.tasks if t.completed]
+        return len(checked) if self.verdict.tasks else sum(t.status == "completed" for t in self.plan.todos)
+
+
+class WorkflowRun:
+    """One workflow run: ``async for event in run.events(): ...`` then ``run.result``."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        agent: Agent,
+        history: list[Message],
+        task: str,
+        *,
+        limits: WorkflowLimits | None = None,
+        prompts: PromptManager | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.task = task
+        self.history = list(history)
+        self._earlier = requests.conversation_digest(self.history)
+        self.limits = limits or agent.state.get("workflow_limits") or WorkflowLimits()
+        self.prompts = (
+            prompts
+            or agent.state.get("workflow_prompts")
+            or PromptManager.from_config(
+                runtime.config, runtime.instance.directory, runtime.instance.worktree
+            )
+        )
+        self.base: LoopSettings = runtime.loop_settings(agent)
+        self.cache = ToolCache()
+        self.executor_tools = cached_registry(self.base.tools, self.cache)
+        self.result: AgentResult | None = None
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._usage = Usage()
+        self._steps = 0
+        self._current: AgentLoop | None = None
+        self._interrupted = False
+        self._deadline = time.monotonic() + runtime.limits.timeout if runtime.limits.timeout else None
+        self._partial_text = ""
+        self._last_plan: list[dict[str, Any]] | None = None
+        self._limit_hit = False  # the last turn stopped at the step limit
+
+    # ---- the AgentLoop surface ----------------------------------------------------
+    def interrupt(self) -> None:
+        self._interrupted = True
+        if self._current is not None:
+            self._current.interrupt()
+
+    def emit(self, event: ev.Event) -> None:
+        self._queue.put_nowait(event)
+
+    async def events(self) -> AsyncIterator[ev.Event]:
+        producer = asyncio.create_task(self._produce())
+        try:
+            while True:
+                item = await self._queue.get()
+                if item is _END:
+                    break
+                yield item
+            await producer
+        finally:
+            if not producer.done():
+                self.interrupt()
+                try:
+                    await asyncio.wait_for(asyncio.shield(producer), timeout=5)
+                except (TimeoutError, asyncio.CancelledError):
+                    producer.cancel()
+
+    # ---- the workflow --------------------------------------------------------------
+    async def _produce(self) -> None:
+        stop_reason, error, text, todos = "end_turn", None, "", []
+        try:
+            text, todos = await self._cycles()
+        except _Stop as stop:
+            stop_reason, error = stop.reason, stop.error
+            if stop.reason in ("interrupted", "timeout"):
+                message = (
+                    "Interrupted by the user."
+                    if stop.reason == "interrupted"
+                    else "Stopped: time limit reached."
+                )
+                self.emit(ev.StoppedEvent(stop.reason, message))
+        if text:
+            self.emit(ev.TextDeltaEvent(text))
+        messages = [*self.history, Message.user(self.task)]
+        if text:
+            messages.append(Message("assistant", [TextPart(text)]))
+        if self.base.on_step is not None:
+            await self.base.on_step(messages)
+        self.result = AgentResult(
+            text=text,
+            messages=messages,
+            usage=self._usage,
+            steps=self._steps,
+            stop_reason=stop_reason,
+            todos=todos,
+            session_id=self.base.session_id,
+            error=error,
+        )
+        self.emit(ev.DoneEvent(self.result.to_dict()))
+        self._queue.put_nowait(_END)
+
+    async def _cycles(self) -> tuple[str, list[dict[str, Any]]]:
+        cycles: list[_Cycle] = []
+        limit = self.limits.max_cycles
+        for number in range(1, limit + 1):
+            previous = (cycles[-1].plan, cycles[-1].verdict) if cycles else None
+            plan = await self._plan(number, previous)
+            await self._execute(number, plan)
+            verdict = await self._verify(number, plan)
+            cycles.append(_Cycle(plan, verdict))
+            if verdict.satisfied:
+                self.emit(ev.WorkflowPhase("finished", number, "verified"))
+                return _final_text(plan, verdict), [t.to_dict() for t in plan.todos]
+        best = max(reversed(cycles), key=lambda c: c.score)
+        note = _unfinished_note(cycles[-1].verdict, limit)
+        self.emit(ev.WorkflowPhase("finished", len(cycles), "not verified after the last cycle"))
+        return f"{_final_text(best.plan, best.verdict)}\n\n{note}", [t.to_dict() for t in best.plan.todos]
+
+    # ---- planner -------------------------------------------------------------------
+    async def _plan(self, cycle: int, previous: tuple[Plan, Verdict] | None) -> Plan:
+        self.emit(ev.WorkflowPhase("planning", cycle, f"cycle {cycle} of {self.limits.max_cycles}"))
+        conversation: list[Message] = []
+        prompt = requests.planner_request(self.task, cycle, self.limits.max_cycles, previous, self._earlier)
+        plan: Plan | None = None
+        for number in range(1, self.limits.planner_rounds + 1):
+            self._last_plan = None
+            parsed, text = await self._ask("planner", conversation, prompt, None, Plan.from_dict)
+            plan = parsed if parsed is not None else Plan(text, False, [])
+            if not plan.todos:  # prose, or an empty plan: the request itself is the one todo
+                plan.todos = [Todo("1", self.task.strip()[:500], "high")]
+            self._publish(plan.todos)
+            if not plan.needs_more_planning or number == self.limits.planner_rounds:
+                break
+            prompt = requests.planner_refine(number + 1, self.limits.planner_rounds)
+        assert plan is not None
+        for todo in plan.todos:
+            if todo.status == "in_progress":
+                todo.status = "pending"
+        self.emit(ev.WorkflowPhase("planned", cycle, plan.summary or f"{len(plan.todos)} todos"))
+        return plan
+
+    # ---- executor ------------------------------------------------------------------
+    async def _execute(self, cycle: int, plan: Plan) -> None:
+        for todo in sorted(plan.todos, key=lambda t: t.rank):
+            if todo.status == "completed":
+                todo.outcome = todo.outcome or "completed"
+                continue
+            todo.status = "in_progress"
+            self._publish(plan.todos)
+            self.emit(ev.WorkflowPhase("executing", cycle, todo.description, todo.id))
+            outcome = await self._run_todo(plan, todo)
+            todo.outcome = outcome
+            todo.status = "completed" if outcome == "completed" else "pending"
+            self._publish(plan.todos)
+            first = todo.result.strip().splitlines()[0] if todo.result.strip() else ""
+            self.emit(
+                ev.WorkflowPhase("executed", cycle, f"{outcome}: {first}" if first else outcome, todo.id)
+            )
+
+    async def _run_todo(self, plan: Plan, todo: Todo) -> str:
+        rounds = self.limits.executor_rounds
+        conversation: list[Message] = []
+        prompt = requests.executor_request(self.task, plan, todo, rounds)
+        for number in range(1, rounds + 1):
+            todo.rounds = number
+            report, text = await self._ask(
+                "executor", conversation, prompt, self.executor_tools, ExecutorReport.from_dict
+            )
+            if report is None and self._limit_hit:  # stopped mid-work: another round
+                report = ExecutorReport(summary=text or "(stopped at the step limit)", next_action="continue")
+            elif report is None:  # prose after one retry: take it as the final report
+                report = ExecutorReport(summary=text, task_completed=True, prose=True)
+            todo.result = report.summary or text
+            _apply_statuses(plan, todo, report)
+            if report.completed(todo.id):
+                return "completed"
+            if report.next_action == "skip":
+                return "skipped"
+            if report.should_continue is False and report.next_action not in ("continue", "retry"):
+                return "incomplete"
+            prompt = requests.executor_next(todo, number + 1, rounds, report.next_action)
+        todo.result = f"{todo.result}\n(stopped: no completion after {rounds} rounds)".strip()
+        return "round_limit"
+
+    # ---- verifier ------------------------------------------------------------------
+    async def _verify(self, cycle: int, plan: Plan) -> Verdict:
+        self.emit(ev.WorkflowPhase("verifying", cycle))
+        request = requests.verifier_request(self.task, plan, self._earlier)
+        verdict, text = await self._ask("verifier", [], request, None, Verdict.from_dict)
+        if verdict is None:  # prose: trust the executor's own outcomes
+            done = all(t.status == "completed" for t in plan.todos)
+            verdict = Verdict(done, done, text, summary=text, prose=True)
+        self.emit(
+            ev.VerificationResult(
+                cycle,
+                verdict.all_completed,
+                verdict.user_needs_satisfied,
+                verdict.overall_feedback,
+                [t.to_dict() for t in verdict.tasks],
+                list(verdict.improvements),
+            )
+        )
+        status = "satisfied" if verdict.satisfied else "not satisfied"
+        self.emit(ev.WorkflowPhase("verified", cycle, f"{status}: {verdict.overall_feedback}".rstrip(": ")))
+        return verdict
+
+    # ---- role turns ----------------------------------------------------------------
+    async def _ask(
+        self,
+        role: str,
+        conversation: list[Message],
+        prompt: str,
+        tools: ToolRegistry | None,
+        parse: Callable[[Mapping[str, Any]], T],
+    ) -> tuple[T | None, str]:
+        """One role turn expecting JSON; an unusable answer is retried once with the
+        error. Returns (parsed or None, the last answer's text)."""
+        text = await self._turn(role, conversation, prompt, tools)
+        for attempt in (1, 2):
+            try:
+                return parse(parse_object(text)), text
+            except (JsonAnswerError, ValueError) as err:
+                if attempt == 2 or self._limit_hit:
+                    break
+                text = await self._turn(role, conversation, requests.json_retry(str(err)), tools)
+        return None, text
+
+    async def _turn(
+        self, role: str, conversation: list[Message], prompt: str, tools: ToolRegistry | None
+    ) -> str:
+        """One loop run of ``role``; ``conversation`` becomes the run's messages."""
+        if self._interrupted:
+            raise _Stop("interrupted")
+        remaining = None
+        if self._deadline is not None:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Stop("timeout")
+        settings = replace(
+            self.base,
+            system=self._system(role),
+            tools=tools if tools is not None else ToolRegistry(),
+            limits=LoopLimits(max_steps=self.runtime.limits.max_steps, timeout=remaining),
+            on_step=None,
+        )
+        loop = AgentLoop(settings, conversation, Message.user(prompt))
+        self._current = loop
+        self._partial_text = ""
+        try:
+            async for event in loop.events():
+                self._forward(role, event)
+        finally:
+            self._current = None
+        result = loop.result
+        assert result is not None
+        conversation[:] = result.messages
+        self._usage.add(result.usage)
+        self._steps += result.steps
+        self._limit_hit = result.stop_reason == "max_steps"
+        if result.stop_reason in ("interrupted", "timeout", "error"):
+            reason = "interrupted" if self._interrupted else result.stop_reason
+            raise _Stop(reason, result.error)
+        return result.text
+
+    def _system(self, role: str) -> list[str]:
+        base = self.runtime.system[
+            1:
+        ]  # environment and instructions (the first part is the agent/provider's)
+        parts = [self.prompts.get(role)]
+        if role == "executor":
+            from etcode.prompt import templates
+
+            parts.append(templates.module("tool_usage"))
+        return [*parts, *base]
+
+    def _forward(self, role: str, event: ev.Event) -> None:
+        if isinstance(event, ev.TextDeltaEvent):
+            self.emit(ev.RoleTextDelta(role, event.text))
+            if role == "planner":
+                self._partial_text += event.text
+                if _PARTIAL_TRIGGERS.intersection(event.text):
+                    self._partial_plan()
+        elif isinstance(event, ev.StoppedEvent):
+            if event.reason == "max_steps":
+                self.emit(ev.WarningEvent(f"{role}: {event.message}"))
+        elif not isinstance(event, ev.DoneEvent | ev.TodoUpdate):
+            self.emit(event)
+
+    def _partial_plan(self) -> None:
+        partial = parse_partial(self._partial_text)
+        if partial is None or not isinstance(partial.get("todos"), list):
+            return
+        self._publish(todos_from(partial["todos"]))
+
+    def _publish(self, todos: list[Todo]) -> None:
+        items = [t.to_dict() for t in todos]
+        if items != self._last_plan:
+            self._last_plan = items
+            self.emit(ev.TodoUpdate(items))
+
+
+def _apply_statuses(plan: Plan, current: Todo, report: ExecutorReport) -> None:
+    """Other todos the executor reports as completed are not run again."""
+    for todo in plan.todos:
+        if todo is not current and todo.status != "completed" and report.todo_status(todo.id) == "completed":
+            todo.status = "completed"
+            todo.outcome = "completed"
+            todo.result = todo.result or f"Done while working on [{current.id}]."
+
+
+def _final_text(plan: Plan, verdict: Verdict) -> str:
+    if verdict.summary:
+        return verdict.summary
+    reports = [f"- {t.description}: {t.result.strip()}" for t in plan.todos if t.result.strip()]
+    return "\n".join(filter(None, [verdict.overall_feedback, *reports])) or "The workflow finished."
+
+
+def _unfinished_note(verdict: Verdict, cycles: int) -> str:
+    lines = [
+        f"Note: after {cycles} plan → execute → verify cycles the verifier is still not satisfied"
+        + (f": {verdict.overall_feedback}" if verdict.overall_feedback else ".")
+    ]
+    lines += [f"- still to do: {item}" for item in verdict.improvements]
+    return "\n".join(lines)
