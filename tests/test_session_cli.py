@@ -252,3 +252,20 @@ def test_kill_9_mid_step_loses_only_that_step(project: Path, llm: FakeLLM) -> No
         "user",
         "assistant",
     ]
+
+
+def test_export_and_show_redact_the_configured_api_key(project: Path, llm: FakeLLM) -> None:
+    secret = "sk-export-test-0123456789abcdef"
+    config = {
+        "model": "fake/test-model",
+        "provider": [{"id": "fake", "type": "openai", "baseURL": llm.openai_base_url, "apiKey": secret}],
+    }
+    (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
+    (project / "leak.txt").write_text(f"token={secret}\n", encoding="utf-8")
+    llm.script(Reply(calls=[Call("ReadFile", {"file_path": "leak.txt"})]), Reply(text="read it"))
+    sid = result_line(etcode("run", "--format", "json", "read leak.txt", cwd=project))["session_id"]
+    export = etcode("sessions", "export", sid, cwd=project)
+    assert export.returncode == 0, export.stderr
+    assert secret not in export.stdout and "[REDACTED]" in export.stdout
+    show = etcode("sessions", "show", sid, cwd=project)
+    assert secret not in show.stdout

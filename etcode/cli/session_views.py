@@ -39,6 +39,21 @@ def latest(store: SessionStore) -> SessionInfo:
     return info
 
 
+def session_config(info: Any) -> Any:
+    """The configuration of the session's folder (to learn its secrets), or None."""
+    from pathlib import Path
+
+    from etcode.config.loader import load_config
+    from etcode.instance import describe
+    from etcode.util.errors import EtcodeError
+
+    try:
+        where = describe(Path(info.directory))
+        return load_config(where.directory, where.worktree)
+    except (EtcodeError, OSError):
+        return None
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
@@ -147,7 +162,10 @@ def transcript_lines(info: SessionInfo, messages: list[StoredMessage]) -> list[s
 
 
 def print_transcript(info: SessionInfo, messages: list[StoredMessage]) -> None:
-    sys.stdout.write("\n".join(transcript_lines(info, messages)).rstrip() + "\n")
+    from etcode.util.redact import redact_export
+
+    text = "\n".join(transcript_lines(info, messages)).rstrip() + "\n"
+    sys.stdout.write(redact_export(text, session_config(info)))
 
 
 def print_undo(paths: list[str]) -> None:

@@ -69,7 +69,9 @@ def export(
         "todos": store.load_todos(info.id),
         "usage": store.usage_rows(info.id),
     }
-    views.print_json(data)
+    from etcode.util.redact import redact_export
+
+    views.print_json(redact_export(data, views.session_config(info)))
 
 
 @sessions_app.command("delete")

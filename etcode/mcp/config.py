@@ -17,9 +17,9 @@ class McpServerSpec:
     name: str
     type: Literal["local", "remote"]
     command: tuple[str, ...] = ()
-    environment: Mapping[str, str] = field(default_factory=dict)
+    environment: Mapping[str, str] = field(default_factory=dict, repr=False)
     url: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     enabled: bool = True
     timeout: float = DEFAULT_TIMEOUT
 
