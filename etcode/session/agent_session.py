@@ -356,16 +356,7 @@ class AgentSession:
                 await self.recorder.step_finished(0, result.usage, result.cost)
         else:
             self.recorder.assume_stored(result.messages)
-        emit(
-            ev.CompactionEvent(
-                reason,
-                "done",
-                tokens_before=result.tokens_before,
-                tokens_after=result.tokens_after,
-                summarized=result.summarized,
-                pruned=result.pruned,
-            )
-        )
+        emit(result.done_event(reason))
         emit(self.window.update())
         return result.messages
 

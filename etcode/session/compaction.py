@@ -28,6 +28,7 @@ from etcode.provider.types import (
     Usage,
 )
 from etcode.session.context import ContextBudget, TokenEstimator
+from etcode.session.events import CompactionEvent
 
 SUMMARY_HEADER = (
     "[etcode] Summary of the earlier conversation (older messages were compacted to save context):"
@@ -95,6 +96,17 @@ class CompactionResult:
     @property
     def summary_index(self) -> int | None:
         return next((i for i, m in enumerate(self.messages) if is_summary(m)), None)
+
+    def done_event(self, reason: str) -> CompactionEvent:
+        """The ``CompactionEvent`` announcing this finished compaction."""
+        return CompactionEvent(
+            reason,
+            "done",
+            tokens_before=self.tokens_before,
+            tokens_after=self.tokens_after,
+            summarized=self.summarized,
+            pruned=self.pruned,
+        )
 
 
 def _boundaries(messages: list[Message]) -> list[int]:

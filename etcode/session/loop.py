@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from etcode.provider.types import (
     Usage,
 )
 from etcode.session import events as ev
+from etcode.session.pump import EventPump
 from etcode.session.result import AgentResult, LoopLimits
 from etcode.tools.base import PermissionCheck, ToolContext, _allow_all, _no_instructions
 from etcode.tools.registry import ToolRegistry
@@ -38,7 +39,6 @@ from etcode.util.errors import EtcodeError
 
 log = logging.getLogger("etcode.loop")
 
-_END = object()
 
 
 @dataclass
@@ -69,7 +69,7 @@ class LoopSettings:
     window: Any = None
 
 
-class AgentLoop:
+class AgentLoop(EventPump):
     """One run: ``async for event in loop.events(): ...`` then read ``loop.result``."""
 
     def __init__(self, settings: LoopSettings, history: list[Message], prompt: Message) -> None:
@@ -77,7 +77,7 @@ class AgentLoop:
         self.messages: list[Message] = [*history, prompt]
         self.result: AgentResult | None = None
         self._abort = asyncio.Event()
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        super().__init__()
         self._usage = Usage()
         self._steps = 0
         self._interrupted = False
@@ -88,26 +88,6 @@ class AgentLoop:
         """Stop the run as soon as possible, keeping what is finished."""
         self._interrupted = True
         self._abort.set()
-
-    def emit(self, event: ev.Event) -> None:
-        self._queue.put_nowait(event)
-
-    async def events(self) -> AsyncIterator[ev.Event]:
-        producer = asyncio.create_task(self._produce())
-        try:
-            while True:
-                item = await self._queue.get()
-                if item is _END:
-                    break
-                yield item
-            await producer  # re-raises a bug in the loop itself
-        finally:
-            if not producer.done():
-                self.interrupt()
-                try:
-                    await asyncio.wait_for(asyncio.shield(producer), timeout=5)
-                except (TimeoutError, asyncio.CancelledError):
-                    producer.cancel()
 
     # ---- the loop ----------------------------------------------------------------
     async def _produce(self) -> None:
@@ -166,7 +146,7 @@ class AgentLoop:
         await self._checkpoint()
         self.result = self._make_result(stop_reason, error)
         self.emit(ev.DoneEvent(self.result.to_dict()))
-        self._queue.put_nowait(_END)
+        self._finish()
 
     def _start_timer(self, deadline: float | None) -> asyncio.TimerHandle | None:
         if deadline is None:
@@ -345,16 +325,7 @@ class AgentLoop:
         await self._record("batch_started", self.messages, reason)
         if result.usage.input_tokens or result.usage.output_tokens:
             await self._record("step_finished", 0, result.usage, result.cost)
-        self.emit(
-            ev.CompactionEvent(
-                reason,
-                "done",
-                tokens_before=result.tokens_before,
-                tokens_after=result.tokens_after,
-                summarized=result.summarized,
-                pruned=result.pruned,
-            )
-        )
+        self.emit(result.done_event(reason))
         self.emit(s.window.update())
         return True
 

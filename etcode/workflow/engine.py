@@ -12,15 +12,15 @@ as :class:`TodoUpdate` (also while the planner is still writing it); the verdict
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from etcode.provider.types import Message, TextPart, Usage
 from etcode.session import events as ev
 from etcode.session.loop import AgentLoop, LoopSettings
+from etcode.session.pump import EventPump
 from etcode.session.result import AgentResult, LoopLimits
 from etcode.tools.registry import ToolRegistry
 from etcode.workflow import requests
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from etcode.session.runtime import Runtime
 
 T = TypeVar("T")
-_END = object()
 _PARTIAL_TRIGGERS = frozenset('",}]')
 
 
@@ -65,7 +64,7 @@ class _Cycle:
         return len(checked) if self.verdict.tasks else sum(t.status == "completed" for t in self.plan.todos)
 
 
-class WorkflowRun:
+class WorkflowRun(EventPump):
     """One workflow run: ``async for event in run.events(): ...`` then ``run.result``."""
 
     def __init__(
@@ -94,7 +93,7 @@ class WorkflowRun:
         self.cache = ToolCache()
         self.executor_tools = cached_registry(self.base.tools, self.cache)
         self.result: AgentResult | None = None
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        super().__init__()
         self._usage = Usage()
         self._steps = 0
         self._current: AgentLoop | None = None
@@ -109,26 +108,6 @@ class WorkflowRun:
         self._interrupted = True
         if self._current is not None:
             self._current.interrupt()
-
-    def emit(self, event: ev.Event) -> None:
-        self._queue.put_nowait(event)
-
-    async def events(self) -> AsyncIterator[ev.Event]:
-        producer = asyncio.create_task(self._produce())
-        try:
-            while True:
-                item = await self._queue.get()
-                if item is _END:
-                    break
-                yield item
-            await producer
-        finally:
-            if not producer.done():
-                self.interrupt()
-                try:
-                    await asyncio.wait_for(asyncio.shield(producer), timeout=5)
-                except (TimeoutError, asyncio.CancelledError):
-                    producer.cancel()
 
     # ---- the workflow --------------------------------------------------------------
     async def _produce(self) -> None:
@@ -162,7 +141,7 @@ class WorkflowRun:
             error=error,
         )
         self.emit(ev.DoneEvent(self.result.to_dict()))
-        self._queue.put_nowait(_END)
+        self._finish()
 
     async def _cycles(self) -> tuple[str, list[dict[str, Any]]]:
         cycles: list[_Cycle] = []

@@ -1,0 +1,51 @@
+"""The producer/consumer shape shared by every run (the ReAct loop, the workflow).
+
+A run's ``_produce()`` coroutine does the work and ``emit``s events onto a queue; the
+front end iterates ``events()``. Leaving the iteration early interrupts the producer and
+waits for it (up to 5 s) so a run never keeps working unobserved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from etcode.session import events as ev
+
+_END = object()
+
+
+class EventPump:
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    def emit(self, event: ev.Event) -> None:
+        self._queue.put_nowait(event)
+
+    def _finish(self) -> None:
+        """Called by ``_produce`` as its last act: ends ``events()``."""
+        self._queue.put_nowait(_END)
+
+    def interrupt(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def _produce(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def events(self) -> AsyncIterator[ev.Event]:
+        producer = asyncio.create_task(self._produce())
+        try:
+            while True:
+                item = await self._queue.get()
+                if item is _END:
+                    break
+                yield item
+            await producer  # re-raises a bug in the run itself
+        finally:
+            if not producer.done():
+                self.interrupt()
+                try:
+                    await asyncio.wait_for(asyncio.shield(producer), timeout=5)
+                except (TimeoutError, asyncio.CancelledError):
+                    producer.cancel()
