@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 from etcode.mcp.results import input_schema, is_read_only, to_tool_result
 from etcode.provider.types import ToolSchema
-from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tools.base import InstanceTool, ToolContext, ToolError, ToolResult
 
 if TYPE_CHECKING:
     from etcode.mcp.client import McpServer
 
 
-class McpTool(Tool):
+class McpTool(InstanceTool):
     """Routes calls to the server that owns the tool. The JSON schema is the server's
     own; it is read-only only when the server marks it ``readOnlyHint``. Permissions
     are checked by the scheduler under the exposed name (``"time_*": "allow"``)."""
@@ -25,18 +25,6 @@ class McpTool(Tool):
         text = definition.get("description") or definition.get("title") or self.remote_name
         self._description = f"{text.strip()}\n\n(MCP server: {server.name})"
         self._read_only = is_read_only(definition)
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self._name
-
-    @property
-    def description(self) -> str:  # type: ignore[override]
-        return self._description
-
-    @property
-    def is_read_only(self) -> bool:  # type: ignore[override]
-        return self._read_only
 
     def _build_schema(self) -> ToolSchema:
         return ToolSchema(self._name, self._description, input_schema(self.definition))

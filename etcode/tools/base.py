@@ -184,7 +184,29 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return "\n".join(description).strip(), params
 
 
-class FunctionTool(Tool):
+class InstanceTool(Tool):
+    """A tool whose name, description and read-only flag are set per object (``_name``,
+    ``_description``, ``_read_only``) rather than per class: function and MCP tools."""
+
+    _name: str = ""
+    _description: str = ""
+    _read_only: bool = False
+
+    # Instance attributes shadow the ClassVars of Tool for this one object.
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self._name
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return self._description
+
+    @property
+    def is_read_only(self) -> bool:  # type: ignore[override]
+        return self._read_only
+
+
+class FunctionTool(InstanceTool):
     """A tool made from a typed Python function (sync or async)."""
 
     def __init__(
@@ -214,22 +236,9 @@ class FunctionTool(Tool):
             f"{self._name}Params", __config__=ConfigDict(extra="forbid"), **fields
         )
 
-    # Instance attributes shadow the ClassVars of Tool for this one object.
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self._name
-
-    @property
-    def description(self) -> str:  # type: ignore[override]
-        return self._description
-
     @property
     def Params(self) -> type[BaseModel]:  # type: ignore[override]  # noqa: N802
         return self._params_model
-
-    @property
-    def is_read_only(self) -> bool:  # type: ignore[override]
-        return self._read_only
 
     async def run(self, params: Any, ctx: ToolContext) -> ToolResult:
         kwargs = params.model_dump() if isinstance(params, BaseModel) else dict(params)
