@@ -38,3 +38,20 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     if SHARED_TIKTOKEN.is_dir():
         monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(SHARED_TIKTOKEN))
     return home
+
+
+@pytest.fixture
+def llm():
+    """A fake LLM server on 127.0.0.1 (both wire formats), stopped after the test."""
+    from tests.fake_llm import FakeLLM
+
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """An empty project folder (not a git repository)."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder

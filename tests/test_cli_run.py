@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,46 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Fault, Reply
 
 WIRES = ["openai", "anthropic"]
-
-
-@pytest.fixture
-def llm():
-    with FakeLLM() as server:
-        yield server
-
-
-def write_config(project: Path, llm: FakeLLM, wire: str = "openai", **extra) -> None:
-    base = llm.openai_base_url if wire == "openai" else llm.anthropic_base_url
-    config = {
-        "model": "fake/test-model",
-        "provider": [{"id": "fake", "type": wire, "baseURL": base, "apiKey": "sk-test-secret"}],
-        **extra,
-    }
-    (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
-
-
-def etcode(
-    *args: str, cwd: Path, stdin: str | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "etcode", *args],
-        cwd=cwd,
-        input=stdin if stdin is not None else "",
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=os.environ.copy(),
-    )
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
 
 
 @pytest.mark.parametrize("wire", WIRES)

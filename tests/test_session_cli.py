@@ -15,46 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
+from tests.cli_helpers import etcode, result_line, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
-
-
-@pytest.fixture
-def llm():
-    with FakeLLM() as server:
-        yield server
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
-
-
-def write_config(project: Path, llm: FakeLLM) -> None:
-    config = {
-        "model": "fake/test-model",
-        "provider": [{"id": "fake", "type": "openai", "baseURL": llm.openai_base_url, "apiKey": "k"}],
-    }
-    (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
-
-
-def etcode(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "etcode", *args],
-        cwd=cwd,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=os.environ.copy(),
-    )
-
-
-def result_line(proc: subprocess.CompletedProcess) -> dict:
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def user_texts(body: dict) -> list[str]:

@@ -1,0 +1,51 @@
+"""Helpers for tests that run the real `etcode` process against the fake LLM server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.fake_llm import FakeLLM
+
+TEST_KEY = "sk-test-secret"
+
+
+def write_config(
+    project: Path, llm: FakeLLM, wire: str = "openai", *, api_key: str = TEST_KEY, **extra: Any
+) -> None:
+    """An ``etcode.json`` whose model ``fake/test-model`` is served by ``llm`` in ``wire`` format."""
+    base = llm.openai_base_url if wire == "openai" else llm.anthropic_base_url
+    config = {
+        "model": "fake/test-model",
+        "provider": [{"id": "fake", "type": wire, "baseURL": base, "apiKey": api_key}],
+        **extra,
+    }
+    (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
+
+
+def etcode(
+    *args: str,
+    cwd: Path,
+    stdin: str | None = None,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess:
+    """Run ``python -m etcode ARGS`` in ``cwd`` and wait for it."""
+    return subprocess.run(
+        [sys.executable, "-m", "etcode", *args],
+        cwd=cwd,
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def result_line(proc: subprocess.CompletedProcess) -> dict[str, Any]:
+    """The final ``{"type": "result", ...}`` line of a ``--format json`` run."""
+    return json.loads(proc.stdout.strip().splitlines()[-1])
