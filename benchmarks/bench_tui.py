@@ -34,7 +34,7 @@ from etcode.ui.tui.history import PromptHistory  # noqa: E402
 from etcode.ui.tui.options import TuiOptions  # noqa: E402
 from etcode.ui.tui.replay import replay_history  # noqa: E402
 from etcode.ui.tui.widgets.messages import AssistantMessage, FrozenMarkdown  # noqa: E402
-from tests.fake_llm import FakeLLM, Reply  # noqa: E402
+from tests.fake_llm import FakeLLM  # noqa: E402
 
 SIZE = (120, 40)
 TOKENS_PER_SECOND = 2000
@@ -48,14 +48,53 @@ def markdown_text(tokens: int) -> str:
     i = 0
     while sum(len(p) for p in parts) < tokens * CHARS_PER_TOKEN:
         i += 1
-        parts.append(f"## Section {i}\n\nSome **bold** text, `code`, and a [link](https://example.com/{i}).\n\n")
+        parts.append(
+            f"## Section {i}\n\nSome **bold** text, `code`, and a [link](https://example.com/{i}).\n\n"
+        )
         parts.append("".join(f"- item {i}.{j} with a few words in it\n" for j in range(5)) + "\n")
         parts.append(f"```python\ndef f{i}(x):\n    return x * {i}\n```\n\n")
         parts.append("| a | b |\n|---|---|\n" + "".join(f"| {j} | {j * i} |\n" for j in range(3)) + "\n")
     return "".join(parts)
 
 
-def make_project(root: Path, llm: FakeLLM, **extra: Any) -> Path:
+class ServerProcess:
+    """The fake LLM server in its own process, so it streams at its own pace (in-process,
+    it would share the GIL with the app being measured)."""
+
+    def __init__(self, replies: list[dict[str, Any]]) -> None:
+        self.replies = replies
+        self.proc: subprocess.Popen[str] | None = None
+        self.openai_base_url = ""
+
+    def __enter__(self) -> ServerProcess:
+        code = (
+            "import json, sys, time\n"
+            f"sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})\n"
+            "from tests.fake_llm import FakeLLM, Reply\n"
+            "replies = json.loads(sys.stdin.readline())\n"
+            "with FakeLLM() as llm:\n"
+            "    llm.script(*[Reply(**r) for r in replies])\n"
+            "    print(llm.openai_base_url, flush=True)\n"
+            "    sys.stdin.readline()\n"
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(self.replies) + "\n")
+        self.proc.stdin.flush()
+        self.openai_base_url = self.proc.stdout.readline().strip()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write("\n")
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=10)
+
+
+def make_project(root: Path, llm: Any, **extra: Any) -> Path:
     project = root / "project"
     project.mkdir(exist_ok=True)
     config = {
@@ -95,9 +134,8 @@ async def bench_streaming(root: Path, seconds: float = 6.0) -> dict[str, float]:
         if isinstance(message, TextArea.Changed):
             changed.append(time.perf_counter())
 
-    with FakeLLM() as llm:
+    with ServerProcess([{"text": text, "chunk_size": CHUNK_CHARS, "delay": delay}]) as llm:
         project = make_project(root, llm)
-        llm.script(Reply(text=text, chunk_size=CHUNK_CHARS, delay=delay))
         app = EtcodeApp(TuiOptions(directory=project), history=PromptHistory())
         async with app.run_test(size=SIZE, message_hook=hook) as pilot:
             await wait_until(lambda: app.host is not None)
@@ -119,7 +157,9 @@ async def bench_streaming(root: Path, seconds: float = 6.0) -> dict[str, float]:
             await wait_until(lambda: not app.busy)
             elapsed = time.perf_counter() - started
             await pilot.pause(0.3)
-            shown = "".join(w.text for w in app.conversation.entries if isinstance(w, AssistantMessage | FrozenMarkdown))
+            shown = "".join(
+                w.text for w in app.conversation.entries if isinstance(w, AssistantMessage | FrozenMarkdown)
+            )
             complete = shown == text
             typed = app.prompt.input.text.count("x")
     tokens = len(text) / CHARS_PER_TOKEN
@@ -186,10 +226,24 @@ def bench_real_terminal(root: Path, idle_seconds: float = 5.0, runs: int = 5) ->
             for run in range(runs):
                 name = f"s{run}"
                 started = time.perf_counter()
-                _tmux(socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", "-c", str(project), command)
+                _tmux(
+                    socket,
+                    "new-session",
+                    "-d",
+                    "-s",
+                    name,
+                    "-x",
+                    "120",
+                    "-y",
+                    "40",
+                    "-c",
+                    str(project),
+                    command,
+                )
                 while "Ask anything" not in _tmux(socket, "capture-pane", "-p", "-t", name).stdout:
                     if time.perf_counter() - started > 20:
-                        raise TimeoutError("etcode did not show its prompt")
+                        screen = _tmux(socket, "capture-pane", "-p", "-t", name).stdout
+                        raise TimeoutError(f"etcode did not show its prompt:\n{screen}")
                     time.sleep(0.005)
                 starts.append(time.perf_counter() - started)
                 if run == runs - 1:
@@ -244,19 +298,28 @@ async def bench_long_session(messages: int = 500, max_widgets: int | None = None
             mounted = len(app.conversation.entries)
             scroll = app.conversation
             scroll.release_anchor()
-            pages: list[float] = []
-            for _ in range(30):
+            lines: list[float] = []
+            for _ in range(100):  # a mouse wheel: 3 lines a notch
                 t = time.perf_counter()
-                scroll.scroll_page_up(animate=False)
-                await pilot.pause()
+                scroll.scroll_relative(y=-3, animate=False, immediate=True)
+                app.screen._refresh_layout(scroll=True)
+                app.screen._compositor_refresh()  # and paint it
+                lines.append((time.perf_counter() - t) * 1000)
+            pages: list[float] = []
+            for _ in range(20):
+                t = time.perf_counter()
+                scroll.scroll_relative(y=-scroll.size.height, animate=False, immediate=True)
+                app.screen._refresh_layout(scroll=True)
+                app.screen._compositor_refresh()  # and paint it
                 pages.append((time.perf_counter() - t) * 1000)
     label = f"max {max_widgets} widgets" if max_widgets else "default pruning"
     print(
         f"memory     {messages}-message session ({label}): RSS {after:.0f} MB "
         f"(+{after - before:.0f} MB; target < 200 MB), {mounted} entries mounted, "
-        f"shown in {shown:.1f} s; page-up median {statistics.median(pages):.1f} ms, max {max(pages):.1f} ms"
+        f"shown in {shown:.1f} s; scrolling 3 lines: median {statistics.median(lines):.1f} ms, "
+        f"max {max(lines):.1f} ms; a page: median {statistics.median(pages):.1f} ms, max {max(pages):.1f} ms"
     )
-    return {"rss_mb": after, "page_ms": statistics.median(pages)}
+    return {"rss_mb": after, "line_ms": statistics.median(lines), "page_ms": statistics.median(pages)}
 
 
 async def main_async(root: Path) -> None:

@@ -15,15 +15,19 @@ TEST_KEY = "sk-test-secret"
 
 
 def write_config(
-    project: Path, llm: FakeLLM, wire: str = "openai", *, api_key: str = TEST_KEY, **extra: Any
+    project: Path,
+    llm: FakeLLM,
+    wire: str = "openai",
+    provider: dict[str, Any] | None = None,
+    *,
+    api_key: str = TEST_KEY,
+    **extra: Any,
 ) -> None:
-    """An ``etcode.json`` whose model ``fake/test-model`` is served by ``llm`` in ``wire`` format."""
+    """An ``etcode.json`` whose model ``fake/test-model`` is served by ``llm`` in ``wire``
+    format; ``provider`` adds keys to the provider entry, ``extra`` top-level keys."""
     base = llm.openai_base_url if wire == "openai" else llm.anthropic_base_url
-    config = {
-        "model": "fake/test-model",
-        "provider": [{"id": "fake", "type": wire, "baseURL": base, "apiKey": api_key}],
-        **extra,
-    }
+    entry = {"id": "fake", "type": wire, "baseURL": base, "apiKey": api_key, **(provider or {})}
+    config = {"model": "fake/test-model", "provider": [entry], **extra}
     (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
 
 

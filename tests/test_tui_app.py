@@ -16,7 +16,6 @@ from tests.fake_llm import Call, FakeLLM, Reply
 from tests.tui_support import SIZE, make_app, ready, record_events, run_turn, submit, wait_for, write_config
 
 
-
 @pytest.fixture
 def llm():
     with FakeLLM() as server:
@@ -48,7 +47,9 @@ async def test_streaming_text_appears_while_it_streams(project: Path, llm: FakeL
         await ready(pilot, app)
         await submit(pilot, app, "write a plan")
         partial = await wait_for(
-            pilot, lambda: app.busy and answers(app) and 0 < len(answers(app)[0].text) < len(text), what="partial"
+            pilot,
+            lambda: app.busy and answers(app) and 0 < len(answers(app)[0].text) < len(text),
+            what="partial",
         )
         assert partial
         await wait_for(pilot, lambda: not app.busy, what="the end of the turn")
@@ -70,7 +71,9 @@ async def test_tool_widget_goes_from_executing_to_its_summary(project: Path, llm
         seen = record_events(app)
         await ready(pilot, app)
         await submit(pilot, app, "run it")
-        widget = await wait_for(pilot, lambda: app.conversation.tools and next(iter(app.conversation.tools.values())))
+        widget = await wait_for(
+            pilot, lambda: app.conversation.tools and next(iter(app.conversation.tools.values()))
+        )
         assert isinstance(widget, ToolMessage)
         assert widget.title.startswith("Bash (")
         assert widget.line_text == "  └ executing..."
@@ -326,3 +329,43 @@ async def test_old_entries_are_pruned(project: Path, llm: FakeLLM) -> None:
         assert len(app.conversation.entries) <= 20
         assert app.conversation.pruned >= 40
         assert "earlier entries hidden" in str(app.conversation._banner.render())
+
+
+async def test_a_long_answer_stays_light_and_complete(project: Path, llm: FakeLLM) -> None:
+    from etcode.ui.tui.widgets.messages import FrozenMarkdown
+
+    text = "".join(
+        f"## Part {i}\n\nSome text for part {i}.\n\n- a {i}\n- b {i}\n\n```python\nx = {i}\n```\n\n"
+        for i in range(60)
+    )
+    llm.script(Reply(text=text, chunk_size=64))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_turn(pilot, app, "write a lot")
+        parts = [w for w in app.conversation.entries if isinstance(w, AssistantMessage | FrozenMarkdown)]
+        assert "".join(p.text for p in parts) == text  # nothing lost, nothing doubled
+        assert any(isinstance(p, FrozenMarkdown) for p in parts)
+        (live,) = [p for p in parts if isinstance(p, AssistantMessage)]
+        assert len(live.blocks) <= 12
+        assert len(list(app.screen.walk_children())) < 150
+
+
+async def test_older_answers_become_light(project: Path, llm: FakeLLM) -> None:
+    from etcode.ui.tui.widgets.messages import FrozenMarkdown
+
+    llm.script(*[Reply(text=f"Answer **{i}**.") for i in range(4)])
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        for i in range(4):
+            await run_turn(pilot, app, f"question {i}")
+        kinds = [
+            type(w).__name__
+            for w in app.conversation.entries
+            if isinstance(w, AssistantMessage | FrozenMarkdown)
+        ]
+        assert kinds == ["FrozenMarkdown", "FrozenMarkdown", "AssistantMessage", "AssistantMessage"]
+        assert [
+            w.text for w in app.conversation.entries if isinstance(w, AssistantMessage | FrozenMarkdown)
+        ] == [f"Answer **{i}**." for i in range(4)]

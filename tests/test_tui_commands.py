@@ -35,7 +35,18 @@ async def test_help_lists_every_command(project: Path) -> None:
         await ready(pilot, app)
         await submit(pilot, app, "/help")
         (help_widget,) = app.conversation.query(HelpMessage)
-        for name in ("help", "new", "sessions", "agent", "model", "clear", "compact", "undo", "export", "exit"):
+        for name in (
+            "help",
+            "new",
+            "sessions",
+            "agent",
+            "model",
+            "clear",
+            "compact",
+            "undo",
+            "export",
+            "exit",
+        ):
             assert f"/{name}" in help_widget.source
 
 

@@ -87,7 +87,9 @@ def test_permission_modal_with_a_diff(snap_compare, project: Path, llm: FakeLLM)
     write_config(project, llm, permission={"edit": "ask"})
     llm.script(
         Reply(
-            calls=[Call("Edit", {"file_path": "app.py", "old_string": "return 1", "new_string": "return 42"})],
+            calls=[
+                Call("Edit", {"file_path": "app.py", "old_string": "return 1", "new_string": "return 42"})
+            ],
             usage=(1000, 10),
         ),
         Reply(text="Changed.", usage=(1000, 10)),
@@ -118,7 +120,9 @@ def test_help_and_completion_menu(snap_compare, project: Path) -> None:
 def test_expanded_edit_shows_its_diff(snap_compare, project: Path, llm: FakeLLM) -> None:
     llm.script(
         Reply(
-            calls=[Call("Edit", {"file_path": "app.py", "old_string": "return 1", "new_string": "return 42"})],
+            calls=[
+                Call("Edit", {"file_path": "app.py", "old_string": "return 1", "new_string": "return 42"})
+            ],
             usage=(1000, 10),
         ),
         Reply(text="Changed it.", usage=(1000, 10)),

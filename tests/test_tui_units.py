@@ -21,7 +21,18 @@ from etcode.util.errors import UsageError
 
 def test_command_table_matches_the_issue() -> None:
     names = [c.name for c in COMMANDS]
-    assert names == ["help", "new", "sessions", "agent", "model", "clear", "compact", "undo", "export", "exit"]
+    assert names == [
+        "help",
+        "new",
+        "sessions",
+        "agent",
+        "model",
+        "clear",
+        "compact",
+        "undo",
+        "export",
+        "exit",
+    ]
 
 
 @pytest.mark.parametrize(

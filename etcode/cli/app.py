@@ -89,7 +89,8 @@ def build_app() -> typer.Typer:
             bool, typer.Option("--continue", "-c", help="Continue this project's most recent session.")
         ] = False,
         session: Annotated[
-            str | None, typer.Option("--session", "-s", help="Continue session ID (see `etcode sessions list`).")
+            str | None,
+            typer.Option("--session", "-s", help="Continue session ID (see `etcode sessions list`)."),
         ] = None,
         fork: Annotated[
             bool, typer.Option("--fork", help="With -c or --session: continue a copy, keep the original.")

@@ -58,6 +58,8 @@ class WriteFileTool(Tool):
         shown = display_path(ctx, path)
         if path.is_dir():
             raise ToolError(f"{shown} is a directory; give a file path.")
+        if path.exists() and not path.is_file():  # reading a device/FIFO would never end
+            raise ToolError(f"{shown} is not a regular file (a device, FIFO or socket); not written.")
         try:
             old = await asyncio.to_thread(_read_existing, path)
         except OSError as err:

@@ -8,9 +8,10 @@ everything already finished is kept.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from pathlib import Path
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import Any
 
 from textual import work
@@ -67,7 +68,9 @@ class EtcodeApp(App[int]):
         self.host: AgentHost | None = None
         self.history = history if history is not None else PromptHistory()
         self.files = FileIndex(self.directory)
-        self.conversation = Conversation(id="conversation", **({"max_widgets": max_widgets} if max_widgets else {}))
+        self.conversation = Conversation(
+            id="conversation", **({"max_widgets": max_widgets} if max_widgets else {})
+        )
         self.status_bar = StatusBar(id="status")
         self.todos = TodoPanel(id="todos")
         self.prompt = PromptBox(self.history, self.files)
@@ -78,6 +81,7 @@ class EtcodeApp(App[int]):
         self._ctrl_c_at = 0.0
         self._quitting = False
         self._turn_active = False
+        self._agent_failed = False
         self._quit_done = False
 
     # ---- layout ----------------------------------------------------------------------
@@ -89,6 +93,9 @@ class EtcodeApp(App[int]):
         yield self.status_bar
 
     async def on_mount(self) -> None:
+        if self.is_inline:  # inline: the chat takes most of the terminal, under the prompt
+            self.screen.styles.height = "70vh"
+            self.screen.styles.min_height = 16
         self.prompt.input.focus()
         await self.conversation.add(
             Static(
@@ -97,21 +104,30 @@ class EtcodeApp(App[int]):
                 markup=False,
             )
         )
+        self.call_after_refresh(self._start_agent)  # first paint first
+
+    async def _start_agent(self) -> None:
+        """Build the agent (config, session store), then warm it up in a worker."""
         if self.config is None:
             self.config = self._load_config()
         if self.config is None:
+            self._agent_failed = True
             return
         try:
             self.host = AgentHost(
                 self.options, self.config, self.directory, self.asker, on_event=self._on_agent_event
             )
         except (EtcodeError, Unsupported) as err:
+            self._agent_failed = True
             await self.conversation.add_notice(f"error: {err}", "error")
             return
         for warning in self.host.warnings:
             await self.conversation.add_notice(f"warning: {warning}", "warning")
         self._show_model()
         self.warm_up()
+        if self.queued:  # sent before the agent was ready
+            text, task, shown = self.queued.pop(0)
+            await self.start_turn(text, task, shown)
 
     def _load_config(self) -> Any:
         from etcode.config.loader import load_config
@@ -173,7 +189,7 @@ class EtcodeApp(App[int]):
         attachments = resolve_mentions(text, self.directory)
         task = attach(text, attachments) if attachments else text
         shown = [a.path for a in attachments]
-        if self.busy:
+        if self.busy or (self.host is None and not self._agent_failed):
             self.queued.append((text, task, shown))
             self.notify("Queued: it will be sent when the current turn ends.", timeout=3)
             return
@@ -266,10 +282,8 @@ class EtcodeApp(App[int]):
             return
         self._quit_done = True
         if self.host is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing must never keep the user in the app
                 await self.host.close()
-            except Exception:  # closing must never keep the user in the app
-                pass
         self.exit(self.exit_code)
 
     def action_toggle_todos(self) -> None:

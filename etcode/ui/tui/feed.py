@@ -10,6 +10,7 @@ from etcode.ui.tui.widgets.conversation import Conversation
 from etcode.ui.tui.widgets.status import StatusBar
 from etcode.ui.tui.widgets.todo import TodoPanel
 
+
 def context_of_usage(usage: dict[str, int]) -> int:
     """Tokens in the context after a step (used until a ``usage`` event says better)."""
     keys = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
@@ -37,7 +38,12 @@ class EventFeed:
             await c.tool_started(event.call_id, event.name, event.summary, event.params)
         elif isinstance(event, ev.ToolResultEvent):
             await c.tool_finished(
-                event.call_id, event.name, event.summary, event.output, is_error=event.is_error, data=event.data
+                event.call_id,
+                event.name,
+                event.summary,
+                event.output,
+                is_error=event.is_error,
+                data=event.data,
             )
         elif isinstance(event, ev.TodoUpdate):
             self.todos.set_todos(event.todos)
@@ -47,7 +53,9 @@ class EventFeed:
             if not self.has_usage_events:
                 self.status.update_info(context_tokens=context_of_usage(event.usage))
         elif isinstance(event, ev.RetryEvent):
-            await c.add_notice(f"⟳ retrying in {event.delay:.1f}s (attempt {event.attempt}): {event.reason}", "info")
+            await c.add_notice(
+                f"⟳ retrying in {event.delay:.1f}s (attempt {event.attempt}): {event.reason}", "info"
+            )
         elif isinstance(event, ev.WarningEvent):
             await c.add_notice(f"warning: {event.message}", "warning")
         elif isinstance(event, ev.ErrorEvent):
@@ -78,7 +86,9 @@ class EventFeed:
             elif event.phase == "done" and event.message:
                 await self.conversation.add_notice(event.message)
             elif event.phase == "failed":
-                await self.conversation.add_notice(f"warning: context compaction failed: {event.message}", "warning")
+                await self.conversation.add_notice(
+                    f"warning: context compaction failed: {event.message}", "warning"
+                )
         elif kind == "subagent":
             child = event.event or {}
             widget = self.conversation.tools.get(event.call_id)
@@ -89,7 +99,9 @@ class EventFeed:
             label = {"executing": f"Executing [{event.todo_id}]", "verified": "Verdict"}.get(
                 event.phase, event.phase.capitalize()
             )
-            await self.conversation.add_notice(f"◆ {label}: {event.message}" if event.message else f"◆ {label}")
+            await self.conversation.add_notice(
+                f"◆ {label}: {event.message}" if event.message else f"◆ {label}"
+            )
         elif kind == "verification_result":
             verdict = "✔ verified" if event.all_completed and event.user_needs_satisfied else "✘ not yet"
             await self.conversation.add_notice(f"{verdict}: {event.overall_feedback}", "info")

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from textual.widget import Widget
+
 from etcode.ui.tui.widgets.conversation import Conversation
 
 ATTACHMENT_MARK = '\n\n<file path="'
@@ -36,44 +38,62 @@ def _safe(fn: Any, default: str) -> str:
 
 
 async def replay_history(conversation: Conversation, messages: Sequence[Any]) -> None:
-    """Append ``messages`` (``provider.types.Message``) to the conversation."""
-    from etcode.tools.base import ToolResult
+    """Append ``messages`` (``provider.types.Message``) to the conversation, in one mount."""
+    await conversation.add_many(history_widgets(conversation, messages))
 
-    from etcode.ui.tui.widgets.conversation import LIVE_SEGMENTS
+
+def history_widgets(conversation: Conversation, messages: Sequence[Any]) -> list[Widget]:
+    """The finished entries showing ``messages``; the newest answers stay live Markdown."""
+    from etcode.tools.base import ToolResult
+    from etcode.ui.tui.widgets.conversation import LIVE_ANSWERS
+    from etcode.ui.tui.widgets.messages import ReasoningMessage, UserMessage
+    from etcode.ui.tui.widgets.tool import ToolMessage
 
     tools = _summaries()
+    widgets: list[Widget] = []
+    calls: dict[str, ToolMessage] = {}
     params: dict[str, dict[str, Any]] = {}
-    answers = sum(1 for m in messages if m.role == "assistant" for p in m.parts if p.type == "text" and p.text)
+    answers = sum(
+        1 for m in messages if m.role == "assistant" for p in m.parts if p.type == "text" and p.text
+    )
     seen = 0
     for message in messages:
         for part in message.parts:
             kind = part.type
             if kind == "text" and message.role == "user":
                 text, attached = user_text(part.text)
-                await conversation.add_user(text, attached)
+                widgets.append(UserMessage(text, attached))
             elif kind == "text" and part.text:
                 seen += 1
-                await conversation.add_answer(part.text, live=answers - seen < LIVE_SEGMENTS)
+                widgets.append(conversation.answer_widget(part.text, live=answers - seen < LIVE_ANSWERS))
             elif kind == "reasoning" and part.text:
-                await conversation.append_reasoning(part.text)
+                reasoning = ReasoningMessage()
+                reasoning.write(part.text)
+                reasoning.finish()
+                widgets.append(reasoning)
             elif kind == "tool_call":
                 args = _safe_args(part)
                 params[part.id] = args
                 tool = tools.get(part.name)
                 summary = _safe(lambda t=tool, a=args: t.params_summary(a), "") if tool else ""
-                await conversation.tool_started(part.id, part.name, summary, args)
+                calls[part.id] = ToolMessage(part.id, part.name, summary, args)
+                widgets.append(calls[part.id])
             elif kind == "tool_result":
+                widget = calls.get(part.call_id)
+                if widget is None:
+                    widget = ToolMessage(part.call_id, part.name, "", {})
+                    widgets.append(widget)
                 tool = tools.get(part.name)
                 args = params.get(part.call_id, {})
                 result = ToolResult(part.output, part.is_error)
                 fallback = "Error" if part.is_error else "Done"
                 summary = (
-                    _safe(lambda t=tool, a=args, r=result: t.result_summary(a, r), fallback) if tool else fallback
+                    _safe(lambda t=tool, a=args, r=result: t.result_summary(a, r), fallback)
+                    if tool
+                    else fallback
                 )
-                await conversation.tool_finished(
-                    part.call_id, part.name, summary, part.output, is_error=part.is_error
-                )
-        await conversation.end_blocks()
+                widget.set_result(summary, part.output, is_error=part.is_error)
+    return widgets
 
 
 def _safe_args(part: Any) -> dict[str, Any]:

@@ -1,11 +1,12 @@
 """The scrolling conversation: maps the agent's events onto message widgets.
 
-Layout cost grows with the number of widgets on screen, and a Markdown document is many
-widgets (one per paragraph, list item, table...). So the cost stays flat however long
-the session: a long answer streams into segments of at most ``SEGMENT_BLOCKS`` blocks;
-only the newest ``LIVE_SEGMENTS`` finished segments stay Textual Markdown, older ones
-become a single :class:`FrozenMarkdown` each; and only the newest ``max_widgets`` entries
-stay mounted at all (the transcript stays complete in the agent's history and ``/export``).
+Layout cost grows with the number of widgets on screen, and a live Markdown document is
+many widgets (one per paragraph, list item, table cell...). So the cost stays flat however
+long the session: while an answer streams, only its last few blocks are live Markdown, the
+blocks before them move into one :class:`FrozenMarkdown` (Rich's renderer, one widget);
+only the newest ``LIVE_ANSWERS`` answers stay live once finished; and only the newest
+``max_widgets`` entries stay mounted at all (the transcript stays complete in the agent's
+history and ``/export``).
 """
 
 from __future__ import annotations
@@ -28,10 +29,13 @@ from etcode.ui.tui.widgets.tool import ToolMessage
 
 MAX_WIDGETS = 200
 PRUNE_BATCH = 40
-#: Top-level Markdown blocks in one live segment before a long answer rolls over to a new one.
-SEGMENT_BLOCKS = 6
-#: Finished segments kept as live Markdown; older ones become one light widget each.
-LIVE_SEGMENTS = 1
+#: Top-level blocks the live Markdown of a streaming answer may hold before its older
+#: blocks move into a light widget; ``KEEP_LIVE_BLOCKS`` stay live.
+SEGMENT_BLOCKS = 12
+KEEP_LIVE_BLOCKS = 4
+#: Answers kept as live Markdown once finished; older ones become light widgets.
+LIVE_ANSWERS = 2
+LIVE_ANSWER_CHARS = 4000
 
 
 class Conversation(VerticalScroll):
@@ -43,6 +47,7 @@ class Conversation(VerticalScroll):
         self.pruned = 0
         self.tools: dict[str, ToolMessage] = {}
         self._text: AssistantMessage | None = None
+        self._answers = 0
         self._reasoning: ReasoningMessage | None = None
         self._banner: Static | None = None
 
@@ -74,38 +79,52 @@ class Conversation(VerticalScroll):
             return
         await self._end_reasoning()
         if self._text is None:
-            self._text = AssistantMessage()
+            self._answers += 1
+            self._text = AssistantMessage(
+                self._answers, spill=self._spill, max_blocks=SEGMENT_BLOCKS, keep_blocks=KEEP_LIVE_BLOCKS
+            )
             await self.add(self._text)
         await self._text.write(fragment)
-        if len(self._text.blocks) > SEGMENT_BLOCKS:
-            await self._roll_over()
 
-    async def _roll_over(self) -> None:
-        """Close the current segment before its last block and go on in a new one."""
-        assert self._text is not None
-        tail = await self._text.split_last_block()
-        if not tail:
-            return
-        self._text = AssistantMessage()
-        await self.add(self._text)
-        await self._text.write(tail)
-        await self._freeze_old()
+    async def _spill(self, head: str, live: AssistantMessage) -> None:
+        """The streaming answer's older blocks go into a light widget above it."""
+        await self._freeze_text(head, live.answer, before=live)
 
     async def _freeze_old(self) -> None:
+        """Older answers' live widgets become light ones (the newest stay live)."""
         finished = [w for w in self.children if isinstance(w, AssistantMessage) and w is not self._text]
-        for widget in finished[: max(0, len(finished) - LIVE_SEGMENTS)]:
-            await self.mount(FrozenMarkdown(widget.source), after=widget)
+        for widget in finished[: max(0, len(finished) - LIVE_ANSWERS)]:
+            await self._freeze_text(widget.text, widget.answer, before=widget)
             await widget.remove()
 
-    async def add_answer(self, markdown: str, *, live: bool = False) -> None:
-        """A finished answer (a resumed session): light unless ``live``."""
-        await self.end_blocks()
-        if live:
-            widget = AssistantMessage()
-            await self.add(widget)
-            await widget.update(markdown)
+    async def _freeze_text(self, source: str, answer: int, *, before: Widget) -> None:
+        """Add ``source`` to the light widget just above ``before`` (or a new one there)."""
+        index = self.children.index(before)
+        above = self.children[index - 1] if index else None
+        if isinstance(above, FrozenMarkdown) and above.can_take(source, answer):
+            above.extend(source)
         else:
-            await self.add(FrozenMarkdown(markdown))
+            await self.mount(FrozenMarkdown(source, answer), before=before)
+
+    def answer_widget(self, markdown: str, *, live: bool = False) -> Widget:
+        """A finished answer (a resumed session): light unless ``live`` and short."""
+        self._answers += 1
+        if live and len(markdown) <= LIVE_ANSWER_CHARS:
+            return AssistantMessage(self._answers, markdown=markdown)
+        return FrozenMarkdown(markdown, self._answers)
+
+    async def add_many(self, widgets: list[Widget]) -> None:
+        """Mount finished entries in one go (only the newest ``max_widgets`` of them)."""
+        await self.end_blocks()
+        keep = widgets[-self.max_widgets :]
+        for widget in keep:
+            if isinstance(widget, ToolMessage):
+                self.tools[widget.call_id] = widget
+        self.pruned += len(widgets) - len(keep)
+        await self.mount_all(keep)
+        await self._prune()
+        await self._update_banner()
+        self.anchor()
 
     async def append_reasoning(self, fragment: str) -> None:
         if not fragment:
@@ -116,7 +135,9 @@ class Conversation(VerticalScroll):
             await self.add(self._reasoning)
         self._reasoning.write(fragment)
 
-    async def tool_started(self, call_id: str, name: str, summary: str, params: dict[str, Any]) -> ToolMessage:
+    async def tool_started(
+        self, call_id: str, name: str, summary: str, params: dict[str, Any]
+    ) -> ToolMessage:
         await self.end_blocks()
         widget = ToolMessage(call_id, name, summary, params)
         self.tools[call_id] = widget
@@ -172,12 +193,19 @@ class Conversation(VerticalScroll):
         excess = len(entries) - self.max_widgets
         if excess <= 0:
             return
-        drop = [w for w in entries[: max(excess, PRUNE_BATCH)] if w is not self._text and w is not self._reasoning]
+        drop = [
+            w for w in entries[: max(excess, PRUNE_BATCH)] if w is not self._text and w is not self._reasoning
+        ]
         for widget in drop:
             if isinstance(widget, ToolMessage):
                 self.tools.pop(widget.call_id, None)
         self.pruned += len(drop)
         await self.remove_children(drop)
+        await self._update_banner()
+
+    async def _update_banner(self) -> None:
+        if not self.pruned:
+            return
         label = f"… {self.pruned} earlier entries hidden (/export writes the full transcript)"
         if self._banner is None:
             self._banner = Static(label, classes="pruned-banner", markup=False)

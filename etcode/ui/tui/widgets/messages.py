@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Awaitable, Callable
+from typing import ClassVar
+
+from rich.console import JustifyMethod
+from rich.markdown import Heading
 from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
+from textual.timer import Timer
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownBlock, MarkdownStream
 
@@ -18,69 +25,148 @@ class UserMessage(Static):
         super().__init__(body, classes="user-message", markup=False)
 
 
-class AssistantMessage(Markdown):
-    """Assistant text rendered as Markdown while it streams (fed through a
-    :class:`MarkdownStream`, which batches fragments so a fast stream never starves input).
+Spill = Callable[[str, "AssistantMessage"], Awaitable[None]]
 
-    A long answer is split into several of these segments (see ``Conversation``), so each
-    one stays small; ``source`` is this segment's text.
+
+def block_starts(markdown: str) -> list[int]:
+    """The first line of each top-level Markdown block."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("gfm-like").parse(markdown)
+    return [token.map[0] for token in tokens if token.map is not None and token.level == 0]
+
+
+class AssistantMessage(Markdown):
+    """Assistant text rendered as Markdown while it streams, fed through a
+    :class:`MarkdownStream` in batches (at most one feed per ``FEED_INTERVAL``: each feed
+    costs a parse, a layout and a repaint, so a fast stream never starves key handling).
+
+    With a ``spill`` callback the widget stays small: when it would hold more than
+    ``max_blocks`` top-level blocks, all but the last ``keep_blocks`` are handed to
+    ``spill`` (which shows them in a lighter widget) instead of being mounted here.
     """
 
-    def __init__(self) -> None:
-        super().__init__("", classes="assistant-message")
+    FEED_INTERVAL = 0.08
+
+    def __init__(
+        self,
+        answer: int = 0,
+        *,
+        markdown: str = "",
+        spill: Spill | None = None,
+        max_blocks: int = 12,
+        keep_blocks: int = 4,
+    ) -> None:
+        super().__init__(markdown, classes="assistant-message")
         self._stream: MarkdownStream | None = None
+        self._pending: list[str] = []
+        self._fed = markdown
+        self._feed_timer: Timer | None = None
+        self._last_feed = 0.0
+        self.spill = spill
+        self.max_blocks = max_blocks
+        self.keep_blocks = keep_blocks
+        #: All parts of one answer (this widget and what it spilled) share this number.
+        self.answer = answer
 
     @property
     def text(self) -> str:
-        return self.source
+        """This widget's text, including what is not shown yet."""
+        return self._fed + "".join(self._pending)
 
     @property
     def blocks(self) -> list[MarkdownBlock]:
         return [child for child in self.children if isinstance(child, MarkdownBlock)]
 
     async def write(self, fragment: str) -> None:
-        """Append streamed text."""
+        """Append streamed text (shown within ``FEED_INTERVAL``; a one-shot timer runs
+        only while text is pending)."""
+        if not fragment:
+            return
+        self._pending.append(fragment)
+        if time.monotonic() - self._last_feed >= self.FEED_INTERVAL:
+            await self._feed()
+        elif self._feed_timer is None:
+            self._feed_timer = self.set_timer(self.FEED_INTERVAL, self._feed)
+
+    async def _feed(self) -> None:
+        if self._feed_timer is not None:
+            self._feed_timer.stop()
+            self._feed_timer = None
+        if not self._pending:
+            return
+        new = "".join(self._pending)
+        self._pending.clear()
+        self._last_feed = time.monotonic()
+        if self.spill is not None and await self._spill_head(self._fed + new):
+            return
+        self._fed += new
         if self._stream is None:
             self._stream = Markdown.get_stream(self)
-        await self._stream.write(fragment)
+        await self._stream.write(new)
 
-    async def finish(self) -> None:
-        """Flush what is pending and stop the stream."""
+    async def _spill_head(self, text: str) -> bool:
+        """Hand all but the last blocks of ``text`` to ``spill``; False if it is short."""
+        starts = block_starts(text)
+        if len(starts) <= self.max_blocks:
+            return False
+        lines = text.splitlines(keepends=True)
+        cut = starts[-self.keep_blocks]
+        head, tail = "".join(lines[:cut]), "".join(lines[cut:])
+        await self._stop_stream()
+        assert self.spill is not None
+        await self.spill(head, self)
+        self._fed = tail
+        await self.update(tail)
+        return True
+
+    async def _stop_stream(self) -> None:
         if self._stream is not None:
             stream, self._stream = self._stream, None
             await stream.stop()
 
-    async def split_last_block(self) -> str:
-        """Finish, keep every block but the last (which may still grow) and return the
-        text from the last block on, for the next segment. ``""`` when there is one block."""
-        await self.finish()
-        blocks = self.blocks
-        if len(blocks) < 2 or blocks[-1].source_range is None:
-            return ""
-        start = blocks[-1].source_range[0]
-        lines = self.source.splitlines(keepends=True)
-        head, tail = "".join(lines[:start]), "".join(lines[start:])
-        if not head.strip():
-            return ""
-        await self.update(head)
-        return tail
+    async def finish(self) -> None:
+        """Show what is pending and stop the stream."""
+        await self._feed()
+        await self._stop_stream()
 
 
 class FrozenMarkdown(Static):
-    """A finished assistant segment as one light widget (Rich's Markdown renderer): older
-    text keeps its formatting without the many widgets a live Markdown document has."""
+    """Finished assistant text as one light widget (Rich's Markdown renderer): older text
+    keeps its formatting without the many widgets of a live Markdown document. Segments of
+    the same answer are merged into it up to ``MAX_CHARS``."""
 
-    def __init__(self, source: str) -> None:
-        super().__init__(
-            RichMarkdown(source, code_theme="ansi_dark", hyperlinks=False),
-            classes="assistant-message frozen",
-            markup=False,
-        )
+    MAX_CHARS = 4_000
+
+    def __init__(self, source: str, answer: int = 0) -> None:
+        super().__init__(self._renderable(source), classes="assistant-message frozen", markup=False)
         self.source = source
+        self.answer = answer
+
+    @staticmethod
+    def _renderable(source: str) -> RichMarkdown:
+        markdown = RichMarkdown(source, code_theme="ansi_dark", hyperlinks=False)
+        markdown.elements = {**markdown.elements, "heading_open": _LeftHeading}
+        return markdown
 
     @property
     def text(self) -> str:
         return self.source
+
+    def can_take(self, source: str, answer: int) -> bool:
+        return answer == self.answer and len(self.source) + len(source) <= self.MAX_CHARS
+
+    def extend(self, source: str) -> None:
+        self.source += source
+        self.update(self._renderable(self.source))
+
+
+class _LeftHeading(Heading):
+    """Headings aligned left, as the live Markdown widget shows them."""
+
+    LEVEL_ALIGN: ClassVar[dict[str, JustifyMethod]] = dict.fromkeys(
+        ("h1", "h2", "h3", "h4", "h5", "h6"), "left"
+    )
 
 
 class ReasoningMessage(Collapsible):

@@ -58,6 +58,8 @@ class PromptInput(TextArea):
             highlight_cursor_line=False,
         )
         self.prompt_history = history or PromptHistory()
+        #: A steady cursor: a blinking one is a timer that repaints twice a second forever.
+        self.cursor_blink = False
         self.placeholder = "Ask anything · / for commands · @ to attach a file"
 
     @property
@@ -95,7 +97,11 @@ class PromptInput(TextArea):
                 self._stop(event)
                 self.set_text(previous)
             return
-        if key == "down" and self.cursor_location[0] == self.document.line_count - 1 and self.prompt_history.browsing:
+        if (
+            key == "down"
+            and self.cursor_location[0] == self.document.line_count - 1
+            and self.prompt_history.browsing
+        ):
             following = self.prompt_history.next()
             if following is not None:
                 self._stop(event)
