@@ -299,6 +299,35 @@ def test_write_file_that_cannot_be_written(project: Path, llm: FakeLLM, case: st
     assert leftovers == ["blocker", "etcode.json"]  # no temp files left behind
 
 
+@pytest.fixture
+def full_disk(project: Path):
+    """A 64 KB tmpfs mounted inside the project: a real ENOSPC (needs root and mount)."""
+    mount_point = project / "small"
+    mount_point.mkdir()
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount_point)], capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
+
+
+def test_write_file_on_a_full_disk_leaves_the_original_untouched(
+    project: Path, llm: FakeLLM, full_disk: Path
+) -> None:
+    target = full_disk / "data.txt"
+    target.write_text(ORIGINAL, encoding="utf-8")
+    (full_disk / "filler").write_bytes(b"x" * 40_000)  # leave less room than the new content needs
+    call = Call("WriteFile", {"file_path": "small/data.txt", "content": "new line\n" * 5_000})
+    _, output = _tool_row(project, llm, call)
+    assert output.startswith("ERROR: ") and "space" in output.lower(), output
+    assert target.read_text(encoding="utf-8") == ORIGINAL  # fully written or untouched: untouched
+    assert sorted(p.name for p in full_disk.iterdir()) == ["data.txt", "filler"]  # no temp file left
+
+
 # ---- signals -----------------------------------------------------------------------------
 
 
