@@ -17,12 +17,6 @@ from tests.tui_support import SIZE, make_app, ready, record_events, run_turn, su
 
 
 @pytest.fixture
-def llm():
-    with FakeLLM() as server:
-        yield server
-
-
-@pytest.fixture
 def project(tmp_path: Path, llm: FakeLLM) -> Path:
     folder = tmp_path / "project"
     folder.mkdir()

@@ -16,12 +16,6 @@ from tests.tui_support import write_config
 
 
 @pytest.fixture
-def llm():
-    with FakeLLM() as server:
-        yield server
-
-
-@pytest.fixture
 def project(tmp_path: Path, llm: FakeLLM) -> Path:
     folder = tmp_path / "project"
     folder.mkdir()

@@ -12,12 +12,6 @@ from tests.tui_support import SIZE, make_app, ready, run_turn, submit, wait_for,
 
 
 @pytest.fixture
-def llm():
-    with FakeLLM() as server:
-        yield server
-
-
-@pytest.fixture
 def project(tmp_path: Path, llm: FakeLLM) -> Path:
     folder = tmp_path / "project"
     folder.mkdir()

@@ -13,21 +13,6 @@ from etcode.ui.tui.widgets.sessions import SessionPicker
 from tests.fake_llm import Call, FakeLLM, Reply
 from tests.tui_support import SIZE, make_app, ready, run_turn, submit, wait_for, write_config
 
-store_module = pytest.importorskip("etcode.session.store", reason="the session store comes with issue 6")
-
-
-def _needs(name: str) -> None:
-    from etcode.api import Agent
-
-    if not hasattr(Agent, name):
-        pytest.skip(f"Agent.{name} comes with issue 6")
-
-
-@pytest.fixture
-def llm():
-    with FakeLLM() as server:
-        yield server
-
 
 @pytest.fixture
 def project(tmp_path: Path, llm: FakeLLM) -> Path:
@@ -110,7 +95,6 @@ async def test_sessions_command_resumes_the_chosen_one(project: Path, llm: FakeL
 
 
 async def test_undo_restores_the_files_of_the_last_turn(project: Path, llm: FakeLLM) -> None:
-    _needs("undo")
     llm.script(
         Reply(calls=[Call("WriteFile", {"file_path": "notes.txt", "content": "overwritten\n"})]),
         Reply(text="Done."),
@@ -127,7 +111,6 @@ async def test_undo_restores_the_files_of_the_last_turn(project: Path, llm: Fake
 
 
 async def test_compact_summarises_the_history(project: Path, llm: FakeLLM) -> None:
-    _needs("compact")
     llm.script(
         Reply(text="one " * 50),
         Reply(text="two " * 50),

@@ -24,12 +24,6 @@ def colors(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def llm():
-    with FakeLLM() as server:
-        yield server
-
-
-@pytest.fixture
 def project(tmp_path: Path, llm: FakeLLM) -> Path:
     folder = tmp_path / "project"
     folder.mkdir()
