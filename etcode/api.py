@@ -235,6 +235,11 @@ class Agent:
             await self._runtime.aclose()
             self._runtime = None
 
+    async def prepare(self) -> None:
+        """Build the runtime (config, model, tools, prompt, MCP servers) and load a stored
+        session's history now, instead of at the first ``run`` (the TUI warms up with it)."""
+        await self._prepare()
+
     async def _prepare(self) -> Any:
         if self._runtime is None:
             from etcode.session.runtime import Runtime

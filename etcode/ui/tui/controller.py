@@ -101,8 +101,7 @@ class AgentHost:
 
     async def prepare(self) -> None:
         """Build the agent's runtime now (config errors show at once; the first turn is faster)."""
-        prepare = getattr(self.agent, "prepare", None) or self.agent._prepare
-        await prepare()
+        await self.agent.prepare()
 
     # ---- what the status bar shows before the first event ----------------------------
     def resolved_model(self) -> tuple[str, int | None]:
