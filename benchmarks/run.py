@@ -140,6 +140,8 @@ def loop_overhead(runs: int) -> None:
 def tools(repeat: int, files: int, size_mb: float) -> None:
     import bench_tools
 
+    from etcode.util.memory import keep_freed_memory
+
     with tempfile.TemporaryDirectory(prefix="etcode-bench-") as tmp:
         old = os.environ.get("XDG_DATA_HOME")
         os.environ["XDG_DATA_HOME"] = str(Path(tmp) / "data")
@@ -148,8 +150,9 @@ def tools(repeat: int, files: int, size_mb: float) -> None:
             root.mkdir()
             paths = bench_tools.make_tree(root, files, int(size_mb * 1024 * 1024))
             bench_tools.plain_loop(paths)  # warm the page cache
-            plain = median(bench_tools.timed(lambda: bench_tools.plain_loop(paths), repeat))
-            rmf = median(bench_tools.timed(lambda: asyncio.run(bench_tools.read_many(root)), repeat))
+            keep_freed_memory()  # as `etcode run` and the chat do
+            plain_times, tool_times = bench_tools.paired(paths, root, max(repeat, 9))
+            plain, rmf = median(plain_times), median(tool_times)
         finally:
             if old is None:
                 os.environ.pop("XDG_DATA_HOME", None)

@@ -238,7 +238,9 @@ def test_unknown_agent_lists_known_names(project: tuple[Path, Path, Path]) -> No
     agents = load_agents({"reviewer": {"prompt": "x"}}, directory, root, global_dir)
     with pytest.raises(UsageError) as err:
         get_agent("x", agents)
-    assert str(err.value) == 'unknown agent "x"; known agents: build, plan, general, explore, workflow, reviewer'
+    assert (
+        str(err.value) == 'unknown agent "x"; known agents: build, plan, general, explore, workflow, reviewer'
+    )
     assert err.value.exit_code == 2
     with pytest.raises(UsageError, match="known agents: build, plan, general, explore, workflow$"):
         get_agent("nope")

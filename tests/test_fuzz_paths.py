@@ -285,3 +285,32 @@ def test_inside_paths_need_no_external_check(tmp_path: Path, data_home: None) ->
         assert "denied" not in output, (name, output)
     assert all(p != "external_directory" for p, _ in recorder.calls), recorder.calls
     assert (wt / "inside.txt").read_text() == "CHANGED\n"
+
+
+_SEGMENT = st.text(alphabet="ab.*-_!", min_size=1, max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    patterns=st.lists(
+        st.builds(lambda seg, slash: seg + ("/" if slash else ""), _SEGMENT, st.booleans()), max_size=6
+    ),
+    parts=st.lists(
+        st.text(alphabet="ab.-_", min_size=1, max_size=5).filter(lambda part: part not in (".", "..")),
+        min_size=1,
+        max_size=3,
+    ),
+    is_dir=st.booleans(),
+)
+def test_pattern_set_agrees_with_gitignore(patterns: list[str], parts: list[str], is_dir: bool) -> None:
+    """The fast name/extension/prefix/suffix sets decide like git (pathspec) would."""
+    from etcode.util.ignore import PatternSet, gitignore_spec
+
+    path = "/".join(parts)
+    spec = gitignore_spec(patterns)  # pathspec, minus the lines git would not use
+    # git: a path is ignored when it or a folder above it is (and a folder cannot be re-included)
+    expected = any(
+        spec.match_file("/".join(parts[: i + 1]) + ("/" if i < len(parts) - 1 or is_dir else ""))
+        for i in range(len(parts))
+    )
+    assert PatternSet(patterns).match_path(path, is_dir) == expected, (patterns, path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -213,7 +214,7 @@ async def test_read_permission_denied_per_file(tmp_path: Path) -> None:
     write(tmp_path, "b.secret")
 
     async def check(permission: str, patterns: list[str], metadata: dict[str, Any]) -> None:
-        if permission == "read" and patterns[0].endswith(".secret"):
+        if permission == "read" and any(pattern.endswith(".secret") for pattern in patterns):
             raise PermissionDenied("denied by rule")
 
     result = await run(tmp_path, make_ctx(tmp_path, check_permission=check), paths=["a.txt", "b.secret"])
@@ -221,32 +222,115 @@ async def test_read_permission_denied_per_file(tmp_path: Path) -> None:
     assert result.data["errors"] == [{"path": "b.secret", "error": "denied by rule"}]
 
 
-async def test_reads_concurrently(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for i in range(8):
-        write(tmp_path, f"f{i}.txt")
+async def test_read_permission_real_service_rules_and_one_question(tmp_path: Path) -> None:
+    """With the real service: a deny rule refuses its file only; files that ask are put
+    to the user in one question, and a rejection refuses just those."""
+    from etcode.permission import Decision, PermissionRequest, PermissionService, Rule, rules_from_config
+
+    for name in ("a.txt", "b.txt", "c.env", "d.env", "secret/key.txt"):
+        write(tmp_path, name)
+    questions: list[PermissionRequest] = []
+
+    class Rejecter:
+        async def ask(self, request: PermissionRequest) -> Decision:
+            questions.append(request)
+            return Decision.reject("not the env files")
+
+    rules = [*rules_from_config(None), Rule("read", "*.env", "ask")]
+    service = PermissionService(rules, Rejecter(), worktree=tmp_path)
+    ctx = make_ctx(tmp_path, check_permission=service.check)
+    result = await run(tmp_path, ctx, paths=["a.txt", "b.txt", "c.env", "d.env"])
+    assert paths_of(result) == ["a.txt", "b.txt"]
+    assert [e["path"] for e in result.data["errors"]] == ["c.env", "d.env"]
+    assert "not the env files" in result.data["errors"][0]["error"]
+    assert len(questions) == 1 and questions[0].patterns == ["c.env", "d.env"]
+
+    service = PermissionService([*rules, Rule("read", "secret/*", "deny")], Rejecter(), worktree=tmp_path)
+    questions.clear()
+    ctx = make_ctx(tmp_path, check_permission=service.check)
+    result = await run(tmp_path, ctx, paths=["a.txt", "secret/key.txt"])
+    assert paths_of(result) == ["a.txt"]
+    assert result.data["errors"][0]["path"] == "secret/key.txt"
+    assert "denied by permission rule" in result.data["errors"][0]["error"]
+    assert questions == []
+
+
+async def test_slow_storage_is_read_concurrently(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files that come slowly (a cold cache, a network filesystem) are read in threads at once."""
+    for i in range(24):
+        write(tmp_path, f"f{i:02}.txt")
     active = 0
     peak = 0
     lock = threading.Lock()
     original = rmf._read_one
 
-    def slow(item):  # type: ignore[no-untyped-def]
+    def slow(item, *args):  # type: ignore[no-untyped-def]
         nonlocal active, peak
         with lock:
             active += 1
             peak = max(peak, active)
-        time.sleep(0.1)
+        time.sleep(0.05)
         with lock:
             active -= 1
-        return original(item)
+        return original(item, *args)
 
     monkeypatch.setattr(rmf, "_read_one", slow)
+    monkeypatch.setattr(rmf, "PROBE_SIZE", 2)
     monkeypatch.setattr(rmf, "BATCH_SIZE", 1)
     started = time.perf_counter()
     result = await run(tmp_path, paths=["*.txt"])
     elapsed = time.perf_counter() - started
-    assert result.data["totalFiles"] == 8
+    assert result.data["totalFiles"] == 24
+    assert [f["path"] for f in result.data["files"]] == [f"f{i:02}.txt" for i in range(24)]
     assert peak > 1
-    assert elapsed < 0.6
+    assert elapsed < 0.9  # one at a time: 1.2 s
+
+
+async def test_fast_storage_keeps_the_event_loop_responsive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Page-cached files are read on the event loop in short slices: a ticker running
+    alongside keeps getting turns, and a big file is read in a thread, not on the loop."""
+    import asyncio
+
+    for i in range(400):
+        write(tmp_path, f"d{i % 10}/f{i:03}.txt", "some text\n" * 2)
+    write(tmp_path, "zz/big.txt", ("x" * 99 + "\n") * 1000)  # 100 KB: over the first read
+    monkeypatch.setattr(rmf, "INLINE_MAX_BYTES", 80 * 1024)
+    monkeypatch.setattr(rmf, "SLICE_SECONDS", 0.0005)
+    main_thread = threading.get_ident()
+    readers: dict[str, set[int]] = {}
+    ticks_seen_on_loop: set[int] = set()
+    original = rmf._read_one
+
+    def read_one(item, *args):  # type: ignore[no-untyped-def]
+        done = original(item, *args)
+        if not done.deferred:
+            readers.setdefault(os.path.basename(item.path), set()).add(threading.get_ident())
+        if threading.get_ident() == main_thread:
+            ticks_seen_on_loop.add(ticks)
+        return done
+
+    ticks = 0
+    monkeypatch.setattr(rmf, "_read_one", read_one)
+    stop = False
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not stop:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    result = await run(tmp_path, paths=["**/*.txt"])
+    stop = True
+    await task
+    assert result.data["totalFiles"] == 401
+    assert {f["path"]: f["lineCount"] for f in result.data["files"]}["zz/big.txt"] == 1000
+    assert main_thread not in readers["big.txt"]  # deferred to a worker thread
+    on_loop = [name for name, threads in readers.items() if threads == {main_thread}]
+    assert len(on_loop) >= 390  # all but the probe
+    assert len(ticks_seen_on_loop) > 3  # the loop ran other tasks between slices
 
 
 async def test_instructions_attached_once(tmp_path: Path) -> None:
@@ -274,3 +358,18 @@ def test_summaries() -> None:
     tool = ReadManyFilesTool()
     assert tool.params_summary({"paths": ["a.py", "b.py", "c.py"]}) == "3 files"
     assert tool.params_summary({"paths": ["src/**/*.ts"]}) == "src/**/*.ts"
+
+
+async def test_fifo_and_device_are_refused_not_waited_on(tmp_path: Path) -> None:
+    """A FIFO in the tree would block a plain open() until a writer comes: it is reported."""
+    import asyncio
+
+    write(tmp_path, "a.txt", "text\n")
+    write(tmp_path, "empty.txt", "")
+    os.mkfifo(tmp_path / "pipe.txt")
+    os.symlink("/dev/zero", tmp_path / "zero.txt")
+    for paths in (["a.txt", "empty.txt", "pipe.txt", "zero.txt"], ["*.txt"]):
+        result = await asyncio.wait_for(run(tmp_path, paths=paths), 10)
+        assert paths_of(result) == ["a.txt", "empty.txt"]
+        errors = {e["path"]: e["error"] for e in result.data["errors"]}
+        assert errors == {"pipe.txt": "Not a regular file", "zero.txt": "Not a regular file"}

@@ -89,3 +89,13 @@ def test_diff_helpers() -> None:
     assert diff_stats(diff) == (2, 1)
     assert "\\ No newline at end of file" in diff
     assert count_lines("a\nb") == 2 and count_lines("a\nb\n") == 2 and count_lines("") == 0
+
+
+def test_bad_gitignore_line_is_skipped_not_fatal(tmp_path: Path) -> None:
+    """git skips a pattern it cannot use (a lone "!"); so do we, and keep the rest."""
+    (tmp_path / ".gitignore").write_text("!\n*.log\n")
+    (tmp_path / "a.log").write_text("x")
+    (tmp_path / "a.txt").write_text("x")
+    matcher = IgnoreMatcher(tmp_path)
+    assert matcher.is_ignored(tmp_path / "a.log")
+    assert sorted(p.name for p in matcher.walk(tmp_path)) == [".gitignore", "a.txt"]

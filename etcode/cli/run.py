@@ -68,7 +68,9 @@ def run_command(options: RunOptions) -> int:
     if options.output_format not in FORMATS:
         raise UsageError(f'--format must be one of {", ".join(FORMATS)}, not "{options.output_format}"')
     from etcode.config.loader import env_debug
+    from etcode.util.memory import keep_freed_memory
 
+    keep_freed_memory()
     if options.debug or env_debug():
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="[%(name)s] %(message)s")
         logging.getLogger("httpx").setLevel(logging.INFO)

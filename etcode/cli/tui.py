@@ -37,6 +37,9 @@ def chat_command(
         return run_command(options)
     from etcode.ui.tui.launch import run_tui
     from etcode.ui.tui.options import TuiOptions
+    from etcode.util.memory import keep_freed_memory
+
+    keep_freed_memory()
 
     return run_tui(
         TuiOptions(

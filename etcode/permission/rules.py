@@ -55,8 +55,8 @@ DEFAULT_RULES: tuple[Rule, ...] = (
 )
 
 
-@lru_cache(maxsize=1024)
-def _compile(pattern: str, ignore_case: bool) -> re.Pattern[str]:
+def _source(pattern: str) -> str:
+    """The regex (without anchors) of a wildcard pattern."""
     out = []
     for char in pattern:
         if char == "*":
@@ -69,7 +69,12 @@ def _compile(pattern: str, ignore_case: bool) -> re.Pattern[str]:
     # "git *" also matches plain "git" (a command without arguments).
     if pattern.endswith(" *"):
         regex = regex[: -len(re.escape(" ") + ".*")] + r"(?: .*)?"
-    return re.compile(regex + r"\Z", re.DOTALL | (re.IGNORECASE if ignore_case else 0))
+    return regex
+
+
+@lru_cache(maxsize=1024)
+def _compile(pattern: str, ignore_case: bool) -> re.Pattern[str]:
+    return re.compile(_source(pattern) + r"\Z", re.DOTALL | (re.IGNORECASE if ignore_case else 0))
 
 
 def wildcard_match(text: str, pattern: str, ignore_case: bool = False) -> bool:
@@ -96,6 +101,38 @@ def evaluate(ruleset: Iterable[Rule], permission: str, pattern: str, tool: str |
         ):
             found = rule
     return found or Rule(permission, "*", "ask")
+
+
+def rules_for(ruleset: Iterable[Rule], permission: str, tool: str | None = None) -> list[Rule]:
+    """The rules whose permission matches ``permission`` (or the tool's name), in order."""
+    names = {_normalize_name(permission)}
+    if tool:
+        names.add(_normalize_name(tool))
+    return [
+        rule
+        for rule in ruleset
+        if any(wildcard_match(name, _normalize_name(rule.permission), ignore_case=True) for name in names)
+    ]
+
+
+class RuleMatcher:
+    """:func:`evaluate` for many patterns: the rules of one permission compiled into one
+    regex whose alternatives run from the last rule to the first, so the alternative that
+    matches names the deciding rule. ``decide(pattern)`` costs one regex match."""
+
+    def __init__(self, rules: list[Rule], permission: str) -> None:
+        self.rules = rules
+        self.fallback = Rule(permission, "*", "ask")
+        alternatives = [f"(?P<r{index}>{_source(rule.pattern)})" for index, rule in enumerate(rules)]
+        alternatives.reverse()
+        self._regex = re.compile(r"(?:" + "|".join(alternatives) + r")\Z", re.DOTALL) if rules else None
+
+    def decide(self, pattern: str) -> Rule:
+        """The last rule matching ``pattern`` (``ask`` when none does)."""
+        found = self._regex.match(pattern) if self._regex is not None else None
+        if found is None or found.lastgroup is None:
+            return self.fallback
+        return self.rules[int(found.lastgroup[1:])]
 
 
 def specificity(pattern: str) -> int:

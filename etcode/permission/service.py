@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from etcode.permission.rules import Rule, Ruleset, evaluate, rules_from_config
+from etcode.permission.rules import Rule, RuleMatcher, Ruleset, rules_for, rules_from_config
 
 __all__ = [
     "NON_INTERACTIVE_REASON",
@@ -100,6 +100,7 @@ class PermissionService:
         self.worktree = worktree.resolve() if worktree else None
         self.approved: Ruleset = []
         self._lock = asyncio.Lock()
+        self._matchers: dict[tuple[str, str | None, int, int], RuleMatcher] = {}
 
     def _pattern(self, permission: str, pattern: str) -> str:
         """Absolute paths inside the worktree are matched as worktree-relative paths."""
@@ -112,9 +113,20 @@ class PermissionService:
                 return pattern
         return pattern
 
+    def _matcher(self, permission: str, tool: str | None) -> RuleMatcher:
+        """The compiled rules of one permission (rebuilt when rules or approvals grow)."""
+        key = (permission, tool, len(self.rules), len(self.approved))
+        matcher = self._matchers.get(key)
+        if matcher is None:
+            if len(self._matchers) > 64:
+                self._matchers.clear()
+            rules = rules_for([*self.rules, *self.approved], permission, tool)
+            matcher = self._matchers[key] = RuleMatcher(rules, permission)
+        return matcher
+
     def evaluate(self, permission: str, pattern: str, tool: str | None = None) -> Rule:
         """The deciding rule for one pattern (session approvals count last)."""
-        return evaluate([*self.rules, *self.approved], permission, self._pattern(permission, pattern), tool)
+        return self._matcher(permission, tool).decide(self._pattern(permission, pattern))
 
     async def check(
         self, permission: str, patterns: list[str], metadata: dict[str, Any] | None = None
@@ -135,19 +147,23 @@ class PermissionService:
             decision = await self.asker.ask(request)
         if decision.kind == "reject":
             reason = decision.reason or "denied by the user"
-            raise _denied_error()(f"{reason} (permission {permission!r}: {', '.join(pending)})")
+            raise _denied_error()(
+                f"{reason} (permission {permission!r}: {', '.join(pending)})", patterns=pending, asked=True
+            )
         if decision.kind == "allow_always":
             self.approved.extend(Rule(permission, pattern, "allow") for pattern in always)
 
     def _undecided(self, permission: str, patterns: list[str], tool: str | None) -> list[str]:
         """Patterns whose rule says ``ask``; raises at once on a ``deny``."""
         asks: list[str] = []
+        matcher = self._matcher(permission, tool)
         for pattern in patterns:
-            rule = self.evaluate(permission, pattern, tool)
+            rule = matcher.decide(self._pattern(permission, pattern))
             if rule.action == "deny":
                 raise _denied_error()(
                     f"denied by permission rule {rule.describe()} ({permission}: {pattern}). "
-                    "Do not retry this call; choose another approach or ask the user."
+                    "Do not retry this call; choose another approach or ask the user.",
+                    patterns=[pattern],
                 )
             if rule.action == "ask":
                 asks.append(pattern)

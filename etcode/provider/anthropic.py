@@ -187,7 +187,9 @@ class AnthropicStream:
             return self._delta(0 if index is None else index, as_dict(obj.get("delta")))
         if kind == "content_block_start":
             index = as_index(obj.get("index"))
-            return self._start(len(self.blocks) if index is None else index, as_dict(obj.get("content_block")))
+            return self._start(
+                len(self.blocks) if index is None else index, as_dict(obj.get("content_block"))
+            )
         if kind == "message_start":
             _merge_usage(self.usage, as_dict(as_dict(obj.get("message")).get("usage")))
         elif kind == "message_delta":

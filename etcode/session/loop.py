@@ -40,7 +40,6 @@ from etcode.util.errors import EtcodeError
 log = logging.getLogger("etcode.loop")
 
 
-
 @dataclass
 class LoopSettings:
     """Everything one run of the loop needs besides the conversation itself."""

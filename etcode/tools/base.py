@@ -26,7 +26,13 @@ class ToolError(Exception):
 
 
 class PermissionDenied(ToolError):
-    """The call was refused by a permission rule or by the user."""
+    """The call was refused by a permission rule or by the user. ``patterns`` are the
+    refused patterns when known; ``asked`` is True when the user said no (False: a rule)."""
+
+    def __init__(self, message: str, *, patterns: list[str] | None = None, asked: bool = False) -> None:
+        super().__init__(message)
+        self.patterns: list[str] = list(patterns or [])
+        self.asked = asked
 
 
 @dataclass

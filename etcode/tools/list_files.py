@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pathspec
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools import ripgrep
@@ -12,6 +11,7 @@ from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.paths import display_path, permission_pattern, resolve_for
 from etcode.tools.summary import plural
 from etcode.util.fs import real_path
+from etcode.util.ignore import gitignore_spec
 
 MAX_ENTRIES = 200
 
@@ -77,7 +77,7 @@ class ListFilesTool(Tool):
             raise ToolError(f"ListFiles failed: {err}") from None
         rels = [p.relative_to(base).as_posix() for p in files]
         if params.ignore:
-            spec = pathspec.GitIgnoreSpec.from_lines(params.ignore)
+            spec = gitignore_spec(params.ignore)
             rels = [rel for rel in rels if not spec.match_file(rel)]
         rels.sort(key=lambda rel: (rel.count("/"), rel))
         shown = rels[:MAX_ENTRIES]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import time
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -15,18 +17,27 @@ from pydantic import BaseModel, ConfigDict, Field
 from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
 from etcode.tools.paths import check_external, display_path, permission_pattern
 from etcode.tools.summary import plural
-from etcode.tools.truncate import truncate_output
+from etcode.tools.truncate import truncate_parts
 from etcode.util.fs import BINARY_EXTENSIONS, BOM, expand_user, format_size, looks_binary, real_path
-from etcode.util.ignore import IgnoreMatcher, glob_static_prefix, glob_to_regex, has_glob
+from etcode.util.ignore import IgnoreMatcher, gitignore_spec, glob_static_prefix, glob_to_regex, has_glob
 
 MAX_LINES = 2000
 MAX_LINE_CHARS = 2000
 MAX_FILE_BYTES = 20 * 1024 * 1024
+#: Files timed in a worker thread to tell fast storage from slow.
+PROBE_SIZE = 8
+#: Slow storage: files per thread, and threads at once.
 BATCH_SIZE = 32
 MAX_CONCURRENT_BATCHES = 8
 #: Reading slower than this per file (plus size / FAST_BYTES_PER_SECOND) means I/O bound.
 FAST_FILE_SECONDS = 0.0005
 FAST_BYTES_PER_SECOND = 300 * 1024 * 1024
+#: Fast storage: files are read on the event loop, which gets control back this often.
+SLICE_SECONDS = 0.002
+#: ... except files larger than this, which go to a worker thread.
+INLINE_MAX_BYTES = 1024 * 1024
+#: The first read of every file; smaller files need no other system call but open/close.
+FIRST_READ_BYTES = 64 * 1024
 
 
 class ReadManyFilesParams(BaseModel):
@@ -50,7 +61,7 @@ class ReadManyFilesParams(BaseModel):
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class _Read:
     """Outcome of reading one file in a worker thread."""
 
@@ -64,27 +75,75 @@ class _Read:
     truncated: bool = False
     error: str | None = None
     skipped: str | None = None
+    deferred: bool = False  # too big to read on the event loop: left for a thread
 
 
-def _read_one(item: _Read) -> _Read:
+#: Open without following into a FIFO's wait for a writer (non-regular files are refused).
+_OPEN_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+)
+
+
+def _read_rest(fd: int, head: bytes, size: int) -> bytes:
+    """The whole file, given its first bytes ``head`` and its size from fstat (0 for
+    ``/proc``-style files): one more read of the known size, or chunks up to the limit."""
+    chunks = [head]
+    total = len(head)
+    if size > total:
+        more = os.read(fd, size - total)
+        chunks.append(more)
+        total += len(more)
+    while total <= MAX_FILE_BYTES:
+        chunk = os.read(fd, FIRST_READ_BYTES)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def _read_one(item: _Read, inline_limit: int | None = None) -> _Read:
+    """Read, sniff, decode and measure one file (every pass while its bytes are in cache).
+    A file over ``inline_limit`` bytes is not read but marked ``deferred``."""
+    path = item.path
+    dot = path.rfind(".")
+    if dot > path.rfind(os.sep) + 1 and path[dot:].lower() in BINARY_EXTENSIONS:  # not ".bashrc"
+        item.skipped = "binary file"
+        return item
     try:
-        if os.path.splitext(item.path)[1].lower() in BINARY_EXTENSIONS:
-            item.skipped = "binary file"
-            return item
-        with open(item.path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > MAX_FILE_BYTES:
-                item.error = f"File too large ({format_size(size)} > {format_size(MAX_FILE_BYTES)})"
-                return item
-            data = handle.read()
+        fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
         item.error = "File not found"
         return item
+    except OSError as err:
+        item.error = err.strerror or str(err)
+        return item
+    try:
+        # Most files fit in the first read: no fstat needed (a short read of a regular
+        # file is its end). Nothing or a full buffer may be a FIFO or a device: look.
+        data = os.read(fd, FIRST_READ_BYTES)
+        if not data or len(data) == FIRST_READ_BYTES:  # empty, big, or not a file at all
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                item.error = "Not a regular file"
+                return item
+            if info.st_size > MAX_FILE_BYTES:
+                item.error = f"File too large ({format_size(info.st_size)} > {format_size(MAX_FILE_BYTES)})"
+                return item
+            if inline_limit is not None and info.st_size > inline_limit:
+                item.deferred = True
+                return item
+            data = _read_rest(fd, data, info.st_size)
     except IsADirectoryError:
         item.error = "Is a directory"
         return item
     except OSError as err:
         item.error = err.strerror or str(err)
+        return item
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FILE_BYTES:
+        item.error = f"File too large (over {format_size(MAX_FILE_BYTES)})"
         return item
     if data.find(b"\x00", 0, 8192) != -1:
         item.skipped = "binary file"
@@ -99,7 +158,9 @@ def _read_one(item: _Read) -> _Read:
     if text.startswith(BOM):
         text = text[1:]
     item.size = len(data)
-    item.lines = text.count("\n") + (0 if not text or text.endswith("\n") else 1)
+    # Counting by deletion is twice as fast as bytes.count for short lines.
+    newlines = len(data) - len(data.replace(b"\n", b""))
+    item.lines = newlines + (0 if not text or text.endswith("\n") else 1)
     long_lines = has_long_line(text, MAX_LINE_CHARS)
     if item.lines > MAX_LINES or long_lines:
         item.truncated = True
@@ -138,23 +199,36 @@ def _read_batch(items: list[_Read]) -> list[_Read]:
 
 
 def _walk_matches(
-    base: Path, cwd: str, pattern: str, matcher: IgnoreMatcher, exclude: pathspec.GitIgnoreSpec | None
-) -> list[tuple[str, str, bool]]:
-    """(path, cwd-relative path, is symlink) of the files under ``base`` matching ``pattern``."""
-    found: list[tuple[str, str, bool]] = []
+    base: Path,
+    cwd: str,
+    pattern: str,
+    matcher: IgnoreMatcher,
+    exclude: pathspec.GitIgnoreSpec | None,
+    roots: list[str],
+) -> tuple[list[_Read], list[tuple[str, str]]]:
+    """The files under ``base`` matching ``pattern``: plain files ready to read, and the
+    symlinks as (path, cwd-relative path), which need their own outside-the-worktree check."""
+    files: list[_Read] = []
+    links: list[tuple[str, str]] = []
     if not base.is_dir():
-        return found
-    regex = glob_to_regex(pattern)
+        return files, links
+    match = glob_to_regex(pattern).match
     prefix = cwd.rstrip(os.sep) + os.sep
+    cut = len(prefix)
+    cwd_is_root = prefix == roots[0]  # then cwd-relative == worktree-relative (the rule pattern)
     for entry in matcher.iter_entries(base):
         path = entry.path
         if path.startswith(prefix):
-            rel = path[len(prefix) :].replace(os.sep, "/")
+            rel = path[cut:] if os.sep == "/" else path[cut:].replace(os.sep, "/")
         else:
             rel = os.path.relpath(path, cwd).replace(os.sep, "/")
-        if regex.match(rel) and not (exclude and exclude.match_file(rel)):
-            found.append((path, rel, entry.is_symlink()))
-    return found
+        if not match(rel) or (exclude and exclude.match_file(rel)):
+            continue
+        if entry.is_symlink():
+            links.append((path, rel))
+        else:
+            files.append(_Read(path, rel, False, rel if cwd_is_root else _inside(path, roots)))
+    return files, links
 
 
 def _worktree_prefixes(worktree: Path) -> list[str]:
@@ -204,7 +278,7 @@ class ReadManyFilesTool(Tool):
     async def run(self, params: ReadManyFilesParams, ctx: ToolContext) -> ToolResult:
         cwd = ctx.directory
         matcher = IgnoreMatcher(ctx.worktree, default_excludes=params.use_default_excludes)
-        exclude = pathspec.GitIgnoreSpec.from_lines(params.exclude) if params.exclude else None
+        exclude = gitignore_spec(params.exclude) if params.exclude else None
         errors: list[dict[str, str]] = []
         chosen: dict[str, _Read] = {}
         cwd_s = os.path.normpath(str(cwd))
@@ -236,6 +310,8 @@ class ReadManyFilesTool(Tool):
                 patterns.append(_rel(target, cwd).rstrip("/") + "/**" if target != cwd else "**")
             elif has_glob(entry):
                 patterns.append(entry)
+            elif target.exists():
+                errors.append({"path": entry, "error": "Not a regular file"})
             else:
                 errors.append({"path": entry, "error": "File not found"})
 
@@ -250,31 +326,26 @@ class ReadManyFilesTool(Tool):
             except PermissionDenied as err:
                 errors.append({"path": pattern, "error": str(err)})
                 continue
-            found = await asyncio.to_thread(_walk_matches, base, cwd_s, pattern, matcher, exclude)
-            if not found:
+            found, links = await asyncio.to_thread(
+                _walk_matches, base, cwd_s, pattern, matcher, exclude, roots
+            )
+            if not found and not links:
                 errors.append({"path": pattern, "error": "No files matched"})
-            for path, rel, is_link in found:
-                if is_link:  # a link may point anywhere: treat it like a literal path
-                    link = Path(path)
-                    try:
-                        await check_external(ctx, link, self.name, "read")
-                    except PermissionDenied as err:
-                        errors.append({"path": rel, "error": str(err)})
-                        continue
-                    add(path, rel, os.path.realpath(path), False, permission_pattern(ctx, link))
-                else:
-                    add(path, rel, path, False, _inside(path, roots))
+            for item in found:  # the hot path: thousands of plain files
+                if item.path not in chosen:
+                    chosen[item.path] = item
+            for path, rel in links:  # a link may point anywhere: treat it like a literal path
+                link = Path(path)
+                try:
+                    await check_external(ctx, link, self.name, "read")
+                except PermissionDenied as err:
+                    errors.append({"path": rel, "error": str(err)})
+                    continue
+                add(path, rel, os.path.realpath(path), False, permission_pattern(ctx, link))
 
-        items = sorted(chosen.values(), key=lambda item: item.shown)
-        allowed: list[_Read] = []
-        for item in items:
-            pattern = item.pattern or permission_pattern(ctx, Path(item.path))
-            try:
-                await ctx.check_permission("read", [pattern], {"tool": self.name, "path": item.path})
-            except PermissionDenied as err:
-                errors.append({"path": item.shown, "error": str(err)})
-                continue
-            allowed.append(item)
+        items = sorted(chosen.values(), key=attrgetter("shown"))
+        allowed, refused = await self._permitted(ctx, items)
+        errors.extend(refused)
 
         done = await _read_concurrently(allowed)
         files = [item for item in done if item.error is None and item.skipped is None]
@@ -285,21 +356,12 @@ class ReadManyFilesTool(Tool):
             elif item.skipped and item.explicit:
                 errors.append({"path": item.shown, "error": f"Skipped: {item.skipped}"})
 
-        output = _format(files, errors, skipped)
-        reminders: list[str] = []
-        folders_seen: set[str] = set()
-        for item in files:  # nested AGENTS.md depend on the folder: ask once per folder
-            folder = os.path.dirname(item.path)
-            if folder in folders_seen:
-                continue
-            folders_seen.add(folder)
-            extra = await ctx.instructions_for(Path(item.path))
-            if extra and extra not in reminders:
-                reminders.append(extra)
-        if reminders:
-            output += "\n\n" + "\n\n".join(reminders)
         lines = sum(item.lines for item in files) + 2 * len(files) + len(errors) + 8
-        truncated = await asyncio.to_thread(truncate_output, output, line_count=lines)
+        truncated = truncate_parts(_format(files, errors, skipped), line_count=lines)
+        output = truncated.text
+        reminders = await _reminders(ctx, files)
+        if reminders:  # after the cut, so the model sees them however long the files are
+            output += "\n\n" + "\n\n".join(reminders)
         total_size = sum(item.size for item in files)
         data: dict[str, Any] = {
             "files": [
@@ -319,7 +381,41 @@ class ReadManyFilesTool(Tool):
         }
         if truncated.truncated:
             data["outputPath"] = truncated.path
-        return ToolResult(truncated.text, data=data)
+        return ToolResult(output, data=data)
+
+    async def _permitted(
+        self, ctx: ToolContext, items: list[_Read]
+    ) -> tuple[list[_Read], list[dict[str, str]]]:
+        """The items the ``read`` permission allows, and an error entry for each refused one.
+        One check for the whole batch (one question when several files ask); only when a
+        rule denies some file are the files checked one by one, to name each refusal."""
+        if not items:
+            return [], []
+        patterns = [item.pattern or permission_pattern(ctx, Path(item.path)) for item in items]
+        try:
+            await ctx.check_permission("read", list(dict.fromkeys(patterns)), {"tool": self.name})
+            return items, []
+        except PermissionDenied as err:
+            if err.asked:  # the user refused these; the rest were allowed
+                refused = set(err.patterns)
+                return (
+                    [item for item, pattern in zip(items, patterns, strict=True) if pattern not in refused],
+                    [
+                        {"path": item.shown, "error": str(err)}
+                        for item, pattern in zip(items, patterns, strict=True)
+                        if pattern in refused
+                    ],
+                )
+        allowed: list[_Read] = []
+        errors: list[dict[str, str]] = []
+        for item, pattern in zip(items, patterns, strict=True):
+            try:
+                await ctx.check_permission("read", [pattern], {"tool": self.name, "path": item.path})
+            except PermissionDenied as err:
+                errors.append({"path": item.shown, "error": str(err)})
+                continue
+            allowed.append(item)
+        return allowed, errors
 
     def params_summary(self, params: dict[str, Any]) -> str:
         paths = [str(p) for p in params.get("paths") or []] + [str(p) for p in params.get("include") or []]
@@ -342,27 +438,60 @@ class ReadManyFilesTool(Tool):
 
 
 async def _read_concurrently(items: list[_Read]) -> list[_Read]:
-    """Read files off the event loop, concurrently when that pays.
+    """Read every item without stalling the event loop, at the speed the storage allows.
 
-    The first batch is read in one worker thread and timed. When files come slowly (cold
-    cache, network filesystem: I/O bound), the rest is read in up to
+    The first :data:`PROBE_SIZE` files are read in a worker thread and timed. When they
+    come slowly (cold cache, network filesystem: I/O bound) the rest is read in up to
     :data:`MAX_CONCURRENT_BATCHES` threads at once. When they come fast (page cache: CPU
-    bound), threads would only fight over the GIL, so the rest is read in one thread.
+    bound) threads would only fight over the GIL, and each fresh thread's malloc arena
+    page-faults every byte of content in again; so the rest is read on the event loop in
+    slices of :data:`SLICE_SECONDS`, yielding in between, with big files sent to a thread
+    and a switch to threads if the storage turns slow.
     """
     if not items:
         return []
-    first, rest = items[:BATCH_SIZE], items[BATCH_SIZE:]
+    first, rest = items[:PROBE_SIZE], items[PROBE_SIZE:]
     started = time.perf_counter()
     done = await asyncio.to_thread(_read_batch, first)
-    elapsed = time.perf_counter() - started
-    if not rest:
-        return done
-    bytes_read = sum(item.size for item in done)
-    expected = len(first) * FAST_FILE_SECONDS + bytes_read / FAST_BYTES_PER_SECOND
-    if elapsed <= expected:
-        return done + await asyncio.to_thread(_read_batch, rest)
-    size = max(1, min(BATCH_SIZE, -(-len(rest) // MAX_CONCURRENT_BATCHES)))
-    batches = [rest[i : i + size] for i in range(0, len(rest), size)]
+    if rest and _slow(done, time.perf_counter() - started):
+        return done + await _read_in_threads(rest)
+    index = 0
+    while index < len(rest):
+        slice_start = time.perf_counter()
+        deadline = slice_start + SLICE_SECONDS
+        begin = index
+        while index < len(rest):
+            _read_one(rest[index], INLINE_MAX_BYTES)
+            index += 1
+            if time.perf_counter() >= deadline:
+                break
+        if _slow(rest[begin:index], time.perf_counter() - slice_start) and index < len(rest):
+            threaded = await _read_in_threads(rest[index:])
+            await _read_deferred(rest[:index])
+            return done + rest[:index] + threaded
+        await asyncio.sleep(0)
+    await _read_deferred(rest)
+    return done + rest
+
+
+def _slow(items: list[_Read], elapsed: float) -> bool:
+    """Did reading ``items`` take longer than fast storage would (I/O bound)?"""
+    expected = len(items) * FAST_FILE_SECONDS + sum(item.size for item in items) / FAST_BYTES_PER_SECOND
+    return elapsed > expected
+
+
+async def _read_deferred(items: list[_Read]) -> None:
+    """Read the items left for a thread (big files), in place."""
+    deferred = [item for item in items if item.deferred]
+    for item in deferred:
+        item.deferred = False
+    if deferred:
+        await _read_in_threads(deferred)
+
+
+async def _read_in_threads(items: list[_Read]) -> list[_Read]:
+    size = max(1, min(BATCH_SIZE, -(-len(items) // MAX_CONCURRENT_BATCHES)))
+    batches = [items[i : i + size] for i in range(0, len(items), size)]
     gate = asyncio.Semaphore(MAX_CONCURRENT_BATCHES)
 
     async def one(batch: list[_Read]) -> list[_Read]:
@@ -370,15 +499,33 @@ async def _read_concurrently(items: list[_Read]) -> list[_Read]:
             return await asyncio.to_thread(_read_batch, batch)
 
     results = await asyncio.gather(*(one(batch) for batch in batches))
-    return done + [item for batch in results for item in batch]
+    return [item for batch in results for item in batch]
 
 
-def _format(files: list[_Read], errors: list[dict[str, str]], skipped: list[dict[str, Any]]) -> str:
-    parts: list[str] = []
+async def _reminders(ctx: ToolContext, files: list[_Read]) -> list[str]:
+    """The nested AGENTS.md texts for the folders read (asked once per folder)."""
+    reminders: list[str] = []
+    folders_seen: set[str] = set()
     for item in files:
-        parts.append(f"=== File: {item.shown} ({format_size(item.size)}, {plural(item.lines, 'line')}) ===\n")
-        parts.append(item.content)
-        parts.append("\n" if item.content.endswith("\n") or not item.content else "\n\n")
+        folder = item.path.rpartition(os.sep)[0]
+        if folder in folders_seen:
+            continue
+        folders_seen.add(folder)
+        extra = await ctx.instructions_for(Path(item.path))
+        if extra and extra not in reminders:
+            reminders.append(extra)
+    return reminders
+
+
+def _format(files: list[_Read], errors: list[dict[str, str]], skipped: list[dict[str, Any]]) -> list[str]:
+    """The result as pieces (joined only when short: see :func:`truncate_parts`)."""
+    parts: list[str] = []
+    add = parts.append
+    for item in files:
+        content = item.content
+        add(f"=== File: {item.shown} ({format_size(item.size)}, {plural(item.lines, 'line')}) ===\n")
+        add(content)
+        add("\n" if not content or content[-1] == "\n" else "\n\n")
     if not files:
         parts.append("No files were read.\n\n")
     if errors:
@@ -391,4 +538,4 @@ def _format(files: list[_Read], errors: list[dict[str, str]], skipped: list[dict
     if skipped:
         summary += f"\nSkipped: {len(skipped)} (binary)"
     parts.append(summary)
-    return "".join(parts)
+    return parts

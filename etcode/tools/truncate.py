@@ -63,17 +63,21 @@ def _cleanup(folder: Path) -> None:
         pass
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, text: str | list[str]) -> None:
     try:
         with open(path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+            if isinstance(text, str):
+                handle.write(text)
+            else:
+                handle.writelines(text)
     finally:
         with _pending_lock:
             _pending.pop(str(path), None)
 
 
-def save_output(text: str, background: bool = False) -> Path:
-    """Write ``text`` to a new file in :func:`output_dir` and return its path. With
+def save_output(text: str | list[str], background: bool = False) -> Path:
+    """Write ``text`` (or its pieces, in order) to a new file in :func:`output_dir` and
+    return its path. With
     ``background`` the (large) write finishes in a thread; :func:`wait_saved` waits for it
     (the file tools do before reading a path), and the interpreter waits at exit."""
     folder = output_dir()
@@ -151,6 +155,26 @@ def _tail(text: str, lines: int, budget: int) -> str:
     return _fit_bytes(text[start + 1 :], budget, from_end=True)
 
 
+def _save_full(text: str | list[str], size: int) -> tuple[str | None, str]:
+    """Save the full output; its path (None when saving failed) and a sentence saying where."""
+    try:
+        path = str(save_output(text, background=size >= BACKGROUND_SAVE_BYTES))
+    except OSError as err:
+        return None, f"The full output could not be saved ({err.strerror or err})."
+    return (
+        path,
+        f"The full output was saved to {path}; read it with ReadFile (offset/limit) or search it with Grep.",
+    )
+
+
+def _note(body: str, total_lines: int, total_bytes: int, where: str) -> str:
+    omitted = total_lines - (body.count("\n") + 1 if body else 0)
+    return (
+        f"[... output truncated: {omitted} of {total_lines} lines omitted "
+        f"({format_size(total_bytes)} in total). {where}]"
+    )
+
+
 def truncate_output(
     text: str,
     *,
@@ -166,20 +190,34 @@ def truncate_output(
     budget = max(max_bytes - _NOTE_RESERVE, max_bytes // 2)
     keep_lines = max(max_lines - 3, 1)
     body = _tail(text, keep_lines, budget) if direction == "tail" else _head(text, keep_lines, budget)
-    try:
-        path: str | None = str(save_output(text, background=len(text) >= BACKGROUND_SAVE_BYTES))
-        where = f"The full output was saved to {path}; read it with ReadFile (offset/limit) or search it with Grep."
-    except OSError as err:
-        path = None
-        where = f"The full output could not be saved ({err.strerror or err})."
+    path, where = _save_full(text, len(text))
     total = line_count if line_count is not None else text.count("\n") + 1
-    omitted = total - (body.count("\n") + 1 if body else 0)
-    note = (
-        f"[... output truncated: {omitted} of {total} lines omitted "
-        f"({format_size(_byte_len(text))} in total). {where}]"
-    )
+    note = _note(body, total, _byte_len(text), where)
     result = f"{note}\n\n{body}" if direction == "tail" else f"{body}\n\n{note}"
     return Truncated(result, True, path)
+
+
+def truncate_parts(parts: list[str], *, line_count: int) -> Truncated:
+    """:func:`truncate_output` of ``"".join(parts)`` without joining a huge text: when it
+    must be cut, the head is built from the first pieces only and the full text is written
+    piece by piece in the background. ``line_count`` is the (rough) total for the note."""
+    size = sum(map(len, parts))
+    if size <= MAX_BYTES:
+        return truncate_output("".join(parts), line_count=line_count)
+    # More characters than MAX_BYTES: it is cut. The head needs the first ``budget`` bytes,
+    # which lie within the first ``budget`` characters (a character is at least one byte).
+    budget = max(MAX_BYTES - _NOTE_RESERVE, MAX_BYTES // 2)
+    prefix: list[str] = []
+    taken = 0
+    for part in parts:
+        prefix.append(part)
+        taken += len(part)
+        if taken > budget:
+            break
+    body = _head("".join(prefix), max(MAX_LINES - 3, 1), budget)
+    path, where = _save_full(list(parts), size)
+    note = _note(body, line_count, sum(_byte_len(part) for part in parts), where)
+    return Truncated(f"{body}\n\n{note}", True, path)
 
 
 #: Tools whose output matters most at its end (command output: errors come last).

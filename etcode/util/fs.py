@@ -64,12 +64,13 @@ def is_binary_file(path: Path, sample_size: int = 8192) -> bool:
 
 def format_size(size: int | float) -> str:
     """Human size: ``512 B``, ``2.1 KB``, ``12.5 MB`` (1 KB = 1024 B)."""
-    value = float(size)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TB"  # pragma: no cover
+    if size < 1024:
+        return f"{int(size)} B"
+    if size < 1024**2:
+        return f"{size / 1024:.1f} KB"
+    if size < 1024**3:
+        return f"{size / 1024**2:.1f} MB"
+    return f"{size / 1024**3:.1f} GB"
 
 
 def suggest_names(path: Path, limit: int = 3) -> list[Path]:

@@ -139,6 +139,24 @@ def _translate(pattern: str) -> str:
     return "".join(out)
 
 
+def gitignore_spec(lines: Iterable[str]) -> pathspec.GitIgnoreSpec:
+    """A gitignore spec of ``lines``, skipping lines git would not use (``!`` alone, ``/``):
+    one bad line in a .gitignore must not break every file tool."""
+    lines = list(lines)
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (ValueError, TypeError):
+        pass
+    usable = []
+    for line in lines:
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except (ValueError, TypeError):
+            continue
+        usable.append(line)
+    return pathspec.GitIgnoreSpec.from_lines(usable)
+
+
 @lru_cache(maxsize=512)
 def glob_to_regex(pattern: str) -> re.Pattern[str]:
     """Compile a glob (matched against ``/``-separated relative paths) to a regex."""
@@ -157,30 +175,51 @@ class PatternSet:
     def __init__(self, patterns: Iterable[str]) -> None:
         self.dir_names: set[str] = set()
         self.names: set[str] = set()
+        #: ``*.ext`` patterns: the extension (``.ext``, one dot) looked up in a set.
+        self.extensions: set[str] = set()
         dir_globs: list[str] = []
         name_globs: list[str] = []
+        suffixes: list[str] = []  # "*.min.js"
+        prefixes: list[str] = []  # ".env.*"
         rest: list[str] = []
-        for raw in patterns:
-            pattern = raw.strip()
+        patterns = [raw.strip() for raw in patterns]
+        negated = any(pattern.startswith("!") for pattern in patterns)  # order matters: pathspec
+        for pattern in patterns:
             if not pattern or pattern.startswith("#"):
                 continue
             dir_only = pattern.endswith("/")
             core = pattern.rstrip("/")
-            if not core or pattern.startswith("!") or "/" in core or "**" in core or "\\" in core:
+            if negated or not core or "/" in core or "**" in core or "\\" in core:
                 rest.append(pattern)
+            elif not dir_only and core.startswith("*.") and not has_glob(core[1:]) and core.count(".") == 1:
+                self.extensions.add(core[1:])
+            elif not dir_only and core.startswith("*") and not has_glob(core[1:]):
+                suffixes.append(core[1:])
+            elif not dir_only and core.endswith("*") and not has_glob(core[:-1]):
+                prefixes.append(core[:-1])
             elif has_glob(core):
                 (dir_globs if dir_only else name_globs).append(fnmatch.translate(core))
             else:
                 (self.dir_names if dir_only else self.names).add(core)
+        self._suffixes = tuple(suffixes)
+        self._prefixes = tuple(prefixes)
         self._dir_glob = re.compile("|".join(dir_globs)) if dir_globs else None
         self._name_glob = re.compile("|".join(name_globs)) if name_globs else None
-        self._rest = pathspec.GitIgnoreSpec.from_lines(rest) if rest else None
+        self._rest = gitignore_spec(rest) if rest else None
+        #: Whether :meth:`match` looks at ``rel`` at all (walks can skip computing it).
+        self.needs_rel = self._rest is not None
 
     def match(self, name: str, rel: str, is_dir: bool) -> bool:
         """Does the entry ``name`` at root-relative path ``rel`` match (its parents are
         assumed not to: walks prune ignored folders)?"""
         if name in self.names or (self._name_glob is not None and self._name_glob.match(name)):
             return True
+        if name.endswith(self._suffixes) or name.startswith(self._prefixes):
+            return True
+        if self.extensions:
+            dot = name.rfind(".")
+            if dot != -1 and name[dot:] in self.extensions:
+                return True
         if is_dir and (name in self.dir_names or (self._dir_glob is not None and self._dir_glob.match(name))):
             return True
         return self._rest is not None and self._rest.match_file(rel + "/" if is_dir else rel)
@@ -229,7 +268,7 @@ class IgnoreMatcher:
         for source in sources:
             with contextlib.suppress(OSError), open(source, encoding="utf-8", errors="replace") as handle:
                 lines.extend(handle.read().splitlines())
-        spec = pathspec.GitIgnoreSpec.from_lines(lines) if any(line.strip() for line in lines) else None
+        spec = gitignore_spec(lines) if any(line.strip() for line in lines) else None
         self._specs[folder] = spec
         return spec
 
@@ -298,9 +337,12 @@ class IgnoreMatcher:
     def iter_entries(self, base: Path | str, *, follow_symlinks: bool = False) -> Iterator[os.DirEntry[str]]:
         """Every file entry under ``base`` that is not ignored, pruning ignored folders."""
         start = os.path.normpath(str(base))
-        stack = [(start, self._chain(start))]
+        start_rel = self._rel(start)
+        stack = [(start, start_rel, self._chain(start))]
+        excludes = self._excludes
+        needs_rel = excludes is not None and excludes.needs_rel
         while stack:
-            folder, chain = stack.pop()
+            folder, folder_rel, chain = stack.pop()
             try:
                 with os.scandir(folder) as entries:
                     items = list(entries)
@@ -311,19 +353,21 @@ class IgnoreMatcher:
                     is_dir = entry.is_dir(follow_symlinks=follow_symlinks)
                 except OSError:
                     continue
-                if self._excludes is not None:
-                    rel = self._rel(entry.path)
-                    if self._excludes.match(entry.name, rel if rel is not None else entry.name, is_dir):
+                name = entry.name
+                if excludes is not None:
+                    rel = f"{folder_rel}/{name}" if needs_rel and folder_rel else name
+                    if excludes.match(name, rel, is_dir):
                         continue
                 if chain and self._chain_verdict(chain, entry.path, is_dir):
                     continue
                 if is_dir:
+                    rel = None if folder_rel is None else f"{folder_rel}/{name}" if folder_rel else name
                     sub_chain = chain
-                    if self._gitignore and self._rel(entry.path) is not None:
+                    if self._gitignore and rel is not None:
                         spec = self._spec_for(entry.path)
                         if spec is not None:
                             sub_chain = [*chain, (entry.path, spec)]
-                    stack.append((entry.path, sub_chain))
+                    stack.append((entry.path, rel, sub_chain))
                 else:
                     yield entry
 

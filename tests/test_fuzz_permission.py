@@ -1,0 +1,49 @@
+"""Property: the service's compiled matcher decides exactly like :func:`evaluate`
+(last matching rule wins) for any rules and patterns, and reports refused patterns."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from etcode.permission import DenyAsker, PermissionService, Rule, evaluate
+from etcode.permission.rules import RuleMatcher, rules_for
+from etcode.tools.base import PermissionDenied
+
+ALPHABET = "ab./ -*?()[]\\$^+"
+wild = st.text(alphabet=ALPHABET, max_size=8)
+texts = st.text(alphabet="ab./ -()[]\\$^+\n", max_size=10)
+names = st.sampled_from(["*", "read", "edit", "bash", "re*", "ReadManyFiles", "?ead"])
+actions = st.sampled_from(["allow", "ask", "deny"])
+rules_st = st.lists(st.builds(Rule, names, wild, actions), max_size=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(rules=rules_st, permission=st.sampled_from(["read", "edit", "bash"]), pattern=texts)
+def test_matcher_agrees_with_evaluate(rules: list[Rule], permission: str, pattern: str) -> None:
+    expected = evaluate(rules, permission, pattern, "ReadManyFiles")
+    matcher = RuleMatcher(rules_for(rules, permission, "ReadManyFiles"), permission)
+    assert matcher.decide(pattern) == expected
+
+
+def test_denied_error_names_the_refused_patterns() -> None:
+    rules = [Rule("*", "*", "allow"), Rule("read", "secret/*", "deny"), Rule("read", "*.env", "ask")]
+    service = PermissionService(rules, DenyAsker())
+    with pytest.raises(PermissionDenied) as denied:
+        asyncio.run(service.check("read", ["a.py", "secret/k", "b.py"], {}))
+    assert denied.value.patterns == ["secret/k"] and not denied.value.asked
+    with pytest.raises(PermissionDenied) as asked:
+        asyncio.run(service.check("read", ["a.py", "x.env", "y.env"], {}))
+    assert asked.value.patterns == ["x.env", "y.env"] and asked.value.asked
+
+
+def test_approvals_rebuild_the_matcher() -> None:
+    rules = [Rule("*", "*", "allow"), Rule("read", "*.env", "ask")]
+    service = PermissionService(rules)
+    assert service.evaluate("read", "x.env").action == "ask"
+    service.approved.append(Rule("read", "x.env", "allow"))
+    assert service.evaluate("read", "x.env").action == "allow"
+    assert service.evaluate("read", "y.env").action == "ask"
