@@ -453,8 +453,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(head + b"".join(frames) + (b"" if cut else b"0\r\n\r\n"))
         else:
             self.wfile.write(head)
-            for i, frame in enumerate(frames):
-                if i and stop.wait(delay):
+            started = time.monotonic()
+            for i, frame in enumerate(frames):  # paced from the start: no drift at high rates
+                if i and stop.wait(max(0.0, started + i * delay - time.monotonic())):
                     cut = True
                     break
                 self.wfile.write(frame)

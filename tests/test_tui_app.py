@@ -55,6 +55,21 @@ async def test_streaming_text_appears_while_it_streams(project: Path, llm: FakeL
         assert "write a plan" in str(user.render())
 
 
+async def test_code_is_coloured_when_its_lexer_has_loaded(project: Path, llm: FakeLLM) -> None:
+    """A code block shows at once (plain) and is repainted when the lexer thread is done."""
+    from etcode.ui.tui.widgets.messages import CodeFence
+
+    llm.script(Reply(text="Here:\n\n```haskell\nmain = print 1\n```\n", chunk_size=8, delay=0.01))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await submit(pilot, app, "show code")
+        await wait_for(pilot, lambda: not app.busy, what="the end of the turn")
+        fence = await wait_for(pilot, lambda: list(app.conversation.query(CodeFence)), what="a fence")
+        assert fence[0].code.strip() == "main = print 1"
+        await wait_for(pilot, lambda: fence[0]._highlighted_code.spans, timeout=20, what="colours")
+
+
 async def test_tool_widget_goes_from_executing_to_its_summary(project: Path, llm: FakeLLM) -> None:
     llm.script(
         Reply(calls=[Call("Bash", {"command": "sleep 0.6 && echo done", "description": "wait"})]),

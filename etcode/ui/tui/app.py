@@ -8,9 +8,10 @@ everything already finished is kept.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,13 @@ from textual.containers import Horizontal
 from textual.widgets import Static
 from textual.worker import Worker
 
+from etcode.session.events import StepStart
 from etcode.ui.tui import commands as slash
 from etcode.ui.tui.asker import TuiAsker
+from etcode.ui.tui.collector import CollectorPolicy
 from etcode.ui.tui.controller import AgentHost, Unsupported
 from etcode.ui.tui.feed import EventFeed
+from etcode.ui.tui.highlight import LEXERS, PRELOAD
 from etcode.ui.tui.history import PromptHistory
 from etcode.ui.tui.mentions import FileIndex, attach, resolve_mentions
 from etcode.ui.tui.options import TuiOptions
@@ -35,6 +39,7 @@ from etcode.ui.tui.widgets.todo import TodoPanel
 from etcode.util.errors import EtcodeError
 
 QUIT_WINDOW = 2.0  # seconds between the two Ctrl+C presses
+REQUEST_HEADSTART = 0.02  # seconds a turn's request gets to go out before the heap is tidied
 SHUTDOWN_WAIT = 10.0  # seconds a finishing turn may take when quitting
 
 
@@ -83,6 +88,8 @@ class EtcodeApp(App[int]):
         self._turn_active = False
         self._agent_failed = False
         self._quit_done = False
+        self._lexer_listener: Callable[[str], None] = lambda language: None
+        self.collector = CollectorPolicy()
 
     # ---- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -105,6 +112,24 @@ class EtcodeApp(App[int]):
             )
         )
         self.call_after_refresh(self._start_agent)  # first paint first
+        self._watch_lexers()
+
+    def _watch_lexers(self) -> None:
+        """Load the common lexers in their thread, and repaint code blocks shown plain
+        while a lexer was loading (see :mod:`etcode.ui.tui.highlight`)."""
+        loop = asyncio.get_running_loop()
+
+        def ready(language: str) -> None:  # the lexer thread
+            with contextlib.suppress(RuntimeError):  # the app has closed its loop
+                loop.call_soon_threadsafe(self.conversation.lexer_ready, language)
+
+        self._lexer_listener = ready
+        LEXERS.add_listener(ready)
+        self.collector.start()
+
+    def on_unmount(self) -> None:
+        LEXERS.remove_listener(self._lexer_listener)
+        self.collector.stop()
 
     async def _start_agent(self) -> None:
         """Build the agent (config, session store), then warm it up in a worker."""
@@ -125,6 +150,7 @@ class EtcodeApp(App[int]):
             await self.conversation.add_notice(f"warning: {warning}", "warning")
         self._show_model()
         self.warm_up()
+        LEXERS.request(*PRELOAD)  # after the first paint: start-up has the CPU to itself
         if self.queued:  # sent before the agent was ready
             text, task, shown = self.queued.pop(0)
             await self.start_turn(text, task, shown)
@@ -165,6 +191,7 @@ class EtcodeApp(App[int]):
         except EtcodeError:
             return  # reported by _show_model or by the first turn
         await self.show_history()
+        self.collector.turn_started()  # start-up state out of the collector's walk, before any turn
 
     async def show_history(self) -> None:
         """Render the agent's existing conversation (a resumed session)."""
@@ -217,7 +244,11 @@ class EtcodeApp(App[int]):
 
     async def _stream_turn(self, task: str) -> None:
         assert self.host is not None
+        waiting = True
         async for event in self.host.agent.stream(task):
+            if waiting and isinstance(event, StepStart):  # the request is on its way:
+                waiting = False  # tidy the heap while the model thinks
+                self.set_timer(REQUEST_HEADSTART, self.collector.turn_started)
             await self.feed.handle(event)
 
     async def _busy(self, work: Awaitable[None]) -> None:

@@ -3,7 +3,8 @@
 Layout cost grows with the number of widgets on screen, and a live Markdown document is
 many widgets (one per paragraph, list item, table cell...). So the cost stays flat however
 long the session: while an answer streams, only its last few blocks are live Markdown, the
-blocks before them move into one :class:`FrozenMarkdown` (Rich's renderer, one widget);
+blocks before them move into one :class:`FrozenMarkdown` (Rich's renderer, one widget,
+rendered in a worker thread);
 only the newest ``LIVE_ANSWERS`` answers stay live once finished; and only the newest
 ``max_widgets`` entries stay mounted at all (the transcript stays complete in the agent's
 history and ``/export``).
@@ -17,8 +18,10 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
+from etcode.ui.tui.highlight import language_of
 from etcode.ui.tui.widgets.messages import (
     AssistantMessage,
+    CodeFence,
     FrozenMarkdown,
     HelpMessage,
     Notice,
@@ -53,6 +56,15 @@ class Conversation(VerticalScroll):
 
     def on_mount(self) -> None:
         self.anchor()
+
+    def lexer_ready(self, language: str) -> None:
+        """Repaint the code blocks of ``language`` that are shown plain (its lexer was loading)."""
+        for fence in self.query(CodeFence):
+            if language_of(fence.lexer) == language:
+                fence.rehighlight()
+        for frozen in self.query(FrozenMarkdown):
+            if language in frozen.languages():
+                frozen.repaint()
 
     # ---- entries ---------------------------------------------------------------------
     async def add(self, widget: Widget) -> Widget:
@@ -98,13 +110,19 @@ class Conversation(VerticalScroll):
             await widget.remove()
 
     async def _freeze_text(self, source: str, answer: int, *, before: Widget) -> None:
-        """Add ``source`` to the light widget just above ``before`` (or a new one there)."""
+        """Add ``source`` to the light widget just above ``before`` (or a new one there).
+        The Markdown is rendered in a worker thread first (``before`` shows it meanwhile),
+        so the UI thread only replays lines."""
+        console = self.app.console
+        options = self.app.console_options.update_width(before.content_region.width).update(highlight=False)
         index = self.children.index(before)
         above = self.children[index - 1] if index else None
         if isinstance(above, FrozenMarkdown) and above.can_take(source, answer):
-            above.extend(source)
+            await above.extend(source, console, options)
         else:
-            await self.mount(FrozenMarkdown(source, answer), before=before)
+            frozen = FrozenMarkdown(source, answer)
+            await frozen.prerender(console, options)
+            await self.mount(frozen, before=before if before.parent is self else None)
 
     def answer_widget(self, markdown: str, *, live: bool = False) -> Widget:
         """A finished answer (a resumed session): light unless ``live`` and short."""

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import ClassVar
 
-from rich.console import JustifyMethod
-from rich.markdown import Heading
+from markdown_it.token import Token
+from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
+from rich.markdown import CodeBlock, Heading
 from rich.markdown import Markdown as RichMarkdown
+from rich.segment import Segment
 from rich.text import Text
+from textual.content import Content
 from textual.timer import Timer
 from textual.widgets import Collapsible, Markdown, Static
-from textual.widgets.markdown import MarkdownBlock, MarkdownStream
+from textual.widgets.markdown import MarkdownBlock, MarkdownFence, MarkdownStream
+
+from etcode.ui.tui.highlight import LEXERS, language_of
 
 
 class UserMessage(Static):
@@ -36,6 +43,29 @@ def block_starts(markdown: str) -> list[int]:
     return [token.map[0] for token in tokens if token.map is not None and token.level == 0]
 
 
+class CodeFence(MarkdownFence):
+    """A fenced code block highlighted only with a known, loaded lexer (see
+    :mod:`etcode.ui.tui.highlight`); plain text until then, repainted when it is ready."""
+
+    @classmethod
+    def highlight(cls, code: str, language: str, ansi: bool = False, dark: bool = False) -> Content:
+        known = language_of(language)
+        if known is None or not LEXERS.ready(known):
+            return Content(code.rstrip("\n"))
+        return super().highlight(code, known, ansi=ansi, dark=dark)
+
+    def rehighlight(self) -> None:
+        """Highlight again (its lexer just became ready)."""
+        app = self.app
+        self._highlighted_code = self.highlight(
+            self.code, self.lexer, app.native_ansi_color, app.current_theme.dark
+        )
+        self.set_content(self._highlighted_code)
+
+
+CODE_BLOCKS: dict[str, type[MarkdownBlock]] = {**Markdown.BLOCKS, "fence": CodeFence, "code_block": CodeFence}
+
+
 class AssistantMessage(Markdown):
     """Assistant text rendered as Markdown while it streams, fed through a
     :class:`MarkdownStream` in batches (at most one feed per ``FEED_INTERVAL``: each feed
@@ -47,6 +77,7 @@ class AssistantMessage(Markdown):
     """
 
     FEED_INTERVAL = 0.08
+    BLOCKS = CODE_BLOCKS
 
     def __init__(
         self,
@@ -62,6 +93,7 @@ class AssistantMessage(Markdown):
         self._pending: list[str] = []
         self._fed = markdown
         self._feed_timer: Timer | None = None
+        self._feeding = asyncio.Lock()
         self._last_feed = 0.0
         self.spill = spill
         self.max_blocks = max_blocks
@@ -90,20 +122,23 @@ class AssistantMessage(Markdown):
             self._feed_timer = self.set_timer(self.FEED_INTERVAL, self._feed)
 
     async def _feed(self) -> None:
+        """Show the pending text. One feed at a time (the timer's and a write's may
+        overlap, and a feed awaits): text written meanwhile waits for the next one."""
         if self._feed_timer is not None:
             self._feed_timer.stop()
             self._feed_timer = None
-        if not self._pending:
-            return
-        new = "".join(self._pending)
-        self._pending.clear()
-        self._last_feed = time.monotonic()
-        if self.spill is not None and await self._spill_head(self._fed + new):
-            return
-        self._fed += new
-        if self._stream is None:
-            self._stream = Markdown.get_stream(self)
-        await self._stream.write(new)
+        async with self._feeding:
+            if not self._pending:
+                return
+            new = "".join(self._pending)
+            self._pending.clear()
+            self._last_feed = time.monotonic()
+            if self.spill is not None and await self._spill_head(self._fed + new):
+                return
+            self._fed += new
+            if self._stream is None:
+                self._stream = Markdown.get_stream(self)
+            await self._stream.write(new)
 
     async def _spill_head(self, text: str) -> bool:
         """Hand all but the last blocks of ``text`` to ``spill``; False if it is short."""
@@ -131,6 +166,37 @@ class AssistantMessage(Markdown):
         await self._stop_stream()
 
 
+class RenderedMarkdown:
+    """Rich Markdown rendered once per width and replayed: Textual asks a widget's
+    renderable for its height and then for its lines, and Rich's Markdown is slow (tens of
+    ms for a screenful with tables and code). :meth:`prerender` fills the cache from a
+    worker thread, so the UI thread only replays lines."""
+
+    def __init__(self, source: str) -> None:
+        self.markdown = RichMarkdown(source, code_theme="ansi_dark", hyperlinks=False)
+        self.markdown.elements = {**self.markdown.elements, "heading_open": _LeftHeading, "fence": _CodeBlock}
+        self._lines: dict[int, list[list[Segment]]] = {}
+
+    def lines(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
+        width = options.max_width
+        lines = self._lines.get(width)
+        if lines is None:  # console.render, not render_lines: that one takes the console's lock
+            segments = console.render(self.markdown, options)
+            lines = list(Segment.split_and_crop_lines(segments, width, include_new_lines=False, pad=False))
+            self._lines[width] = lines
+        return lines
+
+    async def prerender(self, console: Console, options: ConsoleOptions) -> None:
+        if options.max_width not in self._lines:
+            await asyncio.to_thread(self.lines, console, options)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        new_line = Segment.line()
+        for line in self.lines(console, options):
+            yield from line
+            yield new_line
+
+
 class FrozenMarkdown(Static):
     """Finished assistant text as one light widget (Rich's Markdown renderer): older text
     keeps its formatting without the many widgets of a live Markdown document. Segments of
@@ -139,15 +205,23 @@ class FrozenMarkdown(Static):
     MAX_CHARS = 4_000
 
     def __init__(self, source: str, answer: int = 0) -> None:
-        super().__init__(self._renderable(source), classes="assistant-message frozen", markup=False)
+        self.rendered = RenderedMarkdown(source)
+        super().__init__(self.rendered, classes="assistant-message frozen", markup=False)
         self.source = source
         self.answer = answer
 
-    @staticmethod
-    def _renderable(source: str) -> RichMarkdown:
-        markdown = RichMarkdown(source, code_theme="ansi_dark", hyperlinks=False)
-        markdown.elements = {**markdown.elements, "heading_open": _LeftHeading}
-        return markdown
+    async def prerender(self, console: Console, options: ConsoleOptions) -> None:
+        """Render for ``options.max_width`` in a worker thread (before mounting)."""
+        await self.rendered.prerender(console, options)
+
+    def repaint(self) -> None:
+        """Render again (a code block's lexer has become ready)."""
+        self.rendered = RenderedMarkdown(self.source)
+        self.update(self.rendered)
+
+    def languages(self) -> set[str]:
+        """The known languages of this text's code blocks."""
+        return {name for name in map(language_of, _FENCE_INFO.findall(self.source)) if name}
 
     @property
     def text(self) -> str:
@@ -156,9 +230,25 @@ class FrozenMarkdown(Static):
     def can_take(self, source: str, answer: int) -> bool:
         return answer == self.answer and len(self.source) + len(source) <= self.MAX_CHARS
 
-    def extend(self, source: str) -> None:
+    async def extend(self, source: str, console: Console, options: ConsoleOptions) -> None:
+        """Append ``source``, rendering the merged text in a worker thread first."""
+        rendered = RenderedMarkdown(self.source + source)
+        await rendered.prerender(console, options)
         self.source += source
-        self.update(self._renderable(self.source))
+        self.rendered = rendered
+        self.update(rendered)
+
+
+_FENCE_INFO = re.compile(r"^ {0,3}(?:```|~~~)[`~]*[ \t]*([^\s`]*)", re.MULTILINE)
+
+
+class _CodeBlock(CodeBlock):
+    """Rich's code block, with the same lexer rules as :class:`CodeFence`."""
+
+    @classmethod
+    def create(cls, markdown: RichMarkdown, token: Token) -> CodeBlock:
+        known = language_of(token.info)
+        return cls(known if known is not None and LEXERS.ready(known) else "text", markdown.code_theme)
 
 
 class _LeftHeading(Heading):
@@ -196,6 +286,8 @@ class Notice(Static):
 
 class HelpMessage(Markdown):
     """Static Markdown (``/help``, resumed-session summaries)."""
+
+    BLOCKS = CODE_BLOCKS
 
     def __init__(self, markdown: str) -> None:
         super().__init__(markdown, classes="help-message")
