@@ -314,3 +314,18 @@ def test_pattern_set_agrees_with_gitignore(patterns: list[str], parts: list[str]
         for i in range(len(parts))
     )
     assert PatternSet(patterns).match_path(path, is_dir) == expected, (patterns, path)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ending=st.text(alphabet="ab.+-_", min_size=1, max_size=5).map(lambda text: "." + text),
+    parts=st.lists(st.text(alphabet="ab.+-_/", min_size=1, max_size=6), min_size=1, max_size=3),
+)
+def test_fast_suffix_glob_agrees_with_the_regex(ending: str, parts: list[str]) -> None:
+    """ReadManyFiles' endswith shortcut for ``**/*.ext`` decides like the glob's regex."""
+    from etcode.tools.read_many_files import _matcher_of
+    from etcode.util.ignore import glob_match
+
+    pattern = f"**/*{ending}"
+    rel = "/".join(parts)
+    assert bool(_matcher_of(pattern)(rel)) == glob_match(pattern, rel), (pattern, rel)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
@@ -198,6 +200,19 @@ def _read_batch(items: list[_Read]) -> list[_Read]:
     return [_read_one(item) for item in items]
 
 
+_ANY_DEPTH_SUFFIX = re.compile(r"\*\*/\*(\.[\w.+-]+)")
+
+
+def _matcher_of(pattern: str) -> Callable[[str], object]:
+    """A test of relative paths against ``pattern``: ``str.endswith`` for the common
+    ``**/*.ext`` (a regex match costs five times more, per file), the glob's regex otherwise."""
+    suffix = _ANY_DEPTH_SUFFIX.fullmatch(pattern)
+    if suffix is not None:
+        ending = suffix.group(1)
+        return lambda rel: rel.endswith(ending)
+    return glob_to_regex(pattern).match
+
+
 def _walk_matches(
     base: Path,
     cwd: str,
@@ -212,7 +227,7 @@ def _walk_matches(
     links: list[tuple[str, str]] = []
     if not base.is_dir():
         return files, links
-    match = glob_to_regex(pattern).match
+    match = _matcher_of(pattern)
     prefix = cwd.rstrip(os.sep) + os.sep
     cut = len(prefix)
     cwd_is_root = prefix == roots[0]  # then cwd-relative == worktree-relative (the rule pattern)
