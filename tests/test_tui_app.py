@@ -360,6 +360,27 @@ async def test_a_long_answer_stays_light_and_complete(project: Path, llm: FakeLL
         assert len(list(app.screen.walk_children())) < 150
 
 
+async def test_spilled_code_is_coloured_when_its_lexer_has_loaded(project: Path, llm: FakeLLM) -> None:
+    """Code that moved into the light widget before its lexer loaded is repainted later."""
+    from etcode.ui.tui.widgets.messages import FrozenMarkdown
+
+    text = "```erlang\nmain() -> ok.\n```\n\n" + "".join(f"Paragraph {i}.\n\n" for i in range(30))
+    llm.script(Reply(text=text, chunk_size=400))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_turn(pilot, app, "code then prose")
+        frozen = await wait_for(pilot, lambda: list(app.conversation.query(FrozenMarkdown)), what="a spill")
+        assert "erlang" in frozen[0].source
+        await wait_for(pilot, lambda: not frozen[0].rendered.waiting_for, timeout=20, what="a repaint")
+        assert (
+            "".join(
+                w.text for w in app.conversation.entries if isinstance(w, AssistantMessage | FrozenMarkdown)
+            )
+            == text
+        )
+
+
 async def test_older_answers_become_light(project: Path, llm: FakeLLM) -> None:
     from etcode.ui.tui.widgets.messages import FrozenMarkdown
 

@@ -80,7 +80,7 @@ class _Read:
     deferred: bool = False  # too big to read on the event loop: left for a thread
 
 
-#: Open without following into a FIFO's wait for a writer (non-regular files are refused).
+#: O_NONBLOCK: opening a FIFO must not wait for a writer (non-regular files are then refused).
 _OPEN_FLAGS = (
     os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 )

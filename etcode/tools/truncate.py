@@ -90,9 +90,9 @@ def _write(path: Path, text: str | list[str]) -> None:
 
 def save_output(text: str | list[str], background: bool = False) -> Path:
     """Write ``text`` (or its pieces, in order) to a new file in :func:`output_dir` and
-    return its path. With
-    ``background`` the (large) write finishes in a thread; :func:`wait_saved` waits for it
-    (the file tools do before reading a path), and the interpreter waits at exit."""
+    return its path. With ``background`` the (large) write finishes in a thread;
+    :func:`wait_saved` waits for it (the file tools do before reading a path), and the
+    interpreter waits at exit."""
     folder = output_dir()
     folder.mkdir(parents=True, exist_ok=True)
     _cleanup(folder)

@@ -113,6 +113,7 @@ class EtcodeApp(App[int]):
         )
         self.call_after_refresh(self._start_agent)  # first paint first
         self._watch_lexers()
+        self.collector.start()
 
     def _watch_lexers(self) -> None:
         """Load the common lexers in their thread, and repaint code blocks shown plain
@@ -125,7 +126,6 @@ class EtcodeApp(App[int]):
 
         self._lexer_listener = ready
         LEXERS.add_listener(ready)
-        self.collector.start()
 
     def on_unmount(self) -> None:
         LEXERS.remove_listener(self._lexer_listener)

@@ -18,7 +18,7 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
-from etcode.ui.tui.highlight import language_of
+from etcode.ui.tui.highlight import LEXERS, language_of
 from etcode.ui.tui.widgets.messages import (
     AssistantMessage,
     CodeFence,
@@ -63,8 +63,8 @@ class Conversation(VerticalScroll):
             if language_of(fence.lexer) == language:
                 fence.rehighlight()
         for frozen in self.query(FrozenMarkdown):
-            if language in frozen.languages():
-                frozen.repaint()
+            if language in frozen.rendered.waiting_for:
+                self.run_worker(frozen.repaint(), group="repaint")
 
     # ---- entries ---------------------------------------------------------------------
     async def add(self, widget: Widget) -> Widget:
@@ -118,11 +118,14 @@ class Conversation(VerticalScroll):
         index = self.children.index(before)
         above = self.children[index - 1] if index else None
         if isinstance(above, FrozenMarkdown) and above.can_take(source, answer):
-            await above.extend(source, console, options)
+            frozen = above
+            await frozen.extend(source, console, options)
         else:
             frozen = FrozenMarkdown(source, answer)
             await frozen.prerender(console, options)
             await self.mount(frozen, before=before if before.parent is self else None)
+        if any(LEXERS.ready(language) for language in frozen.rendered.waiting_for):
+            self.run_worker(frozen.repaint(), group="repaint")  # a lexer came while it rendered
 
     def answer_widget(self, markdown: str, *, live: bool = False) -> Widget:
         """A finished answer (a resumed session): light unless ``live`` and short."""

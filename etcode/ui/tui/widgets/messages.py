@@ -176,6 +176,8 @@ class RenderedMarkdown:
         self.markdown = RichMarkdown(source, code_theme="ansi_dark", hyperlinks=False)
         self.markdown.elements = {**self.markdown.elements, "heading_open": _LeftHeading, "fence": _CodeBlock}
         self._lines: dict[int, list[list[Segment]]] = {}
+        #: Languages of its code blocks whose lexers were not loaded yet (shown plain).
+        self.waiting_for = {name for name in languages_in(source) if not LEXERS.ready(name)}
 
     def lines(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
         width = options.max_width
@@ -214,14 +216,13 @@ class FrozenMarkdown(Static):
         """Render for ``options.max_width`` in a worker thread (before mounting)."""
         await self.rendered.prerender(console, options)
 
-    def repaint(self) -> None:
-        """Render again (a code block's lexer has become ready)."""
-        self.rendered = RenderedMarkdown(self.source)
-        self.update(self.rendered)
-
-    def languages(self) -> set[str]:
-        """The known languages of this text's code blocks."""
-        return {name for name in map(language_of, _FENCE_INFO.findall(self.source)) if name}
+    async def repaint(self) -> None:
+        """Render again, in a worker thread (a code block's lexer has become ready)."""
+        rendered = RenderedMarkdown(self.source)
+        options = self.app.console_options.update_width(self.content_region.width).update(highlight=False)
+        await rendered.prerender(self.app.console, options)
+        self.rendered = rendered
+        self.update(rendered)
 
     @property
     def text(self) -> str:
@@ -240,6 +241,11 @@ class FrozenMarkdown(Static):
 
 
 _FENCE_INFO = re.compile(r"^ {0,3}(?:```|~~~)[`~]*[ \t]*([^\s`]*)", re.MULTILINE)
+
+
+def languages_in(markdown: str) -> set[str]:
+    """The known languages of the code blocks in ``markdown``."""
+    return {name for name in map(language_of, _FENCE_INFO.findall(markdown)) if name}
 
 
 class _CodeBlock(CodeBlock):
