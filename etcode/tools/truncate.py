@@ -229,7 +229,8 @@ def truncate_parts(parts: list[str], *, line_count: int) -> Truncated:
             break
     body = _head("".join(prefix), max(MAX_LINES - 3, 1), budget)
     path, where = _save_full(list(parts), size)
-    note = _note(body, line_count, sum(_byte_len(part) for part in parts), where)
+    total_bytes = size if all(map(str.isascii, parts)) else sum(map(_byte_len, parts))
+    note = _note(body, line_count, total_bytes, where)
     return Truncated(f"{body}\n\n{note}", True, path)
 
 
