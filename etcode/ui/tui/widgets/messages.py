@@ -173,11 +173,20 @@ class RenderedMarkdown:
     worker thread, so the UI thread only replays lines."""
 
     def __init__(self, source: str) -> None:
-        self.markdown = RichMarkdown(source, code_theme="ansi_dark", hyperlinks=False)
-        self.markdown.elements = {**self.markdown.elements, "heading_open": _LeftHeading, "fence": _CodeBlock}
+        self.source = source
+        self._markdown: RichMarkdown | None = None
         self._lines: dict[int, list[list[Segment]]] = {}
         #: Languages of its code blocks whose lexers were not loaded yet (shown plain).
         self.waiting_for = {name for name in languages_in(source) if not LEXERS.ready(name)}
+
+    @property
+    def markdown(self) -> RichMarkdown:
+        """Rich's Markdown of the source, parsed on first use (in the worker thread)."""
+        if self._markdown is None:
+            markdown = RichMarkdown(self.source, code_theme="ansi_dark", hyperlinks=False)
+            markdown.elements = {**markdown.elements, "heading_open": _LeftHeading, "fence": _CodeBlock}
+            self._markdown = markdown
+        return self._markdown
 
     def lines(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
         width = options.max_width
