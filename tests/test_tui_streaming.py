@@ -152,3 +152,13 @@ async def test_frozen_markdown_renders_once_per_width_and_off_the_ui_thread() ->
     assert len(first) > 5 and sum(1 for s in again if s.text == "\n") == len(first)
     rendered.lines(console, console.options.update_width(40))
     assert len(calls) == 2  # another width: another render
+
+
+def test_markdown_warm_up_runs_in_a_daemon_thread() -> None:
+    from etcode.ui.tui import warmup
+
+    thread = warmup.start()
+    assert thread.daemon and thread.name == "etcode-warm-up"
+    thread.join(30)
+    assert not thread.is_alive()
+    warmup.warm_up_markdown()  # and raises nothing when run directly

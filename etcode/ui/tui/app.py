@@ -24,6 +24,7 @@ from textual.worker import Worker
 
 from etcode.session.events import StepStart
 from etcode.ui.tui import commands as slash
+from etcode.ui.tui import warmup
 from etcode.ui.tui.asker import TuiAsker
 from etcode.ui.tui.collector import CollectorPolicy
 from etcode.ui.tui.controller import AgentHost, Unsupported
@@ -151,6 +152,7 @@ class EtcodeApp(App[int]):
         self._show_model()
         self.warm_up()
         LEXERS.request(*PRELOAD)  # after the first paint: start-up has the CPU to itself
+        warmup.start()
         if self.queued:  # sent before the agent was ready
             text, task, shown = self.queued.pop(0)
             await self.start_turn(text, task, shown)
