@@ -151,7 +151,7 @@ def tools(repeat: int, files: int, size_mb: float) -> None:
             paths = bench_tools.make_tree(root, files, int(size_mb * 1024 * 1024))
             bench_tools.plain_loop(paths)  # warm the page cache
             keep_freed_memory()  # as `etcode run` and the chat do
-            plain_times, tool_times = bench_tools.paired(paths, root, max(repeat, 9))
+            plain_times, tool_times = bench_tools.paired(paths, root, max(repeat, 15))
             plain, rmf = median(plain_times), median(tool_times)
             ratio = bench_tools.paired_ratio(plain_times, tool_times)
         finally:
