@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from etcode.permission import DenyAsker, PermissionService, Rule, evaluate
+from etcode.permission import DenyAsker, PermissionService, Rule, evaluate, wildcard_match
 from etcode.permission.rules import RuleMatcher, rules_for
 from etcode.tools.base import PermissionDenied
 
@@ -21,12 +21,24 @@ actions = st.sampled_from(["allow", "ask", "deny"])
 rules_st = st.lists(st.builds(Rule, names, wild, actions), max_size=12)
 
 
+def last_match(rules: list[Rule], permission: str, pattern: str, tool: str) -> Rule:
+    """The rule order semantics, written the slow obvious way: the last matching rule wins."""
+    found = Rule(permission, "*", "ask")
+    for rule in rules:
+        names = (permission.lower(), tool.lower())
+        named = any(wildcard_match(name, rule.permission.strip().lower(), ignore_case=True) for name in names)
+        if named and wildcard_match(pattern, rule.pattern):
+            found = rule
+    return found
+
+
 @settings(max_examples=400, deadline=None)
 @given(rules=rules_st, permission=st.sampled_from(["read", "edit", "bash"]), pattern=texts)
 def test_matcher_agrees_with_evaluate(rules: list[Rule], permission: str, pattern: str) -> None:
-    expected = evaluate(rules, permission, pattern, "ReadManyFiles")
+    expected = last_match(rules, permission, pattern, "ReadManyFiles")
     matcher = RuleMatcher(rules_for(rules, permission, "ReadManyFiles"), permission)
     assert matcher.decide(pattern) == expected
+    assert evaluate(rules, permission, pattern, "ReadManyFiles") == expected
 
 
 def test_denied_error_names_the_refused_patterns() -> None:

@@ -89,18 +89,8 @@ def _normalize_name(name: str) -> str:
 
 def evaluate(ruleset: Iterable[Rule], permission: str, pattern: str, tool: str | None = None) -> Rule:
     """The last rule matching ``permission`` (or the tool's name) and ``pattern``.
-    With no match the answer is ``ask``."""
-    names = {_normalize_name(permission)}
-    if tool:
-        names.add(_normalize_name(tool))
-    found: Rule | None = None
-    for rule in ruleset:
-        rule_name = _normalize_name(rule.permission)
-        if any(wildcard_match(name, rule_name, ignore_case=True) for name in names) and wildcard_match(
-            pattern, rule.pattern
-        ):
-            found = rule
-    return found or Rule(permission, "*", "ask")
+    With no match the answer is ``ask``. (Many patterns: build one :class:`RuleMatcher`.)"""
+    return RuleMatcher(rules_for(ruleset, permission, tool), permission).decide(pattern)
 
 
 def rules_for(ruleset: Iterable[Rule], permission: str, tool: str | None = None) -> list[Rule]:

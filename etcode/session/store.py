@@ -449,6 +449,29 @@ class SessionStore:
         row = conn.execute("SELECT MAX(seq) FROM messages WHERE session_id = ?", (session_id,)).fetchone()
         return (row[0] or 0) + 1
 
+    def _insert(
+        self,
+        conn: sqlite3.Connection,
+        session_id: str,
+        messages: list[Message],
+        kinds: list[str],
+        *,
+        batch: int,
+        turn: int,
+        now: float,
+    ) -> int:
+        """Insert ``messages`` after the session's last one; how many are new (not copies)."""
+        seq = self._next_seq(conn, session_id)
+        conn.executemany(
+            "INSERT INTO messages (session_id, seq, batch, turn, role, kind, parts, created) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (session_id, seq + i, batch, turn, m.role, kind, _encode(m), now)
+                for i, (m, kind) in enumerate(zip(messages, kinds, strict=True))
+            ],
+        )
+        return sum(1 for kind in kinds if kind != "copy")
+
     @_guarded
     def append_messages(
         self,
@@ -468,16 +491,7 @@ class SessionStore:
             if batch is None:
                 row = conn.execute("SELECT batch FROM sessions WHERE id = ?", (session_id,)).fetchone()
                 batch = row[0] if row else 0
-            seq = self._next_seq(conn, session_id)
-            conn.executemany(
-                "INSERT INTO messages (session_id, seq, batch, turn, role, kind, parts, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (session_id, seq + i, batch, turn, m.role, kind, _encode(m), now)
-                    for i, (m, kind) in enumerate(zip(messages, kinds, strict=True))
-                ],
-            )
-            new = sum(1 for kind in kinds if kind != "copy")
+            new = self._insert(conn, session_id, messages, kinds, batch=batch, turn=turn, now=now)
             conn.execute(
                 "UPDATE sessions SET message_count = message_count + ?, updated = ?, turn = MAX(turn, ?) "
                 "WHERE id = ?",
@@ -497,16 +511,7 @@ class SessionStore:
             if row is None:
                 raise SessionNotFoundError(f"no session {session_id}")
             batch = row[0] + 1
-            seq = self._next_seq(conn, session_id)
-            conn.executemany(
-                "INSERT INTO messages (session_id, seq, batch, turn, role, kind, parts, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (session_id, seq + i, batch, turn, m.role, kind, _encode(m), now)
-                    for i, (m, kind) in enumerate(zip(messages, kinds, strict=True))
-                ],
-            )
-            new = sum(1 for kind in kinds if kind != "copy")
+            new = self._insert(conn, session_id, messages, kinds, batch=batch, turn=turn, now=now)
             conn.execute(
                 "UPDATE sessions SET batch = ?, message_count = message_count + ?, updated = ? WHERE id = ?",
                 (batch, new, now, session_id),

@@ -27,6 +27,7 @@ from etcode.ui.tui.widgets.messages import (
     Notice,
     ReasoningMessage,
     UserMessage,
+    render_options,
 )
 from etcode.ui.tui.widgets.tool import ToolMessage
 
@@ -113,16 +114,15 @@ class Conversation(VerticalScroll):
         """Add ``source`` to the light widget just above ``before`` (or a new one there).
         The Markdown is rendered in a worker thread first (``before`` shows it meanwhile),
         so the UI thread only replays lines."""
-        console = self.app.console
-        options = self.app.console_options.update_width(before.content_region.width).update(highlight=False)
+        options = render_options(before)
         index = self.children.index(before)
         above = self.children[index - 1] if index else None
         if isinstance(above, FrozenMarkdown) and above.can_take(source, answer):
             frozen = above
-            await frozen.extend(source, console, options)
+            await frozen.extend(source, options)
         else:
             frozen = FrozenMarkdown(source, answer)
-            await frozen.prerender(console, options)
+            await frozen.prerender(self.app.console, options)
             await self.mount(frozen, before=before if before.parent is self else None)
         if any(LEXERS.ready(language) for language in frozen.rendered.waiting_for):
             self.run_worker(frozen.repaint(), group="repaint")  # a lexer came while it rendered

@@ -16,6 +16,7 @@ from rich.segment import Segment
 from rich.text import Text
 from textual.content import Content
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence, MarkdownStream
 
@@ -208,6 +209,11 @@ class RenderedMarkdown:
             yield new_line
 
 
+def render_options(widget: Widget) -> ConsoleOptions:
+    """Rich console options for rendering at ``widget``'s content width, as Textual does."""
+    return widget.app.console_options.update_width(widget.content_region.width).update(highlight=False)
+
+
 class FrozenMarkdown(Static):
     """Finished assistant text as one light widget (Rich's Markdown renderer): older text
     keeps its formatting without the many widgets of a live Markdown document. Segments of
@@ -227,9 +233,13 @@ class FrozenMarkdown(Static):
 
     async def repaint(self) -> None:
         """Render again, in a worker thread (a code block's lexer has become ready)."""
-        rendered = RenderedMarkdown(self.source)
-        options = self.app.console_options.update_width(self.content_region.width).update(highlight=False)
+        await self._show(self.source, render_options(self))
+
+    async def _show(self, source: str, options: ConsoleOptions) -> None:
+        """Show ``source``, rendered in a worker thread first (the old text stays meanwhile)."""
+        rendered = RenderedMarkdown(source)
         await rendered.prerender(self.app.console, options)
+        self.source = source
         self.rendered = rendered
         self.update(rendered)
 
@@ -240,13 +250,9 @@ class FrozenMarkdown(Static):
     def can_take(self, source: str, answer: int) -> bool:
         return answer == self.answer and len(self.source) + len(source) <= self.MAX_CHARS
 
-    async def extend(self, source: str, console: Console, options: ConsoleOptions) -> None:
+    async def extend(self, source: str, options: ConsoleOptions) -> None:
         """Append ``source``, rendering the merged text in a worker thread first."""
-        rendered = RenderedMarkdown(self.source + source)
-        await rendered.prerender(console, options)
-        self.source += source
-        self.rendered = rendered
-        self.update(rendered)
+        await self._show(self.source + source, options)
 
 
 _FENCE_INFO = re.compile(r"^ {0,3}(?:```|~~~)[`~]*[ \t]*([^\s`]*)", re.MULTILINE)
