@@ -128,6 +128,10 @@ class PermissionService:
         """The deciding rule for one pattern (session approvals count last)."""
         return self._matcher(permission, tool).decide(self._pattern(permission, pattern))
 
+    def decide(self, permission: str, pattern: str, tool: str | None = None) -> str:
+        """The action (``allow``/``ask``/``deny``) the rules give one pattern; nobody is asked."""
+        return self.evaluate(permission, pattern, tool).action
+
     async def check(
         self, permission: str, patterns: list[str], metadata: dict[str, Any] | None = None
     ) -> None:

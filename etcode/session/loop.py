@@ -32,7 +32,14 @@ from etcode.provider.types import (
 from etcode.session import events as ev
 from etcode.session.pump import EventPump
 from etcode.session.result import AgentResult, LoopLimits
-from etcode.tools.base import PermissionCheck, ToolContext, _allow_all, _no_instructions
+from etcode.tools.base import (
+    PermissionCheck,
+    PermissionDecide,
+    ToolContext,
+    _allow_all,
+    _decide_allow,
+    _no_instructions,
+)
 from etcode.tools.registry import ToolRegistry
 from etcode.tools.scheduler import ToolScheduler
 from etcode.util.errors import EtcodeError
@@ -55,6 +62,7 @@ class LoopSettings:
     temperature: float | None = None
     max_tokens: int | None = None
     check_permission: PermissionCheck = _allow_all
+    decide_permission: PermissionDecide = _decide_allow
     instructions_for: Callable[[Path], Awaitable[str | None]] = _no_instructions
     #: Per-session tool state (todos...), shared across runs of one session.
     state: dict[str, Any] = field(default_factory=dict)
@@ -227,6 +235,7 @@ class AgentLoop(EventPump):
                 abort=self._abort,
                 emit=self.emit,
                 check_permission=s.check_permission,
+                decide_permission=s.decide_permission,
                 instructions_for=s.instructions_for,
                 state=s.state,
             )

@@ -68,6 +68,7 @@ class Runtime:
         )
         if self.permission is not None:
             settings.check_permission = self.permission.check
+            settings.decide_permission = self.permission.decide
         if self.instructions is not None and hasattr(self.instructions, "nested_for"):
             settings.instructions_for = self.instructions.nested_for
         settings.on_call = _loop_detector().record

@@ -53,6 +53,15 @@ async def _allow_all(permission: str, patterns: list[str], metadata: dict[str, A
     return None
 
 
+#: ``decide(permission, pattern, tool)`` → ``"allow"``, ``"ask"`` or ``"deny"``: what the
+#: rules say about one pattern, without asking anyone (for filtering, e.g. Grep's results).
+PermissionDecide = Callable[[str, str, "str | None"], str]
+
+
+def _decide_allow(permission: str, pattern: str, tool: str | None) -> str:
+    return "allow"
+
+
 async def _no_instructions(path: Path) -> str | None:
     return None
 
@@ -70,6 +79,8 @@ class ToolContext:
     abort: asyncio.Event = field(default_factory=asyncio.Event)
     emit: Callable[[Any], None] = lambda event: None
     check_permission: PermissionCheck = _allow_all
+    #: What the rules say about a pattern, without asking (see :data:`PermissionDecide`).
+    decide_permission: PermissionDecide = _decide_allow
     #: For read tools: given a file just read, the nested AGENTS.md text to attach to the
     #: result (once per session), or None. Wired by the session from the prompt layer.
     instructions_for: Callable[[Path], Awaitable[str | None]] = _no_instructions
