@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import fnmatch
+import asyncio
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,13 +18,34 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def bash_decision(rules: dict[str, str], command: str) -> str:
-    """Last matching wildcard rule wins (the permission module's evaluation)."""
-    decision = "ask"
-    for pattern, action in rules.items():
-        if fnmatch.fnmatchcase(command, pattern):
-            decision = action
-    return decision
+def bash_decision(permission: dict[str, object], command: str, directory: Path) -> str:
+    """What the real pipeline decides for the agent's rules: the shell parser, the
+    permission service and the Bash tool's checks; "ask" when the user would be asked."""
+    from etcode.permission import Decision, PermissionRequest, PermissionService, rules_from_config
+    from etcode.tools.base import PermissionDenied, ToolContext
+    from etcode.tools.command_permission import check_command
+
+    asked: list[PermissionRequest] = []
+
+    class Recorder:
+        async def ask(self, request: PermissionRequest) -> Decision:
+            asked.append(request)
+            return Decision.reject("recorded")
+
+    service = PermissionService(rules_from_config(None, permission), Recorder(), directory)
+    ctx = ToolContext(
+        session_id="s",
+        call_id="c",
+        directory=directory,
+        worktree=directory,
+        check_permission=service.check,
+        decide_permission=service.decide,
+    )
+    try:
+        asyncio.run(check_command(ctx, command))
+    except PermissionDenied:
+        return "ask" if asked else "deny"
+    return "allow"
 
 
 @pytest.fixture
@@ -76,17 +97,42 @@ def test_builtins() -> None:
         ("lsblk", "ask"),
         ("find . -name x -delete", "ask"),
         ("find . -exec rm {} ;", "ask"),
-        ("cat a > b", "ask"),
+        ("cat a > b", "deny"),  # plan denies edits: a redirection is one
         ("ls; rm -rf /", "ask"),
         ("ls && rm x", "ask"),
         ("cat x | sh", "ask"),
         ("ls $(rm x)", "ask"),
+        # issue 12: a flag in first position, process substitution, -exec/--pre programs
+        ("find -delete", "ask"),
+        ("find -fprint X", "ask"),
+        ("find . -fprint0 X", "ask"),
+        ("rg --pre rm needle e", "ask"),
+        ("rg --pre=rm needle e", "ask"),
+        ("ls <(rm p1)", "ask"),
+        ("ls >(rm p1)", "ask"),
+        ("cat <<< $(rm p1)", "ask"),
+        ("find -exec rm {} +", "ask"),
+        ("find . -execdir rm {} ;", "ask"),
+        ("git -c core.pager=rm log", "ask"),
+        ("git log --output=x", "ask"),
+        ("ls > out.txt", "deny"),
+        ("cat .env", "ask"),
+        ("grep KEY .env", "ask"),
+        ("cat < .env", "ask"),
+        ("X=rm; $X f", "ask"),
+        ("$(echo rm) f", "ask"),
+        ("ls 2>&1 >/dev/null", "allow"),
+        ("grep 'a|b;c' README.md", "allow"),
+        ("find . -name '*.py' -exec grep -n TODO {} +", "allow"),
+        ("git log --oneline | head -5", "allow"),
     ],
 )
-def test_plan_bash_is_read_only(command: str, decision: str) -> None:
-    rules = builtin_agents()["plan"].permission["Bash"]  # type: ignore[index]
-    assert rules == read_only_bash()
-    assert bash_decision(rules, command) == decision
+def test_plan_bash_is_read_only(command: str, decision: str, tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("KEY=1\n")
+    for name in ("plan", "explore"):
+        permission = builtin_agents()[name].permission
+        assert isinstance(permission, dict) and permission["Bash"] == read_only_bash()
+        assert bash_decision(permission, command, tmp_path) == decision, (name, command)
 
 
 def test_plan_denies_edits() -> None:
@@ -156,11 +202,11 @@ def test_config_overrides_builtin_field_by_field(project: tuple[Path, Path, Path
     plan = agents["plan"]
     assert plan.model == "openai/o3" and plan.builtin and plan.prompt_builtin
     assert not plan.tool_enabled("Edit")
-    bash = plan.permission["Bash"]  # type: ignore[index]
-    assert bash_decision(bash, "npm test") == "allow"
-    assert bash_decision(bash, "git status") == "allow"
-    assert bash_decision(bash, "rm x") == "ask"
-    assert list(bash)[-1] == "npm test"  # appended: last match wins
+    assert isinstance(plan.permission, dict)
+    assert bash_decision(plan.permission, "npm test", directory) == "allow"
+    assert bash_decision(plan.permission, "git status", directory) == "allow"
+    assert bash_decision(plan.permission, "rm x", directory) == "ask"
+    assert list(plan.permission["Bash"])[-1] == "npm test"  # appended: last match wins
 
 
 def test_markdown_agent_front_matter(project: tuple[Path, Path, Path]) -> None:

@@ -1,5 +1,6 @@
-"""Property: the service's compiled matcher decides exactly like :func:`evaluate`
-(last matching rule wins) for any rules and patterns, and reports refused patterns."""
+"""Property: the service's compiled matcher decides exactly like :func:`evaluate` and
+like a slow reference (last matching rule wins; a deny of any layer, or of any one veto
+group judged alone, is final) for any rules and patterns, and reports refused patterns."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from etcode.permission import DenyAsker, PermissionService, Rule, evaluate, wildcard_match
-from etcode.permission.rules import RuleMatcher, rules_for
+from etcode.permission.rules import LayeredMatcher, RuleMatcher, rules_for
 from etcode.tools.base import PermissionDenied
 
 ALPHABET = "ab./ -*?()[]\\$^+"
@@ -18,7 +19,10 @@ wild = st.text(alphabet=ALPHABET, max_size=8)
 texts = st.text(alphabet="ab./ -()[]\\$^+\n", max_size=10)
 names = st.sampled_from(["*", "read", "edit", "bash", "re*", "ReadManyFiles", "?ead"])
 actions = st.sampled_from(["allow", "ask", "deny"])
+layers = st.integers(min_value=0, max_value=3)
+vetoes = st.sampled_from(["", "", "", "global.json", "project.json"])
 rules_st = st.lists(st.builds(Rule, names, wild, actions), max_size=12)
+layered_rules_st = st.lists(st.builds(Rule, names, wild, actions, layers, vetoes), max_size=12)
 
 
 def last_match(rules: list[Rule], permission: str, pattern: str, tool: str) -> Rule:
@@ -32,6 +36,19 @@ def last_match(rules: list[Rule], permission: str, pattern: str, tool: str) -> R
     return found
 
 
+def layered(rules: list[Rule], permission: str, pattern: str, tool: str) -> Rule:
+    """Layers, the slow obvious way: each group (layer, veto) judged alone by last match;
+    the first group (in layer order) that denies decides; else the last match among the
+    non-veto rules taken layer by layer."""
+    for group in sorted({(rule.layer, rule.veto) for rule in rules}):
+        members = [rule for rule in rules if (rule.layer, rule.veto) == group]
+        decided = last_match(members, permission, pattern, tool)
+        if decided in members and decided.action == "deny":
+            return decided
+    ordinary = sorted((rule for rule in rules if not rule.veto), key=lambda rule: rule.layer)
+    return last_match(ordinary, permission, pattern, tool)
+
+
 @settings(max_examples=400, deadline=None)
 @given(rules=rules_st, permission=st.sampled_from(["read", "edit", "bash"]), pattern=texts)
 def test_matcher_agrees_with_evaluate(rules: list[Rule], permission: str, pattern: str) -> None:
@@ -39,6 +56,17 @@ def test_matcher_agrees_with_evaluate(rules: list[Rule], permission: str, patter
     matcher = RuleMatcher(rules_for(rules, permission, "ReadManyFiles"), permission)
     assert matcher.decide(pattern) == expected
     assert evaluate(rules, permission, pattern, "ReadManyFiles") == expected
+
+
+@settings(max_examples=400, deadline=None)
+@given(rules=layered_rules_st, permission=st.sampled_from(["read", "edit", "bash"]), pattern=texts)
+def test_layered_matcher_agrees_with_reference(rules: list[Rule], permission: str, pattern: str) -> None:
+    expected = layered(rules, permission, pattern, "ReadManyFiles")
+    matcher = LayeredMatcher(rules_for(rules, permission, "ReadManyFiles"), permission)
+    assert matcher.decide(pattern) == expected
+    assert evaluate(rules, permission, pattern, "ReadManyFiles") == expected
+    service = PermissionService(rules)
+    assert service.evaluate(permission, pattern, "ReadManyFiles") == expected
 
 
 def test_denied_error_names_the_refused_patterns() -> None:

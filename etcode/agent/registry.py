@@ -28,10 +28,13 @@ READ_ONLY_COMMANDS = (
     "git status", "git diff", "git log", "git show",
 )  # fmt: skip
 #: Later patterns that send a read-only command back to "ask": side effects hidden in flags,
-#: redirections, command chaining and substitution.
+#: in any position (``find -delete`` as well as ``find . -delete``). Chaining, substitutions,
+#: ``-exec``/``--pre`` programs and redirections need no pattern: the shell parser hands
+#: each command they run, and ``> file`` for each file written, to the rules on its own.
 _ASK_AGAIN = (
-    "find * -delete*", "find * -exec*", "find * -ok*", "find * -fprint*", "find * -fls*",
-    "git * --output*", "rg * --pre*", "*>*", "*;*", "*&*", "*|*", "*$(*", "*`*",
+    "find *-delete*", "find *-fprint*", "find *-fls*",
+    "git *--output*", "git -c *", "git *--config-env*", "git *--exec-path*", "git *--ext-diff*",
+    "git *--textconv*", "rg *--pre*",
 )  # fmt: skip
 
 

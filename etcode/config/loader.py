@@ -204,10 +204,13 @@ def load_config(
     worktree = Path(worktree).expanduser().resolve()
     merged: dict[str, Any] = {}
     origins: dict[str, str] = {}
+    permission_files: list[tuple[str, Any]] = []
 
     def apply(layer: dict[str, Any], label: str) -> None:
         nonlocal merged
         merged = merge(merged, layer)
+        if layer.get("permission") is not None:
+            permission_files.append((label, layer["permission"]))
         origins.update(dict.fromkeys(layer, label))
         origins.update({f"provider.{p['id']}": label for p in layer.get("provider", [])})
 
@@ -226,4 +229,5 @@ def load_config(
     config._sources = sources
     config._origins = origins
     config._debug = debug
+    config._permission_files = permission_files
     return config

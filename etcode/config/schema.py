@@ -186,6 +186,7 @@ class Config(_Strict):
     _sources: list[Path] = PrivateAttr(default_factory=list)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _debug: bool = PrivateAttr(default=False)
+    _permission_files: list[tuple[str, Any]] = PrivateAttr(default_factory=list)
 
     @field_validator("permission")
     @classmethod
@@ -203,6 +204,12 @@ class Config(_Strict):
     def debug(self) -> bool:
         """``ETCODE_DEBUG`` / ``--debug``: show tracebacks and debug logs."""
         return self._debug
+
+    @property
+    def permission_files(self) -> list[tuple[str, Any]]:
+        """``(source, permission value)`` of each config file that sets ``permission``, in
+        merge order: each file's own denies stay final (see ``permission/rules.py``)."""
+        return list(self._permission_files)
 
     def origin(self, key: str) -> str | None:
         """Where a top-level key (or ``provider.<id>``) was last set: a file path or label."""

@@ -3,10 +3,12 @@
 A rule is ``(permission, pattern, action)``; both ``permission`` and ``pattern`` are
 wildcards (``*`` any text, ``?`` one character). For a request, the **last** matching
 rule wins. Defaults come first, then the config's ``"permission"`` object, then the
-agent's, so later layers override earlier ones. Within one permission's pattern object
-the rules are put in order from general to specific (fewest literal characters first,
-so ``"*"`` comes first), which makes ``{"git *": "allow", "rm *": "deny", "*": "ask"}``
-mean what it says whatever order the keys are written in.
+agent's, then the user's "allow always" answers, so later layers override earlier ones —
+except that a **deny is final**: when the config (or any one config file, judged by its own
+rules) or the agent denies a pattern, no later layer can allow it. Within one permission's
+pattern object the rules are put in order from general to specific (fewest literal
+characters first, so ``"*"`` comes first), which makes ``{"git *": "allow", "rm *":
+"deny", "*": "ask"}`` mean what it says whatever order the keys are written in.
 """
 
 from __future__ import annotations
@@ -29,15 +31,22 @@ class PermissionConfigError(ConfigError):
 
 @dataclass(frozen=True)
 class Rule:
+    """One rule. ``layer`` orders the sources (defaults 0, config 1, agent 2, answers 3):
+    the last match wins, but a deny decided within one layer stays a deny. ``veto`` names
+    a group that may only deny: one config file, judged by its own rules."""
+
     permission: str
     pattern: str
     action: Action
+    layer: int = 0
+    veto: str = ""
 
     def describe(self) -> str:
         """The rule as it would be written in etcode.json."""
+        where = f" in {self.veto}" if self.veto else ""
         if self.pattern == "*":
-            return f'"{self.permission}": "{self.action}"'
-        return f'"{self.permission}": {{"{self.pattern}": "{self.action}"}}'
+            return f'"{self.permission}": "{self.action}"{where}'
+        return f'"{self.permission}": {{"{self.pattern}": "{self.action}"}}{where}'
 
 
 Ruleset = list[Rule]
@@ -88,9 +97,10 @@ def _normalize_name(name: str) -> str:
 
 
 def evaluate(ruleset: Iterable[Rule], permission: str, pattern: str, tool: str | None = None) -> Rule:
-    """The last rule matching ``permission`` (or the tool's name) and ``pattern``.
-    With no match the answer is ``ask``. (Many patterns: build one :class:`RuleMatcher`.)"""
-    return RuleMatcher(rules_for(ruleset, permission, tool), permission).decide(pattern)
+    """The deciding rule for ``permission`` (or the tool's name) and ``pattern``: the last
+    match, unless a layer denies (see the module docstring). With no match: ``ask``.
+    (Many patterns: build one :class:`LayeredMatcher`.)"""
+    return LayeredMatcher(rules_for(ruleset, permission, tool), permission).decide(pattern)
 
 
 def rules_for(ruleset: Iterable[Rule], permission: str, tool: str | None = None) -> list[Rule]:
@@ -119,10 +129,39 @@ class RuleMatcher:
 
     def decide(self, pattern: str) -> Rule:
         """The last rule matching ``pattern`` (``ask`` when none does)."""
+        return self.match(pattern) or self.fallback
+
+    def match(self, pattern: str) -> Rule | None:
+        """The last rule matching ``pattern``, None when none does."""
         found = self._regex.match(pattern) if self._regex is not None else None
         if found is None or found.lastgroup is None:
-            return self.fallback
+            return None
         return self.rules[int(found.lastgroup[1:])]
+
+
+class LayeredMatcher:
+    """The rules of one permission, one :class:`RuleMatcher` per layer. ``decide``: a
+    deny decided by any layer wins (the earliest one names the rule); otherwise the last
+    layer with a match decides; ``ask`` when nothing matches."""
+
+    def __init__(self, rules: list[Rule], permission: str) -> None:
+        self.fallback = Rule(permission, "*", "ask")
+        groups: dict[tuple[int, str], list[Rule]] = {}
+        for rule in rules:
+            groups.setdefault((rule.layer, rule.veto), []).append(rule)
+        self.layers = [(veto, RuleMatcher(group, permission)) for (_, veto), group in sorted(groups.items())]
+
+    def decide(self, pattern: str) -> Rule:
+        last: Rule | None = None
+        for veto, matcher in self.layers:
+            rule = matcher.match(pattern)
+            if rule is None:
+                continue
+            if rule.action == "deny":
+                return rule
+            if not veto:
+                last = rule
+        return last or self.fallback
 
 
 def specificity(pattern: str) -> int:
@@ -136,13 +175,15 @@ def _action(value: Any, where: str) -> Action:
     raise PermissionConfigError(f'{where}: expected "allow", "ask" or "deny", got {value!r}')
 
 
-def parse_rules(config: Mapping[str, Any] | str | None, where: str = "permission") -> Ruleset:
+def parse_rules(
+    config: Mapping[str, Any] | str | None, where: str = "permission", layer: int = 0, veto: str = ""
+) -> Ruleset:
     """Rules from a ``"permission"`` value: ``"allow"`` (everything), or an object whose
     values are an action (all patterns) or an object ``{pattern: action}`` in order."""
     if config is None:
         return []
     if isinstance(config, str):
-        return [Rule("*", "*", _action(config, where))]
+        return [Rule("*", "*", _action(config, where), layer, veto)]
     if not isinstance(config, Mapping):
         raise PermissionConfigError(f'{where}: expected an object of rules or "allow" / "ask" / "deny"')
     rules: Ruleset = []
@@ -150,21 +191,34 @@ def parse_rules(config: Mapping[str, Any] | str | None, where: str = "permission
         key = f"{where}.{permission}"
         if isinstance(value, Mapping):
             group = [
-                Rule(str(permission), str(pattern), _action(action, f'{key}."{pattern}"'))
+                Rule(str(permission), str(pattern), _action(action, f'{key}."{pattern}"'), layer, veto)
                 for pattern, action in value.items()
             ]
             rules.extend(sorted(group, key=lambda rule: specificity(rule.pattern)))
         else:
-            rules.append(Rule(str(permission), "*", _action(value, key)))
+            rules.append(Rule(str(permission), "*", _action(value, key), layer, veto))
     return rules
 
 
+#: The layers of :func:`rules_from_config` and the session's "allow always" answers.
+DEFAULTS_LAYER, CONFIG_LAYER, AGENT_LAYER, ANSWERS_LAYER = 0, 1, 2, 3
+
+
 def rules_from_config(
-    permission_config: Mapping[str, Any] | str | None, agent_permission: Mapping[str, Any] | str | None = None
+    permission_config: Mapping[str, Any] | str | None,
+    agent_permission: Mapping[str, Any] | str | None = None,
+    file_permissions: Iterable[tuple[str, Mapping[str, Any] | str]] = (),
 ) -> Ruleset:
-    """Defaults, then the config's ``permission``, then the agent's (last match wins)."""
+    """Defaults, then the config's (merged) ``permission``, then the agent's: the last
+    match wins, but a deny by the config or the agent is final. ``file_permissions``
+    (``(source, value)`` per config file) make each file's own denies final too, so a
+    project file cannot lift a deny of the user's global file."""
+    vetoes: Ruleset = []
+    for source, value in file_permissions:
+        vetoes.extend(parse_rules(value, f"{source}: permission", CONFIG_LAYER, veto=source))
     return [
         *DEFAULT_RULES,
-        *parse_rules(permission_config, "permission"),
-        *parse_rules(agent_permission, "agent.permission"),
+        *parse_rules(permission_config, "permission", CONFIG_LAYER),
+        *vetoes,
+        *parse_rules(agent_permission, "agent.permission", AGENT_LAYER),
     ]

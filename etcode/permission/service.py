@@ -8,11 +8,12 @@ allowed (by a rule, or by the user through the :class:`Asker`) and raises
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from etcode.permission.rules import Rule, RuleMatcher, Ruleset, rules_for, rules_from_config
+from etcode.permission.rules import ANSWERS_LAYER, LayeredMatcher, Rule, Ruleset, rules_for, rules_from_config
 
 __all__ = [
     "NON_INTERACTIVE_REASON",
@@ -38,8 +39,10 @@ def _denied_error() -> type[Exception]:
 @dataclass
 class PermissionRequest:
     """What an asker shows the user: the permission, the patterns that need an answer,
-    the tool and its details (``metadata``: e.g. ``diff`` for edits, ``command`` for Bash),
-    and ``always``: the patterns an "allow always" answer would allow from now on."""
+    the tool and its details (``metadata``: e.g. ``diff`` for edits, ``command`` for Bash;
+    ``ask``: patterns asked whatever the rules say, e.g. a command whose program is only
+    known at run time), and ``always``: the patterns an "allow always" answer would allow
+    from now on."""
 
     permission: str
     patterns: list[str]
@@ -100,7 +103,7 @@ class PermissionService:
         self.worktree = worktree.resolve() if worktree else None
         self.approved: Ruleset = []
         self._lock = asyncio.Lock()
-        self._matchers: dict[tuple[str, str | None, int, int], RuleMatcher] = {}
+        self._matchers: dict[tuple[str, str | None, int, int], LayeredMatcher] = {}
 
     def _pattern(self, permission: str, pattern: str) -> str:
         """Absolute paths inside the worktree are matched as worktree-relative paths."""
@@ -113,7 +116,7 @@ class PermissionService:
                 return pattern
         return pattern
 
-    def _matcher(self, permission: str, tool: str | None) -> RuleMatcher:
+    def _matcher(self, permission: str, tool: str | None) -> LayeredMatcher:
         """The compiled rules of one permission (rebuilt when rules or approvals grow)."""
         key = (permission, tool, len(self.rules), len(self.approved))
         matcher = self._matchers.get(key)
@@ -121,11 +124,12 @@ class PermissionService:
             if len(self._matchers) > 64:
                 self._matchers.clear()
             rules = rules_for([*self.rules, *self.approved], permission, tool)
-            matcher = self._matchers[key] = RuleMatcher(rules, permission)
+            matcher = self._matchers[key] = LayeredMatcher(rules, permission)
         return matcher
 
     def evaluate(self, permission: str, pattern: str, tool: str | None = None) -> Rule:
-        """The deciding rule for one pattern (session approvals count last)."""
+        """The deciding rule for one pattern (session approvals count last; a deny of the
+        config or the agent stays a deny)."""
         return self._matcher(permission, tool).decide(self._pattern(permission, pattern))
 
     def decide(self, permission: str, pattern: str, tool: str | None = None) -> str:
@@ -139,11 +143,12 @@ class PermissionService:
         metadata = dict(metadata or {})
         tool = metadata.get("tool")
         patterns = list(patterns) or ["*"]
-        pending = self._undecided(permission, patterns, tool)
+        always_ask = [str(p) for p in metadata.get("ask") or []]
+        pending = self._undecided(permission, patterns, tool, always_ask)
         if not pending:
             return
         async with self._lock:  # one question at a time; an earlier answer may settle this one
-            pending = self._undecided(permission, patterns, tool)
+            pending = self._undecided(permission, patterns, tool, always_ask)
             if not pending:
                 return
             always = [str(p) for p in metadata.get("always") or pending]
@@ -155,13 +160,16 @@ class PermissionService:
                 f"{reason} (permission {permission!r}: {', '.join(pending)})", patterns=pending, asked=True
             )
         if decision.kind == "allow_always":
-            self.approved.extend(Rule(permission, pattern, "allow") for pattern in always)
+            self.approved.extend(Rule(permission, pattern, "allow", ANSWERS_LAYER) for pattern in always)
 
-    def _undecided(self, permission: str, patterns: list[str], tool: str | None) -> list[str]:
-        """Patterns whose rule says ``ask``; raises at once on a ``deny``."""
+    def _undecided(
+        self, permission: str, patterns: list[str], tool: str | None, always_ask: Sequence[str] = ()
+    ) -> list[str]:
+        """Patterns whose rule says ``ask`` (and the ``always_ask`` ones no rule denies);
+        raises at once on a ``deny``."""
         asks: list[str] = []
         matcher = self._matcher(permission, tool)
-        for pattern in patterns:
+        for pattern in [*patterns, *(p for p in always_ask if p not in patterns)]:
             rule = matcher.decide(self._pattern(permission, pattern))
             if rule.action == "deny":
                 raise _denied_error()(
@@ -169,6 +177,6 @@ class PermissionService:
                     "Do not retry this call; choose another approach or ask the user.",
                     patterns=[pattern],
                 )
-            if rule.action == "ask":
+            if rule.action == "ask" or pattern in always_ask:
                 asks.append(pattern)
-        return asks
+        return list(dict.fromkeys(asks))

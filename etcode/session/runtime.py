@@ -308,7 +308,11 @@ async def _system_prompt(
 def _permission_service(config: Any, agent_info: Any, asker: Any, instance: InstanceInfo) -> Any:
     from etcode.permission.service import DenyAsker, PermissionService, rules_from_config
 
-    rules = rules_from_config(_attr(config, "permission"), _attr(agent_info, "permission"))
+    rules = rules_from_config(
+        _attr(config, "permission"),
+        _attr(agent_info, "permission"),
+        getattr(config, "permission_files", None) or (),
+    )
     return PermissionService(rules, asker or DenyAsker(), instance.worktree)
 
 

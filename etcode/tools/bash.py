@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.base import Tool, ToolContext, ToolResult
+from etcode.tools.command_permission import check_command
 from etcode.tools.summary import plural, shorten
 from etcode.tools.truncate import truncate_output
 
@@ -39,107 +40,6 @@ class BashParams(BaseModel):
     description: str | None = Field(
         default=None, description="A short (5-10 words) description of what the command does."
     )
-
-
-_OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n")
-#: Commands whose second word picks the action (``git push``, ``npm run``).
-_TWO_WORD = frozenset(
-    {"git", "npm", "pnpm", "yarn", "bun", "cargo", "go", "docker", "kubectl", "pip", "uv", "poetry",
-     "make", "gh", "brew", "apt", "apt-get", "dotnet", "terraform", "helm", "systemctl"}
-)  # fmt: skip
-
-
-def split_commands(command: str) -> list[str]:
-    """The simple commands in a shell line, for permission checks: split on ``&&``,
-    ``||``, ``;``, ``|``, ``&`` and newlines outside quotes, with ``$(...)`` and
-    backtick substitutions checked as commands of their own."""
-    parts: list[str] = []
-    current: list[str] = []
-    quote: str | None = None
-    i = 0
-    while i < len(command):
-        char = command[i]
-        if quote:
-            current.append(char)
-            if char == "\\" and quote == '"' and i + 1 < len(command):
-                current.append(command[i + 1])
-                i += 1
-            elif char == quote:
-                quote = None
-            elif quote == '"' and command.startswith("$(", i):
-                inner, end = _substitution(command, i + 2)
-                parts.extend(split_commands(inner))
-                current.append(command[i + 1 : end + 1])
-                i = end
-            i += 1
-            continue
-        if char == "\\" and i + 1 < len(command):
-            current.append(command[i : i + 2])
-            i += 2
-            continue
-        if char in "'\"":
-            quote = char
-            current.append(char)
-            i += 1
-            continue
-        if command.startswith("$(", i):
-            inner, end = _substitution(command, i + 2)
-            parts.extend(split_commands(inner))
-            current.append(command[i : end + 1])
-            i = end + 1
-            continue
-        if char == "`":
-            end = command.find("`", i + 1)
-            end = len(command) if end == -1 else end
-            parts.extend(split_commands(command[i + 1 : end]))
-            current.append(command[i : end + 1])
-            i = end + 1
-            continue
-        operator = next((op for op in _OPERATORS if command.startswith(op, i)), None)
-        if operator:
-            parts.append("".join(current))
-            current = []
-            i += len(operator)
-            continue
-        current.append(char)
-        i += 1
-    parts.append("".join(current))
-    cleaned = []
-    for part in parts:
-        part = part.strip()
-        while part[:1] in ("(", "{") and part.count(part[0]) > part.count(")" if part[0] == "(" else "}"):
-            part = part[1:].strip()
-        while part[-1:] in (")", "}") and part.count(part[-1]) > part.count("(" if part[-1] == ")" else "{"):
-            part = part[:-1].strip()
-        if part:
-            cleaned.append(part)
-    return list(dict.fromkeys(cleaned))
-
-
-def _substitution(command: str, start: int) -> tuple[str, int]:
-    """The text of a ``$(...)`` starting after ``$(`` and the index of its ``)``."""
-    depth = 1
-    i = start
-    while i < len(command):
-        if command.startswith("$(", i) or command[i] == "(":
-            depth += 1
-            i += 2 if command[i] == "$" else 1
-            continue
-        if command[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return command[start:i], i
-        i += 1
-    return command[start:], len(command)
-
-
-def always_pattern(command: str) -> str:
-    """The rule an "allow always" answer adds for ``command``: ``git push *``, ``ls *``."""
-    words = command.split()
-    if not words:
-        return command
-    keep = 2 if words[0] in _TWO_WORD and len(words) > 1 and not words[1].startswith("-") else 1
-    return " ".join(words[:keep]) + " *"
 
 
 def _shell() -> str | None:
@@ -260,17 +160,7 @@ class BashTool(Tool):
     checks_permission = True
 
     async def run(self, params: BashParams, ctx: ToolContext) -> ToolResult:
-        commands = split_commands(params.command) or [params.command.strip()]
-        await ctx.check_permission(
-            "bash",
-            commands,
-            {
-                "tool": self.name,
-                "command": params.command,
-                "description": params.description,
-                "always": [always_pattern(c) for c in commands],
-            },
-        )
+        await check_command(ctx, params.command, params.description, self.name)
         timeout_ms = min(params.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
         env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
         proc = await asyncio.create_subprocess_shell(

@@ -1,0 +1,116 @@
+"""The permission checks of a ``Bash`` command, from what :mod:`etcode.tools.shell_commands`
+reads in it:
+
+- ``bash`` rules see every simple command the line can run (``git status``, ``rm x``
+  from ``ls $(rm x)``, ``rm y`` from ``sudo rm y``…) and ``> file`` for each file a
+  redirection writes; a command whose program is known only at run time is always asked;
+- ``read`` rules see the files the command names (arguments and ``< file``), so ``cat .env``
+  asks like ReadFile would and ``cat secret/k`` is refused by ``{"read": {"secret/*": "deny"}}``;
+- ``edit`` rules see the files written by redirections (``echo x > secret/k``).
+
+Rules hold against a model that follows them; a hostile one can still hide a file name
+(``cat $(printf .e; printf nv)``): the sandbox (``"sandbox"``) is the boundary for that.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+from typing import Any
+
+from etcode.tools.base import ToolContext
+from etcode.tools.paths import permission_pattern
+from etcode.tools.shell_commands import ShellAnalysis, analyze
+
+#: Glob words in a command (``cat secret/*``) are expanded up to this many files.
+MAX_GLOB_MATCHES = 200
+_GLOB_CHARS = frozenset("*?[")
+
+
+async def check_command(
+    ctx: ToolContext, command: str, description: str | None = None, tool: str = "Bash"
+) -> ShellAnalysis:
+    """Raise ``PermissionDenied`` unless the rules (or the user) allow ``command``."""
+    analysis = analyze(command)
+    metadata: dict[str, Any] = {
+        "tool": tool,
+        "command": command,
+        "description": description,
+        "always": analysis.always_patterns(),
+        "ask": analysis.dynamic_patterns(),
+    }
+    if analysis.problems:
+        metadata["problems"] = analysis.problems
+    # Not "tool": rules named after Bash are its command rules, not read/edit rules.
+    details = {"via": tool, "command": command, "description": description}
+    checks = [
+        ("bash", analysis.patterns() or [command.strip()], metadata, tool),
+        ("read", _named_files(ctx, analysis.path_arguments()), details, None),
+        ("edit", _written_files(ctx, analysis.writes), details, None),
+    ]
+    for permission, patterns, meta, rule_tool in checks:  # refusals first: never ask in vain
+        denied = [p for p in patterns if ctx.decide_permission(permission, p, rule_tool) == "deny"]
+        if denied:
+            await ctx.check_permission(permission, denied, meta)
+    await ctx.check_permission("bash", checks[0][1], metadata)
+    for permission, patterns, meta, _ in checks[1:]:
+        # Only what the rules do not simply allow: one question for all of it.
+        pending = [p for p in patterns if ctx.decide_permission(permission, p, None) != "allow"]
+        if pending:
+            await ctx.check_permission(permission, pending, {**meta, "always": pending})
+    return analysis
+
+
+def _patterns_of(ctx: ToolContext, path: Path) -> list[str]:
+    """A path as rules see it: as named (worktree-relative inside) and with links resolved."""
+    found = []
+    absolute = Path(os.path.normpath(path))
+    try:
+        found.append(absolute.relative_to(ctx.worktree).as_posix() or ".")
+    except ValueError:
+        found.append(absolute.as_posix())
+    found.append(permission_pattern(ctx, path))
+    return list(dict.fromkeys(found))
+
+
+def _named_files(ctx: ToolContext, words: list[str]) -> list[str]:
+    """The words that name existing files (globs expanded), as rule patterns."""
+    patterns: list[str] = []
+    for word in words:
+        if "\0" in word or len(word) > 4096:
+            continue
+        if _GLOB_CHARS & set(word):
+            matches = _glob(ctx, word)
+            candidates = [ctx.resolve(match) for match in matches]
+        else:
+            candidates = [ctx.resolve(word)]
+        for path in candidates:
+            try:
+                if not path.exists():
+                    continue
+            except (OSError, ValueError):
+                continue
+            patterns.extend(_patterns_of(ctx, path))
+    return list(dict.fromkeys(patterns))
+
+
+def _glob(ctx: ToolContext, word: str) -> list[str]:
+    found: list[str] = []
+    try:
+        for match in glob.iglob(os.path.expanduser(word), root_dir=ctx.directory, recursive=False):
+            found.append(match)
+            if len(found) >= MAX_GLOB_MATCHES:
+                break
+    except (OSError, ValueError):
+        return []
+    return found
+
+
+def _written_files(ctx: ToolContext, targets: list[str]) -> list[str]:
+    patterns: list[str] = []
+    for target in targets:
+        if "\0" in target or not target.strip():
+            continue
+        patterns.extend(_patterns_of(ctx, ctx.resolve(target)))
+    return list(dict.fromkeys(patterns))

@@ -1,0 +1,351 @@
+"""The shell parser under the ``bash`` rules (issue 12, points 3-6): every command a line
+can run reaches the rules, checked against real bash as the oracle."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from etcode.permission import Decision, PermissionRequest, PermissionService, rules_from_config
+from etcode.tools.base import PermissionDenied, ToolContext
+from etcode.tools.bash import BashTool
+from etcode.tools.command_permission import check_command
+from etcode.tools.shell_commands import analyze, expand_braces
+
+
+class Recorder:
+    """An asker that says no and remembers that it was asked."""
+
+    def __init__(self, answer: Decision | None = None) -> None:
+        self.requests: list[PermissionRequest] = []
+        self.answer = answer or Decision.reject("recorded")
+
+    async def ask(self, request: PermissionRequest) -> Decision:
+        self.requests.append(request)
+        return self.answer
+
+
+def context(directory: Path, permission: object, asker: object = None, agent: object = None) -> ToolContext:
+    service = PermissionService(rules_from_config(permission, agent), asker or Recorder(), directory)  # type: ignore[arg-type]
+    return ToolContext(
+        session_id="s",
+        call_id="c",
+        directory=directory,
+        worktree=directory,
+        check_permission=service.check,
+        decide_permission=service.decide,
+    )
+
+
+def decision(directory: Path, permission: object, command: str, agent: object = None) -> str:
+    """allow / ask / deny as the Bash tool's checks decide for ``command``."""
+    asker = Recorder()
+    try:
+        asyncio.run(check_command(context(directory, permission, asker, agent), command))
+    except PermissionDenied:
+        return "ask" if asker.requests else "deny"
+    return "allow"
+
+
+# ---- the parser ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("ls -la", ["ls -la"]),
+        ("git status && rm -rf x", ["git status", "rm -rf x"]),
+        ("a || b; c | d & e", ["a", "b", "c", "d", "e"]),
+        ('echo "x && y; z"', ["echo x && y; z"]),
+        ("echo 'a|b'", ["echo a|b"]),
+        ("echo $(rm -rf /)", ["echo $(rm -rf /)", "rm -rf /"]),
+        ("echo `whoami`", ["echo `whoami`", "whoami"]),
+        ("(cd src && make)", ["cd src", "make"]),
+        ("line1\nline2", ["line1", "line2"]),
+        ("ls <(rm x)", ["ls <(rm x)", "rm x"]),
+        ('ls "`rm x`"', ['ls "`rm x`"', "rm x"]),
+        ("ls > file", ["ls", "> file"]),
+        ("ls 2>&1 >/dev/null", ["ls"]),
+        ("rm\tx", ["rm x"]),
+        ("rm  -rf x", ["rm -rf x"]),
+        ("FOO=1 rm x", ["rm x", "FOO=1 rm x"]),
+        ("'rm' x", ["rm x"]),
+        ("\\rm x", ["rm x"]),
+        ("r\\\nm x", ["rm x"]),
+        ("rm${IFS}x", ["rm x"]),
+        ("X=rm; $X f", ["rm f"]),
+        ("/bin/rm x", ["/bin/rm x", "rm x"]),
+        ("$'\\x72m' x", ["rm x"]),
+        ("r{m,} x", ["rm r x"]),
+        ("bash -c 'rm z'", ["bash -c rm z", "rm z"]),
+        ("eval 'rm q'", ["eval rm q", "rm q"]),
+        ("sudo -u bob rm x", ["sudo -u bob rm x", "rm x"]),
+        ("env -i FOO=1 rm y", ["env -i FOO=1 rm y", "rm y", "FOO=1 rm y"]),
+        ("timeout 5 rm a", ["timeout 5 rm a", "rm a"]),
+        ("find . -exec rm {} +", ["find . -exec rm {} +", "rm {}"]),
+        ("rg --pre rm needle e", ["rg --pre rm needle e", "rm"]),
+        ("trap 'rm t' EXIT", ["trap rm t EXIT", "rm t"]),
+        ("f() { rm c; }; f", ["rm c", "f"]),
+        ("bash <<< 'rm h'", ["bash", "rm h"]),
+        ("bash <<'EOF'\nrm h\nEOF", ["bash", "rm h"]),
+        ("watch -n1 'rm w'", ["watch -n1 rm w", "rm w"]),
+    ],
+)
+def test_commands_found(command: str, expected: list[str]) -> None:
+    assert analyze(command).patterns() == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "dynamic"),
+    [
+        ("$(echo rm) x", "$(echo rm) x"),
+        ('eval "$C"', 'eval "$C"'),
+        ("echo rm x | sh", "sh"),
+        ("X=ls; X=rm; $X f", "$X f"),
+        ('"$HOME/bin/tool" x', '"$HOME/bin/tool" x'),
+        ('cat "unterminated', 'cat "unterminated'),
+    ],
+)
+def test_what_cannot_be_read_statically_is_asked(command: str, dynamic: str) -> None:
+    analysis = analyze(command)
+    assert dynamic in analysis.dynamic_patterns()
+    assert analysis.problems or analysis.commands[0].dynamic
+
+
+def test_writes_reads_and_always_patterns() -> None:
+    analysis = analyze("sort < in.txt > out.txt 2>>err.log; git push origin main &> /dev/null")
+    assert analysis.writes == ["out.txt", "err.log"] and analysis.reads == ["in.txt"]
+    assert analysis.always_patterns() == ["sort *", "git push *", "> out.txt", "> err.log"]
+    assert analyze("$X y").always_patterns() == []  # dynamic: asked every time
+
+
+def test_brace_expansion() -> None:
+    assert expand_braces("{rm,-rf,x}") == ["rm", "-rf", "x"]
+    assert expand_braces("a{1..3}") == ["a1", "a2", "a3"]
+    assert expand_braces("f{a..c}{x,y}") == ["fax", "fay", "fbx", "fby", "fcx", "fcy"]
+    assert expand_braces("{a}") == ["{a}"] and expand_braces("{}") == ["{}"]
+    assert expand_braces("x{1..100000}") == ["x{1..100000}"]  # too many: left as written
+
+
+def test_deep_nesting_does_not_crash() -> None:
+    deep = "echo " + "$(" * 3000 + "rm x" + ")" * 3000
+    assert "rm x" in analyze(deep).patterns()
+    nested = "eval " * 20 + "rm x"  # each eval reads its words as a new line
+    assert analyze(nested).dynamic_patterns()  # too deep to follow: asked
+
+
+# ---- the issue's cases through the real checks -------------------------------------
+
+RM_DENIED = {"bash": {"rm *": "deny", "*": "allow"}}
+ONLY_LS = {"bash": {"*": "deny", "ls *": "allow"}}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "(rm x)",
+        "rm\tx",
+        "FOO=1 rm x",
+        "'rm' x",
+        "\\rm x",
+        "r\\\nm x",
+        "rm${IFS}x",
+        "rm  -rf x",
+        "/bin/rm x",
+        "X=rm; $X f",
+        "true && rm x",
+        "false || rm x",
+        "true; rm x",
+        "echo | rm x",
+        "echo $(rm x)",
+        "echo `rm x`",
+        "cat <(rm x)",
+        "{ rm x; }",
+        "bash -c 'rm x'",
+        'sh -c "rm x"',
+        "eval 'rm x'",
+        "env rm x",
+        "command rm x",
+        "exec rm x",
+        "sudo rm x",
+        "xargs rm",
+        "find . -exec rm {} +",
+        "timeout 5 rm x",
+        "{rm,x}",
+        "$'\\x72m' x",
+        "r{m,} x",
+    ],
+)
+def test_rm_deny_holds(tmp_path: Path, command: str) -> None:
+    assert decision(tmp_path, RM_DENIED, command) == "deny"
+
+
+@pytest.mark.parametrize("command", ["ls <(rm x)", 'ls "`rm x`"', "ls > file", "ls; rm x", "ls | sh"])
+def test_only_ls_allowed(tmp_path: Path, command: str) -> None:
+    assert decision(tmp_path, ONLY_LS, command) in ("deny", "ask")
+    assert decision(tmp_path, ONLY_LS, "ls -la src") == "allow"
+
+
+@pytest.mark.parametrize("command", ["$(echo rm) x", 'eval "$CMD"', "echo rm x | bash", "X=$(cat f); $X"])
+def test_dynamic_commands_are_asked_even_when_allowed(tmp_path: Path, command: str) -> None:
+    assert decision(tmp_path, {"bash": "allow"}, command) == "ask"
+
+
+def test_files_named_by_a_command_follow_read_and_edit_rules(tmp_path: Path) -> None:
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "s.txt").write_text("hush")
+    (tmp_path / ".env").write_text("KEY=1")
+    (tmp_path / "link").symlink_to(tmp_path / "secret" / "s.txt")
+    rules = {"read": {"secret/*": "deny"}, "edit": {"secret/*": "deny"}}
+    assert decision(tmp_path, rules, "cat secret/s.txt") == "deny"
+    assert decision(tmp_path, rules, "cat link") == "deny"  # the link's target is what is read
+    assert decision(tmp_path, rules, "cat secret/*") == "deny"
+    assert decision(tmp_path, rules, "cat sec*/s.txt") == "deny"  # globs are expanded
+    assert decision(tmp_path, rules, "wc < secret/s.txt") == "deny"
+    assert decision(tmp_path, rules, "echo x > secret/new.txt") == "deny"
+    assert decision(tmp_path, rules, "cat .env") == "ask"  # like ReadFile: .env asks
+    assert decision(tmp_path, rules, "source .env") == "ask"
+    assert decision(tmp_path, rules, "grep -r x --exclude=secret .") == "allow"
+    assert decision(tmp_path, rules, "echo secret/none.txt") == "allow"  # no such file: nothing read
+
+
+def test_agent_catch_all_does_not_weaken_a_config_deny(tmp_path: Path) -> None:
+    config = {"bash": {"rm *": "deny", "*": "allow"}, "edit": {"secret/*": "deny"}}
+    agent = {"bash": {"*": "ask"}, "edit": "ask"}
+    assert decision(tmp_path, config, "rm -rf build", agent) == "deny"
+    assert decision(tmp_path, config, "echo x > secret/w.txt", agent) == "deny"
+    assert decision(tmp_path, config, "make", agent) == "ask"
+
+
+async def test_bash_tool_refuses_before_running(tmp_path: Path) -> None:
+    (tmp_path / "keep").write_text("x")
+    ctx = context(tmp_path, RM_DENIED, Recorder(Decision.allow_once()))
+    tool = BashTool()
+    for command in ("ls <(rm keep)", "X=rm; $X keep", "rm${IFS}keep", "bash -c 'rm keep'"):
+        with pytest.raises(PermissionDenied):
+            await tool.run(tool.parse({"command": command}), ctx)
+    assert (tmp_path / "keep").exists()
+    result = await tool.run(tool.parse({"command": "echo fine"}), ctx)
+    assert result.output == "fine"
+
+
+# ---- property: real bash is the oracle ----------------------------------------------
+
+
+def _word_forms(target: str) -> st.SearchStrategy[str]:
+    """``rm target`` spelled in ways bash reads as running rm."""
+    return st.sampled_from(
+        [
+            f"rm {target}",
+            f"'rm' {target}",
+            f'"rm" {target}',
+            f"\\rm {target}",
+            f"r''m {target}",
+            f'r""m {target}',
+            f"r\\\nm {target}",
+            f"rm\t{target}",
+            f"rm  -f {target}",
+            f"rm${{IFS}}{target}",
+            f"X=rm; $X {target}",
+            f"X=rm; ${{X}} {target}",
+            f"export X=rm; $X {target}",
+            f"FOO=1 rm {target}",
+            f"$'\\x72m' {target}",
+            f"$'rm' {target}",
+            f"{{rm,{target}}}",
+            f"r{{m,}} {target}",
+            f"env rm {target}",
+            f"env -u HOME FOO=1 rm {target}",
+            f"command rm {target}",
+            f"nice -n 1 rm {target}",
+            f"timeout 30 rm {target}",
+            f"echo {target} | xargs rm",
+            f"echo {target} | xargs -n1 rm",
+            f"find {target} -maxdepth 0 -exec rm {{}} +",
+            f"find {target} -maxdepth 0 -exec rm {{}} \\;",
+            f"STUB/rm {target}",
+        ]
+    )
+
+
+_WRAPS = [  # the inner command on lines of its own, so that here-documents still end
+    "true && {}",
+    "false || {}",
+    "true; {}",
+    "true\n{}",
+    "true | {{\n{}\n}}",
+    "(\n{}\n)",
+    "{{\n{}\n}}",
+    "echo $(\n{}\n)",
+    "echo `\n{}\n`",
+    'echo "$(\n{}\n)"',
+    "cat <(\n{}\n)",
+    "if true; then\n{}\nfi",
+    "for i in 1; do\n{}\ndone",
+    "f() {{\n{}\n}}\nf",
+    "bash -c {q}",
+    "bash -ec {q}",
+    "eval {q}",
+    "bash <<< {q}",
+    "bash <<'EOF{n}'\n{}\nEOF{n}",
+    "trap {q} EXIT",
+]
+
+
+@st.composite
+def hidden_rm(draw: st.DrawFn, target: str) -> str:
+    command = draw(_word_forms(target))
+    for level, wrap in enumerate(draw(st.lists(st.sampled_from(_WRAPS), max_size=3))):
+        if ("`" in wrap and "`" in command) or ("trap" in wrap and "trap" in command):
+            continue  # backticks do not nest without escapes; an EXIT trap set on exit never runs
+        command = wrap.format(command, q=shlex.quote(command), n=level)
+    return command
+
+
+@pytest.fixture(scope="module")
+def stub_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with an ``rm`` that only records that it ran (nothing is deleted)."""
+    folder = tmp_path_factory.mktemp("stub")
+    stub = folder / "rm"
+    stub.write_text('#!/bin/sh\necho "rm $*" >> "$RM_LOG"\n')
+    stub.chmod(0o755)
+    return folder
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_property_no_spelling_of_rm_gets_past_a_deny(
+    data: st.DataObject, stub_bin: Path, tmp_path: Path
+) -> None:
+    command = data.draw(hidden_rm("victim.txt")).replace("STUB/", f"{stub_bin}/")
+    # The oracle: bash itself, with a recording rm first on PATH.
+    log = tmp_path / "rm.log"
+    log.unlink(missing_ok=True)
+    (tmp_path / "victim.txt").write_text("x")
+    env = {**os.environ, "PATH": f"{stub_bin}:{os.environ['PATH']}", "RM_LOG": str(log)}
+    subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=30)
+    assert log.exists(), f"the generator made a command that does not run rm: {command!r}"
+    assert decision(tmp_path, RM_DENIED, command) in ("deny", "ask"), command
+    assert decision(tmp_path, ONLY_LS, command) in ("deny", "ask"), command
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    words=st.lists(
+        st.sampled_from(["rm", "-rf", "x", "'rm x'", '"a;b"', "a|b", "$(ls)", "`ls`", ">", "o"]),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_property_harmless_mentions_of_rm_stay_allowed(words: list[str], tmp_path: Path) -> None:
+    """``echo``/``grep`` arguments that merely mention rm are not commands."""
+    quoted = " ".join(shlex.quote(word) for word in words)
+    assert decision(tmp_path, RM_DENIED, f"echo {quoted}") == "allow"
+    assert decision(tmp_path, RM_DENIED, f"grep -n {quoted} README.md") == "allow"
