@@ -13,7 +13,17 @@ from etcode.ui.tui.widgets.messages import AssistantMessage, Notice, UserMessage
 from etcode.ui.tui.widgets.permission import PermissionScreen
 from etcode.ui.tui.widgets.tool import ToolMessage
 from tests.fake_llm import Call, FakeLLM, Reply
-from tests.tui_support import SIZE, make_app, ready, record_events, run_turn, submit, wait_for, write_config
+from tests.tui_support import (
+    SIZE,
+    make_app,
+    permission_dialog,
+    ready,
+    record_events,
+    run_turn,
+    submit,
+    wait_for,
+    write_config,
+)
 
 
 @pytest.fixture
@@ -194,7 +204,7 @@ async def test_permission_modal_allows(project: Path, llm: FakeLLM) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
         await submit(pilot, app, "write out.txt")
-        screen = await wait_for(pilot, lambda: isinstance(app.screen, PermissionScreen) and app.screen)
+        screen = await permission_dialog(pilot, app)
         assert screen.request.metadata["command"] == "echo hi > out.txt"
         await pilot.press("1")
         await wait_for(pilot, lambda: not app.busy, what="the end of the turn")
@@ -213,7 +223,7 @@ async def test_permission_modal_rejects_with_a_reason_for_the_model(project: Pat
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
         await submit(pilot, app, "clean up")
-        await wait_for(pilot, lambda: isinstance(app.screen, PermissionScreen))
+        await permission_dialog(pilot, app)
         await pilot.press("3")
         await pilot.pause()
         for char in "keep the build":
@@ -236,8 +246,10 @@ async def test_allow_always_is_remembered_for_the_session(project: Path, llm: Fa
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
         await submit(pilot, app, "twice")
-        await wait_for(pilot, lambda: isinstance(app.screen, PermissionScreen))
-        await pilot.press("2")
+        screen = await permission_dialog(pilot, app)
+        await pilot.press("2")  # selects "Allow always"; Enter confirms
+        assert app.screen is screen and screen.focused.id == "allow-always"
+        await pilot.press("enter")
         await wait_for(pilot, lambda: not app.busy, what="the end of the turn")
         assert len(app.asker.asked) == 1
         assert all(not w.is_error for w in app.conversation.tools.values())
@@ -250,7 +262,7 @@ async def test_escape_while_the_modal_is_open_closes_it(project: Path, llm: Fake
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
         await submit(pilot, app, "x")
-        await wait_for(pilot, lambda: isinstance(app.screen, PermissionScreen))
+        await permission_dialog(pilot, app)
         await pilot.press("escape")  # the modal's Esc rejects
         await wait_for(pilot, lambda: not app.busy, what="the end of the turn")
         assert not isinstance(app.screen, PermissionScreen)

@@ -6,12 +6,13 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.fake_llm import Call, FakeLLM, Reply
+from tests.fake_llm import Call, FakeLLM, Recorded, Reply
 from tests.tui_support import write_config
 
 
@@ -112,6 +113,115 @@ def test_real_etcode_in_tmux(project: Path, llm: FakeLLM) -> None:
     finally:
         tmux.kill()
     assert len(llm.requests) == 2
+
+
+TYPING = "then run anyway pls"
+KEY_GAP = 0.06  # seconds between keys: normal typing speed
+DIALOG = "Bash wants permission"
+ARMED = "1/y allow once"
+
+
+def _rm(target: str) -> Reply:
+    return Reply(calls=[Call("Bash", {"command": f"rm -rf {target}", "description": f"remove {target}"})])
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_typing_while_the_permission_dialog_appears_answers_nothing(project: Path, llm: FakeLLM) -> None:
+    """Issue 12.1 in a real terminal: the user types a follow-up at normal speed while the
+    turn runs; the dialog for `rm -rf build` appears mid-word. Nothing is approved (the old
+    dialog took `n`/`a`/`y` from the sentence), the sentence stays in the chat input, and
+    only a deliberate key after the typing stops runs the command."""
+    write_config(project, llm, permission={"bash": "ask"})
+    (project / "build").mkdir()
+    (project / "dist").mkdir()
+    release = threading.Event()
+
+    def held(recorded: Recorded) -> Reply:  # the model "thinks" until the typing has begun
+        release.wait(60)
+        return _rm("build")
+
+    llm.script(held, _rm("dist"), Reply(text="All clean."))
+    tmux = Tmux("typeahead")
+    env = " ".join(f"{k}={_quote(v)}" for k, v in os.environ.items() if k in _ENV_KEYS)
+    try:
+        tmux.start(f"env {env} TERM=xterm-256color {_quote(sys.executable)} -m etcode", project)
+        tmux.wait_for("Ask anything")
+        tmux.run("send-keys", "-t", "typeahead", "-l", "clean up")
+        tmux.run("send-keys", "-t", "typeahead", "Enter")
+        _wait(lambda: llm.requests, "the model request")
+        typed = _type_through_the_dialog(tmux, release)
+        build = project / "build"
+        _wait(
+            lambda: _squash(typed) in _squash(tmux.screen()) or not build.is_dir(),
+            "the typed text in the chat input",
+            tmux,
+            30,
+        )
+        screen = tmux.screen()
+        assert build.is_dir(), "type-ahead approved the command:\n" + screen
+        assert f"{DIALOG}: bash rm -rf build" in screen
+        assert len(llm.requests) == 1  # nothing answered yet
+        screen = tmux.wait_for(ARMED, timeout=60)  # the typing stopped: the dialog takes keys
+        assert _squash(typed) in _squash(screen) and build.is_dir()
+        tmux.run("send-keys", "-t", "typeahead", "y")  # deliberate: allow once
+        _wait(lambda: not (project / "build").exists(), "rm -rf build to run")
+        tmux.wait_for(f"{DIALOG}: bash rm -rf dist", timeout=60)  # asked again: no "always" rule
+        tmux.wait_for(ARMED, timeout=60)
+        tmux.run("send-keys", "-t", "typeahead", "Escape")  # reject
+        tmux.wait_for("All clean.", timeout=60)
+        assert (project / "dist").is_dir()
+    finally:
+        release.set()
+        tmux.kill()
+    assert "denied by the user" in str(llm.requests[2].body)
+
+
+def _type_through_the_dialog(tmux: Tmux, release: threading.Event) -> str:
+    """Type TYPING key by key; let the model answer after "then run" (so the old dialog met
+    " anyway": `a` = allow always), and keep typing (the sentence again if need be) until at
+    least eight keys went in after the dialog showed. The screen is watched from another
+    thread, so the keys keep their pace."""
+    typed: list[str] = []
+    seen_at: list[int] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set() and not seen_at:
+            if DIALOG in tmux.screen():
+                seen_at.append(len(typed))
+            done.wait(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    deadline = next_key = time.monotonic()
+    deadline += 90
+    try:
+        while not seen_at or len(typed) < max(len(TYPING), seen_at[0] + 8) or typed[-1] == " ":
+            assert time.monotonic() < deadline, "the permission dialog never appeared:\n" + tmux.screen()
+            char = (TYPING + " ")[len(typed) % (len(TYPING) + 1)]
+            tmux.run("send-keys", "-t", "typeahead", "-l", char)
+            typed.append(char)
+            if "".join(typed) == "then run":
+                release.set()
+            next_key += KEY_GAP
+            time.sleep(max(0.0, next_key - time.monotonic()))
+    finally:
+        done.set()
+        watcher.join(30)
+    return "".join(typed)
+
+
+def _squash(text: str) -> str:
+    """Text without spaces and box sides, so a line the chat input wrapped still matches."""
+    return "".join(text.replace("│", " ").split())
+
+
+def _wait(predicate, what: str, tmux: Tmux | None = None, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}" + (f":\n{tmux.screen()}" if tmux else ""))
+        time.sleep(0.05)
 
 
 _ENV_KEYS = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "PATH", "NO_COLOR",

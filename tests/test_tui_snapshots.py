@@ -10,7 +10,7 @@ import pytest
 from etcode.ui.tui.app import EtcodeApp
 from etcode.ui.tui.widgets.permission import PermissionScreen
 from tests.fake_llm import Call, FakeLLM, Reply
-from tests.tui_support import make_app, ready, run_turn, submit, wait_for, write_config
+from tests.tui_support import make_app, permission_dialog, ready, run_turn, submit, wait_for, write_config
 
 pytest.importorskip("pytest_textual_snapshot", reason="pytest-textual-snapshot is in the test extras")
 
@@ -93,7 +93,29 @@ def test_permission_modal_with_a_diff(snap_compare, project: Path, llm: FakeLLM)
     async def run_before(pilot) -> None:
         await calm(pilot, app)
         await submit(pilot, app, "change the return value")
-        await wait_for(pilot, lambda: isinstance(app.screen, PermissionScreen))
+        await permission_dialog(pilot, app)  # armed: buttons enabled, "Allow once" focused
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_permission_modal_while_keys_are_held_back(
+    snap_compare, project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The type-ahead guard: buttons disabled, the hint says why, the typing in the input."""
+    monkeypatch.setattr(PermissionScreen, "ARM_DELAY", 600.0)
+    write_config(project, llm, permission={"bash": "ask"})
+    llm.script(
+        Reply(calls=[Call("Bash", {"command": "rm -rf build", "description": "clean"})], usage=(1000, 10))
+    )
+    app = make_app(project)
+
+    async def run_before(pilot) -> None:
+        await calm(pilot, app)
+        await submit(pilot, app, "clean up")
+        await permission_dialog(pilot, app, armed=False)
+        await pilot.press("t", "h", "e", "n", "space", "r", "u", "n")
+        await wait_for(pilot, lambda: app.prompt.input.text == "then run")
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

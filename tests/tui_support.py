@@ -85,5 +85,19 @@ async def run_turn(pilot: Any, app: EtcodeApp, text: str, timeout: float = 20.0)
     await pilot.pause()
 
 
+async def permission_dialog(pilot: Any, app: EtcodeApp, *, armed: bool = True, timeout: float = 20.0) -> Any:
+    """Wait for the permission dialog (armed by default: it takes keys only after the
+    type-ahead guard) and return it."""
+    from etcode.ui.tui.widgets.permission import PermissionScreen
+
+    def shown() -> Any:
+        screen = app.screen
+        return (
+            isinstance(screen, PermissionScreen) and (not armed or getattr(screen, "armed", True)) and screen
+        )
+
+    return await wait_for(pilot, shown, timeout, "the permission dialog" + (" to arm" if armed else ""))
+
+
 async def settle(seconds: float = 0.05) -> None:
     await asyncio.sleep(seconds)
