@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from etcode.tools.base import PermissionDenied, ToolContext, ToolError
 from etcode.tools.web_fetch import WebFetchTool, html_to_markdown
@@ -172,3 +174,197 @@ async def test_permission(server: str, tmp_path: Path) -> None:
 def test_markdown_table_and_entities() -> None:
     html = "<table><tr><th>k</th><th>v</th></tr><tr><td>a &amp; b</td><td>1</td></tr></table>"
     assert html_to_markdown(html) == "| k | v |\n| --- | --- |\n| a & b | 1 |"
+
+
+# ---- issue 12, point 10: rules on every hop, one spelling per address, the local network ----
+
+from etcode.permission import AllowAsker, DenyAsker, PermissionService, rules_from_config  # noqa: E402
+from etcode.tools.web_address import is_internal, normalize_url  # noqa: E402
+
+
+class Counting(BaseHTTPRequestHandler):
+    """A server that counts its requests; ``/to?u=URL`` redirects, ``/drip`` never ends."""
+
+    hits: list[str] = []
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        type(self).hits.append(self.path)
+        if self.path.startswith("/to?u="):
+            self.send_response(302)
+            self.send_header("Location", self.path.split("=", 1)[1])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path == "/drip":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            try:
+                while True:  # a byte every half second, for ever
+                    self.wfile.write(b".")
+                    self.wfile.flush()
+                    time.sleep(0.5)
+            except OSError:
+                return
+        else:
+            body = f"{self.headers.get('Host')} {self.path}".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+
+@pytest.fixture
+def counting() -> Iterator[tuple[str, list[str]]]:
+    hits: list[str] = []
+    handler = type("Handler", (Counting,), {"hits": hits})
+    httpd = QuietServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", hits
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def ruled_ctx(tmp_path: Path, permission: Any, asker: Any = None) -> ToolContext:
+    service = PermissionService(rules_from_config(permission), asker or DenyAsker(), tmp_path)
+    return make_ctx(tmp_path, check_permission=service.check, decide_permission=service.decide)
+
+
+LOCAL_OK = {"private_network": {"http://127.0.0.1:*": "allow", "http://localhost:*": "allow"}}
+
+
+async def test_redirect_to_a_denied_url_is_refused(tmp_path: Path, counting: tuple[str, list[str]]) -> None:
+    base, hits = counting
+    ctx = ruled_ctx(tmp_path, {**LOCAL_OK, "webfetch": {f"{base}/secret*": "deny"}})
+    with pytest.raises(PermissionDenied, match="denied by permission rule"):
+        await fetch(ctx, url=f"{base}/secret")
+    assert hits == []
+    # An allowed URL whose redirect points at the denied one: the second hop is refused.
+    with pytest.raises(PermissionDenied, match="denied by permission rule"):
+        await fetch(ctx, url=f"{base}/to?u={base}/secret")
+    assert hits == [f"/to?u={base}/secret"]
+    # A relative redirect is checked the same way.
+    with pytest.raises(PermissionDenied, match="denied by permission rule"):
+        await fetch(ctx, url=f"{base}/to?u=/secret/x")
+    assert hits == [f"/to?u={base}/secret", "/to?u=/secret/x"]
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "HTTP://127.0.0.1:{port}/secret",
+        "http://127.1:{port}/secret",
+        "http://0x7f.1:{port}/secret",
+        "http://2130706433:{port}/secret",
+        "http://0177.0.0.1:{port}/secret",
+        "http://127.0.0.1.:{port}/secret",
+        "http://127.0.0.1:{port}/%73ecret",
+        "http://127.0.0.1:{port}/public/../secret",
+        "http://127.0.0.1:{port}/./secret",
+        "http://[::ffff:127.0.0.1]:{port}/secret",
+        "http://localhost:{port}/secret",
+        "http://LOCALHOST:{port}/secret#frag",
+    ],
+)
+async def test_spellings_of_a_denied_url_are_refused(
+    tmp_path: Path, counting: tuple[str, list[str]], spelling: str
+) -> None:
+    base, hits = counting
+    port = base.rsplit(":", 1)[1]
+    ctx = ruled_ctx(tmp_path, {**LOCAL_OK, "webfetch": {"http://127.0.0.1:*/secret*": "deny"}})
+    with pytest.raises(PermissionDenied, match="denied by permission rule"):
+        await fetch(ctx, url=spelling.format(port=port))
+    assert hits == []
+    result = await fetch(ctx, url=f"http://127.1:{port}/public")
+    assert result.output == f"127.0.0.1:{port} /public"  # the Host header names the server
+
+
+async def test_local_network_refused_unless_a_rule_allows(
+    tmp_path: Path, counting: tuple[str, list[str]]
+) -> None:
+    base, hits = counting
+    port = base.rsplit(":", 1)[1]
+    for url in (f"{base}/x", f"http://localhost:{port}/x", "http://169.254.169.254/latest/meta-data/",
+                "http://10.0.0.1/", "http://[::1]:9/", "http://0.0.0.0:9/"):  # fmt: skip
+        for asker in (DenyAsker(), AllowAsker()):  # --yes does not open the local network
+            with pytest.raises(PermissionDenied, match="private_network|non-interactive"):
+                await fetch(ruled_ctx(tmp_path, None, asker), url=url)
+    assert hits == []
+    allowed = ruled_ctx(tmp_path, {"private_network": {f"http://localhost:{port}/*": "allow"}})
+    result = await fetch(allowed, url=f"http://localhost:{port}/ok")
+    assert result.output == f"localhost:{port} /ok" and hits == ["/ok"]
+
+
+async def test_slow_drip_is_bounded_by_the_whole_timeout(
+    tmp_path: Path, counting: tuple[str, list[str]]
+) -> None:
+    base, _ = counting
+    started = time.monotonic()
+    with pytest.raises(ToolError, match="timed out after 1 s"):
+        await fetch(ruled_ctx(tmp_path, LOCAL_OK), url=f"{base}/drip", timeout=1)
+    assert time.monotonic() - started < 10  # a byte every 0.5 s kept the old per-read timeout alive
+
+
+async def test_abort_while_dripping(tmp_path: Path, counting: tuple[str, list[str]]) -> None:
+    base, _ = counting
+    ctx = ruled_ctx(tmp_path, LOCAL_OK)
+
+    async def stop() -> None:
+        await asyncio.sleep(0.3)
+        ctx.abort.set()
+
+    started = time.monotonic()
+    with pytest.raises(ToolError, match="interrupted"):
+        await asyncio.gather(stop(), fetch(ctx, url=f"{base}/drip", timeout=100))
+    assert time.monotonic() - started < 10
+
+
+def test_bad_urls_are_refused_with_a_reason() -> None:
+    for url, reason in (
+        ("ftp://example.com/", "http:// or https://"),
+        ("file:///etc/passwd", "http:// or https://"),
+        ("http://user:pw@example.com/", "user name or password"),
+        ("http://allowed.example@evil.example/", "user name or password"),
+        ("http://exa mple.com\n/", "control characters"),
+        ("http://example.com:99999/", "Invalid URL"),
+    ):
+        with pytest.raises(ToolError, match=reason):
+            normalize_url(url)
+
+
+def _ipv4_spellings() -> st.SearchStrategy[str]:
+    """Ways inet_aton (and so curl and browsers) accept to write 127.0.0.1."""
+
+    def part(value: int) -> st.SearchStrategy[str]:
+        return st.sampled_from([str(value), hex(value), "0" + oct(value)[2:] if value else "0"])
+
+    return st.one_of(
+        st.tuples(part(127), part(0), part(0), part(1)).map(".".join),
+        st.tuples(part(127), part(1)).map(".".join),
+        st.sampled_from(["2130706433", "0x7f000001", "017700000001", "127.0.1", "127.0.0.1."]),
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    host=_ipv4_spellings(),
+    scheme=st.sampled_from(["http", "HTTP", "Http"]),
+    port=st.sampled_from(["", ":80"]),
+    path=st.sampled_from(["/secret/a", "/%73ecret/a", "/SeCrEt/../secret/a", "/./secret/a", "/secret/%61"]),
+)
+def test_property_one_spelling_per_address(host: str, scheme: str, port: str, path: str) -> None:
+    assert normalize_url(f"{scheme}://{host}{port}{path}").url == "http://127.0.0.1/secret/a"
+
+
+def test_internal_addresses() -> None:
+    import ipaddress
+
+    for text in ("127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1",
+                 "0.0.0.0", "::1", "fe80::1", "fc00::1", "::ffff:10.0.0.1", "224.0.0.1"):  # fmt: skip
+        assert is_internal(ipaddress.ip_address(text)), text
+    for text in ("93.184.216.34", "2606:4700::1111", "8.8.8.8"):
+        assert not is_internal(ipaddress.ip_address(text)), text

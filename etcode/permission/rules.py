@@ -52,10 +52,12 @@ class Rule:
 Ruleset = list[Rule]
 
 #: Read-only tools, WriteFile/Edit inside the worktree and Bash are allowed; anything
-#: outside the worktree asks; reading .env files asks.
+#: outside the worktree asks; reading .env files asks; WebFetch of an address on this
+#: machine or its local network asks (and ``--yes`` does not grant it).
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule("*", "*", "allow"),
     Rule("external_directory", "*", "ask"),
+    Rule("private_network", "*", "ask"),
     Rule("read", "*.env", "ask"),
     Rule("read", "*.env.*", "ask"),
     Rule("read", "*.env.example", "allow"),

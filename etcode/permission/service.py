@@ -27,6 +27,13 @@ __all__ = [
 ]
 
 NON_INTERACTIVE_REASON = "denied: etcode run is non-interactive; re-run with --yes to allow"
+#: Permissions ``--yes`` does not grant: only a rule, or a person answering the dialog.
+NOT_GRANTED_BY_YES: dict[str, str] = {
+    "private_network": (
+        "denied: --yes does not open this machine's network to WebFetch; allow the URL with a rule "
+        'such as "permission": {"private_network": {"http://localhost:8000/*": "allow"}}'
+    ),
+}
 
 
 def _denied_error() -> type[Exception]:
@@ -87,9 +94,13 @@ class DenyAsker:
 
 
 class AllowAsker:
-    """``--yes``: every ``ask`` is allowed (``deny`` rules still refuse)."""
+    """``--yes``: every ``ask`` is allowed (``deny`` rules still refuse), but for the
+    permissions in :data:`NOT_GRANTED_BY_YES`."""
 
     async def ask(self, request: PermissionRequest) -> Decision:
+        refusal = NOT_GRANTED_BY_YES.get(request.permission)
+        if refusal is not None:
+            return Decision.reject(refusal)
         return Decision.allow_once()
 
 
