@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import glob
 import os
-from pathlib import Path
 from typing import Any
 
 from etcode.tools.base import ToolContext
-from etcode.tools.paths import permission_pattern
+from etcode.tools.paths import rule_patterns
 from etcode.tools.shell_commands import ShellAnalysis, analyze
 
 #: Glob words in a command (``cat secret/*``) are expanded up to this many files.
@@ -62,18 +61,6 @@ async def check_command(
     return analysis
 
 
-def _patterns_of(ctx: ToolContext, path: Path) -> list[str]:
-    """A path as rules see it: as named (worktree-relative inside) and with links resolved."""
-    found = []
-    absolute = Path(os.path.normpath(path))
-    try:
-        found.append(absolute.relative_to(ctx.worktree).as_posix() or ".")
-    except ValueError:
-        found.append(absolute.as_posix())
-    found.append(permission_pattern(ctx, path))
-    return list(dict.fromkeys(found))
-
-
 def _named_files(ctx: ToolContext, words: list[str]) -> list[str]:
     """The words that name existing files (globs expanded), as rule patterns."""
     patterns: list[str] = []
@@ -91,7 +78,7 @@ def _named_files(ctx: ToolContext, words: list[str]) -> list[str]:
                     continue
             except (OSError, ValueError):
                 continue
-            patterns.extend(_patterns_of(ctx, path))
+            patterns.extend(rule_patterns(ctx, path))
     return list(dict.fromkeys(patterns))
 
 
@@ -112,5 +99,5 @@ def _written_files(ctx: ToolContext, targets: list[str]) -> list[str]:
     for target in targets:
         if "\0" in target or not target.strip():
             continue
-        patterns.extend(_patterns_of(ctx, ctx.resolve(target)))
+        patterns.extend(rule_patterns(ctx, ctx.resolve(target)))
     return list(dict.fromkeys(patterns))

@@ -16,7 +16,7 @@ from etcode.tools.edit_match import (
     looks_line_numbered,
     replace,
 )
-from etcode.tools.paths import display_path, permission_pattern, resolve_for
+from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.snapshot import before_write
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import BOM, atomic_write_bytes, is_binary_file, suggest_names
@@ -127,7 +127,7 @@ class EditTool(Tool):
         shown_body, shown_final = (_printable(body), _printable(final)) if lossy else (body, final)
         diff = unified_diff(shown, shown_body, shown_final)
         await ctx.check_permission(
-            "edit", [permission_pattern(ctx, path)], {"tool": self.name, "path": str(path), "diff": diff}
+            "edit", rule_patterns(ctx, path), {"tool": self.name, "path": str(path), "diff": diff}
         )
         data = ((BOM if bom else "") + final).encode("utf-8", errors="surrogateescape")
         await before_write(ctx, path)
@@ -167,7 +167,7 @@ class EditTool(Tool):
                 )
         diff = unified_diff(shown, old, content)
         await ctx.check_permission(
-            "edit", [permission_pattern(ctx, path)], {"tool": self.name, "path": str(path), "diff": diff}
+            "edit", rule_patterns(ctx, path), {"tool": self.name, "path": str(path), "diff": diff}
         )
         await before_write(ctx, path)
         try:

@@ -128,6 +128,22 @@ def _search_python(base: Path, target: Path, root: Path, params: GrepParams) -> 
     return hits
 
 
+def _readable(
+    ctx: ToolContext, target: Path, hits: dict[Path, _FileHits], tool: str
+) -> tuple[dict[Path, _FileHits], int]:
+    """The hits in files the ``read`` rules allow, and how many files were left out (a
+    file that asks or is denied is not searched through a folder: its content would reach
+    the model without the question)."""
+    if target.is_file():
+        return hits, 0  # checked (asked) before the search
+    kept = {
+        path: item
+        for path, item in hits.items()
+        if ctx.decide_permission("read", permission_pattern(ctx, path), tool) == "allow"
+    }
+    return kept, len(hits) - len(kept)
+
+
 class GrepTool(Tool):
     name = "Grep"
     description = (
@@ -154,10 +170,12 @@ class GrepTool(Tool):
         await ctx.check_permission(
             "grep", [permission_pattern(ctx, target)], {"tool": self.name, "pattern": params.pattern}
         )
-        if target.is_file() and is_secret_file(target.name):  # searching .env reads it: ask as ReadFile
-            await ctx.check_permission(
-                "read", [permission_pattern(ctx, target)], {"tool": self.name, "path": str(target)}
-            )
+        target_pattern = permission_pattern(ctx, target)
+        if target.is_file() and (
+            is_secret_file(target.name) or ctx.decide_permission("read", target_pattern, self.name) != "allow"
+        ):
+            # Searching one file reads it: ask (or refuse) as ReadFile would (.env asks by default).
+            await ctx.check_permission("read", [target_pattern], {"tool": self.name, "path": str(target)})
         base = target if target.is_dir() else target.parent
         if ripgrep.rg_path() is not None:
             try:
@@ -167,11 +185,17 @@ class GrepTool(Tool):
         else:
             hits = await asyncio.to_thread(_search_python, base, target, ctx.worktree, params)
         absolute = {(p if p.is_absolute() else base / p): h for p, h in hits.items()}
+        absolute, hidden = _readable(ctx, target, absolute, self.name)
         order = await asyncio.to_thread(newest_first, list(absolute))
         total_lines = sum(item.count or len(item.lines) for item in absolute.values())
         output, shown = self._format(ctx, order, absolute, params.output_mode)
         if not order:
             output = f"No matches found for {params.pattern}"
+        if hidden:
+            output += (
+                f"\n\n({plural(hidden, 'more file')} matched but {'is' if hidden == 1 else 'are'} not shown: "
+                "the read permission rules do not allow searching them; ReadFile asks for one.)"
+            )
         cut = truncate_output(output)
         data: dict[str, Any] = {
             "mode": params.output_mode,
@@ -179,6 +203,8 @@ class GrepTool(Tool):
             "matches": total_lines,
             "truncated": shown < (len(order) if params.output_mode != "content" else total_lines),
         }
+        if hidden:
+            data["hidden"] = hidden
         if cut.path:
             data["outputPath"] = cut.path
         return ToolResult(cut.text, data=data)

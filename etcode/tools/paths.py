@@ -3,6 +3,7 @@ ask ``external_directory`` for anything outside the worktree, display paths."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from etcode.tools.base import ToolContext
@@ -22,6 +23,18 @@ def display_path(ctx: ToolContext, path: Path) -> str:
         except (ValueError, OSError):
             pass
     return path.as_posix()
+
+
+def rule_patterns(ctx: ToolContext, path: Path) -> list[str]:
+    """The patterns a rule must allow for ``path``: as named (worktree-relative inside) and
+    with symlinks resolved — a link to a denied file, and a denied link, are both refused."""
+    named = Path(os.path.normpath(path))
+    try:
+        found = [named.relative_to(ctx.worktree).as_posix() or "."]
+    except ValueError:
+        found = [named.as_posix()]
+    found.append(permission_pattern(ctx, path))
+    return list(dict.fromkeys(found))
 
 
 def permission_pattern(ctx: ToolContext, path: Path) -> str:

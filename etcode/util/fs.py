@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -96,14 +98,25 @@ def suggest_names(path: Path, limit: int = 3) -> list[Path]:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temp file in the same folder, then ``os.replace`` it over
-    ``path`` — a crash never leaves a half-written file. Keeps the old mode bits."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``data`` to ``path`` so that a crash never leaves a half-written file: to a
+    temp file in the same folder, then ``os.replace`` over it, keeping the old mode bits.
+
+    Links survive: a symlink is written through (its target gets the content, the link
+    stays a link), and a file with several hard links is rewritten in place, because a
+    rename would split it from its other names (see :func:`_write_in_place`)."""
+    target = real_path(path) if os.path.islink(path) else path
+    if target != path and os.path.islink(target):
+        raise OSError(errno.ELOOP, "Too many levels of symbolic links", str(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        mode: int | None = path.stat().st_mode & 0o7777
+        info = target.stat()
     except OSError:
-        mode = None
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        info = None
+    if info is not None and info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
+        _write_in_place(target, data)
+        return
+    mode = info.st_mode & 0o7777 if info is not None else None
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -115,11 +128,30 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             umask = os.umask(0)
             os.umask(umask)
             os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _write_in_place(path: Path, data: bytes) -> None:
+    """Rewrite a hard-linked file through its own inode. Not atomic, so the old bytes are
+    kept in memory and put back if the write fails (a full disk fails while growing the
+    file, and the old bytes fit where they were)."""
+    old = path.read_bytes()
+    with open(path, "r+b") as handle:
+        try:
+            handle.write(data)
+            handle.truncate(len(data))
+            handle.flush()
+            os.fsync(handle.fileno())
+        except BaseException:
+            handle.seek(0)
+            handle.write(old)
+            handle.truncate(len(old))
+            handle.flush()
+            raise
 
 
 def detect_newline(text: str) -> str:

@@ -23,7 +23,7 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     # lock files
     "*.lock", "package-lock.json", "pnpm-lock.yaml", "npm-shrinkwrap.json",
     # secrets
-    ".env", ".env.*",
+    ".env", ".env.*", ".envrc",
     # binary and generated formats
     "*.pyc", "*.pyo", "*.class", "*.jar", "*.o", "*.a", "*.so", "*.dll", "*.dylib", "*.exe",
     "*.bin", "*.wasm", "*.zip", "*.tar", "*.gz", "*.tgz", "*.bz2", "*.xz", "*.7z", "*.rar",
@@ -40,15 +40,15 @@ SEARCH_EXCLUDES: tuple[str, ...] = (
 )  # fmt: skip
 
 #: Files holding secrets: skipped by ReadManyFiles, Glob and Grep unless named, and
-#: reading one asks (the ``read`` permission's default rules).
-SECRET_FILES: tuple[str, ...] = (".env", ".env.*")
+#: reading one asks (the ``read`` permission's default rules). ``.envrc`` is direnv's.
+SECRET_FILES: tuple[str, ...] = (".env", ".env.*", ".envrc")
 
 _GLOB_CHARS = re.compile(r"[*?\[{]")
 
 
 def is_secret_file(name: str) -> bool:
-    """``.env`` or ``.env.<anything>`` (the file name only)."""
-    return name == ".env" or name.startswith(".env.")
+    """``.env``, ``.env.<anything>`` or ``.envrc`` (the file name only)."""
+    return name in (".env", ".envrc") or name.startswith(".env.")
 
 
 def names_secret_file(pattern: str) -> bool:
