@@ -98,7 +98,11 @@ def print_session_table(items: list[SessionInfo]) -> None:
 
 
 def _one_line(text: str, width: int = 100) -> str:
-    line = " ".join(text.strip().split())
+    """One line of ``text`` cut to ``width`` — redacted before the cut, so that no key
+    is left half-shown where the cut made it unrecognisable."""
+    from etcode.util.redact import redact
+
+    line = " ".join(redact(text).strip().split())
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
@@ -162,10 +166,13 @@ def transcript_lines(info: SessionInfo, messages: list[StoredMessage]) -> list[s
 
 
 def print_transcript(info: SessionInfo, messages: list[StoredMessage]) -> None:
-    from etcode.util.redact import redact_export
+    from etcode.util.redact import redact_export, register_config
 
+    config = session_config(info)
+    if config is not None:
+        register_config(config)  # before the lines are cut to width
     text = "\n".join(transcript_lines(info, messages)).rstrip() + "\n"
-    sys.stdout.write(redact_export(text, session_config(info)))
+    sys.stdout.write(redact_export(text, config))
 
 
 def print_undo(paths: list[str]) -> None:

@@ -115,6 +115,7 @@ class Runtime:
         agent_name = agent.agent_name or _attr(config, "default_agent") or "build"
         agent_info = _agent_info(agent_name, config, instance)
         spec = _resolve_spec(agent, config, agent_info)
+        _register_secrets(config, spec)
         retry = agent.retry or _retry_config(config)
         owns_provider = agent.provider is None
         if agent.provider is not None:
@@ -163,6 +164,16 @@ def _attr(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
         return obj.get(name, default)
     return getattr(obj, name, default)
+
+
+def _register_secrets(config: Any, spec: ProviderSpec) -> None:
+    """Teach the redactor this session's keys: tool output that holds one is redacted
+    before the model or the session store gets it (``truncate_for_model``)."""
+    from etcode.util.redact import register_config, register_secrets
+
+    register_secrets(spec.api_key)
+    if config is not None:
+        register_config(config)
 
 
 def _instance_for(directory: Path | None) -> InstanceInfo:

@@ -30,6 +30,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from etcode.provider.types import Message, Usage
 from etcode.util.errors import EtcodeError
+from etcode.util.fs import make_private_dir, make_private_file
 
 DB_NAME = "etcode.db"
 SCHEMA_VERSION = 1
@@ -229,9 +230,11 @@ class SessionStore:
         (default ``$XDG_DATA_HOME/etcode/etcode.db``)."""
         path = Path(path) if path is not None else default_path()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if str(path) != ":memory:":  # whole transcripts: 0700 folder, 0600 files
+                make_private_dir(path.parent, tighten=path.parent == default_path().parent)
+                make_private_file(path)  # SQLite gives its -wal and -shm files the same mode
         except OSError as err:
-            raise StoreError(f"cannot create {path.parent}: {err.strerror or err}") from None
+            raise StoreError(f"cannot create {path}: {err.strerror or err}") from None
         try:
             conn = sqlite3.connect(path, timeout=10, check_same_thread=False, isolation_level=None)
         except sqlite3.Error as err:

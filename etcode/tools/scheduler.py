@@ -18,6 +18,7 @@ from etcode.provider.types import ToolCallPart, ToolResultPart
 from etcode.session.events import ToolCallStart, ToolResultEvent
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.registry import ToolRegistry
+from etcode.util.redact import redact, redact_data
 
 log = logging.getLogger("etcode.scheduler")
 
@@ -147,7 +148,8 @@ class ToolScheduler:
 
         if started is not None:
             started.add(call.id)
-        summary = _safe(lambda: tool.params_summary(raw_args), "")
+        # Redacted before the summary cuts it: a cut key no longer looks like one.
+        summary = _safe(lambda: tool.params_summary(redact_data(raw_args)), "")
         self.emit(ToolCallStart(call.id, call.name, raw_args, summary))
         ctx = self.make_context(call)
         try:
@@ -182,7 +184,7 @@ class ToolScheduler:
     ) -> ToolResultPart:
         """A call that never ran: still shown (head + error line) and answered."""
         self.emit(ToolCallStart(call.id, call.name, params or {}, ""))
-        self.emit(ToolResultEvent(call.id, call.name, True, _first_line(message), message))
+        self.emit(ToolResultEvent(call.id, call.name, True, _first_line(redact(message)), message))
         return ToolResultPart(call.id, call.name, message, is_error=True)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from etcode.tools.base import ToolResult
-from etcode.util.fs import format_size
+from etcode.util.fs import format_size, make_private_dir, make_private_file
 
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
@@ -69,9 +69,11 @@ WRITE_CHUNK_BYTES = 4 * 1024 * 1024
 
 
 def _write(path: Path, text: str | list[str]) -> None:
+    from etcode.util.redact import redact_values
+
     try:
         with open(path, "wb") as handle:
-            pieces = [text] if isinstance(text, str) else text
+            pieces = [redact_values(piece) for piece in ([text] if isinstance(text, str) else text)]
             batch: list[bytes] = []
             size = 0
             for piece in pieces:
@@ -93,11 +95,9 @@ def save_output(text: str | list[str], background: bool = False) -> Path:
     return its path. With ``background`` the (large) write finishes in a thread;
     :func:`wait_saved` waits for it (the file tools do before reading a path), and the
     interpreter waits at exit."""
-    folder = output_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = make_private_dir(output_dir())  # whole outputs: for the user's eyes only
     _cleanup(folder)
-    path = folder / f"tool_{time.strftime('%Y%m%d_%H%M%S')}_{uuid.uuid4().hex[:8]}.txt"
-    path.touch()
+    path = make_private_file(folder / f"tool_{time.strftime('%Y%m%d_%H%M%S')}_{uuid.uuid4().hex[:8]}.txt")
     if not background:
         _write(path, text)
         return path
@@ -240,9 +240,13 @@ TAIL_TOOLS = frozenset({"Bash"})
 
 def truncate_for_model(tool_name: str, output: str) -> str:
     """The scheduler's output filter: any tool's output cut to the limits (the tail for
-    Bash, the head otherwise), the full text saved. Already-cut output passes unchanged."""
+    Bash, the head otherwise), the full text saved, and the values of known secrets (the
+    config's keys, secret-named environment variables) replaced by ``[REDACTED]`` — the
+    model and the session never get them from a tool. Already-cut output passes unchanged."""
+    from etcode.util.redact import redact_values
+
     direction: Literal["head", "tail"] = "tail" if tool_name in TAIL_TOOLS else "head"
-    return truncate_output(output, direction=direction).text
+    return truncate_output(redact_values(output), direction=direction).text
 
 
 def truncate_result(result: ToolResult, direction: Literal["head", "tail"] = "head") -> ToolResult:

@@ -191,3 +191,36 @@ def is_within(path: Path, root: Path) -> bool:
         return True
     except ValueError:
         return False
+
+
+# ---- private files ---------------------------------------------------------------------
+
+#: Modes of what holds transcripts (the session database, saved tool output, history).
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def make_private_dir(folder: Path, tighten: bool = True) -> Path:
+    """Create ``folder`` (and missing parents) as ``0700`` — it holds transcripts, for its
+    owner's eyes only — and, with ``tighten``, take group/other access off an existing one
+    (only for etcode's own folders: never a folder the user chose)."""
+    existed = folder.is_dir()
+    folder.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    if tighten or not existed:
+        _tighten(folder, PRIVATE_DIR_MODE)
+    return folder
+
+
+def make_private_file(path: Path) -> Path:
+    """Create ``path`` if missing, as ``0600`` (tightening an existing file)."""
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE_MODE))
+    _tighten(path, PRIVATE_FILE_MODE)
+    return path
+
+
+def _tighten(path: Path, mode: int) -> None:
+    """Remove group/other bits from a path we own (others' files are left alone)."""
+    with contextlib.suppress(OSError):
+        info = path.stat()
+        if info.st_uid == os.getuid() and info.st_mode & 0o077:
+            os.chmod(path, stat.S_IMODE(info.st_mode) & mode)

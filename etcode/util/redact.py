@@ -44,6 +44,7 @@ __all__ = [
     "redact",
     "redact_data",
     "redact_export",
+    "redact_values",
     "register_config",
     "register_secrets",
     "reset_redactor",
@@ -144,7 +145,17 @@ class Redactor:
         self._shapes = shapes
         self._pattern: re.Pattern[str] | None = None
         self._lock = threading.Lock()
+        self._values: tuple[set[str], Redactor] | None = None
         self.add(*secrets)
+
+    def values_only(self) -> Redactor:
+        """A redactor of this one's known secret values, without the shape guessing (kept
+        until more secrets are added)."""
+        cached = self._values
+        if cached is None or cached[0] is not self._secrets:
+            cached = (self._secrets, Redactor(self._secrets, shapes=False))
+            self._values = cached
+        return cached[1]
 
     @property
     def secrets(self) -> frozenset[str]:
@@ -292,6 +303,13 @@ def redact(text: str) -> str:
 def redact_data(value: Any) -> Any:
     """A redacted copy of a JSON-like structure (dicts, lists, strings)."""
     return get_redactor().redact_data(value)
+
+
+def redact_values(text: str) -> str:
+    """``text`` with the known secret *values* replaced (keys from the config and the
+    environment), without guessing by shape: for what tools return to the model and the
+    session, where a look-alike string must stay as it is."""
+    return get_redactor().values_only().redact(text)
 
 
 def redact_export(data: Any, config: Any = None) -> Any:

@@ -6,6 +6,8 @@ import contextlib
 import json
 from pathlib import Path
 
+from etcode.util.fs import make_private_dir, make_private_file
+
 MAX_ENTRIES = 500
 
 
@@ -34,7 +36,7 @@ class PromptHistory:
         del self.entries[:-MAX_ENTRIES]
         if self.path is not None:
             with contextlib.suppress(OSError):
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                make_private_file(make_private_dir(self.path.parent) / self.path.name)
                 with self.path.open("a", encoding="utf-8") as handle:
                     handle.write(json.dumps(text) + "\n")
 
