@@ -217,3 +217,25 @@ async def test_escape_rejects_once_armed(project: Path, llm: FakeLLM) -> None:
         (widget,) = app.conversation.tools.values()
         assert widget.is_error
     assert (project / "build").is_dir()
+
+
+def test_dialog_text_says_what_a_command_reads_and_why_it_asks() -> None:
+    from etcode.permission import PermissionRequest
+    from etcode.ui.tui.widgets.permission import request_details, request_title
+
+    read = PermissionRequest("read", [".env"], {"via": "Bash", "command": "cat .env"})
+    assert request_title(read) == "Bash wants permission: read .env"
+    assert "reads .env" in str(request_details(read))
+    dynamic = PermissionRequest(
+        "bash",
+        ['eval "$C"'],
+        {"command": 'eval "$C"', "problems": ["eval of text known only at run time"]},
+        "Bash",
+    )
+    assert "eval of text known only at run time" in str(request_details(dynamic))
+    local = PermissionRequest(
+        "private_network",
+        ["http://localhost:8000/"],
+        {"url": "http://localhost:8000/", "reason": "on this machine"},
+    )
+    assert "on this machine" in str(request_details(local))

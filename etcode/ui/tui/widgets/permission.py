@@ -28,7 +28,7 @@ DEFAULT_REJECT = "denied by the user"
 
 
 def request_title(request: PermissionRequest) -> str:
-    tool = request.tool or request.permission
+    tool = request.tool or request.metadata.get("via") or request.permission
     return f"{tool} wants permission: {request.permission} {', '.join(request.patterns)}"
 
 
@@ -44,7 +44,14 @@ def request_details(request: PermissionRequest) -> RenderableType:
         if meta.get("description"):
             text.append(f"{meta['description']}\n", style="dim")
         text.append(f"$ {command}", style="bold")
+        if request.permission in ("read", "edit") and meta.get("via"):
+            verb = "reads" if request.permission == "read" else "writes"
+            text.append(f"\n{verb} {', '.join(request.patterns)}", style="yellow")
+        for problem in meta.get("problems") or []:  # why a rule could not simply allow it
+            text.append(f"\n{problem.removeprefix('syntax: ')}", style="yellow")
         return text
+    if isinstance(meta.get("reason"), str):
+        return Text(f"{meta.get('url') or ', '.join(request.patterns)}\n{meta['reason']}")
     shown: dict[str, Any] = {k: v for k, v in meta.items() if k not in ("tool", "always")}
     if not shown:
         return Text("\n".join(request.patterns))
