@@ -151,6 +151,39 @@ class McpServerConfig(_Strict):
         return self
 
 
+class ShellEnvConfig(_Strict):
+    """The environment of ``Bash`` commands (see ``etcode/tools/shell_env.py``): what is
+    inherited, name patterns included despite looking secret, more names excluded, and
+    variables set."""
+
+    inherit: Literal["all", "core", "none"] = "all"
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    set_: dict[str, str] = Field(default_factory=dict, alias="set")
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if not pattern.strip() or "=" in pattern:
+                raise ValueError(f'"{pattern}" is not a variable name pattern (like "NPM_TOKEN" or "AWS_*")')
+        return value
+
+    @field_validator("set_")
+    @classmethod
+    def _settable(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not name or "=" in name or "\0" in name:
+                raise ValueError(f'"{name}" is not a variable name')
+        return value
+
+
+class ShellConfig(_Strict):
+    """How ``Bash`` runs commands."""
+
+    env: ShellEnvConfig = Field(default_factory=ShellEnvConfig)
+
+
 class WorkflowConfig(_Strict):
     """The Planner → Executor → Verifier workflow (``--agent workflow``). ``prompts``:
     business context per role (``planner``, ``executor``, ``verifier``), used when the
@@ -177,6 +210,7 @@ class Config(_Strict):
     mcp: dict[str, McpServerConfig] = Field(default_factory=dict)
     workflow: WorkflowConfig = Field(default_factory=WorkflowConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    shell: ShellConfig = Field(default_factory=ShellConfig)
     #: A models.dev-format JSON file with model limits and prices (see provider/catalog.py).
     model_catalog: str | None = None
     retry: RetrySettings = Field(default_factory=RetrySettings)

@@ -42,6 +42,7 @@ from etcode.tools.base import (
 )
 from etcode.tools.registry import ToolRegistry
 from etcode.tools.scheduler import ToolScheduler
+from etcode.tools.shell_env import ShellEnvPolicy
 from etcode.util.errors import EtcodeError
 
 log = logging.getLogger("etcode.loop")
@@ -66,6 +67,8 @@ class LoopSettings:
     instructions_for: Callable[[Path], Awaitable[str | None]] = _no_instructions
     #: Per-session tool state (todos...), shared across runs of one session.
     state: dict[str, Any] = field(default_factory=dict)
+    #: What Bash commands inherit (``etcode.tools.shell_env.ShellEnvPolicy``; None: the default).
+    shell_env: ShellEnvPolicy | None = None
     #: Called after each finished step with the full history (persistence hook).
     on_step: Callable[[list[Message]], Awaitable[None]] | None = None
     output_filter: Callable[[str, str], str] | None = None
@@ -238,6 +241,7 @@ class AgentLoop(EventPump):
                 decide_permission=s.decide_permission,
                 instructions_for=s.instructions_for,
                 state=s.state,
+                shell_env=s.shell_env,
             )
 
         scheduler = ToolScheduler(

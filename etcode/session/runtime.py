@@ -71,6 +71,7 @@ class Runtime:
             settings.decide_permission = self.permission.decide
         if self.instructions is not None and hasattr(self.instructions, "nested_for"):
             settings.instructions_for = self.instructions.nested_for
+        settings.shell_env = _shell_env(self.config, self.spec)
         settings.on_call = _loop_detector().record
         settings.output_filter = _output_filter()
         return settings
@@ -164,6 +165,14 @@ def _attr(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
         return obj.get(name, default)
     return getattr(obj, name, default)
+
+
+def _shell_env(config: Any, spec: ProviderSpec) -> Any:
+    """What Bash commands inherit: the config's ``shell.env``, never the session's keys."""
+    from etcode.tools.shell_env import ShellEnvPolicy
+    from etcode.util.redact import secrets_from_config
+
+    return ShellEnvPolicy.from_config(config, {spec.api_key, *secrets_from_config(config)})
 
 
 def _register_secrets(config: Any, spec: ProviderSpec) -> None:

@@ -14,11 +14,14 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, get_type_hints
+from typing import TYPE_CHECKING, Any, ClassVar, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from etcode.provider.types import ToolSchema
+
+if TYPE_CHECKING:
+    from etcode.tools.shell_env import ShellEnvPolicy
 
 
 class ToolError(Exception):
@@ -86,6 +89,9 @@ class ToolContext:
     instructions_for: Callable[[Path], Awaitable[str | None]] = _no_instructions
     #: Per-session state shared by tools (e.g. ``state["todos"]``), kept across steps.
     state: dict[str, Any] = field(default_factory=dict)
+    #: What ``Bash`` commands inherit from the environment; None: the default policy
+    #: (everything but secret-looking variables). See ``etcode/tools/shell_env.py``.
+    shell_env: ShellEnvPolicy | None = None
 
     def resolve(self, path: str | Path) -> Path:
         """A path as the tool should open it: relative paths are taken from the working dir."""

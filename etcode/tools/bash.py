@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.base import Tool, ToolContext, ToolResult
 from etcode.tools.command_permission import check_command
+from etcode.tools.shell_env import ShellEnvPolicy
 from etcode.tools.summary import plural, shorten
 from etcode.tools.truncate import truncate_output
 
@@ -152,6 +153,8 @@ class BashTool(Tool):
         "`--no-pager`, never start editors or prompts. Each call is a new shell: `cd` and "
         "exported variables do not carry over; chain commands with `&&`.\n"
         "- Quote paths containing spaces. A non-zero exit code is reported, not raised.\n"
+        "- Environment variables that hold secrets (API keys, tokens, passwords) are not passed "
+        "to commands.\n"
         "- Long output keeps its last part; the full output is saved to a file whose path is given.\n"
         "- Give `description`: a short summary of what the command does."
     )
@@ -162,7 +165,7 @@ class BashTool(Tool):
     async def run(self, params: BashParams, ctx: ToolContext) -> ToolResult:
         await check_command(ctx, params.command, params.description, self.name)
         timeout_ms = min(params.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
-        env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+        env = (ctx.shell_env or ShellEnvPolicy()).environment()
         proc = await asyncio.create_subprocess_shell(
             params.command,
             cwd=str(ctx.directory),
