@@ -293,6 +293,8 @@ async def test_local_network_refused_unless_a_rule_allows(
         for asker in (DenyAsker(), AllowAsker()):  # --yes does not open the local network
             with pytest.raises(PermissionDenied, match="private_network|non-interactive"):
                 await fetch(ruled_ctx(tmp_path, None, asker), url=url)
+    with pytest.raises(PermissionDenied, match="private_network"):  # allowing the tool is not enough
+        await fetch(ruled_ctx(tmp_path, {"WebFetch": "allow", "webfetch": "allow"}), url=f"{base}/x")
     assert hits == []
     allowed = ruled_ctx(tmp_path, {"private_network": {f"http://localhost:{port}/*": "allow"}})
     result = await fetch(allowed, url=f"http://localhost:{port}/ok")

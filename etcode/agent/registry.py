@@ -18,7 +18,10 @@ from etcode.util.errors import ConfigError, UsageError
 
 Mode = Literal["primary", "subagent", "all"]
 MODES: tuple[str, ...] = ("primary", "subagent", "all")
-SETTINGS = ("description", "prompt", "model", "tools", "permission", "steps", "mode", "temperature")
+SETTINGS = (
+    "description", "prompt", "model", "tools", "permission", "steps", "mode", "temperature", "sandbox",
+)  # fmt: skip
+SANDBOX_MODES = ("off", "workspace-write", "read-only")
 DEFAULT_AGENT = "build"
 AGENT_DIRS = ("agent", "agents")
 
@@ -65,6 +68,10 @@ class AgentInfo:
     steps: int | None = None
     mode: Mode = "all"
     temperature: float | None = None
+    #: How its Bash commands are confined ("off", "workspace-write", "read-only"); None:
+    #: as the config says. ``sandbox_source`` is "builtin" for a built-in agent's default.
+    sandbox: str | None = None
+    sandbox_source: str | None = None
     builtin: bool = False
     source: str | None = None
     prompt_builtin: bool = False
@@ -108,6 +115,8 @@ def builtin_agents() -> dict[str, AgentInfo]:
             prompt=_template("agent/plan.txt"),
             tools=dict(read_only_tools),
             permission=read_only_permission,
+            sandbox="read-only",
+            sandbox_source="builtin",
             mode="primary",
             builtin=True,
             source="agent/plan.txt",
@@ -129,6 +138,8 @@ def builtin_agents() -> dict[str, AgentInfo]:
             prompt=_template("agent/explore.txt"),
             tools={**read_only_tools, "TodoWrite": False, "Task": False},
             permission={**read_only_permission, "Bash": read_only_bash()},
+            sandbox="read-only",
+            sandbox_source="builtin",
             mode="subagent",
             builtin=True,
             source="agent/explore.txt",
@@ -179,6 +190,8 @@ def _check(name: str, settings: dict[str, Any], where: str) -> dict[str, Any]:
         raise bad("steps", "a positive integer")
     if "mode" in out and out["mode"] not in MODES:
         raise bad("mode", '"primary", "subagent" or "all"')
+    if "sandbox" in out and out["sandbox"] not in SANDBOX_MODES:
+        raise bad("sandbox", '"off", "workspace-write" or "read-only"')
     temperature = out.get("temperature")
     if temperature is not None and (
         isinstance(temperature, bool) or not isinstance(temperature, int | float)
@@ -254,6 +267,8 @@ def apply_settings(
         changes["permission"] = _merge_rules(agent.permission, changes["permission"])
     if "prompt" in changes:
         changes.update(source=source, prompt_builtin=False)
+    if "sandbox" in changes:
+        changes["sandbox_source"] = source
     return replace(agent, **changes)
 
 

@@ -48,6 +48,12 @@ def build_app() -> typer.Typer:
             bool, typer.Option("--inline", help="Run the chat inline (keeps the terminal's scrollback).")
         ] = False,
         debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on stderr.")] = False,
+        sandbox: Annotated[
+            str | None,
+            typer.Option(
+                "--sandbox", help="Confine commands: off, workspace-write or read-only (needs bubblewrap)."
+            ),
+        ] = None,
     ) -> None:
         """Without a sub-command: the interactive chat (or `etcode run` when piped)."""
         if ctx.invoked_subcommand is not None:
@@ -62,6 +68,7 @@ def build_app() -> typer.Typer:
             agent=agent,
             inline=inline,
             debug=debug,
+            sandbox=sandbox,
         )
         if code:
             raise SystemExit(code)
@@ -95,6 +102,12 @@ def build_app() -> typer.Typer:
         fork: Annotated[
             bool, typer.Option("--fork", help="With -c or --session: continue a copy, keep the original.")
         ] = False,
+        sandbox: Annotated[
+            str | None,
+            typer.Option(
+                "--sandbox", help="Confine commands: off, workspace-write or read-only (needs bubblewrap)."
+            ),
+        ] = None,
     ) -> None:
         from etcode.cli.run import RunOptions, run_command
 
@@ -110,6 +123,7 @@ def build_app() -> typer.Typer:
                 continue_last=continue_last,
                 session=session,
                 fork=fork,
+                sandbox=sandbox,
             )
         )
         if code:

@@ -30,6 +30,7 @@ class RunOptions:
     continue_last: bool = False
     session: str | None = None
     fork: bool = False
+    sandbox: str | None = None
 
 
 def read_task(message: str, stdin: Any = None) -> str:
@@ -82,6 +83,9 @@ def run_command(options: RunOptions) -> int:
         raise UsageError("--fork needs --continue or --session ID (the session to copy)")
     if options.continue_last and options.session:
         raise UsageError("give either --continue or --session ID, not both")
+    from etcode.tools.sandbox import check_flag
+
+    check_flag(options.sandbox)
     task = read_task(options.message)
     return asyncio.run(_run(task, options))
 
@@ -93,7 +97,12 @@ async def _run(task: str, options: RunOptions) -> int:
 
     directory = options.directory or Path.cwd()
     with Instance.provide(directory) as instance:
-        flags = {"model": options.model, "max_steps": options.max_steps, "agent": options.agent}
+        flags = {
+            "model": options.model,
+            "max_steps": options.max_steps,
+            "agent": options.agent,
+            "sandbox": options.sandbox,
+        }
         config = load_config(instance.directory, instance.worktree, flags=flags)
         from etcode.util.redact import register_config
 

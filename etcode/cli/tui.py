@@ -18,6 +18,7 @@ def chat_command(
     agent: str | None = None,
     inline: bool = False,
     debug: bool = False,
+    sandbox: str | None = None,
 ) -> int:
     """Open the TUI, or run headless when not on a terminal. Returns the exit code."""
     from etcode.ui.tui.launch import is_interactive
@@ -26,7 +27,7 @@ def chat_command(
         from etcode.cli.run import RunOptions, run_command
 
         fields = {f.name for f in dataclasses.fields(RunOptions)}
-        extra = {"continue_last": continue_last, "session": session, "fork": fork}
+        extra = {"continue_last": continue_last, "session": session, "fork": fork, "sandbox": sandbox}
         options = RunOptions(
             message="",
             model=model,
@@ -50,5 +51,6 @@ def chat_command(
             fork=fork,
             inline=inline,
             debug=debug,
+            sandbox=sandbox,
         )
     )

@@ -90,6 +90,8 @@ class AgentConfig(_Strict):
     steps: int | None = Field(default=None, ge=1)
     mode: Literal["primary", "subagent", "all"] | None = None
     temperature: float | None = Field(default=None, ge=0)
+    #: How this agent's Bash commands are confined (see ``SandboxConfig``).
+    sandbox: Literal["off", "workspace-write", "read-only"] | None = None
 
 
 class CompactionConfig(_Strict):
@@ -178,6 +180,20 @@ class ShellEnvConfig(_Strict):
         return value
 
 
+class SandboxConfig(_Strict):
+    """The OS sandbox of ``Bash`` commands (``etcode/tools/sandbox.py``). Written as a
+    mode alone (``"sandbox": "workspace-write"``) or as this object."""
+
+    mode: Literal["off", "workspace-write", "read-only"] = "off"
+    network: bool = False
+    writable: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"mode": value} if isinstance(value, str) else value
+
+
 class ShellConfig(_Strict):
     """How ``Bash`` runs commands."""
 
@@ -211,6 +227,8 @@ class Config(_Strict):
     workflow: WorkflowConfig = Field(default_factory=WorkflowConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     shell: ShellConfig = Field(default_factory=ShellConfig)
+    #: None when no layer set it (the agent's own default then applies).
+    sandbox: SandboxConfig | None = None
     #: A models.dev-format JSON file with model limits and prices (see provider/catalog.py).
     model_catalog: str | None = None
     retry: RetrySettings = Field(default_factory=RetrySettings)

@@ -53,11 +53,13 @@ Ruleset = list[Rule]
 
 #: Read-only tools, WriteFile/Edit inside the worktree and Bash are allowed; anything
 #: outside the worktree asks; reading .env files asks; WebFetch of an address on this
-#: machine or its local network asks (and ``--yes`` does not grant it).
+#: machine or its local network asks, and so does running a command again outside the
+#: sandbox after the sandbox refused it something (``--yes`` grants neither).
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule("*", "*", "allow"),
     Rule("external_directory", "*", "ask"),
     Rule("private_network", "*", "ask"),
+    Rule("sandbox", "*", "ask"),
     Rule("read", "*.env", "ask"),
     Rule("read", "*.env.*", "ask"),
     Rule("read", "*.envrc", "ask"),

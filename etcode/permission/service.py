@@ -29,6 +29,7 @@ __all__ = [
 NON_INTERACTIVE_REASON = "denied: etcode run is non-interactive; re-run with --yes to allow"
 #: Permissions ``--yes`` does not grant: only a rule, or a person answering the dialog.
 NOT_GRANTED_BY_YES: dict[str, str] = {
+    "sandbox": "denied: --yes does not lift the sandbox; use --sandbox off (or a rule) to run it outside",
     "private_network": (
         "denied: --yes does not open this machine's network to WebFetch; allow the URL with a rule "
         'such as "permission": {"private_network": {"http://localhost:8000/*": "allow"}}'

@@ -41,6 +41,7 @@ from etcode.tools.base import (
     _no_instructions,
 )
 from etcode.tools.registry import ToolRegistry
+from etcode.tools.sandbox import SandboxPolicy
 from etcode.tools.scheduler import ToolScheduler
 from etcode.tools.shell_env import ShellEnvPolicy
 from etcode.util.errors import EtcodeError
@@ -69,6 +70,8 @@ class LoopSettings:
     state: dict[str, Any] = field(default_factory=dict)
     #: What Bash commands inherit (``etcode.tools.shell_env.ShellEnvPolicy``; None: the default).
     shell_env: ShellEnvPolicy | None = None
+    #: How Bash commands are confined (``etcode.tools.sandbox.SandboxPolicy``; None: not at all).
+    sandbox: SandboxPolicy | None = None
     #: Called after each finished step with the full history (persistence hook).
     on_step: Callable[[list[Message]], Awaitable[None]] | None = None
     output_filter: Callable[[str, str], str] | None = None
@@ -242,6 +245,7 @@ class AgentLoop(EventPump):
                 instructions_for=s.instructions_for,
                 state=s.state,
                 shell_env=s.shell_env,
+                sandbox=s.sandbox,
             )
 
         scheduler = ToolScheduler(

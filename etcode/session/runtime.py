@@ -40,6 +40,8 @@ class Runtime:
     owns_mcp: bool = True
     #: 0 for a top-level session, parent depth + 1 for a Task subagent.
     depth: int = 0
+    #: How Bash commands are confined (``etcode.tools.sandbox.SandboxPolicy``).
+    sandbox: Any = None
 
     @property
     def directory(self) -> Path:
@@ -72,6 +74,7 @@ class Runtime:
         if self.instructions is not None and hasattr(self.instructions, "nested_for"):
             settings.instructions_for = self.instructions.nested_for
         settings.shell_env = _shell_env(self.config, self.spec)
+        settings.sandbox = self.sandbox
         settings.on_call = _loop_detector().record
         settings.output_filter = _output_filter()
         return settings
@@ -137,6 +140,7 @@ class Runtime:
             timeout=_attr(config, "timeout"),
         )
         permission = _permission_service(config, agent_info, agent.asker, instance)
+        sandbox = await _sandbox_policy(config, agent_name, agent_info, warnings)
         runtime = cls(
             instance=instance,
             config=config,
@@ -154,6 +158,7 @@ class Runtime:
             mcp=mcp,
             owns_mcp=parent is None,
             depth=parent.depth + 1 if parent is not None else 0,
+            sandbox=sandbox,
         )
         _add_task_tool(agent, runtime)
         return runtime
@@ -165,6 +170,44 @@ def _attr(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
         return obj.get(name, default)
     return getattr(obj, name, default)
+
+
+async def _sandbox_policy(config: Any, agent_name: str, agent_info: Any, warnings: list[str]) -> Any:
+    """The sandbox of this session's commands: the ``--sandbox`` flag wins; otherwise the
+    stricter of the config's and the agent's. A mode the user asked for that cannot be had
+    here is an error; a built-in agent's default (plan: read-only) only warns."""
+    from etcode.config.loader import FLAGS_SOURCE
+    from etcode.tools.sandbox import (
+        STRICTNESS,
+        SandboxPolicy,
+        SandboxUnavailable,
+        as_mode,
+        config_dir_paths,
+        stricter,
+        unavailable_reason,
+    )
+
+    configured = _attr(config, "sandbox")
+    config_mode = configured.mode if configured is not None else None
+    agent_mode = _attr(agent_info, "sandbox")
+    from_flag = config is not None and hasattr(config, "origin") and config.origin("sandbox") == FLAGS_SOURCE
+    mode = (config_mode if from_flag else stricter(config_mode, agent_mode)) or "off"
+    if mode == "off":
+        return SandboxPolicy()
+    required = (config_mode is not None and STRICTNESS[config_mode] >= STRICTNESS[mode]) or (
+        _attr(agent_info, "sandbox_source") != "builtin"
+    )
+    problem = await asyncio.to_thread(unavailable_reason)
+    if problem is not None:
+        if required:
+            raise SandboxUnavailable(f"sandbox: {problem}")
+        warnings.append(
+            f"the {agent_name} agent runs commands without its {mode} sandbox: {problem}; its permission rules still apply"
+        )
+        return SandboxPolicy()
+    writable = tuple(Path(p).expanduser() for p in configured.writable) if configured is not None else ()
+    network = bool(configured.network) if configured is not None else False
+    return SandboxPolicy(as_mode(mode), network, writable, required, config_dir_paths())
 
 
 def _shell_env(config: Any, spec: ProviderSpec) -> Any:

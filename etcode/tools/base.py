@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from etcode.provider.types import ToolSchema
 
 if TYPE_CHECKING:
+    from etcode.tools.sandbox import SandboxPolicy
     from etcode.tools.shell_env import ShellEnvPolicy
 
 
@@ -92,6 +93,8 @@ class ToolContext:
     #: What ``Bash`` commands inherit from the environment; None: the default policy
     #: (everything but secret-looking variables). See ``etcode/tools/shell_env.py``.
     shell_env: ShellEnvPolicy | None = None
+    #: How ``Bash`` commands are confined; None: not at all (``etcode/tools/sandbox.py``).
+    sandbox: SandboxPolicy | None = None
 
     def resolve(self, path: str | Path) -> Path:
         """A path as the tool should open it: relative paths are taken from the working dir."""

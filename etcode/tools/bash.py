@@ -8,12 +8,15 @@ import os
 import re
 import shutil
 import signal
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from etcode.tools.base import Tool, ToolContext, ToolResult
+from etcode.tools import sandbox
+from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
 from etcode.tools.command_permission import check_command
+from etcode.tools.sandbox import SandboxPolicy
 from etcode.tools.shell_env import ShellEnvPolicy
 from etcode.tools.summary import plural, shorten
 from etcode.tools.truncate import truncate_output
@@ -43,8 +46,8 @@ class BashParams(BaseModel):
     )
 
 
-def _shell() -> str | None:
-    return shutil.which("bash")
+def _shell() -> str:
+    return shutil.which("bash") or "/bin/sh"
 
 
 def _group_alive(pgid: int) -> bool:
@@ -139,6 +142,91 @@ class _Collector:
         return text
 
 
+@dataclass
+class _Run:
+    output: str
+    exit_code: int
+    timed_out: bool = False
+    interrupted: bool = False
+    unsandboxed: bool = False
+
+
+async def _execute(argv: list[str], env: dict[str, str], timeout_ms: int, ctx: ToolContext) -> _Run:
+    """Run ``argv`` in its own process group until it exits, times out or is interrupted
+    (then the whole group is killed); its combined output, tail kept."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=str(ctx.directory),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+        env=env,
+    )
+    collector = _Collector()
+    assert proc.stdout is not None
+    reader = asyncio.create_task(collector.read(proc.stdout))
+    waiter = asyncio.create_task(_wait_exit(proc, reader))
+    aborter = asyncio.create_task(ctx.abort.wait())
+    timed_out = interrupted = False
+    try:
+        done, _ = await asyncio.wait(
+            {waiter, aborter}, timeout=timeout_ms / 1000, return_when=asyncio.FIRST_COMPLETED
+        )
+        if waiter not in done:
+            interrupted = aborter in done
+            timed_out = not interrupted
+            await kill_process_group(proc)
+            await waiter
+    except asyncio.CancelledError:
+        await asyncio.shield(kill_process_group(proc))
+        raise
+    finally:
+        aborter.cancel()
+        waiter.cancel()
+        if proc.returncode is None:
+            await asyncio.shield(kill_process_group(proc, grace=0.2))
+        try:
+            await asyncio.wait_for(asyncio.shield(reader), DRAIN_SECONDS)
+        except (TimeoutError, asyncio.CancelledError):
+            reader.cancel()
+            _close_pipes(proc)
+    exit_code = proc.returncode if proc.returncode is not None else -1
+    return _Run(collector.text().rstrip("\n"), exit_code, timed_out, interrupted)
+
+
+async def _outside_sandbox(
+    params: BashParams,
+    ctx: ToolContext,
+    policy: SandboxPolicy,
+    failed: _Run,
+    env: dict[str, str],
+    timeout_ms: int,
+) -> tuple[_Run, str]:
+    """A command the sandbox refused something: ask (``sandbox`` permission) to run it
+    again without it. The model is told what happened either way."""
+    limits = policy.describe(ctx.worktree)
+    try:
+        await ctx.check_permission(
+            "sandbox",
+            [params.command],
+            # "via", not "tool": rules named after Bash are for commands, not for leaving the sandbox.
+            {"via": "Bash", "command": params.command, "description": params.description, "reason": limits},
+        )
+    except PermissionDenied as refused:
+        return failed, (
+            f"[etcode] This ran in {limits}; the failure may come from that. Running it outside the "
+            f"sandbox was not allowed ({refused}). If the task needs it, ask the user to run it or to allow it."
+        )
+    again = await _execute([_shell(), "-c", params.command], env, timeout_ms, ctx)
+    again.unsandboxed = True
+    inside = failed.output[-2000:]
+    return again, (
+        f"[etcode] It failed inside {limits} (exit {failed.exit_code}: {inside.strip()[-300:]!r}); "
+        "the user allowed running it again outside the sandbox, and the output above is from that run."
+    )
+
+
 class BashTool(Tool):
     name = "Bash"
     description = (
@@ -166,66 +254,41 @@ class BashTool(Tool):
         await check_command(ctx, params.command, params.description, self.name)
         timeout_ms = min(params.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
         env = (ctx.shell_env or ShellEnvPolicy()).environment()
-        proc = await asyncio.create_subprocess_shell(
-            params.command,
-            cwd=str(ctx.directory),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-            env=env,
-            executable=_shell(),
-        )
-        collector = _Collector()
-        assert proc.stdout is not None
-        reader = asyncio.create_task(collector.read(proc.stdout))
-        waiter = asyncio.create_task(_wait_exit(proc, reader))
-        aborter = asyncio.create_task(ctx.abort.wait())
-        timed_out = interrupted = False
-        try:
-            done, _ = await asyncio.wait(
-                {waiter, aborter}, timeout=timeout_ms / 1000, return_when=asyncio.FIRST_COMPLETED
-            )
-            if waiter not in done:
-                interrupted = aborter in done
-                timed_out = not interrupted
-                await kill_process_group(proc)
-                await waiter
-        except asyncio.CancelledError:
-            await asyncio.shield(kill_process_group(proc))
-            raise
-        finally:
-            aborter.cancel()
-            waiter.cancel()
-            if proc.returncode is None:
-                await asyncio.shield(kill_process_group(proc, grace=0.2))
-            try:
-                await asyncio.wait_for(asyncio.shield(reader), DRAIN_SECONDS)
-            except (TimeoutError, asyncio.CancelledError):
-                reader.cancel()
-                _close_pipes(proc)
-        exit_code = proc.returncode if proc.returncode is not None else -1
-        output = collector.text().rstrip("\n")
+        policy = ctx.sandbox or SandboxPolicy()
+        run = await _execute(sandbox.command_argv(policy, params.command, _shell(), ctx.directory, ctx.worktree),
+                             sandbox.environment(policy, env), timeout_ms, ctx)  # fmt: skip
+        sandbox_note = ""
+        if (
+            policy.active
+            and not (run.timed_out or run.interrupted)
+            and sandbox.looks_refused(run.output, run.exit_code)
+        ):
+            run, sandbox_note = await _outside_sandbox(params, ctx, policy, run, env, timeout_ms)
         notes: list[str] = []
-        if timed_out:
+        if run.timed_out:
             notes.append(f"Command timed out after {timeout_ms / 1000:g} s and was killed.")
-        elif interrupted:
+        elif run.interrupted:
             notes.append("Command was interrupted by the user and killed.")
-        elif exit_code != 0:
-            notes.append(f"Exit code: {exit_code}")
+        elif run.exit_code != 0:
+            notes.append(f"Exit code: {run.exit_code}")
+        if sandbox_note:
+            notes.append(sandbox_note)
+        output = run.output
         if not output and not notes:
             output = "(Command completed with no output)"
         text = output + ("\n\n" if output else "") + "\n".join(notes) if notes else output
         cut = await asyncio.to_thread(truncate_output, text, direction="tail")
         data: dict[str, Any] = {
-            "exitCode": exit_code,
-            "timedOut": timed_out,
-            "interrupted": interrupted,
+            "exitCode": run.exit_code,
+            "timedOut": run.timed_out,
+            "interrupted": run.interrupted,
             "description": params.description,
         }
+        if policy.active:
+            data["sandbox"] = "outside" if run.unsandboxed else policy.mode
         if cut.path:
             data["outputPath"] = cut.path
-        return ToolResult(cut.text, is_error=timed_out or interrupted, data=data)
+        return ToolResult(cut.text, is_error=run.timed_out or run.interrupted, data=data)
 
     def params_summary(self, params: dict[str, Any]) -> str:
         return shorten(str(params.get("command", "")))

@@ -373,8 +373,8 @@ class _Fetch:
             await self.ctx.check_permission(
                 "private_network",
                 [named],
-                {
-                    "tool": "WebFetch",
+                {  # "via", not "tool": a rule allowing WebFetch does not open the local network
+                    "via": "WebFetch",
                     "url": named,
                     "addresses": internal,
                     "reason": f"{address.host} is this machine or its local network ({', '.join(internal)})",

@@ -162,7 +162,7 @@ class EtcodeApp(App[int]):
         from etcode.instance import describe
 
         info = describe(self.directory)
-        flags = {"model": self.options.model, "agent": self.options.agent}
+        flags = {"model": self.options.model, "agent": self.options.agent, "sandbox": self.options.sandbox}
         try:
             return load_config(info.directory, info.worktree, flags=flags)
         except EtcodeError as err:

@@ -27,6 +27,9 @@ def check_options(options: TuiOptions) -> None:
         raise UsageError("--fork needs --continue or --session ID (the session to copy)")
     if options.continue_last and options.session_id:
         raise UsageError("give either --continue or --session ID, not both")
+    from etcode.tools.sandbox import check_flag
+
+    check_flag(options.sandbox)
 
 
 def run_tui(options: TuiOptions) -> int:
@@ -37,7 +40,7 @@ def run_tui(options: TuiOptions) -> int:
     check_options(options)
     directory = (options.directory or Path.cwd()).resolve()
     with Instance.provide(directory) as instance:
-        flags = {"model": options.model, "agent": options.agent}
+        flags = {"model": options.model, "agent": options.agent, "sandbox": options.sandbox}
         config = load_config(instance.directory, instance.worktree, flags=flags)
         _redact_keys(config)
         if options.session_id:

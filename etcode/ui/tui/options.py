@@ -19,3 +19,5 @@ class TuiOptions:
     fork: bool = False
     inline: bool = False
     debug: bool = False
+    #: ``--sandbox MODE`` (see ``etcode/tools/sandbox.py``); None: as configured.
+    sandbox: str | None = None

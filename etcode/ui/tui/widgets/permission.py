@@ -29,6 +29,8 @@ DEFAULT_REJECT = "denied by the user"
 
 def request_title(request: PermissionRequest) -> str:
     tool = request.tool or request.metadata.get("via") or request.permission
+    if request.permission == "sandbox":
+        return f"{tool} wants to run a command again outside the sandbox"
     return f"{tool} wants permission: {request.permission} {', '.join(request.patterns)}"
 
 
@@ -49,6 +51,8 @@ def request_details(request: PermissionRequest) -> RenderableType:
             text.append(f"\n{verb} {', '.join(request.patterns)}", style="yellow")
         for problem in meta.get("problems") or []:  # why a rule could not simply allow it
             text.append(f"\n{problem.removeprefix('syntax: ')}", style="yellow")
+        if request.permission == "sandbox" and isinstance(meta.get("reason"), str):
+            text.append(f"\nIt failed inside {meta['reason']}.", style="yellow")
         return text
     if isinstance(meta.get("reason"), str):
         return Text(f"{meta.get('url') or ', '.join(request.patterns)}\n{meta['reason']}")
