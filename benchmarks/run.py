@@ -312,6 +312,31 @@ def prompt(runs: int) -> None:
     )
 
 
+def hardening(runs: int) -> None:
+    import contextlib
+    import io
+    import math
+
+    import bench_hardening
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        figures = bench_hardening.main(runs)
+    off = figures["off"]
+    row("Bash `true`, no sandbox", f"{off:.1f} ms", "baseline", None)
+    for mode in ("workspace-write", "read-only"):
+        ms = figures[mode]
+        if math.isnan(ms):
+            row(f"sandbox cost ({mode})", "no bubblewrap here", "< 30 ms", None)
+        else:
+            row(f"sandbox cost ({mode})", f"+{ms - off:.1f} ms per command", "< 30 ms", ms - off < 30)
+    row(
+        "shell parser per command line",
+        f"{figures['parse_us']:.0f} µs",
+        "< 1 ms (own)",
+        figures["parse_us"] < 1000,
+    )
+
+
 # ---- the report -----------------------------------------------------------------------------
 
 
@@ -342,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         ("compaction", lambda: compaction(3 if quick else 7)),
         ("mcp", lambda: mcp(1 if quick else 3)),
         ("prompt", lambda: prompt(1 if quick else 3)),
+        ("hardening", lambda: hardening(15 if quick else 40)),
     ]
     started = time.perf_counter()
     for name, run in sections:
