@@ -284,3 +284,29 @@ def test_missing_bubblewrap(project: Path, llm: FakeLLM, no_bwrap: dict[str, str
     proc = etcode("run", "--agent", "plan", "plan it", cwd=project, env=no_bwrap)
     assert proc.returncode == 0, proc.stderr
     assert "without its read-only sandbox" in proc.stderr and proc.stdout.strip() == "planned"
+
+
+async def test_the_chat_offers_to_run_a_refused_command_outside_the_sandbox(
+    tmp_path: Path, llm: FakeLLM, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from etcode.ui.tui.widgets.permission import PermissionScreen, request_title
+    from tests.tui_support import SIZE, make_app, permission_dialog, ready, submit, wait_for
+    from tests.tui_support import write_config as tui_config
+
+    monkeypatch.setattr(PermissionScreen, "ARM_DELAY", 0.05, raising=False)
+    folder = tmp_path / "chat"
+    folder.mkdir()
+    tui_config(folder, llm, sandbox="workspace-write")
+    command = f"touch {outside}/from-chat"
+    llm.script(Reply(calls=[Call("Bash", {"command": command})]), Reply(text="Done."))
+    app = make_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await submit(pilot, app, "make the file")
+        screen = await permission_dialog(pilot, app)
+        assert request_title(screen.request) == "Bash wants to run a command again outside the sandbox"
+        assert not (outside / "from-chat").exists()  # refused inside; asked before the second run
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not app.busy, what="the turn to end")
+    assert (outside / "from-chat").exists()
+    assert "allowed running it again outside the sandbox" in sent(llm)
