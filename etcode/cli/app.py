@@ -95,6 +95,10 @@ def build_app() -> typer.Typer:
         fork: Annotated[
             bool, typer.Option("--fork", help="With -c or --session: continue a copy, keep the original.")
         ] = False,
+        trust: Annotated[
+            bool,
+            typer.Option("--trust", help="Trust this project's etcode.json (its MCP servers, endpoints...)."),
+        ] = False,
     ) -> None:
         from etcode.cli.run import RunOptions, run_command
 
@@ -110,6 +114,7 @@ def build_app() -> typer.Typer:
                 continue_last=continue_last,
                 session=session,
                 fork=fork,
+                trust=trust,
             )
         )
         if code:

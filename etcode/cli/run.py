@@ -30,6 +30,7 @@ class RunOptions:
     continue_last: bool = False
     session: str | None = None
     fork: bool = False
+    trust: bool = False
 
 
 def read_task(message: str, stdin: Any = None) -> str:
@@ -95,6 +96,7 @@ async def _run(task: str, options: RunOptions) -> int:
     with Instance.provide(directory) as instance:
         flags = {"model": options.model, "max_steps": options.max_steps, "agent": options.agent}
         config = load_config(instance.directory, instance.worktree, flags=flags)
+        _check_trust(config, options)
         from etcode.util.redact import register_config
 
         register_config(config)  # output, errors and logs redact its keys from here on
@@ -131,6 +133,17 @@ async def _run(task: str, options: RunOptions) -> int:
             await agent.aclose()
         result = agent.last_result
         return exit_code_for(result.stop_reason if result else "error")
+
+
+def _check_trust(config: Any, options: RunOptions) -> None:
+    """A project config's risky settings need ``--trust`` (remembered) or ``--yes`` (this run)."""
+    from etcode.config.trust import describe, require_trust
+
+    found = require_trust(config, trust=options.trust, allow=options.yes)
+    if found:
+        what = "trusted from now on" if options.trust else "allowed for this run (--yes)"
+        lines = [f"etcode: project settings {what}:", *describe(found)]
+        sys.stderr.write("".join(f"{line}\n" for line in lines))
 
 
 def _existing_session(store: Any, session: str | None) -> str | None:

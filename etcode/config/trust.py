@@ -366,3 +366,17 @@ RUN_HINT = (
     "approve it with `etcode run --trust ...` (remembered until the file changes), "
     "or allow it for this run only with --yes"
 )
+
+
+def require_trust(
+    config: Any, *, trust: bool = False, allow: bool = False, store: TrustStore | None = None
+) -> list[Finding]:
+    """The gate of headless commands. Unapproved risky settings raise
+    :class:`UntrustedConfigError`, unless ``trust`` (approve and remember the files) or
+    ``allow`` (this time only); returns the findings so let through (to report them)."""
+    found = untrusted(config, store)
+    if found and trust:
+        trust_files(config, found, store)
+    elif found and not allow:
+        raise UntrustedConfigError(found, RUN_HINT)
+    return found
