@@ -291,7 +291,7 @@ def test_mcp_list_shows_status_and_tools(tmp_path: Path) -> None:
             "docs": {"type": "remote", "url": "https://example.com/mcp", "enabled": False},
         },
     )
-    proc = _etcode("mcp", "list", cwd=tmp_path)
+    proc = _etcode("mcp", "list", "--trust", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("time (local: ") and lines[0].endswith("connected, 2 tools")

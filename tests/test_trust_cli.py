@@ -112,3 +112,22 @@ def test_the_chat_in_a_pipe_is_refused_too(repo: Path, llm: FakeLLM) -> None:
     assert proc.returncode == 1
     assert "untrusted project config" in proc.stderr and "etcode run --trust" in proc.stderr
     assert llm.requests == []
+
+
+def test_mcp_list_does_not_start_an_untrusted_projects_servers(repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "mcp-started"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w').write('ran')"]
+    path = repo / "etcode.json"
+    path.write_text(json.dumps({"mcp": {"marker": {"command": command}}}), encoding="utf-8")
+    proc = etcode("mcp", "list", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        f"marker (local: {' '.join(command)}) untrusted: not started: {path} is not trusted "
+        "(approve it with `etcode mcp list --trust`)"
+    ]
+    assert not marker.exists()
+
+    proc = etcode("mcp", "list", "--trust", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert marker.read_text(encoding="utf-8") == "ran"
+    assert "untrusted" not in etcode("mcp", "list", cwd=repo).stdout  # remembered
