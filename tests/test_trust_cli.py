@@ -5,8 +5,11 @@ file (`--trust`, remembered per file version) or allows it for one run (`--yes`)
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +134,45 @@ def test_mcp_list_does_not_start_an_untrusted_projects_servers(repo: Path, tmp_p
     assert proc.returncode == 0, proc.stderr
     assert marker.read_text(encoding="utf-8") == "ran"
     assert "untrusted" not in etcode("mcp", "list", cwd=repo).stdout  # remembered
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_chat_asks_in_a_real_terminal(repo: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    """`etcode` in tmux: the dialog comes before the session; "continue without" keeps the
+    MCP server from starting and the chat works; the next start asks again, and trusting
+    starts it."""
+    from tests.test_tui_cli import _ENV_KEYS, Tmux, _quote
+
+    marker = tmp_path / "mcp-started"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w').write('ran')"]
+    write_config(repo, llm, mcp={"marker": {"command": command, "timeout": 20000}})
+    llm.script(Reply(text="Answered without it."))
+    env = " ".join(f"{k}={_quote(v)}" for k, v in os.environ.items() if k in _ENV_KEYS)
+    chat = f"env {env} TERM=xterm-256color {_quote(sys.executable)} -m etcode"
+    tmux = Tmux("trust")
+    try:
+        tmux.start(chat, repo)
+        screen = tmux.wait_for("1 then Enter: trust")  # shown and armed
+        assert "Trust this project's etcode.json?" in screen and "mcp.marker runs" in screen
+        tmux.run("send-keys", "-t", "trust", "2")
+        tmux.wait_for("left out for this session: mcp.marker")
+        tmux.run("send-keys", "-t", "trust", "-l", "hello")
+        tmux.run("send-keys", "-t", "trust", "Enter")
+        tmux.wait_for("Answered without it.")
+        assert not marker.exists()
+    finally:
+        tmux.kill()
+
+    tmux = Tmux("trust-again")
+    try:
+        tmux.start(chat, repo)
+        tmux.wait_for("1 then Enter: trust")  # not remembered: asked again
+        tmux.run("send-keys", "-t", "trust-again", "1")
+        tmux.wait_for("Enter: trust this file")
+        tmux.run("send-keys", "-t", "trust-again", "Enter")
+        deadline = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.read_text(encoding="utf-8") == "ran", tmux.screen()
+    finally:
+        tmux.kill()

@@ -25,7 +25,6 @@ import contextlib
 import json
 import os
 import re
-import shlex
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -189,7 +188,7 @@ class _Scan:
                 values = environment.values() if isinstance(environment, dict) else ()
                 env_secrets = [s for value in values for s in _secrets(value, self.file)]
                 extra = f" with {_join(env_secrets)}" if env_secrets else ""
-                self.add(loc, f"mcp.{name}", f"runs `{shlex.join(str(c) for c in command)}`{extra}")
+                self.add(loc, f"mcp.{name}", f"runs `{' '.join(str(c) for c in command)}`{extra}")
                 continue
             headers = entry.get("headers")
             sent = [

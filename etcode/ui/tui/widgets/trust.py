@@ -40,12 +40,12 @@ class TrustScreen(GuardedModal[TrustAnswer]):
     DEFAULT_CSS = """
     TrustScreen { align: center middle; }
     #trust-dialog {
-        width: 90%; max-width: 110; height: auto; max-height: 90%;
-        border: thick $error; background: $surface; padding: 1 2;
+        width: 90%; max-width: 110; height: auto; max-height: 100%;
+        border: thick $error; background: $surface; padding: 0 1;
     }
     #trust-title { margin-bottom: 1; }
-    #trust-details { height: auto; max-height: 20; border: round $panel; padding: 0 1; }
-    #trust-buttons { height: auto; margin-top: 1; }
+    #trust-details { height: auto; max-height: 10; border: round $panel; padding: 0 1; }
+    #trust-buttons { height: auto; }
     #trust-buttons Button { margin-right: 2; }
     #trust-keys { color: $text-muted; }
     """
@@ -73,14 +73,12 @@ class TrustScreen(GuardedModal[TrustAnswer]):
 
         with Vertical(id="trust-dialog"):
             yield Static(Text("Trust this project's etcode.json?", style="bold"), id="trust-title")
-            yield Static(Text(INTRO))
+            yield Static(Text(INTRO, style="dim"))
             with VerticalScroll(id="trust-details", can_focus=False):
                 yield Static(Text("\n".join(describe(self.findings))), markup=False)
             with Horizontal(id="trust-buttons"):
-                yield Button("1 Trust this project file", id="trust", variant="error", disabled=True)
-                yield Button(
-                    "2 Continue without these settings", id="without", variant="primary", disabled=True
-                )
+                yield Button("1 Trust this file", id="trust", variant="error", disabled=True)
+                yield Button("2 Continue without", id="without", variant="primary", disabled=True)
                 yield Button("3 Quit", id="quit", disabled=True)
             yield Static(id="trust-keys")
 
