@@ -21,6 +21,7 @@ from etcode.config.trust import (
     trust_files,
     untrusted,
 )
+from etcode.util.errors import ConfigError
 from etcode.util.paths import config_dir, data_dir
 
 
@@ -132,7 +133,14 @@ def test_harmless_project_settings_produce_no_finding(repo: Path) -> None:
         "permission": {"bash": {"rm *": "deny", "*": "ask"}, "edit": "ask"},
         "agent": {"review": {"prompt": "{file:prompt.md}", "permission": {"edit": "deny"}}},
         "instructions": ["docs/**/*.md", "CONTRIBUTING.md"],
-        "mcp": {"off": {"command": ["rm", "-rf", "/"], "enabled": False}, "docs": {"url": "https://x/mcp"}},
+        "mcp": {
+            "off": {
+                "command": ["rm", "-rf", "/"],
+                "environment": {"T": "{env:GITHUB_TOKEN}"},
+                "enabled": False,
+            },
+            "docs": {"url": "https://x/mcp"},
+        },
     }
     assert findings(repo, data, ANTHROPIC_API_KEY="sk-ant-real", OPENAI_API_KEY="sk-real") == []
 
@@ -259,3 +267,13 @@ def test_the_refusal_names_the_file_each_setting_and_how_to_approve(repo: Path) 
         "approve it with --trust",
     ]
     assert err.exit_code == 1
+
+
+def test_an_approval_that_cannot_be_saved_is_one_clear_error(repo: Path, tmp_path: Path) -> None:
+    write(repo / "etcode.json", {"plugin": ["a:b"]})
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("", encoding="utf-8")
+    config = load_config(repo, repo)
+    store = TrustStore(blocker / "trusted-projects.json")
+    with pytest.raises(ConfigError, match=r"not-a-folder/trusted-projects.json: cannot save the approval: "):
+        trust_files(config, untrusted(config, store), store)

@@ -179,9 +179,10 @@ class _Scan:
     def mcp_servers(self) -> None:
         servers = self.file.raw.get("mcp")
         for name, entry in servers.items() if isinstance(servers, dict) else ():
-            if not isinstance(entry, dict) or entry.get("enabled") is False:
-                continue
             loc: Loc = ("mcp", name)
+            if not isinstance(entry, dict) or entry.get("enabled") is False:
+                self.seen.add(loc)  # switched off: nothing of it is used
+                continue
             command = entry.get("command")
             if isinstance(command, list) and command:
                 environment = entry.get("environment")
@@ -290,13 +291,16 @@ class TrustStore:
         return sha256 in self._read().get(str(path.resolve()), [])
 
     def trust(self, items: Iterable[tuple[Path, str]]) -> None:
-        """Remember each ``(file, sha256)`` as approved."""
+        """Remember each ``(file, sha256)`` as approved (``ConfigError`` when it cannot)."""
         files = self._read()
         for path, digest in items:
             key = str(path.resolve())
             kept = [h for h in files.get(key, []) if h != digest]
             files[key] = [*kept, digest][-KEEP_HASHES:]
-        self._write({"version": 1, "files": files})
+        try:
+            self._write({"version": 1, "files": files})
+        except OSError as err:
+            raise ConfigError(f"{self.path}: cannot save the approval: {err.strerror or err}") from None
 
     def _write(self, data: dict[str, Any]) -> None:
         folder = self.path.parent

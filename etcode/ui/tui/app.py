@@ -166,7 +166,7 @@ class EtcodeApp(App[int]):
         if answer == "trust":
             try:
                 trust_files(self.config, found)
-            except OSError as err:  # trusted for this session all the same
+            except EtcodeError as err:  # trusted for this session all the same
                 await self.conversation.add_notice(f"warning: could not remember the trust: {err}", "warning")
         else:
             self.config = self._load_config(without=exclusions(found))
