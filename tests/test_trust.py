@@ -277,3 +277,17 @@ def test_an_approval_that_cannot_be_saved_is_one_clear_error(repo: Path, tmp_pat
     store = TrustStore(blocker / "trusted-projects.json")
     with pytest.raises(ConfigError, match=r"not-a-folder/trusted-projects.json: cannot save the approval: "):
         trust_files(config, untrusted(config, store), store)
+
+
+def test_a_project_that_lets_secret_variables_through_to_commands(repo: Path) -> None:
+    """``shell.env`` comes with issue 12.2 (another branch): checked on the raw data already."""
+    from etcode.config.loader import ConfigFile
+    from etcode.config.trust import find_risky
+
+    raw = {"shell": {"env": {"include": ["LANG", "GITHUB_TOKEN", "AWS_*"], "set": {"X": "{env:NPM_TOKEN}"}}}}
+    file = ConfigFile(repo / "etcode.json", True, raw, "0" * 64, repo)
+    assert [str(f) for f in find_risky([file], {})] == [
+        "shell.env.include[1] passes GITHUB_TOKEN from your environment to every command",
+        "shell.env.include[2] passes AWS_* from your environment to every command",
+        "shell.env.set.X reads $NPM_TOKEN into the configuration",
+    ]

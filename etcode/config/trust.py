@@ -13,6 +13,7 @@ Only *project* files are checked (found in the worktree); the global file and
   its ``headers``;
 - a ``plugin`` (Python code imported and run);
 - an ``instructions`` path outside the project (its text is sent to the model);
+- ``shell.env.include`` of secret-looking variables (when that key exists);
 - any other ``{env:VAR}`` or ``{file:path outside the project}`` value.
 
 A file's approval is remembered with the sha256 of its bytes (:class:`TrustStore`), so any
@@ -43,6 +44,7 @@ KEEP_HASHES = 20
 
 _TOKEN = re.compile(r"\{(env|file):([^{}]+)\}")
 _GLOB_CHARS = frozenset("*?[")
+_SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -220,6 +222,17 @@ class _Scan:
             if _outside(prefix, self.file.root, self.file.root):
                 self.add(("instructions", index), f"instructions[{index}]", f"sends {path} to the model")
 
+    def shell_env(self) -> None:
+        """``shell.env.include`` (issue 12.2, another branch): a project that lets secret-looking
+        variables through to commands hands them to whatever runs in Bash."""
+        shell = self.file.raw.get("shell")
+        env = shell.get("env") if isinstance(shell, dict) else None
+        include = env.get("include") if isinstance(env, dict) else None
+        for index, name in enumerate(include if isinstance(include, list) else []):
+            if isinstance(name, str) and (_SECRET_NAME.search(name) or _GLOB_CHARS & set(name)):
+                reason = f"passes {name} from your environment to every command"
+                self.add(("shell", "env", "include", index), f"shell.env.include[{index}]", reason)
+
     # ---- everything else --------------------------------------------------------------
     def substitutions(self, value: Any, loc: Loc = ()) -> None:
         if self.covered(loc) and loc:
@@ -257,6 +270,7 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
         scan.mcp_servers()
         scan.plugins()
         scan.instructions()
+        scan.shell_env()
         scan.substitutions(file.raw)
         findings.extend(scan.findings)
     return findings
