@@ -157,6 +157,7 @@ class _Scan:
         self.seen.update({(*loc, key_name), (*loc, "headers")})
         url, project_url = self._destination(provider_id)
         known = KNOWN_PROVIDERS.get(provider_id)
+        # the provider's own key variable, sent to the endpoint the user chose: as usual
         own_vars = {f"${name}" for name in (known.key_env if known else ())}
         sent: dict[str, list[str]] = {}  # the setting → what it sends
         api_key = entry.get(key_name)
@@ -165,12 +166,11 @@ class _Scan:
             if user_key and _get(entry, "baseURL", "base_url") is not None:
                 sent["baseURL"] = [user_key]
         else:
-            secrets = _secrets(api_key, self.file)
-            if project_url or not set(secrets) <= own_vars:
-                sent["apiKey"] = secrets
+            sent["apiKey"] = [s for s in _secrets(api_key, self.file) if project_url or s not in own_vars]
         headers = entry.get("headers")
         for name, value in headers.items() if isinstance(headers, dict) else ():
-            sent.setdefault("headers", []).extend(f"{s} (header {name})" for s in _secrets(value, self.file))
+            secrets = [s for s in _secrets(value, self.file) if project_url or s not in own_vars]
+            sent.setdefault("headers", []).extend(f"{s} (header {name})" for s in secrets)
         sent = {setting: items for setting, items in sent.items() if items}
         if sent:
             setting = next(iter(sent))
