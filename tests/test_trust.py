@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from etcode.config.loader import load_config
+from etcode.config.loader import drop_keys, load_config
 from etcode.config.trust import (
     TrustStore,
     UntrustedConfigError,
@@ -287,15 +287,47 @@ def test_an_approval_that_cannot_be_saved_is_one_clear_error(repo: Path, tmp_pat
         trust_files(config, untrusted(config, store), store)
 
 
-def test_a_project_that_lets_secret_variables_through_to_commands(repo: Path) -> None:
-    """``shell.env`` comes with issue 12.2 (another branch): checked on the raw data already."""
+def test_shell_env_and_sandbox_settings_that_hand_over_secrets_or_commands(repo: Path) -> None:
+    """``shell.env`` (12.2) and ``sandbox`` (12.9) come from other branches: checked on the
+    raw data, so these tests hold with or without their schema."""
     from etcode.config.loader import ConfigFile
     from etcode.config.trust import find_risky
 
-    raw = {"shell": {"env": {"include": ["LANG", "GITHUB_TOKEN", "AWS_*"], "set": {"X": "{env:NPM_TOKEN}"}}}}
-    file = ConfigFile(repo / "etcode.json", True, raw, "0" * 64, repo)
-    assert [str(f) for f in find_risky([file], {})] == [
+    def risky(raw: dict[str, Any], user: dict[str, Any] | None = None) -> list[str]:
+        files = [ConfigFile(repo / "etcode.json", True, raw, "0" * 64, repo)]
+        if user is not None:
+            files.insert(0, ConfigFile(config_dir() / "etcode.json", False, user, "1" * 64, repo))
+        return [str(f) for f in find_risky(files, {})]
+
+    assigned = {"X": "{env:NPM_TOKEN}", "CI": "1", "NODE_ENV": "test", "BASH_ENV": "./x.sh", "PATH": "./bin"}
+    shell = {"env": {"include": ["LANG", "GITHUB_TOKEN", "AWS_*"], "set": assigned}}
+    assert risky({"shell": shell}) == [
         "shell.env.include[1] passes GITHUB_TOKEN from your environment to every command",
         "shell.env.include[2] passes AWS_* from your environment to every command",
+        "shell.env.set.BASH_ENV sets BASH_ENV, which decides what every command runs",
+        "shell.env.set.PATH sets PATH, which decides what every command runs",
         "shell.env.set.X reads $NPM_TOKEN into the configuration",
     ]
+    assert risky({"shell": {"env": {"inherit": "core", "exclude": ["*"], "include": ["LANG"]}}}) == []
+
+    loose = {"sandbox": {"mode": "workspace-write", "network": True, "writable": ["build", "~/.ssh"]}}
+    assert risky(loose) == [
+        "sandbox.network lets sandboxed commands use the network",
+        "sandbox.writable[1] lets sandboxed commands write to ~/.ssh",
+    ]
+    assert risky({"sandbox": "off"}, user={"sandbox": "workspace-write"}) == [
+        "sandbox.mode turns off the sandbox your own config sets"
+    ]
+    assert risky({"sandbox": "off"}) == []  # off is the default: nothing the user chose is undone
+    assert risky({"sandbox": "read-only"}, user={"sandbox": "workspace-write"}) == []
+
+    # what "continue without" leaves out
+    project = ConfigFile(repo / "etcode.json", True, {"sandbox": "off", "model": "m"}, "0" * 64, repo)
+    user = ConfigFile(config_dir() / "etcode.json", False, {"sandbox": "workspace-write"}, "1" * 64, repo)
+    without = exclusions(find_risky([user, project], {}))[project.path]
+    assert drop_keys(project.raw, without) == {"model": "m"}
+    both = ConfigFile(repo / "etcode.json", True, {"shell": shell, **loose}, "0" * 64, repo)
+    assert drop_keys(both.raw, exclusions(find_risky([both], {}))[both.path]) == {
+        "shell": {"env": {"include": ["LANG"], "set": {"CI": "1", "NODE_ENV": "test"}}},
+        "sandbox": {"mode": "workspace-write", "writable": ["build"]},
+    }

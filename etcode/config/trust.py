@@ -13,7 +13,9 @@ Only *project* files are checked (found in the worktree); the global file and
   its ``headers``;
 - a ``plugin`` (Python code imported and run);
 - an ``instructions`` path outside the project (its text is sent to the model);
-- ``shell.env.include`` of secret-looking variables (when that key exists);
+- ``shell.env.include`` of secret-looking variables, ``shell.env.set`` of variables that
+  decide what a command runs (``PATH``, ``BASH_ENV``, ``LD_PRELOAD``...), and a ``sandbox``
+  looser than the user's (turned off, network, writable paths outside the project);
 - any other ``{env:VAR}`` or ``{file:path outside the project}`` value.
 
 A file's approval is remembered with the sha256 of its bytes (:class:`TrustStore`), so any
@@ -44,7 +46,14 @@ KEEP_HASHES = 20
 
 _TOKEN = re.compile(r"\{(env|file):([^{}]+)\}")
 _GLOB_CHARS = frozenset("*?[")
-_SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+_SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH", re.IGNORECASE)
+#: Variables that decide which program or code a command runs.
+_RUNS_CODE = re.compile(
+    r"PATH|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PROMPT_COMMAND|IFS|CDPATH|EDITOR|VISUAL|NODE_OPTIONS|NODE_PATH|"
+    r"(LD|DYLD|GIT|NPM_CONFIG|PIP|CARGO)_\w+|PYTHON\w+|PERL5\w+|RUBY\w+|RUSTC\w*|GO(FLAGS|PROXY|PATH|ROOT|TOOLCHAIN)|"
+    r"BASH_FUNC_\S*",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -223,15 +232,40 @@ class _Scan:
                 self.add(("instructions", index), f"instructions[{index}]", f"sends {path} to the model")
 
     def shell_env(self) -> None:
-        """``shell.env.include`` (issue 12.2, another branch): a project that lets secret-looking
-        variables through to commands hands them to whatever runs in Bash."""
+        """``shell.env`` (issue 12.2): a project that lets secret-looking variables through
+        to commands, or sets variables that decide what a command runs (``PATH``,
+        ``BASH_ENV``, ``LD_PRELOAD``...)."""
         shell = self.file.raw.get("shell")
         env = shell.get("env") if isinstance(shell, dict) else None
-        include = env.get("include") if isinstance(env, dict) else None
+        env = env if isinstance(env, dict) else {}
+        include = env.get("include")
         for index, name in enumerate(include if isinstance(include, list) else []):
             if isinstance(name, str) and (_SECRET_NAME.search(name) or _GLOB_CHARS & set(name)):
                 reason = f"passes {name} from your environment to every command"
                 self.add(("shell", "env", "include", index), f"shell.env.include[{index}]", reason)
+        assigned = env.get("set")
+        for name in assigned if isinstance(assigned, dict) else ():
+            if isinstance(name, str) and _RUNS_CODE.fullmatch(name):
+                reason = f"sets {name}, which decides what every command runs"
+                self.add(("shell", "env", "set", name), f"shell.env.set.{name}", reason)
+
+    def sandbox(self) -> None:
+        """``sandbox`` (issue 12.9): a project that loosens the sandbox the user chose."""
+        value = self.file.raw.get("sandbox")
+        mode_loc: Loc = ("sandbox",) if isinstance(value, str) else ("sandbox", "mode")
+        value = {"mode": value} if isinstance(value, str) else value
+        if not isinstance(value, dict):
+            return
+        users = [f.raw.get("sandbox") for f in self.files if not f.project and f.raw.get("sandbox")]
+        if value.get("mode") == "off" and users:
+            self.add(mode_loc, "sandbox.mode", "turns off the sandbox your own config sets")
+        if value.get("network") is True:
+            self.add(("sandbox", "network"), "sandbox.network", "lets sandboxed commands use the network")
+        writable = value.get("writable")
+        for index, path in enumerate(writable if isinstance(writable, list) else []):
+            if isinstance(path, str) and _outside(path, self.file.root, self.file.root):
+                reason = f"lets sandboxed commands write to {path}"
+                self.add(("sandbox", "writable", index), f"sandbox.writable[{index}]", reason)
 
     # ---- everything else --------------------------------------------------------------
     def substitutions(self, value: Any, loc: Loc = ()) -> None:
@@ -271,6 +305,7 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
         scan.plugins()
         scan.instructions()
         scan.shell_env()
+        scan.sandbox()
         scan.substitutions(file.raw)
         findings.extend(scan.findings)
     return findings
