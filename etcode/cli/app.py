@@ -82,6 +82,10 @@ def build_app() -> typer.Typer:
         yes: Annotated[
             bool, typer.Option("--yes", "-y", help="Allow actions whose permission is 'ask'.")
         ] = False,
+        trust: Annotated[
+            bool,
+            typer.Option("--trust", help="Trust this project's etcode.json (its MCP servers, endpoints...)."),
+        ] = False,
         debug: Annotated[
             bool, typer.Option("--debug", help="Log details and show tracebacks on stderr.")
         ] = False,
@@ -95,10 +99,6 @@ def build_app() -> typer.Typer:
         fork: Annotated[
             bool, typer.Option("--fork", help="With -c or --session: continue a copy, keep the original.")
         ] = False,
-        trust: Annotated[
-            bool,
-            typer.Option("--trust", help="Trust this project's etcode.json (its MCP servers, endpoints...)."),
-        ] = False,
     ) -> None:
         from etcode.cli.run import RunOptions, run_command
 
@@ -110,11 +110,11 @@ def build_app() -> typer.Typer:
                 output_format=output_format,
                 max_steps=max_steps,
                 yes=yes,
+                trust=trust,
                 debug=debug,
                 continue_last=continue_last,
                 session=session,
                 fork=fork,
-                trust=trust,
             )
         )
         if code:

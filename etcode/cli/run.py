@@ -25,12 +25,12 @@ class RunOptions:
     output_format: str = "text"
     max_steps: int | None = None
     yes: bool = False
+    trust: bool = False
     debug: bool = False
     directory: Path | None = None
     continue_last: bool = False
     session: str | None = None
     fork: bool = False
-    trust: bool = False
 
 
 def read_task(message: str, stdin: Any = None) -> str:
