@@ -73,6 +73,13 @@ class Agent:
     ``fork`` resumes a copy of it under a new id (``agent.session_id``). ``compact()``,
     ``clear()`` and ``undo()`` act on the session; ``on_event`` receives the events those
     produce outside ``stream()``.
+
+    Project trust. The library is programmatic and does not ask: the config you pass in
+    ``config=`` (or, without one, the ``etcode.json`` files of ``directory``, project files
+    included) is used as is, MCP servers, plugins and ``baseURL`` included. The CLI and the
+    chat check a project's risky settings first (``etcode.config.trust``); to do the same,
+    load the config with ``etcode.config.loader.load_config`` and refuse when
+    ``etcode.config.trust.untrusted(config)`` is not empty (or call ``require_trust``).
     """
 
     def __init__(

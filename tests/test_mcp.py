@@ -259,7 +259,7 @@ def test_run_offers_mcp_tools_routes_calls_and_reports_a_failed_server(tmp_path:
             Reply(calls=[Call("time_get_current_time", {"timezone": "Asia/Tokyo"})]),
             Reply(text="It is morning in Tokyo."),
         )
-        proc = _etcode("run", "what time is it in Tokyo?", cwd=tmp_path)
+        proc = _etcode("run", "--trust", "what time is it in Tokyo?", cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout == "It is morning in Tokyo.\n"
         assert "warning: MCP server 'broken' skipped:" in proc.stderr and "missing API token" in proc.stderr
@@ -275,7 +275,7 @@ def test_mcp_tools_obey_permission_rules(tmp_path: Path) -> None:
     with FakeLLM() as llm:
         _config(tmp_path, llm, mcp={"time": {"command": TIME}}, permission={"time_*": "deny"})
         llm.script(Reply(calls=[Call("time_get_current_time", {"timezone": "UTC"})]), Reply(text="ok"))
-        proc = _etcode("run", "time?", cwd=tmp_path)
+        proc = _etcode("run", "--trust", "time?", cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
         result = llm.requests[1].body["messages"][-1]["content"]
         assert "denied by permission rule" in result and '"time_*": "deny"' in result
@@ -291,7 +291,7 @@ def test_mcp_list_shows_status_and_tools(tmp_path: Path) -> None:
             "docs": {"type": "remote", "url": "https://example.com/mcp", "enabled": False},
         },
     )
-    proc = _etcode("mcp", "list", cwd=tmp_path)
+    proc = _etcode("mcp", "list", "--trust", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("time (local: ") and lines[0].endswith("connected, 2 tools")

@@ -89,6 +89,10 @@ def build_app() -> typer.Typer:
         yes: Annotated[
             bool, typer.Option("--yes", "-y", help="Allow actions whose permission is 'ask'.")
         ] = False,
+        trust: Annotated[
+            bool,
+            typer.Option("--trust", help="Trust this project's etcode.json (its MCP servers, endpoints...)."),
+        ] = False,
         debug: Annotated[
             bool, typer.Option("--debug", help="Log details and show tracebacks on stderr.")
         ] = False,
@@ -119,6 +123,7 @@ def build_app() -> typer.Typer:
                 output_format=output_format,
                 max_steps=max_steps,
                 yes=yes,
+                trust=trust,
                 debug=debug,
                 continue_last=continue_last,
                 session=session,

@@ -17,19 +17,29 @@ def _mcp() -> None:
 @mcp_app.command("list")
 def list_servers(
     as_json: bool = typer.Option(False, "--json", help="Print the servers as one JSON object."),
+    trust: bool = typer.Option(
+        False, "--trust", help="Trust this project's etcode.json and start its servers."
+    ),
 ) -> None:
-    """Start every configured server (as a session would), show its status and tools, stop it."""
+    """Start every configured server (as a session would), show its status and tools, stop it.
+    A server from a project etcode.json the user has not trusted is listed, not started."""
     import asyncio
     import json
     import sys
     from pathlib import Path
 
     from etcode.config.loader import load_config
+    from etcode.config.trust import trust_files, untrusted
     from etcode.instance import Instance
 
     with Instance.provide(Path.cwd()) as info:
         config = load_config(info.directory, info.worktree)
-        servers = asyncio.run(_status(config.mcp, info.directory))
+        found = untrusted(config)
+        if found and trust:
+            trust_files(config, found)
+            found = []
+        blocked = {str(f.loc[1]): f.file for f in found if f.loc[0] == "mcp"}
+        servers = asyncio.run(_status(config.mcp, info.directory, blocked))
     if as_json:
         sys.stdout.write(json.dumps({"servers": servers}, ensure_ascii=False) + "\n")
         return
@@ -40,19 +50,36 @@ def list_servers(
         typer.echo(line)
 
 
-async def _status(mcp_config: Any, directory: Any) -> list[dict[str, Any]]:
+async def _status(
+    mcp_config: Any, directory: Any, blocked: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Each server's status; ``blocked`` (name → untrusted project file) are not started."""
     from etcode.mcp.config import server_specs
     from etcode.mcp.manager import McpManager
 
+    blocked = blocked or {}
     specs = server_specs(mcp_config)
     if not specs:
         return []
-    manager = McpManager(specs, directory)
+    manager = McpManager([s for s in specs if s.name not in blocked], directory)
     try:
         await manager.start()
-        return manager.status()
+        started = {server["name"]: server for server in manager.status()}
     finally:
         await manager.aclose()
+    return [started.get(spec.name) or _untrusted(spec, blocked[spec.name]) for spec in specs]
+
+
+def _untrusted(spec: Any, file: Any) -> dict[str, Any]:
+    error = f"not started: {file} is not trusted (approve it with `etcode mcp list --trust`)"
+    return {
+        "name": spec.name,
+        "type": spec.type,
+        "target": spec.describe(),
+        "status": "untrusted",
+        "error": error,
+        "tools": [],
+    }
 
 
 def format_status(servers: list[dict[str, Any]]) -> list[str]:

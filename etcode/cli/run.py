@@ -25,6 +25,7 @@ class RunOptions:
     output_format: str = "text"
     max_steps: int | None = None
     yes: bool = False
+    trust: bool = False
     debug: bool = False
     directory: Path | None = None
     continue_last: bool = False
@@ -104,6 +105,7 @@ async def _run(task: str, options: RunOptions) -> int:
             "sandbox": options.sandbox,
         }
         config = load_config(instance.directory, instance.worktree, flags=flags)
+        _check_trust(config, options)
         from etcode.util.redact import register_config
 
         register_config(config)  # output, errors and logs redact its keys from here on
@@ -140,6 +142,17 @@ async def _run(task: str, options: RunOptions) -> int:
             await agent.aclose()
         result = agent.last_result
         return exit_code_for(result.stop_reason if result else "error")
+
+
+def _check_trust(config: Any, options: RunOptions) -> None:
+    """A project config's risky settings need ``--trust`` (remembered) or ``--yes`` (this run)."""
+    from etcode.config.trust import describe, require_trust
+
+    found = require_trust(config, trust=options.trust, allow=options.yes)
+    if found:
+        what = "trusted from now on" if options.trust else "allowed for this run (--yes)"
+        lines = [f"etcode: project settings {what}:", *describe(found)]
+        sys.stderr.write("".join(f"{line}\n" for line in lines))
 
 
 def _existing_session(store: Any, session: str | None) -> str | None:

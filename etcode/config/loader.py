@@ -15,9 +15,12 @@ Each layer is validated on its own first, so an error names the file it came fro
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,26 @@ FLAGS_SOURCE = "command line"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
 _TOKEN = re.compile(r"\{(env|file):([^{}]+)\}")
+
+
+#: A key's place in a file's JSON: ``("provider", 0, "baseURL")``.
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """One config file as read, kept on the ``Config`` for the project-trust check
+    (``config/trust.py``): its data before ``{env:}``/``{file:}`` substitution, so one can
+    tell where a value comes from (without what ``load_config(without=...)`` left out),
+    and the sha256 of its bytes."""
+
+    path: Path
+    #: True for files found in the worktree; the global file and ``ETCODE_CONFIG`` are the user's.
+    project: bool
+    raw: dict[str, Any]
+    sha256: str
+    #: The worktree the file was found in (``{file:}`` paths outside it are the user's files).
+    root: Path
 
 
 # --- discovery -----------------------------------------------------------------------
@@ -66,6 +89,16 @@ def config_files(directory: Path, worktree: Path, env: Mapping[str, str] | None 
     for path in files:
         unique.setdefault(path.resolve(), path)
     return list(unique.values())
+
+
+def user_config_files(env: Mapping[str, str] | None = None) -> set[Path]:
+    """The user's own config files (global, ``ETCODE_CONFIG``), resolved: not project files."""
+    env = os.environ if env is None else env
+    files = {path.resolve() for path in _existing(config_dir(env))}
+    explicit = env.get("ETCODE_CONFIG", "")
+    if explicit:
+        files.add(Path(explicit).expanduser().resolve())
+    return files
 
 
 # --- one file ------------------------------------------------------------------------
@@ -114,12 +147,12 @@ def _canonical(data: dict[str, Any], source: str) -> dict[str, Any]:
     return layer
 
 
-def load_file(path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Read, parse, substitute and validate one config file; returns its canonical dict."""
-    env = os.environ if env is None else env
+def _read_raw(path: Path) -> tuple[dict[str, Any], str]:
+    """One file parsed (no substitution yet) and the sha256 of its bytes."""
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data_bytes = path.read_bytes()
+        text = data_bytes.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{source}: not valid UTF-8 text") from None
     except OSError as err:
@@ -127,8 +160,48 @@ def load_file(path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any
     data = parse_jsonc(text, source)
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object at the top level, got {type(data).__name__}")
-    data = substitute(data, env=env, base_dir=path.parent, source=source)
-    return _canonical(data, source)
+    return data, hashlib.sha256(data_bytes).hexdigest()
+
+
+def _prepare(data: dict[str, Any], path: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    data = substitute(data, env=env, base_dir=path.parent, source=str(path))
+    return _canonical(data, str(path))
+
+
+def load_file(path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Read, parse, substitute and validate one config file; returns its canonical dict."""
+    env = os.environ if env is None else env
+    return _prepare(_read_raw(path)[0], path, env)
+
+
+def drop_keys(data: dict[str, Any], locs: Sequence[Loc]) -> dict[str, Any]:
+    """A copy of ``data`` without the values at ``locs`` (a missing place is ignored)."""
+    out = copy.deepcopy(data)
+    for loc in locs:  # list items are marked first and removed at the end: indexes stay valid
+        parent: Any = out
+        for part in loc[:-1]:
+            try:
+                parent = parent[part]
+            except (KeyError, IndexError, TypeError):
+                parent = None
+                break
+        last = loc[-1] if loc else None
+        if isinstance(parent, dict) and last in parent:
+            del parent[last]
+        elif isinstance(parent, list) and isinstance(last, int) and 0 <= last < len(parent):
+            parent[last] = _DROPPED
+    return _without_dropped(out)
+
+
+_DROPPED = object()
+
+
+def _without_dropped(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_dropped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_dropped(v) for v in value if v is not _DROPPED]
+    return value
 
 
 # --- env and flags -------------------------------------------------------------------
@@ -197,8 +270,13 @@ def load_config(
     *,
     flags: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
+    without: Mapping[Path, Sequence[Loc]] | None = None,
 ) -> Config:
-    """Load and merge every layer for ``directory`` inside ``worktree``."""
+    """Load and merge every layer for ``directory`` inside ``worktree``.
+
+    ``without``: per file (as in ``Config.files``), places left out before substitution
+    (the settings of a project file the user did not trust; see ``config/trust.py``).
+    """
     env = os.environ if env is None else env
     directory = Path(directory).expanduser().resolve()
     worktree = Path(worktree).expanduser().resolve()
@@ -215,8 +293,14 @@ def load_config(
         origins.update({f"provider.{p['id']}": label for p in layer.get("provider", [])})
 
     sources = config_files(directory, worktree, env)
+    users = user_config_files(env)
+    files: list[ConfigFile] = []
     for path in sources:
-        apply(load_file(path, env), str(path))
+        raw, digest = _read_raw(path)
+        dropped = (without or {}).get(path)
+        raw = drop_keys(raw, dropped) if dropped else raw
+        files.append(ConfigFile(path, path.resolve() not in users, raw, digest, worktree))
+        apply(_prepare(raw, path, env), str(path))
     for var, layer in env_layers(env):
         apply(layer, var)
     debug = env_debug(env)
@@ -230,4 +314,5 @@ def load_config(
     config._origins = origins
     config._debug = debug
     config._permission_files = permission_files
+    config._files = files
     return config

@@ -239,6 +239,7 @@ class Config(_Strict):
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _debug: bool = PrivateAttr(default=False)
     _permission_files: list[tuple[str, Any]] = PrivateAttr(default_factory=list)
+    _files: list[Any] = PrivateAttr(default_factory=list)  # loader.ConfigFile, for config/trust.py
 
     @field_validator("permission")
     @classmethod
@@ -262,6 +263,11 @@ class Config(_Strict):
         """``(source, permission value)`` of each config file that sets ``permission``, in
         merge order: each file's own denies stay final (see ``permission/rules.py``)."""
         return list(self._permission_files)
+
+    @property
+    def files(self) -> list[Any]:
+        """Each file read (``loader.ConfigFile``: path, project or not, raw data, sha256)."""
+        return list(self._files)
 
     def origin(self, key: str) -> str | None:
         """Where a top-level key (or ``provider.<id>``) was last set: a file path or label."""

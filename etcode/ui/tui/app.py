@@ -133,12 +133,53 @@ class EtcodeApp(App[int]):
         self.collector.stop()
 
     async def _start_agent(self) -> None:
-        """Build the agent (config, session store), then warm it up in a worker."""
+        """Build the agent (config, session store), then warm it up in a worker. A project
+        config with risky settings the user has not trusted asks first (``TrustScreen``)."""
         if self.config is None:
             self.config = self._load_config()
         if self.config is None:
             self._agent_failed = True
             return
+        from etcode.config.trust import untrusted
+
+        found = untrusted(self.config)
+        if found:
+            from etcode.ui.tui.widgets.trust import TrustScreen
+
+            def answered(answer: str | None) -> None:
+                self.call_later(self._trust_answered, answer or "quit", found)
+
+            self.push_screen(TrustScreen(found), callback=answered)
+            return
+        await self._build_agent()
+
+    async def _trust_answered(self, answer: str, found: list[Any]) -> None:
+        """Trust the file(s), or leave their risky settings out of this session, or quit."""
+        from etcode.config.trust import exclusions, trust_files
+
+        if answer == "quit":
+            self.exit_code = 1
+            self.exit(
+                1, return_code=1, message="etcode: not started: the project's etcode.json is not trusted"
+            )
+            return
+        if answer == "trust":
+            try:
+                trust_files(self.config, found)
+            except EtcodeError as err:  # trusted for this session all the same
+                await self.conversation.add_notice(f"warning: could not remember the trust: {err}", "warning")
+        else:
+            self.config = self._load_config(without=exclusions(found))
+            if self.config is None:
+                self._agent_failed = True
+                return
+            left_out = ", ".join(dict.fromkeys(f.key for f in found))
+            await self.conversation.add_notice(
+                f"warning: not trusted, left out for this session: {left_out}", "warning"
+            )
+        await self._build_agent()
+
+    async def _build_agent(self) -> None:
         try:
             self.host = AgentHost(
                 self.options, self.config, self.directory, self.asker, on_event=self._on_agent_event
@@ -157,14 +198,14 @@ class EtcodeApp(App[int]):
             text, task, shown = self.queued.pop(0)
             await self.start_turn(text, task, shown)
 
-    def _load_config(self) -> Any:
+    def _load_config(self, without: Any = None) -> Any:
         from etcode.config.loader import load_config
         from etcode.instance import describe
 
         info = describe(self.directory)
         flags = {"model": self.options.model, "agent": self.options.agent, "sandbox": self.options.sandbox}
         try:
-            return load_config(info.directory, info.worktree, flags=flags)
+            return load_config(info.directory, info.worktree, flags=flags, without=without)
         except EtcodeError as err:
             self.call_later(self.conversation.add_notice, f"error: {err}", "error")
             return None

@@ -18,11 +18,12 @@ from textual._time import get_time
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
-from textual.timer import Timer
-from textual.widgets import Button, Input, Static, TextArea
+from textual.widgets import Button, Input, Static
 
 from etcode.permission.service import Decision, PermissionRequest
+from etcode.ui.tui.widgets.guard import GuardedModal, pass_on
+
+__all__ = ["PermissionScreen", "key_hint", "pass_on", "request_details", "request_title"]
 
 DEFAULT_REJECT = "denied by the user"
 
@@ -62,24 +63,25 @@ def request_details(request: PermissionRequest) -> RenderableType:
     return Text(json.dumps(shown, indent=2, ensure_ascii=False, default=str))
 
 
-class PermissionScreen(ModalScreen[Decision]):
+class PermissionScreen(GuardedModal[Decision]):
     """Dismisses with the user's :class:`Decision`.
 
-    Type-ahead guard: the dialog is *guarded* (buttons disabled, a dim hint) until
-    :attr:`ARM_DELAY` seconds have passed since its first paint and since the last key it
-    ignored. A key that arrives before that, or that was typed before the dialog was painted
-    (its ``time`` predates the paint), does nothing here: it is typed into the text field that
-    had the focus under the dialog (the chat input), so the message being written is not lost.
-    Once armed: ``1``/``y`` allow once, ``2``/``a`` select "Allow always" (Enter confirms),
-    ``3``/``n`` reject with a reason, Esc rejects, ←/→/Tab move and Enter chooses. Any other
-    printable key means the user is still typing: it goes to the chat input and the dialog is
-    guarded again.
+    Type-ahead guard (:mod:`~etcode.ui.tui.widgets.guard`): the dialog is *guarded* (buttons
+    disabled, a dim hint) until :attr:`ARM_DELAY` seconds have passed since its first paint
+    and since the last key it ignored. A key that arrives before that, or that was typed
+    before the dialog was painted (its ``time`` predates the paint), does nothing here: it is
+    typed into the text field that had the focus under the dialog (the chat input), so the
+    message being written is not lost. Once armed: ``1``/``y`` allow once, ``2``/``a`` select
+    "Allow always" (Enter confirms), ``3``/``n`` reject with a reason, Esc rejects, ←/→/Tab
+    move and Enter chooses. Any other printable key means the user is still typing: it goes
+    to the chat input and the dialog is guarded again.
     """
 
     ARM_DELAY: ClassVar[float] = 0.5
     """Seconds without typing, after the first paint, before the dialog accepts keys."""
     AUTO_FOCUS = ""  # nothing is focused while guarded: every key reaches on_key first
     DIALOG_KEYS: ClassVar[frozenset[str]] = frozenset("123yan")
+    ANSWER_KEYS = DIALOG_KEYS
 
     BINDINGS = [
         Binding("1,y", "allow_once", "Allow once", show=False),
@@ -97,14 +99,8 @@ class PermissionScreen(ModalScreen[Decision]):
         arm_delay: float | None = None,
         clock: Callable[[], float] = get_time,
     ) -> None:
-        super().__init__(classes="permission-screen")
+        super().__init__(arm_delay=arm_delay, clock=clock, classes="permission-screen")
         self.request = request
-        self.arm_delay = self.ARM_DELAY if arm_delay is None else arm_delay
-        self.clock = clock  # the clock Textual stamps events with (``events.Key.time``)
-        self.armed = False
-        self.shown_at: float | None = None  # the first paint since the dialog (re)appeared
-        self._last_typed = float("-inf")  # the latest key the guard swallowed
-        self._arm_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         always = ", ".join(self.request.always) or "this"
@@ -126,90 +122,15 @@ class PermissionScreen(ModalScreen[Decision]):
         self.query_one("#reject-reason", Input).display = False
         self._show_hint()
 
-    # ---- the guard -------------------------------------------------------------------
-    def on_screen_resume(self) -> None:
-        """Shown (again): guarded until ARM_DELAY after the next paint."""
-        self.shown_at = None
-        self._set_armed(False)
-        self.call_after_refresh(self._painted)
-
-    def on_screen_suspend(self) -> None:
-        self.shown_at = None
-        self._set_armed(False)
-
-    def _painted(self) -> None:
-        if self.shown_at is None and self.is_current:
-            self.shown_at = self.clock()
-            self._check_guard()
-
-    def _arm_time(self) -> float | None:
-        """When the dialog may accept keys (None: not painted yet)."""
-        if self.shown_at is None:
-            return None
-        return max(self.shown_at, self._last_typed) + self.arm_delay
-
-    def accepts(self, event: events.Key | events.Paste) -> bool:
-        """Was this key pressed while the dialog was visible and armed?"""
-        arm_time = self._arm_time()
-        return self.armed and arm_time is not None and event.time >= arm_time
-
-    def _check_guard(self) -> None:
-        """Arm when the quiet time is over, else (re)start the timer for what is left."""
-        if self._arm_timer is not None:
-            self._arm_timer.stop()
-            self._arm_timer = None
-        arm_time = self._arm_time()
-        if arm_time is None:
-            self._set_armed(False)
-            return
-        left = arm_time - self.clock()
-        if left <= 0:
-            self._set_armed(True)
-        else:
-            self._set_armed(False)
-            self._arm_timer = self.set_timer(left, self._check_guard)
-
-    def _set_armed(self, armed: bool) -> None:
-        if armed == self.armed:
-            return
-        self.armed = armed
-        for button in self.query(Button):
-            button.disabled = not armed
+    # ---- the guard's hooks -----------------------------------------------------------
+    def guard_changed(self, armed: bool) -> None:
         self.query_one("#permission-details", VerticalScroll).can_focus = armed
         if armed and not self.typing_reason:
             self.query_one("#allow-once", Button).focus()
         self._show_hint()
 
-    def _typed(self, event: events.Key | events.Paste) -> None:
-        """A key or paste the dialog does not take: the user is typing. Give it to the
-        chat input and wait for the typing to stop."""
-        event.stop()
-        event.prevent_default()
-        self._last_typed = max(self._last_typed, event.time)
-        pass_on(event, self._field_underneath())
-        if self.shown_at is not None:
-            self._check_guard()
-
-    def _field_underneath(self) -> TextArea | Input | None:
-        """The text field focused on the nearest screen under the dialog(s)."""
-        for screen in reversed(self.app.screen_stack):
-            if screen is self or isinstance(screen, PermissionScreen):
-                continue
-            focused = screen.focused
-            return focused if isinstance(focused, (TextArea, Input)) else None
-        return None
-
-    async def on_key(self, event: events.Key) -> None:
-        """Runs before any binding (nothing in the dialog is focused while guarded, and
-        the buttons leave keys to the bindings)."""
-        if not self.accepts(event):
-            self._typed(event)
-        elif event.is_printable and event.key not in self.DIALOG_KEYS and not self.typing_reason:
-            self._typed(event)  # armed, but this is not an answer: still typing
-
-    def on_paste(self, event: events.Paste) -> None:
-        if not self.typing_reason:
-            self._typed(event)
+    def typing_in_dialog(self) -> bool:
+        return self.typing_reason
 
     # ---- answers ---------------------------------------------------------------------
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -280,23 +201,3 @@ def key_hint(screen: PermissionScreen) -> Text:
         always = ", ".join(screen.request.always) or "this"
         return Text(f"Enter: allow {always} for this session · ←/→ move · Esc reject", style="bold")
     return Text("1/y allow once · 2/a then Enter: always · 3/n or Esc reject", style="dim")
-
-
-def pass_on(event: events.Key | events.Paste, field: TextArea | Input | None) -> None:
-    """Type what the dialog ignored into ``field``: characters, pastes and Backspace.
-    Enter, Esc and other keys are dropped (sending or interrupting is not for type-ahead)."""
-    if field is None or getattr(field, "read_only", False):
-        return
-    if isinstance(event, events.Paste):
-        text = event.text
-    elif event.is_printable and event.character:
-        text = event.character
-    elif event.key == "backspace":
-        field.action_delete_left()
-        return
-    else:
-        return
-    if isinstance(field, TextArea):
-        field.insert(text, maintain_selection_offset=False)
-    else:
-        field.insert_text_at_cursor(text.splitlines()[0] if text else text)

@@ -1,0 +1,434 @@
+"""Project trust: the settings of a cloned repository's ``etcode.json`` that could send the
+user's keys elsewhere or run programs need the user's approval first.
+
+Only *project* files are checked (found in the worktree); the global file and
+``ETCODE_CONFIG`` are the user's own. Detection reads each file's data as written, before
+``{env:}``/``{file:}`` substitution, so it can tell where a value comes from. Risky:
+
+- a ``provider`` entry that sets ``baseURL`` while its key comes from the user (no literal
+  ``apiKey`` in that file: a well-known provider's key variable, or an ``apiKey`` from the
+  user's own config), or whose ``apiKey``/``headers`` read the user's secrets
+  (``{env:VAR}``, ``{file:path}`` outside the project);
+- an ``mcp`` server that runs a local command, or a remote one sent the user's secrets in
+  its ``headers``;
+- a ``plugin`` (Python code imported and run);
+- an ``instructions`` path outside the project (its text is sent to the model);
+- ``shell.env.include`` of secret-looking variables, ``shell.env.set`` of variables that
+  decide what a command runs (``PATH``, ``BASH_ENV``, ``LD_PRELOAD``...), and a ``sandbox``
+  looser than the user's (turned off, network, writable paths outside the project);
+- any other ``{env:VAR}`` or ``{file:path outside the project}`` value.
+
+A file's approval is remembered with the sha256 of its bytes (:class:`TrustStore`), so any
+change asks again. The Python API (``etcode.Agent``) is programmatic and not checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from etcode.config.loader import ConfigFile, Loc
+from etcode.config.schema import key_path
+from etcode.provider.spec import KNOWN_PROVIDERS
+from etcode.util.errors import ConfigError
+from etcode.util.paths import data_dir
+
+TRUST_FILE = "trusted-projects.json"
+#: Approved versions remembered per file (switching branches back and forth asks once each).
+KEEP_HASHES = 20
+
+_TOKEN = re.compile(r"\{(env|file):([^{}]+)\}")
+_GLOB_CHARS = frozenset("*?[")
+_SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH", re.IGNORECASE)
+#: Variables that decide which program or code a command runs.
+_RUNS_CODE = re.compile(
+    r"PATH|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PROMPT_COMMAND|IFS|CDPATH|EDITOR|VISUAL|NODE_OPTIONS|NODE_PATH|"
+    r"(LD|DYLD|GIT|NPM_CONFIG|PIP|CARGO)_\w+|PYTHON\w+|PERL5\w+|RUBY\w+|RUSTC\w*|GO(FLAGS|PROXY|PATH|ROOT|TOOLCHAIN)|"
+    r"BASH_FUNC_\S*",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One risky setting: where it is and why it matters."""
+
+    file: Path
+    #: Where it sits in the file's data; this is what is left out when it is not trusted.
+    loc: Loc
+    #: The setting as a user reads it: ``provider.anthropic.baseURL``, ``mcp.foo``.
+    key: str
+    #: What it does: ``sends ANTHROPIC_API_KEY to https://evil.example``.
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.key} {self.reason}"
+
+
+# ---- detection --------------------------------------------------------------------------
+
+
+def _get(entry: Mapping[str, Any], *names: str) -> Any:
+    """A key under its JSON name or its snake_case alias (both are accepted)."""
+    return next((entry[n] for n in names if n in entry), None)
+
+
+def _refs(value: Any) -> list[tuple[str, str]]:
+    """Every ``{env:…}``/``{file:…}`` in a string value: ``[("env", "VAR"), ...]``."""
+    if not isinstance(value, str):
+        return []
+    return [(m.group(1), m.group(2).strip()) for m in _TOKEN.finditer(value)]
+
+
+def _outside(path: str, base: Path, root: Path) -> bool:
+    """Does ``path`` (``~`` expanded, relative to ``base``) lead outside ``root``?"""
+    target = Path(os.path.expanduser(path))
+    target = target if target.is_absolute() else base / target
+    try:
+        return not target.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        return True
+
+
+def _secrets(value: Any, file: ConfigFile) -> list[str]:
+    """The user's secrets a string would read: ``$VAR`` and files outside the project."""
+    found: list[str] = []
+    for kind, arg in _refs(value):
+        if kind == "env":
+            found.append(f"${arg}")
+        elif _outside(arg, file.path.parent, file.root):
+            found.append(f"the contents of {arg}")
+    return found
+
+
+def _join(items: Sequence[str]) -> str:
+    items = list(dict.fromkeys(items))
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+class _Scan:
+    """Findings of one project file; ``seen`` marks the places a rule has judged."""
+
+    def __init__(self, file: ConfigFile, files: Sequence[ConfigFile], env: Mapping[str, str]) -> None:
+        self.file = file
+        self.files = files
+        self.env = env
+        self.findings: list[Finding] = []
+        self.seen: set[Loc] = set()
+
+    def add(self, loc: Loc, key: str, reason: str) -> None:
+        self.findings.append(Finding(self.file.path, loc, key, reason))
+        self.seen.add(loc)
+
+    def covered(self, loc: Loc) -> bool:
+        return any(loc[: len(done)] == done for done in self.seen)
+
+    # ---- provider ---------------------------------------------------------------------
+    def providers(self) -> None:
+        entries = self.file.raw.get("provider")
+        for index, entry in enumerate(entries if isinstance(entries, list) else []):
+            if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+                self.provider(index, entry)
+
+    def _destination(self, provider_id: str) -> tuple[str, bool]:
+        """Where requests for ``provider_id`` go, and whether a project file chose it."""
+        for file in reversed(self.files):
+            for entry in _entries(file, provider_id):
+                url = _get(entry, "baseURL", "base_url")
+                if isinstance(url, str) and url:
+                    return url, file.project
+        known = KNOWN_PROVIDERS.get(provider_id)
+        if known is not None:
+            return self.env.get(f"{provider_id.upper()}_BASE_URL") or known.base_url, False
+        return "(no baseURL)", True
+
+    def _user_key(self, provider_id: str) -> str | None:
+        """Where the key comes from when this file sets none: the user's config or env."""
+        for file in reversed(self.files):
+            for entry in _entries(file, provider_id):
+                if _get(entry, "apiKey", "api_key") is not None:
+                    return None if file.project else f"the apiKey from {file.path}"
+        known = KNOWN_PROVIDERS.get(provider_id)
+        names = [name for name in (known.key_env if known else ()) if self.env.get(name)]
+        return _join(names) if names else None
+
+    def provider(self, index: int, entry: dict[str, Any]) -> None:
+        provider_id = entry["id"]
+        loc: Loc = ("provider", index)
+        key_name = "apiKey" if "apiKey" in entry else "api_key"
+        self.seen.update({(*loc, key_name), (*loc, "headers")})
+        url, project_url = self._destination(provider_id)
+        known = KNOWN_PROVIDERS.get(provider_id)
+        # the provider's own key variable, sent to the endpoint the user chose: as usual
+        own_vars = {f"${name}" for name in (known.key_env if known else ())}
+        sent: dict[str, list[str]] = {}  # the setting → what it sends
+        api_key = entry.get(key_name)
+        if api_key is None:
+            user_key = self._user_key(provider_id) if project_url else None
+            if user_key and _get(entry, "baseURL", "base_url") is not None:
+                sent["baseURL"] = [user_key]
+        else:
+            sent["apiKey"] = [s for s in _secrets(api_key, self.file) if project_url or s not in own_vars]
+        headers = entry.get("headers")
+        for name, value in headers.items() if isinstance(headers, dict) else ():
+            secrets = [s for s in _secrets(value, self.file) if project_url or s not in own_vars]
+            sent.setdefault("headers", []).extend(f"{s} (header {name})" for s in secrets)
+        sent = {setting: items for setting, items in sent.items() if items}
+        if sent:
+            setting = next(iter(sent))
+            everything = [item for items in sent.values() for item in items]
+            self.add(loc, f"provider.{provider_id}.{setting}", f"sends {_join(everything)} to {url}")
+
+    # ---- programs and code ------------------------------------------------------------
+    def mcp_servers(self) -> None:
+        servers = self.file.raw.get("mcp")
+        for name, entry in servers.items() if isinstance(servers, dict) else ():
+            loc: Loc = ("mcp", name)
+            if not isinstance(entry, dict) or entry.get("enabled") is False:
+                self.seen.add(loc)  # switched off: nothing of it is used
+                continue
+            command = entry.get("command")
+            if isinstance(command, list) and command:
+                environment = entry.get("environment")
+                values = environment.values() if isinstance(environment, dict) else ()
+                env_secrets = [s for value in values for s in _secrets(value, self.file)]
+                extra = f" with {_join(env_secrets)}" if env_secrets else ""
+                self.add(loc, f"mcp.{name}", f"runs `{' '.join(str(c) for c in command)}`{extra}")
+                continue
+            headers = entry.get("headers")
+            sent = [
+                f"{s} (header {header})"
+                for header, value in (headers.items() if isinstance(headers, dict) else ())
+                for s in _secrets(value, self.file)
+            ]
+            self.seen.add((*loc, "headers"))
+            if sent:
+                self.add(loc, f"mcp.{name}", f"sends {_join(sent)} to {entry.get('url')}")
+
+    def plugins(self) -> None:
+        plugins = self.file.raw.get("plugin")
+        for index, spec in enumerate(plugins if isinstance(plugins, list) else []):
+            self.add(("plugin", index), f"plugin[{index}]", f"imports and runs Python code: {spec}")
+
+    def instructions(self) -> None:
+        entries = self.file.raw.get("instructions")
+        for index, entry in enumerate(entries if isinstance(entries, list) else []):
+            if not isinstance(entry, str) or not entry.strip() or entry.startswith(("http://", "https://")):
+                continue
+            if _TOKEN.search(entry):
+                continue  # judged as a substitution below
+            path = entry.strip()
+            parts = Path(path).parts
+            fixed = next((i for i, p in enumerate(parts) if _GLOB_CHARS & set(p)), len(parts))
+            prefix = str(Path(*parts[:fixed])) if fixed else "."
+            if _outside(prefix, self.file.root, self.file.root):
+                self.add(("instructions", index), f"instructions[{index}]", f"sends {path} to the model")
+
+    def shell_env(self) -> None:
+        """``shell.env`` (issue 12.2): a project that lets secret-looking variables through
+        to commands, or sets variables that decide what a command runs (``PATH``,
+        ``BASH_ENV``, ``LD_PRELOAD``...)."""
+        shell = self.file.raw.get("shell")
+        env = shell.get("env") if isinstance(shell, dict) else None
+        env = env if isinstance(env, dict) else {}
+        include = env.get("include")
+        for index, name in enumerate(include if isinstance(include, list) else []):
+            if isinstance(name, str) and (_SECRET_NAME.search(name) or _GLOB_CHARS & set(name)):
+                reason = f"passes {name} from your environment to every command"
+                self.add(("shell", "env", "include", index), f"shell.env.include[{index}]", reason)
+        assigned = env.get("set")
+        for name in assigned if isinstance(assigned, dict) else ():
+            if isinstance(name, str) and _RUNS_CODE.fullmatch(name):
+                reason = f"sets {name}, which decides what every command runs"
+                self.add(("shell", "env", "set", name), f"shell.env.set.{name}", reason)
+
+    def sandbox(self) -> None:
+        """``sandbox`` (issue 12.9): a project that loosens the sandbox the user chose."""
+        value = self.file.raw.get("sandbox")
+        mode_loc: Loc = ("sandbox",) if isinstance(value, str) else ("sandbox", "mode")
+        value = {"mode": value} if isinstance(value, str) else value
+        if not isinstance(value, dict):
+            return
+        users = [f.raw.get("sandbox") for f in self.files if not f.project and f.raw.get("sandbox")]
+        if value.get("mode") == "off" and users:
+            self.add(mode_loc, "sandbox.mode", "turns off the sandbox your own config sets")
+        if value.get("network") is True:
+            self.add(("sandbox", "network"), "sandbox.network", "lets sandboxed commands use the network")
+        writable = value.get("writable")
+        for index, path in enumerate(writable if isinstance(writable, list) else []):
+            if isinstance(path, str) and _outside(path, self.file.root, self.file.root):
+                reason = f"lets sandboxed commands write to {path}"
+                self.add(("sandbox", "writable", index), f"sandbox.writable[{index}]", reason)
+
+    # ---- everything else --------------------------------------------------------------
+    def substitutions(self, value: Any, loc: Loc = ()) -> None:
+        if self.covered(loc) and loc:
+            return
+        if isinstance(value, dict):
+            for key, item in value.items():
+                self.substitutions(item, (*loc, key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                self.substitutions(item, (*loc, index))
+        else:
+            secrets = _secrets(value, self.file)
+            if secrets:
+                self.add(loc, key_path(loc), f"reads {_join(secrets)} into the configuration")
+
+
+def _entries(file: ConfigFile, provider_id: str) -> list[dict[str, Any]]:
+    entries = file.raw.get("provider")
+    return [
+        e
+        for e in (entries if isinstance(entries, list) else [])
+        if isinstance(e, dict) and e.get("id") == provider_id
+    ]
+
+
+def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None) -> list[Finding]:
+    """The risky settings of the project files among ``files`` (all layers, merge order)."""
+    env = os.environ if env is None else env
+    findings: list[Finding] = []
+    for file in files:
+        if not file.project:
+            continue
+        scan = _Scan(file, files, env)
+        scan.providers()
+        scan.mcp_servers()
+        scan.plugins()
+        scan.instructions()
+        scan.shell_env()
+        scan.sandbox()
+        scan.substitutions(file.raw)
+        findings.extend(scan.findings)
+    return findings
+
+
+def config_findings(config: Any, env: Mapping[str, str] | None = None) -> list[Finding]:
+    """:func:`find_risky` over the files a loaded ``Config`` was read from."""
+    return find_risky(list(getattr(config, "files", None) or []), env)
+
+
+# ---- approvals --------------------------------------------------------------------------
+
+
+class TrustStore:
+    """Approved project files: ``{"files": {"/abs/etcode.json": ["<sha256>", ...]}}`` in a
+    0600 file under etcode's data dir, written atomically."""
+
+    def __init__(self, path: Path | None = None, env: Mapping[str, str] | None = None) -> None:
+        self.path = path if path is not None else data_dir(env) / TRUST_FILE
+
+    def _read(self) -> dict[str, list[str]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}  # missing or damaged: nothing is approved
+        files = data.get("files") if isinstance(data, dict) else None
+        if not isinstance(files, dict):
+            return {}
+        return {k: [h for h in v if isinstance(h, str)] for k, v in files.items() if isinstance(v, list)}
+
+    def is_trusted(self, path: Path, sha256: str) -> bool:
+        return sha256 in self._read().get(str(path.resolve()), [])
+
+    def trust(self, items: Iterable[tuple[Path, str]]) -> None:
+        """Remember each ``(file, sha256)`` as approved (``ConfigError`` when it cannot)."""
+        files = self._read()
+        for path, digest in items:
+            key = str(path.resolve())
+            kept = [h for h in files.get(key, []) if h != digest]
+            files[key] = [*kept, digest][-KEEP_HASHES:]
+        try:
+            self._write({"version": 1, "files": files})
+        except OSError as err:
+            raise ConfigError(f"{self.path}: cannot save the approval: {err.strerror or err}") from None
+
+    def _write(self, data: dict[str, Any]) -> None:
+        folder = self.path.parent
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle, temp = tempfile.mkstemp(dir=folder, prefix=f".{self.path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                os.fchmod(out.fileno(), 0o600)
+                json.dump(data, out, indent=2, sort_keys=True)
+                out.write("\n")
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+
+
+def untrusted(
+    config: Any, store: TrustStore | None = None, env: Mapping[str, str] | None = None
+) -> list[Finding]:
+    """The risky settings of project files not approved in their current version."""
+    store = store or TrustStore(env=env)
+    digests = {file.path: file.sha256 for file in getattr(config, "files", None) or []}
+    return [f for f in config_findings(config, env) if not store.is_trusted(f.file, digests[f.file])]
+
+
+def trust_files(config: Any, findings: Sequence[Finding], store: TrustStore | None = None) -> None:
+    """Approve the current version of every file that has one of ``findings``."""
+    digests = {file.path: file.sha256 for file in getattr(config, "files", None) or []}
+    (store or TrustStore()).trust((path, digests[path]) for path in dict.fromkeys(f.file for f in findings))
+
+
+def exclusions(findings: Sequence[Finding]) -> dict[Path, list[Loc]]:
+    """``load_config(without=...)``: leave out every finding's setting."""
+    out: dict[Path, list[Loc]] = {}
+    for finding in findings:
+        out.setdefault(finding.file, []).append(finding.loc)
+    return out
+
+
+# ---- messages ---------------------------------------------------------------------------
+
+
+def describe(findings: Sequence[Finding]) -> list[str]:
+    """Lines per file: ``<file>:`` then ``  - <setting> <what it does>``."""
+    lines: list[str] = []
+    for path in dict.fromkeys(f.file for f in findings):
+        lines.append(f"{path}:")
+        lines.extend(f"  - {f}" for f in findings if f.file == path)
+    return lines
+
+
+class UntrustedConfigError(ConfigError):
+    """A project file's risky settings were not approved (exit code 1)."""
+
+    def __init__(self, findings: Sequence[Finding], how: str) -> None:
+        self.findings = list(findings)
+        files = list(dict.fromkeys(str(f.file) for f in findings))
+        head = f"untrusted project config {_join(files)}: it would send your keys elsewhere or run programs"
+        super().__init__("\n".join([head, *describe(findings), how]))
+
+
+RUN_HINT = (
+    "approve it with `etcode run --trust ...` (remembered until the file changes), "
+    "or allow it for this run only with --yes"
+)
+
+
+def require_trust(
+    config: Any, *, trust: bool = False, allow: bool = False, store: TrustStore | None = None
+) -> list[Finding]:
+    """The gate of headless commands. Unapproved risky settings raise
+    :class:`UntrustedConfigError`, unless ``trust`` (approve and remember the files) or
+    ``allow`` (this time only); returns the findings so let through (to report them)."""
+    found = untrusted(config, store)
+    if found and trust:
+        trust_files(config, found, store)
+    elif found and not allow:
+        raise UntrustedConfigError(found, RUN_HINT)
+    return found

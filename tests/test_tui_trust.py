@@ -1,0 +1,118 @@
+"""The chat asks before it uses an untrusted project etcode.json's risky settings (issue
+12.7), driven with Pilot: trust the file, or continue without those settings, or quit; keys
+typed as the dialog appears answer nothing (the type-ahead guard of the permission dialog)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from textual.widgets import Button
+
+from etcode.config.trust import TrustStore
+from etcode.ui.tui.widgets.trust import TrustScreen
+from tests.fake_llm import FakeLLM, Reply
+from tests.test_tui_app import answers, notices
+from tests.tui_support import SIZE, make_app, ready, run_turn, wait_for, write_config
+
+
+@pytest.fixture
+def repo(tmp_path: Path, llm: FakeLLM) -> Path:
+    """A cloned repository whose etcode.json has an MCP server that leaves a marker file."""
+    folder = tmp_path / "cloned"
+    folder.mkdir()
+    subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=30)
+    marker = tmp_path / "mcp-started"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w').write('ran')"]
+    write_config(folder, llm, mcp={"marker": {"command": command, "timeout": 20000}})
+    return folder
+
+
+def marker(repo: Path) -> Path:
+    return repo.parent / "mcp-started"
+
+
+@pytest.fixture
+def quick_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(TrustScreen, "ARM_DELAY", 0.05, raising=False)
+
+
+async def trust_dialog(pilot, app, *, armed: bool = True) -> TrustScreen:  # type: ignore[no-untyped-def]
+    def shown() -> TrustScreen | None:
+        screen = app.screen
+        ok = isinstance(screen, TrustScreen) and (screen.armed or not armed)
+        return screen if ok else None
+
+    return await wait_for(pilot, shown, what="the trust dialog")
+
+
+async def test_trusting_the_file_starts_its_mcp_server_and_is_remembered(
+    repo: Path, llm: FakeLLM, quick_guard: None
+) -> None:
+    app = make_app(repo)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await trust_dialog(pilot, app)
+        assert app.host is None  # nothing started before the answer
+        details = str(screen.query_one("#trust-details Static").render())
+        assert str(repo / "etcode.json") in details and "mcp.marker runs `" in details
+        assert screen.focused.id == "without"  # the safe answer has the focus
+        await pilot.press("1")
+        assert app.screen is screen and screen.focused.id == "trust"  # selected, not yet confirmed
+        await pilot.press("enter")
+        await ready(pilot, app)
+        await wait_for(pilot, marker(repo).exists, what="the MCP server to start")
+    config = app.config
+    assert TrustStore().is_trusted(repo / "etcode.json", config.files[-1].sha256)
+
+    again = make_app(repo)  # remembered: no dialog the next time
+    async with again.run_test(size=SIZE) as pilot:
+        await ready(pilot, again)
+        assert not isinstance(again.screen, TrustScreen)
+
+
+async def test_continuing_without_leaves_the_settings_out_and_says_so(
+    repo: Path, llm: FakeLLM, quick_guard: None
+) -> None:
+    llm.script(Reply(text="hello back"))
+    app = make_app(repo)
+    async with app.run_test(size=SIZE) as pilot:
+        await trust_dialog(pilot, app)
+        await pilot.press("2")
+        await ready(pilot, app)
+        assert app.config.mcp == {}
+        assert any("left out for this session: mcp.marker" in n for n in notices(app))
+        await run_turn(pilot, app, "hi")  # the chat works, with the project's own provider
+        assert [answer.text for answer in answers(app)] == ["hello back"]
+    assert len(llm.requests) == 1
+    names = [t["function"]["name"] for t in llm.requests[0].body.get("tools", [])]
+    assert not any(name.startswith("marker_") for name in names)
+    assert not marker(repo).exists()
+    assert not TrustStore().path.exists()  # nothing remembered: asked again next time
+
+
+async def test_quit_starts_nothing(repo: Path, llm: FakeLLM, quick_guard: None) -> None:
+    app = make_app(repo)
+    async with app.run_test(size=SIZE) as pilot:
+        await trust_dialog(pilot, app)
+        await pilot.press("3")
+        await wait_for(pilot, lambda: app.return_code is not None, what="the app to exit")
+    assert app.return_value == 1 and app.host is None
+    assert not marker(repo).exists()
+
+
+async def test_keys_typed_as_the_dialog_appears_answer_nothing(
+    repo: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(TrustScreen, "ARM_DELAY", 600.0, raising=False)  # every key lands in the guard
+    app = make_app(repo)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await trust_dialog(pilot, app, armed=False)
+        await pilot.press("1", "enter", "2", "3", "q", "escape", "space", "o", "k")
+        assert app.screen is screen and not screen.armed
+        assert all(b.disabled for b in screen.query(Button)) and screen.focused is None
+        assert "waiting for the typing to stop" in str(screen.query_one("#trust-keys").render())
+        assert app.prompt.input.text == "123q ok"  # typed on into the chat input, not lost
+        assert app.host is None and app.return_code is None
+    assert not marker(repo).exists()
