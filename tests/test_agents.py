@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -10,6 +9,7 @@ import pytest
 
 from etcode.agent import AgentInfo, builtin_agents, get_agent, load_agents, read_only_bash
 from etcode.util.errors import ConfigError, UsageError
+from tests.permission_support import command_decision
 
 
 def write(path: Path, text: str) -> Path:
@@ -19,33 +19,8 @@ def write(path: Path, text: str) -> Path:
 
 
 def bash_decision(permission: dict[str, object], command: str, directory: Path) -> str:
-    """What the real pipeline decides for the agent's rules: the shell parser, the
-    permission service and the Bash tool's checks; "ask" when the user would be asked."""
-    from etcode.permission import Decision, PermissionRequest, PermissionService, rules_from_config
-    from etcode.tools.base import PermissionDenied, ToolContext
-    from etcode.tools.command_permission import check_command
-
-    asked: list[PermissionRequest] = []
-
-    class Recorder:
-        async def ask(self, request: PermissionRequest) -> Decision:
-            asked.append(request)
-            return Decision.reject("recorded")
-
-    service = PermissionService(rules_from_config(None, permission), Recorder(), directory)
-    ctx = ToolContext(
-        session_id="s",
-        call_id="c",
-        directory=directory,
-        worktree=directory,
-        check_permission=service.check,
-        decide_permission=service.decide,
-    )
-    try:
-        asyncio.run(check_command(ctx, command))
-    except PermissionDenied:
-        return "ask" if asked else "deny"
-    return "allow"
+    """What the real pipeline decides for an agent with these rules."""
+    return command_decision(directory, None, command, agent=permission)
 
 
 @pytest.fixture

@@ -22,9 +22,6 @@ from etcode.permission import (
     AllowAsker,
     Decision,
     DenyAsker,
-    PermissionRequest,
-    PermissionService,
-    rules_from_config,
 )
 from etcode.tools import bash as bash_module
 from etcode.tools.base import ToolContext
@@ -32,22 +29,11 @@ from etcode.tools.bash import BashTool
 from etcode.tools.sandbox import SandboxPolicy, unavailable_reason
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
+from tests.permission_support import Answer, ruled_context
 
 pytestmark = pytest.mark.skipif(
     unavailable_reason() is not None, reason=f"no sandbox on this machine: {unavailable_reason()}"
 )
-
-
-class Answer:
-    """An asker that gives one answer and remembers the questions."""
-
-    def __init__(self, decision: Decision) -> None:
-        self.decision = decision
-        self.requests: list[PermissionRequest] = []
-
-    async def ask(self, request: PermissionRequest) -> Decision:
-        self.requests.append(request)
-        return self.decision
 
 
 @pytest.fixture(autouse=True)
@@ -74,16 +60,7 @@ def outside() -> Iterator[Path]:
 
 
 def ctx_for(root: Path, policy: SandboxPolicy, asker: Any = None, permission: Any = None) -> ToolContext:
-    service = PermissionService(rules_from_config(permission), asker or DenyAsker(), root)
-    return ToolContext(
-        session_id="s",
-        call_id="c",
-        directory=root,
-        worktree=root,
-        check_permission=service.check,
-        decide_permission=service.decide,
-        sandbox=policy,
-    )
+    return ruled_context(root, permission, asker, sandbox=policy)
 
 
 async def bash(ctx: ToolContext, command: str, **args: Any) -> Any:

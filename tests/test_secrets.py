@@ -411,9 +411,11 @@ def test_json_debug_run_never_shows_the_key(project: Path, llm: FakeLLM, wire: s
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert lines[-1]["type"] == "result" and REDACTED in lines[-1]["result"]
     tool = next(line for line in lines if line["type"] == "tool_result")
-    assert tool["output"].count(REDACTED) == 3  # the command's output, the env var included
-    # the model itself did get the real values back (redaction is for display only)
-    assert KEY in json.dumps(llm.requests[1].body)
+    # The command printed both keys; the variable was not in its environment (issue 12).
+    assert tool["output"].count(REDACTED) == 2
+    # What the model gets back from the tool has the known key values replaced too.
+    result = json.dumps(llm.requests[1].body["messages"][-1])
+    assert KEY not in result and ENV_KEY not in result and REDACTED in result
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])

@@ -3,7 +3,6 @@ can run reaches the rules, checked against real bash as the oracle."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
 import subprocess
@@ -13,45 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from etcode.permission import Decision, PermissionRequest, PermissionService, rules_from_config
-from etcode.tools.base import PermissionDenied, ToolContext
+from etcode.permission import Decision
+from etcode.tools.base import PermissionDenied
 from etcode.tools.bash import BashTool
-from etcode.tools.command_permission import check_command
 from etcode.tools.shell_commands import analyze, expand_braces
+from tests.permission_support import Answer, command_decision, ruled_context
 
-
-class Recorder:
-    """An asker that says no and remembers that it was asked."""
-
-    def __init__(self, answer: Decision | None = None) -> None:
-        self.requests: list[PermissionRequest] = []
-        self.answer = answer or Decision.reject("recorded")
-
-    async def ask(self, request: PermissionRequest) -> Decision:
-        self.requests.append(request)
-        return self.answer
-
-
-def context(directory: Path, permission: object, asker: object = None, agent: object = None) -> ToolContext:
-    service = PermissionService(rules_from_config(permission, agent), asker or Recorder(), directory)  # type: ignore[arg-type]
-    return ToolContext(
-        session_id="s",
-        call_id="c",
-        directory=directory,
-        worktree=directory,
-        check_permission=service.check,
-        decide_permission=service.decide,
-    )
-
-
-def decision(directory: Path, permission: object, command: str, agent: object = None) -> str:
-    """allow / ask / deny as the Bash tool's checks decide for ``command``."""
-    asker = Recorder()
-    try:
-        asyncio.run(check_command(context(directory, permission, asker, agent), command))
-    except PermissionDenied:
-        return "ask" if asker.requests else "deny"
-    return "allow"
+decision = command_decision
 
 
 # ---- the parser ----------------------------------------------------------------------
@@ -226,7 +193,7 @@ def test_agent_catch_all_does_not_weaken_a_config_deny(tmp_path: Path) -> None:
 
 async def test_bash_tool_refuses_before_running(tmp_path: Path) -> None:
     (tmp_path / "keep").write_text("x")
-    ctx = context(tmp_path, RM_DENIED, Recorder(Decision.allow_once()))
+    ctx = ruled_context(tmp_path, RM_DENIED, Answer(Decision.allow_once()))
     tool = BashTool()
     for command in ("ls <(rm keep)", "X=rm; $X keep", "rm${IFS}keep", "bash -c 'rm keep'"):
         with pytest.raises(PermissionDenied):

@@ -84,7 +84,7 @@ def test_config_includes_and_sets(project: Path, llm: FakeLLM) -> None:
     write_config(project, llm, shell={"env": {"include": ["GITHUB_TOKEN"], "set": {"CI": "true"}}})
     command = 'test -n "$GITHUB_TOKEN" && echo token-present; test -z "$MY_PASSWORD" && echo no-password; echo ci=$CI'
     llm.script(Reply(calls=[Call("Bash", {"command": command})]), Reply(text="done"))
-    proc = etcode("run", "check", cwd=project, env=SECRETS)
+    proc = etcode("run", "--trust", "check", cwd=project, env=SECRETS)  # include of a secret: approve
     assert proc.returncode == 0, proc.stderr
     result = llm.requests[1].body["messages"][-1]["content"]
     assert "token-present" in result and "no-password" in result and "ci=true" in result

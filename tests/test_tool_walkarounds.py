@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from etcode.permission import DenyAsker, PermissionService, rules_from_config
 from etcode.session.snapshots import FileSnapshots
 from etcode.tools.base import PermissionDenied, ToolContext
 from etcode.tools.edit import EditTool
@@ -18,19 +17,11 @@ from etcode.tools.read_file import ReadFileTool
 from etcode.tools.read_many_files import ReadManyFilesTool
 from etcode.tools.snapshot import STATE_KEY
 from etcode.tools.write_file import WriteFileTool
+from tests.permission_support import ruled_context
 
 
-def ctx_for(root: Path, permission: Any = None, **kw: Any) -> ToolContext:
-    service = PermissionService(rules_from_config(permission), DenyAsker(), root)
-    return ToolContext(
-        session_id="s",
-        call_id="c",
-        directory=root,
-        worktree=root,
-        check_permission=service.check,
-        decide_permission=service.decide,
-        **kw,
-    )
+def ctx_for(root: Path, permission: Any = None, **fields: Any) -> ToolContext:
+    return ruled_context(root, permission, **fields)
 
 
 async def run(tool: Any, ctx: ToolContext, **args: Any) -> Any:

@@ -178,8 +178,9 @@ def test_markdown_table_and_entities() -> None:
 
 # ---- issue 12, point 10: rules on every hop, one spelling per address, the local network ----
 
-from etcode.permission import AllowAsker, DenyAsker, PermissionService, rules_from_config  # noqa: E402
+from etcode.permission import AllowAsker, DenyAsker  # noqa: E402
 from etcode.tools.web_address import is_internal, normalize_url  # noqa: E402
+from tests.permission_support import ruled_context  # noqa: E402
 
 
 class Counting(BaseHTTPRequestHandler):
@@ -230,8 +231,7 @@ def counting() -> Iterator[tuple[str, list[str]]]:
 
 
 def ruled_ctx(tmp_path: Path, permission: Any, asker: Any = None) -> ToolContext:
-    service = PermissionService(rules_from_config(permission), asker or DenyAsker(), tmp_path)
-    return make_ctx(tmp_path, check_permission=service.check, decide_permission=service.decide)
+    return ruled_context(tmp_path, permission, asker)
 
 
 LOCAL_OK = {"private_network": {"http://127.0.0.1:*": "allow", "http://localhost:*": "allow"}}

@@ -11,7 +11,10 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from etcode.tools.base import PermissionDenied
 
 from etcode.permission.rules import ANSWERS_LAYER, LayeredMatcher, Rule, Ruleset, rules_for, rules_from_config
 
@@ -37,7 +40,7 @@ NOT_GRANTED_BY_YES: dict[str, str] = {
 }
 
 
-def _denied_error() -> type[Exception]:
+def _denied_error() -> type[PermissionDenied]:
     """The tools' ``PermissionDenied`` (imported late to keep this package light)."""
     from etcode.tools.base import PermissionDenied
 

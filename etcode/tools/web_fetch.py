@@ -420,12 +420,13 @@ class _Fetch:
 
 def _proxied(address: WebAddress) -> bool:
     """True when the environment sends this URL through a proxy (``HTTPS_PROXY``...)."""
-    from urllib.request import getproxies_environment, proxy_bypass_environment
+    import urllib.request
 
-    proxies = getproxies_environment()
+    proxies = urllib.request.getproxies_environment()
     if not (proxies.get(address.scheme) or proxies.get("all")):
         return False
-    return not proxy_bypass_environment(address.host, proxies)
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # not in typeshed
+    return not bypass(address.host, proxies)
 
 
 def _charset(content_type: str) -> str:
