@@ -16,7 +16,7 @@ from etcode.tools.edit_match import (
     looks_line_numbered,
     replace,
 )
-from etcode.tools.paths import display_path, permission_pattern, resolve_for
+from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.snapshot import before_write
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import BOM, atomic_write_bytes, is_binary_file, suggest_names
@@ -98,6 +98,13 @@ class EditTool(Tool):
             raise ToolError(
                 f"File not found: {shown}.{hint} To create a file, use an empty old_string or WriteFile."
             )
+        if not path.is_file():  # reading a device/FIFO would never end
+            raise ToolError(f"{shown} is not a regular file (a device, FIFO or socket); not edited.")
+        # The result quotes the file (the changed region, or the closest one when nothing
+        # matches): a file the read rules do not allow is asked (or refused) first.
+        names = rule_patterns(ctx, path)
+        if any(ctx.decide_permission("read", name, self.name) != "allow" for name in names):
+            await ctx.check_permission("read", names, {"tool": self.name, "path": str(path)})
         if await asyncio.to_thread(is_binary_file, path):
             raise ToolError(f"Cannot edit binary file: {shown}")
         raw = await asyncio.to_thread(path.read_bytes)
@@ -127,7 +134,7 @@ class EditTool(Tool):
         shown_body, shown_final = (_printable(body), _printable(final)) if lossy else (body, final)
         diff = unified_diff(shown, shown_body, shown_final)
         await ctx.check_permission(
-            "edit", [permission_pattern(ctx, path)], {"tool": self.name, "path": str(path), "diff": diff}
+            "edit", rule_patterns(ctx, path), {"tool": self.name, "path": str(path), "diff": diff}
         )
         data = ((BOM if bom else "") + final).encode("utf-8", errors="surrogateescape")
         await before_write(ctx, path)
@@ -167,7 +174,7 @@ class EditTool(Tool):
                 )
         diff = unified_diff(shown, old, content)
         await ctx.check_permission(
-            "edit", [permission_pattern(ctx, path)], {"tool": self.name, "path": str(path), "diff": diff}
+            "edit", rule_patterns(ctx, path), {"tool": self.name, "path": str(path), "diff": diff}
         )
         await before_write(ctx, path)
         try:

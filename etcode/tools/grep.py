@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from etcode.tools import ripgrep
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.glob_tool import newest_first
-from etcode.tools.paths import display_path, permission_pattern, resolve_for
+from etcode.tools.paths import display_path, permission_pattern, resolve_for, rule_patterns
 from etcode.tools.summary import plural
 from etcode.tools.truncate import truncate_output
 from etcode.util.fs import is_binary_file
@@ -103,9 +103,9 @@ def _search_python(base: Path, target: Path, root: Path, params: GrepParams) -> 
         raise ToolError(f"Invalid regex {params.pattern!r}: {err}") from None
     if target.is_file():
         candidates = [target]
-    else:
+    else:  # symlinks are not followed (nor searched), as with ripgrep
         matcher = IgnoreMatcher(root, default_excludes=SEARCH_EXCLUDES)
-        candidates = list(matcher.walk(target))
+        candidates = [Path(e.path) for e in matcher.iter_entries(target) if not e.is_symlink()]
     hits: dict[Path, _FileHits] = {}
     for path in candidates:
         if path != target and is_secret_file(path.name):
@@ -128,6 +128,60 @@ def _search_python(base: Path, target: Path, root: Path, params: GrepParams) -> 
     return hits
 
 
+@dataclass
+class _LeftOut:
+    """Files with matches that the ``read`` rules deny, or would ask about."""
+
+    denied: int = 0
+    asked: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.denied + self.asked
+
+    def note(self) -> str:
+        parts = [f"{self.denied} denied"] if self.denied else []
+        if self.asked:
+            parts.append(f"{self.asked} {'needs' if self.asked == 1 else 'need'} approval")
+        text = (
+            f"({plural(self.total, 'file')} with matches {'is' if self.total == 1 else 'are'} left out: "
+            f"the read permission rules do not allow searching {'it' if self.total == 1 else 'them'} "
+            f"({', '.join(parts)})."
+        )
+        if self.asked:
+            text += " ReadFile asks the user to read a file that needs approval."
+        return text + ")"
+
+
+def _readable(
+    ctx: ToolContext, target: Path, hits: dict[Path, _FileHits], tool: str
+) -> tuple[dict[Path, _FileHits], _LeftOut]:
+    """The hits in files whose ``read`` rules say ``allow`` (under both the name searched
+    and the resolved path), and what was left out. A search never asks: a file that would
+    ask, or is denied, is dropped — its matching lines (or its name, which says that it
+    matched) would reach the model without the question."""
+    left_out = _LeftOut()
+    if not hits:
+        return hits, left_out
+    prefixes = [p + "/" if p != "." else "" for p in rule_patterns(ctx, target)]
+    kept: dict[Path, _FileHits] = {}
+    for path, item in hits.items():
+        try:
+            rel = path.relative_to(target).as_posix()
+        except ValueError:  # not below the target as named: judge it by its own names
+            patterns = rule_patterns(ctx, path)
+        else:
+            patterns = list(dict.fromkeys(prefix + rel for prefix in prefixes))
+        verdicts = {ctx.decide_permission("read", pattern, tool) for pattern in patterns}
+        if verdicts == {"allow"}:
+            kept[path] = item
+        elif "deny" in verdicts:
+            left_out.denied += 1
+        else:
+            left_out.asked += 1
+    return kept, left_out
+
+
 class GrepTool(Tool):
     name = "Grep"
     description = (
@@ -138,7 +192,8 @@ class GrepTool(Tool):
         '- `output_mode`: "content" (default) lists `path`, then `line: text` for each match; '
         '"files" lists only matching paths; "count" gives matching lines per file.\n'
         "- .gitignore'd files, .git, node_modules and binary files are skipped; hidden files are "
-        "searched, except .env files unless given as `path`.\n"
+        "searched, except .env/.envrc files unless given as `path`. Files the read permission "
+        "rules do not allow are left out (a note says how many).\n"
         f"- Results are capped ({MAX_MATCHES} matching lines / {MAX_FILES} files) with a note; narrow "
         "the pattern, path or include when you see it. Escape regex metacharacters to search "
         r"for literal text (e.g. `foo\(`)."
@@ -154,9 +209,9 @@ class GrepTool(Tool):
         await ctx.check_permission(
             "grep", [permission_pattern(ctx, target)], {"tool": self.name, "pattern": params.pattern}
         )
-        if target.is_file() and is_secret_file(target.name):  # searching .env reads it: ask as ReadFile
+        if target.is_file():  # searching one file reads it: asked (or refused) as ReadFile would
             await ctx.check_permission(
-                "read", [permission_pattern(ctx, target)], {"tool": self.name, "path": str(target)}
+                "read", rule_patterns(ctx, target), {"tool": self.name, "path": str(target)}
             )
         base = target if target.is_dir() else target.parent
         if ripgrep.rg_path() is not None:
@@ -167,11 +222,17 @@ class GrepTool(Tool):
         else:
             hits = await asyncio.to_thread(_search_python, base, target, ctx.worktree, params)
         absolute = {(p if p.is_absolute() else base / p): h for p, h in hits.items()}
+        if target.is_dir():
+            absolute, left_out = _readable(ctx, target, absolute, self.name)
+        else:
+            left_out = _LeftOut()
         order = await asyncio.to_thread(newest_first, list(absolute))
         total_lines = sum(item.count or len(item.lines) for item in absolute.values())
         output, shown = self._format(ctx, order, absolute, params.output_mode)
         if not order:
             output = f"No matches found for {params.pattern}"
+        if left_out.total:
+            output += "\n\n" + left_out.note()
         cut = truncate_output(output)
         data: dict[str, Any] = {
             "mode": params.output_mode,
@@ -179,6 +240,8 @@ class GrepTool(Tool):
             "matches": total_lines,
             "truncated": shown < (len(order) if params.output_mode != "content" else total_lines),
         }
+        if left_out.total:
+            data["hidden"] = left_out.total
         if cut.path:
             data["outputPath"] = cut.path
         return ToolResult(cut.text, data=data)

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
-from etcode.tools.paths import display_path, permission_pattern, resolve_for
+from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.snapshot import before_write
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import atomic_write_bytes
@@ -67,7 +67,7 @@ class WriteFileTool(Tool):
         diff = unified_diff(shown, old or "", params.content)
         await ctx.check_permission(
             "edit",
-            [permission_pattern(ctx, path)],
+            rule_patterns(ctx, path),
             {"tool": self.name, "path": str(path), "diff": diff},
         )
         await before_write(ctx, path)
