@@ -19,7 +19,7 @@ from etcode.tools.edit_match import (
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.snapshot import before_write
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
-from etcode.util.fs import BOM, atomic_write_bytes, is_binary_file, suggest_names
+from etcode.util.fs import BOM, atomic_write_bytes, is_binary_file, suggest_names, write_target
 
 SNIPPET_CONTEXT = 3
 SNIPPET_MAX_LINES = 40
@@ -90,6 +90,10 @@ class EditTool(Tool):
         shown = display_path(ctx, path)
         if path.is_dir():
             raise ToolError(f"{shown} is a directory; give a file path.")
+        try:
+            write_target(path)  # a symlink is written through to its target
+        except OSError as err:
+            raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
         if params.old_string == "":
             return await self._create(path, shown, params.new_string, ctx)
         if not path.exists():
@@ -103,7 +107,7 @@ class EditTool(Tool):
         # The result quotes the file (the changed region, or the closest one when nothing
         # matches): a file the read rules do not allow is asked (or refused) first.
         names = rule_patterns(ctx, path)
-        if any(ctx.decide_permission("read", name, self.name) != "allow" for name in names):
+        if any(ctx.decide_permission("read", name, None) != "allow" for name in names):
             await ctx.check_permission("read", names, {"tool": self.name, "path": str(path)})
         if await asyncio.to_thread(is_binary_file, path):
             raise ToolError(f"Cannot edit binary file: {shown}")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -95,31 +97,98 @@ def suggest_names(path: Path, limit: int = 3) -> list[Path]:
     return [folder / name for name in close]
 
 
+def write_target(path: Path) -> Path:
+    """The file a write to ``path`` changes: ``path`` itself, or for a symlink (or a chain
+    of them) the file it leads to, which may not exist yet. A symlink loop raises ``ELOOP``."""
+    if not os.path.islink(path):
+        return path
+    target = real_path(path)
+    if os.path.islink(target):  # realpath stops inside a loop
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path))
+    return target
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temp file in the same folder, then ``os.replace`` it over
-    ``path`` — a crash never leaves a half-written file. Keeps the old mode bits."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``data`` to ``path`` so that a failure never leaves a half-written file.
+
+    The data goes to a temp file in the same folder, then ``os.replace`` puts it over the
+    file, keeping the old mode bits. A symlink is written through: its target gets the
+    data and the link stays. A file with several hard links is rewritten in place instead
+    (a rename would leave the other names with the old content): see :func:`_write_in_place`."""
+    target = write_target(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        mode: int | None = path.stat().st_mode & 0o7777
-    except OSError:
-        mode = None
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        info: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        _write_in_place(target, data)
+        return
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        if info is not None:
+            os.chmod(tmp, info.st_mode & 0o7777)
         else:
             umask = os.umask(0)
             os.umask(umask)
             os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _write_in_place(path: Path, data: bytes) -> None:
+    """Rewrite a hard-linked file through its own inode, so every name sees the change.
+
+    The trade-off: an in-place write is not atomic. What can fail is made to fail before
+    the first byte changes — the space the new content needs is reserved first
+    (``posix_fallocate``, so a full disk or a size limit refuses the write up front) — and
+    on any error while writing, the old bytes (kept in memory) are written back. Only a
+    crash of the machine or a kill in the middle can leave a mix; the session's undo copy,
+    taken before every write, still holds the old content then."""
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+    try:
+        old = _read_all(fd)
+        if len(data) > len(old) and hasattr(os, "posix_fallocate"):
+            try:
+                os.posix_fallocate(fd, 0, len(data))
+            except OSError as err:
+                if err.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    os.ftruncate(fd, len(old))  # fallocate may have grown it before failing
+                    raise
+        try:
+            _write_all(fd, data)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                _write_all(fd, old)
+                os.ftruncate(fd, len(old))
+                os.fsync(fd)
+            raise
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1024 * 1024):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``data`` written from offset 0 (``os.write`` may write less than asked)."""
+    view = memoryview(data)
+    offset = 0
+    while offset < len(view):
+        offset += os.pwrite(fd, view[offset:], offset)
 
 
 def detect_newline(text: str) -> str:
