@@ -20,7 +20,14 @@ from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.snapshot import before_write
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import BOM, atomic_write_bytes, is_binary_file, suggest_names, write_target
+from etcode.util.redact import replaces_secret
 
+#: Tool output shows configured keys as [REDACTED]; copying that back would destroy them.
+SECRET_OVERWRITE = (
+    "Not changed: this would write the literal text [REDACTED] where {shown} holds a configured "
+    "secret (tool output shows secrets as [REDACTED]; the file has the real value). Leave the "
+    "lines with [REDACTED] out of old_string and new_string, or ask the user to change them."
+)
 SNIPPET_CONTEXT = 3
 SNIPPET_MAX_LINES = 40
 
@@ -135,6 +142,8 @@ class EditTool(Tool):
         if updated == work:
             raise ToolError(f"Edit of {shown} changed nothing (new content is identical).")
         final = updated.replace("\n", "\r\n") if crlf else updated
+        if replaces_secret(body, final):
+            raise ToolError(SECRET_OVERWRITE.format(shown=shown))
         shown_body, shown_final = (_printable(body), _printable(final)) if lossy else (body, final)
         diff = unified_diff(shown, shown_body, shown_final)
         await ctx.check_permission(

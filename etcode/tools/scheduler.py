@@ -18,6 +18,7 @@ from etcode.provider.types import ToolCallPart, ToolResultPart
 from etcode.session.events import ToolCallStart, ToolResultEvent
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.registry import ToolRegistry
+from etcode.util.redact import redact_known, redact_known_data
 
 log = logging.getLogger("etcode.scheduler")
 
@@ -166,7 +167,13 @@ class ToolScheduler:
     def _finish(
         self, tool: Tool, call: ToolCallPart, raw_args: dict[str, Any], result: ToolResult
     ) -> ToolResultPart:
-        output = result.output
+        # Every tool's output passes here: the known secret values (configured keys,
+        # secret-named environment variables) are replaced before the model, the session
+        # store or the saved full output (``output_filter``) get it.
+        output = redact_known(result.output)
+        data = redact_known_data(result.data) if result.data else result.data
+        if output is not result.output or data is not result.data:
+            result = ToolResult(output, result.is_error, data, result.summary)
         if self.output_filter is not None:
             output = self.output_filter(call.name, output)
         if self.on_call is not None:
@@ -174,7 +181,7 @@ class ToolScheduler:
             if note:
                 output = f"{output}\n\n{note}"
         summary = _safe(lambda: tool.result_summary(raw_args, result), "Error" if result.is_error else "Done")
-        self.emit(ToolResultEvent(call.id, call.name, result.is_error, summary, output, result.data))
+        self.emit(ToolResultEvent(call.id, call.name, result.is_error, summary, output, data))
         return ToolResultPart(call.id, call.name, output, is_error=result.is_error)
 
     def _early_error(

@@ -9,10 +9,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tools.edit import SECRET_OVERWRITE
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.snapshot import before_write
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import atomic_write_bytes, write_target
+from etcode.util.redact import replaces_secret
 
 
 class WriteFileParams(BaseModel):
@@ -68,6 +70,8 @@ class WriteFileTool(Tool):
             old = await asyncio.to_thread(_read_existing, path)
         except OSError as err:
             raise ToolError(f"Cannot read {shown}: {err.strerror or err}") from None
+        if old and replaces_secret(old, params.content):
+            raise ToolError(SECRET_OVERWRITE.format(shown=shown))
         diff = unified_diff(shown, old or "", params.content)
         await ctx.check_permission(
             "edit",
