@@ -18,7 +18,7 @@ from etcode.provider.types import ToolCallPart, ToolResultPart
 from etcode.session.events import ToolCallStart, ToolResultEvent
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.registry import ToolRegistry
-from etcode.util.redact import redact_known, redact_known_data
+from etcode.util.redact import redact, redact_known, redact_known_data
 
 log = logging.getLogger("etcode.scheduler")
 
@@ -194,6 +194,7 @@ class ToolScheduler:
 
 
 def _first_line(text: str) -> str:
+    text = redact(text)  # before the cut
     line = text.strip().splitlines()[0] if text.strip() else "Error"
     return line if len(line) <= 100 else line[:99] + "…"
 
