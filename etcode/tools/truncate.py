@@ -2,7 +2,8 @@
 
 Output over :data:`MAX_LINES` lines or :data:`MAX_BYTES` bytes is reduced to its head
 (or tail, for command output) plus a note that gives the path of a file holding the
-full text under ``$XDG_DATA_HOME/etcode/tool-output/`` (``~/.local/share`` fallback).
+full text under ``$XDG_DATA_HOME/etcode/tool-output/`` (``~/.local/share`` fallback), a
+folder only its owner can open (``0700``, files ``0600``).
 Applying it twice is harmless: truncated text is already within the limits. Known secret
 values are redacted before the cut, so neither the head nor the saved file holds one.
 """
@@ -10,6 +11,7 @@ values are redacted before the cut, so neither the head nor the saved file holds
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import time
 import uuid
@@ -19,6 +21,7 @@ from typing import Literal
 
 from etcode.tools.base import ToolResult
 from etcode.util.fs import format_size
+from etcode.util.private import private_dir, private_file, tighten
 from etcode.util.redact import redact_known
 
 MAX_LINES = 2000
@@ -48,7 +51,8 @@ def output_dir() -> Path:
 
 
 def _cleanup(folder: Path) -> None:
-    """Remove saved outputs older than the retention period (once per process)."""
+    """Remove saved outputs older than the retention period, and make the others the
+    owner's alone if an older etcode left them readable (once per process)."""
     global _cleaned
     if _cleaned:
         return
@@ -57,8 +61,13 @@ def _cleanup(folder: Path) -> None:
     try:
         for entry in folder.iterdir():
             try:
-                if entry.is_file() and entry.stat().st_mtime < cutoff:
+                info = entry.stat()
+                if not stat.S_ISREG(info.st_mode):
+                    continue
+                if info.st_mtime < cutoff:
                     entry.unlink()
+                elif info.st_mode & 0o077:
+                    tighten(entry)
             except OSError:
                 continue
     except OSError:
@@ -97,10 +106,10 @@ def save_output(text: str | list[str], background: bool = False, *, redact: bool
     included; :func:`wait_saved` waits for it (the file tools do before reading a path),
     and the interpreter waits at exit."""
     folder = output_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder.parent)  # etcode's data folder (the session database is there too)
+    private_dir(folder)
     _cleanup(folder)
-    path = folder / f"tool_{time.strftime('%Y%m%d_%H%M%S')}_{uuid.uuid4().hex[:8]}.txt"
-    path.touch()
+    path = private_file(folder / f"tool_{time.strftime('%Y%m%d_%H%M%S')}_{uuid.uuid4().hex[:8]}.txt")
     if not background:
         _write(path, text, redact)
         return path
