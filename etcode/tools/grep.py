@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,15 +165,17 @@ def _readable(
     if not hits:
         return hits, left_out
     prefixes = [p + "/" if p != "." else "" for p in rule_patterns(ctx, target)]
+    below = os.path.join(os.fspath(target), "")
+    cut = len(below)
+    decide = ctx.decide_permission
     kept: dict[Path, _FileHits] = {}
     for path, item in hits.items():
-        try:
-            rel = path.relative_to(target).as_posix()
-        except ValueError:  # not below the target as named: judge it by its own names
-            patterns = rule_patterns(ctx, path)
-        else:
-            patterns = list(dict.fromkeys(prefix + rel for prefix in prefixes))
-        verdicts = {ctx.decide_permission("read", pattern, tool) for pattern in patterns}
+        text = os.fspath(path)
+        if text.startswith(below):
+            rel = text[cut:].replace(os.sep, "/") if os.sep != "/" else text[cut:]
+            verdicts = {decide("read", prefix + rel, tool) for prefix in prefixes}
+        else:  # not below the target as named: judge it by its own names
+            verdicts = {decide("read", pattern, tool) for pattern in rule_patterns(ctx, path)}
         if verdicts == {"allow"}:
             kept[path] = item
         elif "deny" in verdicts:
