@@ -59,7 +59,7 @@ class ReadManyFilesParams(BaseModel):
     )
     use_default_excludes: bool = Field(
         default=True,
-        description="Skip .git, node_modules, build output, lock files, binaries, .env (default true).",
+        description="Skip .git, node_modules, build output, lock files, binaries, .env/.envrc (default true).",
     )
 
 
@@ -280,7 +280,7 @@ class ReadManyFilesTool(Tool):
         "`**` crosses folders, `{a,b}` gives alternatives. A folder name reads the folder recursively.\n"
         "- `include` adds patterns; `exclude` removes matches (gitignore syntax, always wins).\n"
         "- By default .git, node_modules, __pycache__, virtualenvs, dist/build, lock files, "
-        "binary formats and .env files are skipped, and .gitignore is respected; set "
+        "binary formats and .env/.envrc files are skipped, and .gitignore is respected; set "
         "`use_default_excludes` to false to include the defaults.\n"
         f"- Binary files are skipped; files over {MAX_LINES} lines (or with very long lines) are "
         "truncated with a visible marker (use ReadFile with offset for the rest); files over "
