@@ -55,3 +55,13 @@ def project(tmp_path: Path) -> Path:
     folder = tmp_path / "project"
     folder.mkdir()
     return folder
+
+
+@pytest.fixture(autouse=True)
+def fresh_redactor():
+    """Secrets a test teaches the process-wide redactor (an Agent registers its config's
+    keys) are forgotten after it: tool output of the next test is not redacted by them."""
+    yield
+    from etcode.util.redact import reset_redactor
+
+    reset_redactor()

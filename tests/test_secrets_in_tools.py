@@ -1,140 +1,155 @@
-"""Keys a tool comes across never reach the model, the session or a half-cut summary, and
-what holds transcripts is private (issue 12, points 2 and 8)."""
+"""Tool output that holds a configured key is redacted before the model, the session store or
+``tool-output/`` get it (issue 12, point 2, second half): a real ``etcode run`` against the
+fake LLM server, then the next request body, the session database and the saved outputs are
+searched for the key."""
 
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
-import stat
 from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import etcode, result_line, write_config
+from etcode.tools.base import ToolContext, ToolError
+from etcode.tools.edit import EditTool
+from etcode.tools.truncate import MAX_BYTES, truncate_output, truncate_parts, wait_saved
+from etcode.tools.write_file import WriteFileTool
+from etcode.util.redact import REDACTED, register_secrets, reset_redactor
+from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
 
-#: A configured provider key with no well-known shape: only knowing it can hide it.
-CONFIG_KEY = "etc0de-distinctive-KEY-7f3a9b2c51"
-#: A key with a well-known shape, long enough that an 80-column summary cuts it.
-SHAPED = "sk-proj-" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789" * 3
+KEY = "sk-proj-Zq9XwV7bN3mK8pL2rT6yH4jD1fG5sA0c"
+ENV_VALUE = "tok-4Hq8Wd2Lm7Rb9Xc3Vn6"  # no known key shape: found by value only
 
 
-def key_at(column: int) -> str:
-    """A command whose key starts at ``column``: a summary cut a little later keeps only
-    ``sk-proj-Ab``, which no longer looks like a key."""
-    tail = " && export K="
-    return "echo " + "a" * (column - len("echo ") - len(tail)) + tail + SHAPED
+@pytest.fixture(autouse=True)
+def _fresh() -> None:
+    reset_redactor()
 
 
-def everything_stored(home: Path) -> bytes:
-    """The bytes of the session database and its WAL (what a reader of the disk sees)."""
-    folder = home / ".local" / "share" / "etcode"
-    return b"".join(p.read_bytes() for p in folder.glob("etcode.db*"))
+def _data_files() -> list[Path]:
+    root = Path(os.environ["XDG_DATA_HOME"]) / "etcode"
+    return [p for p in root.rglob("*") if p.is_file()]
 
 
-def saved_outputs(home: Path) -> str:
-    folder = home / ".local" / "share" / "etcode" / "tool-output"
-    return "".join(p.read_text(encoding="utf-8") for p in folder.glob("*.txt"))
+def _stored_bytes() -> bytes:
+    """Every byte etcode keeps under its data folder: the session DB (and its -wal/-shm)
+    and the saved tool outputs."""
+    return b"".join(p.read_bytes() for p in _data_files())
 
 
-def test_a_configured_key_in_tool_output_is_not_sent_or_stored(
-    project: Path, llm: FakeLLM, isolated_env: Path
+def test_tool_output_with_a_configured_key_never_reaches_the_model_or_the_store(
+    project: Path, llm: FakeLLM
 ) -> None:
-    write_config(project, llm, api_key=CONFIG_KEY)
-    (project / "notes.txt").write_text(f"deploy with key {CONFIG_KEY} please\n", encoding="utf-8")
-    (project / "big.txt").write_text(("filler line\n" * 5000) + f"KEY={CONFIG_KEY}\n", encoding="utf-8")
+    write_config(project, llm, api_key=KEY)
+    (project / "notes.txt").write_text(f"deploy key: {KEY}\nservice token: {ENV_VALUE}\n", encoding="utf-8")
+    # More than 2,000 lines of Bash output: cut for the model, the full text saved.
+    command = "seq 1 3000; cat notes.txt"
     llm.script(
-        Reply(
-            calls=[
-                Call("ReadFile", {"file_path": "notes.txt"}),
-                Call("Bash", {"command": "cat big.txt"}),
-                Call("Grep", {"pattern": "deploy"}),
-            ]
-        ),
+        Reply(calls=[Call("ReadFile", {"file_path": "notes.txt"}), Call("Bash", {"command": command})]),
+        Reply(calls=[Call("Grep", {"pattern": "key|token"})]),
         Reply(text="done"),
     )
-    proc = etcode("run", "read the notes", cwd=project)
+    proc = etcode("run", "look at the notes", cwd=project, env={"MY_SERVICE_TOKEN": ENV_VALUE})
     assert proc.returncode == 0, proc.stderr
-    sent = json.dumps(llm.requests[1].body["messages"])
-    assert "deploy with key [REDACTED] please" in sent  # the rest of the output is intact
-    assert CONFIG_KEY not in sent
-    assert CONFIG_KEY.encode() not in everything_stored(isolated_env)
-    saved = saved_outputs(isolated_env)
-    assert "filler line" in saved and CONFIG_KEY not in saved  # the full output, saved without it
+    assert len(llm.requests) == 3
+    for request in llm.requests[1:]:
+        body = json.dumps(request.body)
+        assert KEY not in body and ENV_VALUE not in body
+    second = json.dumps(llm.requests[1].body)
+    assert "deploy key: [REDACTED]" in second and "service token: [REDACTED]" in second
+    assert "[REDACTED]" in json.dumps(llm.requests[2].body)  # Grep's matching lines
+    saved = [p for p in _data_files() if p.parent.name == "tool-output"]
+    assert saved, "the long Bash output was saved"
+    assert b"deploy key: [REDACTED]" in b"".join(p.read_bytes() for p in saved)
+    stored = _stored_bytes()
+    assert b"look at the notes" in stored  # the session was stored
+    assert KEY.encode() not in stored and ENV_VALUE.encode() not in stored
+    assert KEY not in proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("output_format", ["text", "json"])
-def test_summaries_are_redacted_before_they_are_cut(project: Path, llm: FakeLLM, output_format: str) -> None:
-    write_config(project, llm)
-    command = key_at(69)  # the summary keeps 79 characters: 10 of the key
-    assert command.index("sk-proj") == 69
-    llm.script(Reply(calls=[Call("Bash", {"command": command})]), Reply(text="done"))
-    proc = etcode("run", "--format", output_format, "set it", cwd=project)
+async def test_the_python_api_gets_the_redacted_output(tmp_path: Path, llm: FakeLLM) -> None:
+    """An ``Agent`` learns its own key: a tool result event and the next request hold
+    ``[REDACTED]`` (the API prints nothing, so nothing else would redact it)."""
+    from etcode import Agent
+    from etcode.session import events as ev
+
+    (tmp_path / "notes.txt").write_text(f"key={KEY}\n", encoding="utf-8")
+    llm.script(Reply(calls=[Call("ReadFile", {"file_path": "notes.txt"})]), Reply(text="done"))
+    agent = Agent("p/m", base_url=llm.openai_base_url, api_key=KEY, directory=tmp_path)
+    events = [e async for e in agent.stream("read")]
+    await agent.aclose()
+    results = [e for e in events if isinstance(e, ev.ToolResultEvent)]
+    assert results and "key=[REDACTED]" in results[0].output and KEY not in results[0].output
+    assert KEY not in json.dumps(llm.requests[1].body)
+
+
+def test_shapes_are_not_redacted_from_tool_output(project: Path, llm: FakeLLM) -> None:
+    """Only known values: a key-shaped string nobody configured (a test fixture) stays."""
+    write_config(project, llm, api_key=KEY)
+    fake = "sk-fixture-000000000000000000000000"
+    (project / "fixture.py").write_text(f"FAKE = '{fake}'\n", encoding="utf-8")
+    llm.script(Reply(calls=[Call("ReadFile", {"file_path": "fixture.py"})]), Reply(text="done"))
+    proc = etcode("run", "read", cwd=project)
     assert proc.returncode == 0, proc.stderr
-    shown = proc.stdout + proc.stderr
-    assert "sk-proj-" not in shown, shown  # not even the first characters of the key
-    if output_format == "json":
-        assert result_line(proc)["type"] == "result"
+    assert fake in json.dumps(llm.requests[1].body)
 
 
-def test_sessions_show_cuts_after_redacting(project: Path, llm: FakeLLM) -> None:
-    write_config(project, llm)
-    llm.script(
-        Reply(
-            calls=[
-                Call("Bash", {"command": key_at(50)}),  # the call line keeps 59 characters
-                Call("Bash", {"command": f"echo {'b' * 89} {SHAPED}"}),  # the result line keeps 99
-            ]
-        ),
-        Reply(text="done"),
-    )
-    assert etcode("run", "go", cwd=project).returncode == 0
-    listing = etcode("sessions", "list", "--json", cwd=project)
-    session_id = json.loads(listing.stdout)[0]["id"]
-    shown = etcode("sessions", "show", session_id, cwd=project)
-    assert shown.returncode == 0, shown.stderr
-    assert "● Bash" in shown.stdout and "sk-proj-" not in shown.stdout
+def test_a_key_cut_by_truncation_leaves_no_prefix() -> None:
+    """The cut falls inside the key: redacted first, so not even its start is kept."""
+    register_secrets(KEY)
+    text = "a" * (MAX_BYTES - 620) + KEY + "b" * 30_000  # one long line: cut by bytes
+    cut = truncate_output(text)
+    assert cut.truncated and cut.path is not None
+    assert "sk-proj-Zq" not in cut.text and KEY[8:14] not in cut.text
+    saved = Path(cut.path).read_text(encoding="utf-8")
+    assert KEY not in saved and REDACTED in saved
 
 
-def test_transcripts_are_private(project: Path, llm: FakeLLM, isolated_env: Path) -> None:
-    os.umask(0o022)
-    write_config(project, llm)
-    (project / "big.txt").write_text("line\n" * 5000, encoding="utf-8")
-    llm.script(Reply(calls=[Call("Bash", {"command": "cat big.txt"})]), Reply(text="done"))
-    proc = etcode("run", "read it", cwd=project)
-    assert proc.returncode == 0, proc.stderr
-    data = isolated_env / ".local" / "share" / "etcode"
-    assert stat.S_IMODE(data.stat().st_mode) == 0o700
-    files = list(data.glob("etcode.db*"))
-    assert {p.name for p in files} >= {"etcode.db"}
-    for path in files:
-        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
-    outputs = data / "tool-output"
-    assert stat.S_IMODE(outputs.stat().st_mode) == 0o700
-    saved = list(outputs.glob("*.txt"))
-    assert saved and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in saved)
+def test_a_large_output_saved_in_the_background_is_redacted() -> None:
+    """ReadManyFiles' pieces: the head is redacted at once, the rest as it is written."""
+    register_secrets(KEY)
+    parts = [f"=== File: f{i}.txt ===\n" + ("line\n" * 30_000) + f"token {KEY}\n" for i in range(10)]
+    cut = truncate_parts(parts, line_count=300_020)
+    assert cut.truncated and cut.path is not None
+    wait_saved(cut.path)
+    saved = Path(cut.path).read_text(encoding="utf-8")
+    assert saved.count(f"token {REDACTED}") == 10 and KEY not in saved
 
 
-def test_existing_loose_modes_are_tightened(isolated_env: Path) -> None:
-    from etcode.session.store import SessionStore, default_path
+def test_short_or_path_like_values_are_never_redacted() -> None:
+    """The minimum-length rule: a short secret-named value would blank ordinary words."""
+    from etcode.util.redact import Redactor
 
-    path = default_path()
-    path.parent.mkdir(parents=True)
-    os.chmod(path.parent, 0o755)
-    sqlite3.connect(path).close()
-    os.chmod(path, 0o644)
-    SessionStore.open().close()
-    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    redactor = Redactor(["abc", "/usr/local/bin"])
+    assert redactor.redact_known("abc /usr/local/bin") == "abc /usr/local/bin"
 
 
-def test_a_user_chosen_folder_is_not_chmodded(tmp_path: Path) -> None:
-    from etcode.session.store import SessionStore
+def _ctx(root: Path) -> ToolContext:
+    return ToolContext(session_id="s", call_id="c", directory=root, worktree=root)
 
-    folder = tmp_path / "shared"
-    folder.mkdir()
-    os.chmod(folder, 0o755)
-    SessionStore.open(folder / "mine.db").close()
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o755  # the user's folder stays as it was
-    assert stat.S_IMODE((folder / "mine.db").stat().st_mode) == 0o600
+
+async def test_writing_redacted_text_back_over_a_key_is_refused(tmp_path: Path) -> None:
+    """The model saw ``[REDACTED]``; copying it back would destroy the real key."""
+    register_secrets(KEY)
+    target = tmp_path / "settings.env.py"
+    original = f"API_KEY = '{KEY}'\nDEBUG = True\n"
+    target.write_text(original, encoding="utf-8")
+    write = WriteFileTool()
+    with pytest.raises(ToolError, match=r"\[REDACTED\]"):
+        content = f"API_KEY = '{REDACTED}'\nDEBUG = False\n"
+        await write.run(write.parse({"file_path": str(target), "content": content}), _ctx(tmp_path))
+    edit = EditTool()
+    with pytest.raises(ToolError, match=r"\[REDACTED\]"):
+        args = {
+            "file_path": str(target),
+            "old_string": f"API_KEY = '{KEY}'\nDEBUG = True",
+            "new_string": f"API_KEY = '{REDACTED}'\nDEBUG = False",
+        }
+        await edit.run(edit.parse(args), _ctx(tmp_path))
+    assert target.read_text(encoding="utf-8") == original
+    # Editing around the key is fine.
+    args = {"file_path": str(target), "old_string": "DEBUG = True", "new_string": "DEBUG = False"}
+    await edit.run(edit.parse(args), _ctx(tmp_path))
+    assert target.read_text(encoding="utf-8") == f"API_KEY = '{KEY}'\nDEBUG = False\n"

@@ -92,17 +92,19 @@ def print_session_table(items: list[SessionInfo]) -> None:
     table.add_column("Updated", no_wrap=True)
     table.add_column("Messages", justify="right", no_wrap=True)
     table.add_column("Cost", justify="right", no_wrap=True)
-    for item in items:
-        table.add_row(item.id, item.title, _when(item.updated), str(item.message_count), _money(item.cost))
+    from etcode.util.redact import redact
+
+    for item in items:  # the title redacted before the table cuts it
+        table.add_row(
+            item.id, redact(item.title), _when(item.updated), str(item.message_count), _money(item.cost)
+        )
     _console().print(table)
 
 
 def _one_line(text: str, width: int = 100) -> str:
-    """One line of ``text`` cut to ``width`` — redacted before the cut, so that no key
-    is left half-shown where the cut made it unrecognisable."""
     from etcode.util.redact import redact
 
-    line = " ".join(redact(text).strip().split())
+    line = " ".join(redact(text).strip().split())  # redacted before the cut
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
@@ -166,13 +168,11 @@ def transcript_lines(info: SessionInfo, messages: list[StoredMessage]) -> list[s
 
 
 def print_transcript(info: SessionInfo, messages: list[StoredMessage]) -> None:
-    from etcode.util.redact import redact_export, register_config
+    from etcode.util.redact import redact, register_config
 
-    config = session_config(info)
-    if config is not None:
-        register_config(config)  # before the lines are cut to width
+    register_config(session_config(info))  # before the lines are cut to one line each
     text = "\n".join(transcript_lines(info, messages)).rstrip() + "\n"
-    sys.stdout.write(redact_export(text, config))
+    sys.stdout.write(redact(text))
 
 
 def print_undo(paths: list[str]) -> None:

@@ -63,6 +63,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule("read", "*.env", "ask"),
     Rule("read", "*.env.*", "ask"),
     Rule("read", "*.envrc", "ask"),
+    Rule("read", "*.envrc.*", "ask"),
     Rule("read", "*.env.example", "allow"),
     Rule("read", "*.env.sample", "allow"),
     Rule("read", "*.env.template", "allow"),

@@ -119,7 +119,7 @@ class Runtime:
         agent_name = agent.agent_name or _attr(config, "default_agent") or "build"
         agent_info = _agent_info(agent_name, config, instance)
         spec = _resolve_spec(agent, config, agent_info)
-        _register_secrets(config, spec)
+        _learn_secrets(config, spec)
         retry = agent.retry or _retry_config(config)
         owns_provider = agent.provider is None
         if agent.provider is not None:
@@ -162,6 +162,15 @@ class Runtime:
         )
         _add_task_tool(agent, runtime)
         return runtime
+
+
+def _learn_secrets(config: Any, spec: ProviderSpec) -> None:
+    """Teach the redactor the keys in play (config and the resolved provider key): tool
+    output holding one is redacted before the model or the session store sees it."""
+    from etcode.util.redact import register_config, register_secrets
+
+    register_config(config)
+    register_secrets(getattr(spec, "api_key", None))
 
 
 def _attr(obj: Any, name: str, default: Any = None) -> Any:
@@ -216,16 +225,6 @@ def _shell_env(config: Any, spec: ProviderSpec) -> Any:
     from etcode.util.redact import secrets_from_config
 
     return ShellEnvPolicy.from_config(config, {spec.api_key, *secrets_from_config(config)})
-
-
-def _register_secrets(config: Any, spec: ProviderSpec) -> None:
-    """Teach the redactor this session's keys: tool output that holds one is redacted
-    before the model or the session store gets it (``truncate_for_model``)."""
-    from etcode.util.redact import register_config, register_secrets
-
-    register_secrets(spec.api_key)
-    if config is not None:
-        register_config(config)
 
 
 def _instance_for(directory: Path | None) -> InstanceInfo:

@@ -16,7 +16,7 @@ from pathlib import Path
 from etcode.provider.types import Message
 from etcode.session.compaction import NOTE_HEADER
 from etcode.session.store import SessionStore, Snapshot
-from etcode.util.fs import atomic_write_bytes
+from etcode.util.fs import atomic_write_bytes, real_path
 
 log = logging.getLogger("etcode.snapshots")
 
@@ -81,7 +81,10 @@ class FileSnapshots:
         self._undone: set[int] = set()
 
     async def before_write(self, path: Path) -> None:
-        """Keep ``path``'s content as it is before this turn's first change to it."""
+        """Keep ``path``'s content as it is before this turn's first change to it. A file
+        is kept under its real path (symlinks resolved): changed by two names in one turn,
+        it still has one before-image, and undo writes it back through any link."""
+        path = real_path(path)
         key = (self.turn, str(path))
         if key in self._seen:
             return

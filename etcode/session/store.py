@@ -30,7 +30,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from etcode.provider.types import Message, Usage
 from etcode.util.errors import EtcodeError
-from etcode.util.fs import make_private_dir, make_private_file
+from etcode.util.private import private_dir, private_file, tighten
 
 DB_NAME = "etcode.db"
 SCHEMA_VERSION = 1
@@ -228,13 +228,17 @@ class SessionStore:
     def open(cls, path: Path | None = None) -> SessionStore:
         """Open (creating and migrating when needed) the store at ``path``
         (default ``$XDG_DATA_HOME/etcode/etcode.db``)."""
+        default = path is None
         path = Path(path) if path is not None else default_path()
         try:
-            if str(path) != ":memory:":  # whole transcripts: 0700 folder, 0600 files
-                make_private_dir(path.parent, tighten=path.parent == default_path().parent)
-                make_private_file(path)  # SQLite gives its -wal and -shm files the same mode
+            # The database holds whole transcripts: etcode's folder 0700, the files 0600
+            # (SQLite gives -wal/-shm the database's mode); looser ones are tightened.
+            private_dir(path.parent, tighten_existing=default)
+            private_file(path)
         except OSError as err:
             raise StoreError(f"cannot create {path}: {err.strerror or err}") from None
+        for suffix in ("-wal", "-shm", "-journal"):
+            tighten(f"{path}{suffix}")
         try:
             conn = sqlite3.connect(path, timeout=10, check_same_thread=False, isolation_level=None)
         except sqlite3.Error as err:

@@ -173,6 +173,10 @@ class Tool:
 
 
 def _one_line(text: str, width: int = 80) -> str:
+    """The first line of ``text`` cut to ``width``, secrets redacted before the cut."""
+    from etcode.util.redact import redact
+
+    text = redact(text)
     first = text.strip().splitlines()[0] if text.strip() else ""
     return first if len(first) <= width else first[: width - 1] + "…"
 

@@ -19,8 +19,15 @@ from etcode.tools.edit_match import (
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.snapshot import before_write
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
-from etcode.util.fs import BOM, atomic_write_bytes, is_binary_file, suggest_names
+from etcode.util.fs import BOM, atomic_write_bytes, is_binary_file, suggest_names, write_target
+from etcode.util.redact import replaces_secret
 
+#: Tool output shows configured keys as [REDACTED]; copying that back would destroy them.
+SECRET_OVERWRITE = (
+    "Not changed: this would write the literal text [REDACTED] where {shown} holds a configured "
+    "secret (tool output shows secrets as [REDACTED]; the file has the real value). Leave the "
+    "lines with [REDACTED] out of old_string and new_string, or ask the user to change them."
+)
 SNIPPET_CONTEXT = 3
 SNIPPET_MAX_LINES = 40
 
@@ -90,6 +97,10 @@ class EditTool(Tool):
         shown = display_path(ctx, path)
         if path.is_dir():
             raise ToolError(f"{shown} is a directory; give a file path.")
+        try:
+            write_target(path)  # a symlink is written through to its target
+        except OSError as err:
+            raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
         if params.old_string == "":
             return await self._create(path, shown, params.new_string, ctx)
         if not path.exists():
@@ -98,6 +109,13 @@ class EditTool(Tool):
             raise ToolError(
                 f"File not found: {shown}.{hint} To create a file, use an empty old_string or WriteFile."
             )
+        if not path.is_file():  # reading a device/FIFO would never end
+            raise ToolError(f"{shown} is not a regular file (a device, FIFO or socket); not edited.")
+        # The result quotes the file (the changed region, or the closest one when nothing
+        # matches): a file the read rules do not allow is asked (or refused) first.
+        names = rule_patterns(ctx, path)
+        if any(ctx.decide_permission("read", name, None) != "allow" for name in names):
+            await ctx.check_permission("read", names, {"tool": self.name, "path": str(path)})
         if await asyncio.to_thread(is_binary_file, path):
             raise ToolError(f"Cannot edit binary file: {shown}")
         raw = await asyncio.to_thread(path.read_bytes)
@@ -124,6 +142,8 @@ class EditTool(Tool):
         if updated == work:
             raise ToolError(f"Edit of {shown} changed nothing (new content is identical).")
         final = updated.replace("\n", "\r\n") if crlf else updated
+        if replaces_secret(body, final):
+            raise ToolError(SECRET_OVERWRITE.format(shown=shown))
         shown_body, shown_final = (_printable(body), _printable(final)) if lossy else (body, final)
         diff = unified_diff(shown, shown_body, shown_final)
         await ctx.check_permission(

@@ -53,7 +53,7 @@ class GlobTool(Tool):
         "one folder (`*.py` is top-level only), `**` crosses folders (`**/*.py` finds them "
         "everywhere), `{ts,tsx}` gives alternatives, `[abc]` a character class.\n"
         "- .gitignore'd files and folders such as .git and node_modules are skipped; hidden files "
-        "are included, except .env files unless the pattern names them (`**/.env*`).\n"
+        "are included, except .env/.envrc files unless the pattern names them (`**/.env*`).\n"
         f"- At most {MAX_RESULTS} paths are returned; a note says when there are more, so narrow "
         "the pattern or path.\n"
         "- Use it to locate files by name; use Grep to search file contents."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from etcode.tools import ripgrep
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.glob_tool import newest_first
-from etcode.tools.paths import display_path, permission_pattern, resolve_for
+from etcode.tools.paths import display_path, permission_pattern, resolve_for, rule_patterns
 from etcode.tools.summary import plural
 from etcode.tools.truncate import truncate_output
 from etcode.util.fs import is_binary_file
@@ -103,9 +104,9 @@ def _search_python(base: Path, target: Path, root: Path, params: GrepParams) -> 
         raise ToolError(f"Invalid regex {params.pattern!r}: {err}") from None
     if target.is_file():
         candidates = [target]
-    else:
+    else:  # symlinks are not followed (nor searched), as with ripgrep
         matcher = IgnoreMatcher(root, default_excludes=SEARCH_EXCLUDES)
-        candidates = list(matcher.walk(target))
+        candidates = [Path(e.path) for e in matcher.iter_entries(target) if not e.is_symlink()]
     hits: dict[Path, _FileHits] = {}
     for path in candidates:
         if path != target and is_secret_file(path.name):
@@ -128,20 +129,60 @@ def _search_python(base: Path, target: Path, root: Path, params: GrepParams) -> 
     return hits
 
 
+@dataclass
+class _LeftOut:
+    """Files with matches that the ``read`` rules deny, or would ask about."""
+
+    denied: int = 0
+    asked: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.denied + self.asked
+
+    def note(self) -> str:
+        parts = [f"{self.denied} denied"] if self.denied else []
+        if self.asked:
+            parts.append(f"{self.asked} {'needs' if self.asked == 1 else 'need'} approval")
+        text = (
+            f"({plural(self.total, 'file')} with matches {'is' if self.total == 1 else 'are'} left out: "
+            f"the read permission rules do not allow searching {'it' if self.total == 1 else 'them'} "
+            f"({', '.join(parts)})."
+        )
+        if self.asked:
+            text += " ReadFile asks the user to read a file that needs approval."
+        return text + ")"
+
+
 def _readable(
     ctx: ToolContext, target: Path, hits: dict[Path, _FileHits], tool: str
-) -> tuple[dict[Path, _FileHits], int]:
-    """The hits in files the ``read`` rules allow, and how many files were left out (a
-    file that asks or is denied is not searched through a folder: its content would reach
-    the model without the question)."""
-    if target.is_file():
-        return hits, 0  # checked (asked) before the search
-    kept = {
-        path: item
-        for path, item in hits.items()
-        if ctx.decide_permission("read", permission_pattern(ctx, path), tool) == "allow"
-    }
-    return kept, len(hits) - len(kept)
+) -> tuple[dict[Path, _FileHits], _LeftOut]:
+    """The hits in files whose ``read`` rules say ``allow`` (under both the name searched
+    and the resolved path), and what was left out. A search never asks: a file that would
+    ask, or is denied, is dropped — its matching lines (or its name, which says that it
+    matched) would reach the model without the question."""
+    left_out = _LeftOut()
+    if not hits:
+        return hits, left_out
+    prefixes = [p + "/" if p != "." else "" for p in rule_patterns(ctx, target)]
+    below = os.path.join(os.fspath(target), "")
+    cut = len(below)
+    decide = ctx.decide_permission
+    kept: dict[Path, _FileHits] = {}
+    for path, item in hits.items():
+        text = os.fspath(path)
+        if text.startswith(below):
+            rel = text[cut:].replace(os.sep, "/") if os.sep != "/" else text[cut:]
+            verdicts = {decide("read", prefix + rel, tool) for prefix in prefixes}
+        else:  # not below the target as named: judge it by its own names
+            verdicts = {decide("read", pattern, tool) for pattern in rule_patterns(ctx, path)}
+        if verdicts == {"allow"}:
+            kept[path] = item
+        elif "deny" in verdicts:
+            left_out.denied += 1
+        else:
+            left_out.asked += 1
+    return kept, left_out
 
 
 class GrepTool(Tool):
@@ -154,7 +195,8 @@ class GrepTool(Tool):
         '- `output_mode`: "content" (default) lists `path`, then `line: text` for each match; '
         '"files" lists only matching paths; "count" gives matching lines per file.\n'
         "- .gitignore'd files, .git, node_modules and binary files are skipped; hidden files are "
-        "searched, except .env files unless given as `path`.\n"
+        "searched, except .env/.envrc files unless given as `path`. Files the read permission "
+        "rules do not allow are left out (a note says how many).\n"
         f"- Results are capped ({MAX_MATCHES} matching lines / {MAX_FILES} files) with a note; narrow "
         "the pattern, path or include when you see it. Escape regex metacharacters to search "
         r"for literal text (e.g. `foo\(`)."
@@ -170,12 +212,10 @@ class GrepTool(Tool):
         await ctx.check_permission(
             "grep", [permission_pattern(ctx, target)], {"tool": self.name, "pattern": params.pattern}
         )
-        target_pattern = permission_pattern(ctx, target)
-        if target.is_file() and (
-            is_secret_file(target.name) or ctx.decide_permission("read", target_pattern, self.name) != "allow"
-        ):
-            # Searching one file reads it: ask (or refuse) as ReadFile would (.env asks by default).
-            await ctx.check_permission("read", [target_pattern], {"tool": self.name, "path": str(target)})
+        if target.is_file():  # searching one file reads it: asked (or refused) as ReadFile would
+            await ctx.check_permission(
+                "read", rule_patterns(ctx, target), {"tool": self.name, "path": str(target)}
+            )
         base = target if target.is_dir() else target.parent
         if ripgrep.rg_path() is not None:
             try:
@@ -185,17 +225,17 @@ class GrepTool(Tool):
         else:
             hits = await asyncio.to_thread(_search_python, base, target, ctx.worktree, params)
         absolute = {(p if p.is_absolute() else base / p): h for p, h in hits.items()}
-        absolute, hidden = _readable(ctx, target, absolute, self.name)
+        if target.is_dir():
+            absolute, left_out = _readable(ctx, target, absolute, self.name)
+        else:
+            left_out = _LeftOut()
         order = await asyncio.to_thread(newest_first, list(absolute))
         total_lines = sum(item.count or len(item.lines) for item in absolute.values())
         output, shown = self._format(ctx, order, absolute, params.output_mode)
         if not order:
             output = f"No matches found for {params.pattern}"
-        if hidden:
-            output += (
-                f"\n\n({plural(hidden, 'more file')} matched but {'is' if hidden == 1 else 'are'} not shown: "
-                "the read permission rules do not allow searching them; ReadFile asks for one.)"
-            )
+        if left_out.total:
+            output += "\n\n" + left_out.note()
         cut = truncate_output(output)
         data: dict[str, Any] = {
             "mode": params.output_mode,
@@ -203,8 +243,8 @@ class GrepTool(Tool):
             "matches": total_lines,
             "truncated": shown < (len(order) if params.output_mode != "content" else total_lines),
         }
-        if hidden:
-            data["hidden"] = hidden
+        if left_out.total:
+            data["hidden"] = left_out.total
         if cut.path:
             data["outputPath"] = cut.path
         return ToolResult(cut.text, data=data)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from etcode.tools.base import ToolContext
-from etcode.util.fs import is_within, real_path
+from etcode.util.fs import real_path
 
 
 def display_path(ctx: ToolContext, path: Path) -> str:
@@ -25,18 +25,6 @@ def display_path(ctx: ToolContext, path: Path) -> str:
     return path.as_posix()
 
 
-def rule_patterns(ctx: ToolContext, path: Path) -> list[str]:
-    """The patterns a rule must allow for ``path``: as named (worktree-relative inside) and
-    with symlinks resolved — a link to a denied file, and a denied link, are both refused."""
-    named = Path(os.path.normpath(path))
-    try:
-        found = [named.relative_to(ctx.worktree).as_posix() or "."]
-    except ValueError:
-        found = [named.as_posix()]
-    found.append(permission_pattern(ctx, path))
-    return list(dict.fromkeys(found))
-
-
 def permission_pattern(ctx: ToolContext, path: Path) -> str:
     """The pattern a permission rule sees for ``path``: worktree-relative inside, absolute outside."""
     resolved = real_path(path)
@@ -46,16 +34,56 @@ def permission_pattern(ctx: ToolContext, path: Path) -> str:
         return resolved.as_posix()
 
 
+def named_path(path: Path) -> Path:
+    """The directory entry ``path`` names, absolute: for a symlink the link itself (its
+    folder resolved, its own name kept), for anything else the resolved path."""
+    normal = Path(os.path.normpath(path))
+    if normal.name in ("", "..") or not os.path.islink(normal):
+        return real_path(normal)
+    return real_path(normal.parent) / normal.name
+
+
+def _names(ctx: ToolContext, path: Path) -> list[Path]:
+    """``path`` as named and resolved (one entry when they agree). The worktree itself,
+    even when reached through a link, is only its resolved self."""
+    real = real_path(path)
+    named = named_path(path)
+    return [real] if named == real or real == real_path(ctx.worktree) else [named, real]
+
+
+def rule_patterns(ctx: ToolContext, path: Path) -> list[str]:
+    """The patterns a rule must allow for ``path``: the name it was given (the link, when
+    it is a symlink) and the file it leads to. A rule on either name holds: a link named
+    ``CLAUDE.md`` to ``AGENTS.md`` is refused by ``{"CLAUDE.md": "deny"}`` and by
+    ``{"AGENTS.md": "deny"}``, and ``.env`` linking to ``config/prod`` still asks."""
+    root = real_path(ctx.worktree)
+    found = []
+    for candidate in _names(ctx, path):
+        try:
+            found.append(candidate.relative_to(root).as_posix() or ".")
+        except ValueError:
+            found.append(candidate.as_posix())
+    return found
+
+
 async def check_external(ctx: ToolContext, path: Path, tool: str, action: str) -> None:
-    """Ask ``external_directory`` when ``path`` (symlinks resolved) is outside the worktree."""
-    if is_within(path, ctx.worktree):
+    """Ask ``external_directory`` when ``path`` is outside the worktree — the name as given
+    (a symlink's own place) or the file it leads to (symlinks resolved)."""
+    root = real_path(ctx.worktree)
+    outside = [p.as_posix() for p in reversed(_names(ctx, path)) if not _inside(p, root)]
+    if not outside:
         return
-    resolved = real_path(path)
     await ctx.check_permission(
         "external_directory",
-        [resolved.as_posix()],
-        {"tool": tool, "action": action, "path": str(resolved)},
+        outside,
+        {"tool": tool, "action": action, "path": outside[0]},
     )
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """``path`` (absolute, normalized) is ``root`` or below it, by its text: a link
+    inside the worktree is inside, wherever it points."""
+    return path == root or path.is_relative_to(root)
 
 
 async def resolve_for(ctx: ToolContext, raw: str, tool: str, action: str = "read") -> Path:

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
-from etcode.tools.paths import display_path, permission_pattern, resolve_for
+from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.summary import plural
 from etcode.tools.truncate import is_pending, wait_saved
 from etcode.util.fs import BOM, is_binary_file, suggest_names
@@ -98,9 +98,7 @@ class ReadFileTool(Tool):
             raise ToolError(f"File not found: {shown}.{hint}")
         if path.is_dir():
             raise ToolError(f"{shown} is a directory, not a file; use ListFiles to see its contents.")
-        await ctx.check_permission(
-            "read", [permission_pattern(ctx, path)], {"tool": self.name, "path": str(path)}
-        )
+        await ctx.check_permission("read", rule_patterns(ctx, path), {"tool": self.name, "path": str(path)})
         if await asyncio.to_thread(is_binary_file, path):
             raise ToolError(f"Cannot read binary file: {shown}")
         if is_pending(path):  # a saved tool output still being written

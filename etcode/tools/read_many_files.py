@@ -17,7 +17,7 @@ import pathspec
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
-from etcode.tools.paths import check_external, display_path, permission_pattern
+from etcode.tools.paths import check_external, display_path, permission_pattern, rule_patterns
 from etcode.tools.summary import plural
 from etcode.tools.truncate import truncate_parts
 from etcode.util.fs import BINARY_EXTENSIONS, BOM, expand_user, format_size, looks_binary, real_path
@@ -59,7 +59,7 @@ class ReadManyFilesParams(BaseModel):
     )
     use_default_excludes: bool = Field(
         default=True,
-        description="Skip .git, node_modules, build output, lock files, binaries, .env (default true).",
+        description="Skip .git, node_modules, build output, lock files, binaries, .env/.envrc (default true).",
     )
 
 
@@ -71,6 +71,7 @@ class _Read:
     shown: str
     explicit: bool
     pattern: str | None = None  # the permission pattern, when already known
+    alias: str | None = None  # a symlink's own name as a pattern (rules hold on both names)
     content: str = ""
     size: int = 0
     lines: int = 0
@@ -279,7 +280,7 @@ class ReadManyFilesTool(Tool):
         "`**` crosses folders, `{a,b}` gives alternatives. A folder name reads the folder recursively.\n"
         "- `include` adds patterns; `exclude` removes matches (gitignore syntax, always wins).\n"
         "- By default .git, node_modules, __pycache__, virtualenvs, dist/build, lock files, "
-        "binary formats and .env files are skipped, and .gitignore is respected; set "
+        "binary formats and .env/.envrc files are skipped, and .gitignore is respected; set "
         "`use_default_excludes` to false to include the defaults.\n"
         f"- Binary files are skipped; files over {MAX_LINES} lines (or with very long lines) are "
         "truncated with a visible marker (use ReadFile with offset for the rest); files over "
@@ -299,9 +300,10 @@ class ReadManyFilesTool(Tool):
         cwd_s = os.path.normpath(str(cwd))
         roots = _worktree_prefixes(ctx.worktree)
 
-        def add(path: str, shown: str, key: str, explicit: bool, checked: str | None = None) -> None:
+        def add(path: str, shown: str, key: str, explicit: bool) -> None:
             if key not in chosen:
-                chosen[key] = _Read(path=path, shown=shown, explicit=explicit, pattern=checked)
+                names = rule_patterns(ctx, Path(path))
+                chosen[key] = _Read(path, shown, explicit, names[-1], names[0] if len(names) > 1 else None)
             elif explicit:
                 chosen[key].explicit = True
 
@@ -320,7 +322,7 @@ class ReadManyFilesTool(Tool):
                 if exclude and exclude.match_file(_rel(target, cwd)):
                     continue
                 real = os.path.realpath(target)
-                add(str(target), display_path(ctx, target), real, True, permission_pattern(ctx, target))
+                add(str(target), display_path(ctx, target), real, True)
             elif target.is_dir():
                 patterns.append(_rel(target, cwd).rstrip("/") + "/**" if target != cwd else "**")
             elif has_glob(entry):
@@ -356,7 +358,7 @@ class ReadManyFilesTool(Tool):
                 except PermissionDenied as err:
                     errors.append({"path": rel, "error": str(err)})
                     continue
-                add(path, rel, os.path.realpath(path), False, permission_pattern(ctx, link))
+                add(path, rel, os.path.realpath(path), False)
 
         items = sorted(chosen.values(), key=attrgetter("shown"))
         allowed, refused = await self._permitted(ctx, items)
@@ -406,26 +408,31 @@ class ReadManyFilesTool(Tool):
         rule denies some file are the files checked one by one, to name each refusal."""
         if not items:
             return [], []
-        patterns = [item.pattern or permission_pattern(ctx, Path(item.path)) for item in items]
+        names = [
+            [item.pattern or permission_pattern(ctx, Path(item.path)), *([item.alias] if item.alias else [])]
+            for item in items
+        ]
         try:
-            await ctx.check_permission("read", list(dict.fromkeys(patterns)), {"tool": self.name})
+            every = list(dict.fromkeys(pattern for group in names for pattern in group))
+            await ctx.check_permission("read", every, {"tool": self.name})
             return items, []
         except PermissionDenied as err:
             if err.asked:  # the user refused these; the rest were allowed
                 refused = set(err.patterns)
-                return (
-                    [item for item, pattern in zip(items, patterns, strict=True) if pattern not in refused],
-                    [
-                        {"path": item.shown, "error": str(err)}
-                        for item, pattern in zip(items, patterns, strict=True)
-                        if pattern in refused
-                    ],
-                )
-        allowed: list[_Read] = []
-        errors: list[dict[str, str]] = []
-        for item, pattern in zip(items, patterns, strict=True):
+                allowed = [
+                    item for item, group in zip(items, names, strict=True) if refused.isdisjoint(group)
+                ]
+                errors = [
+                    {"path": item.shown, "error": str(err)}
+                    for item, group in zip(items, names, strict=True)
+                    if not refused.isdisjoint(group)
+                ]
+                return allowed, errors
+        allowed = []
+        errors = []
+        for item, group in zip(items, names, strict=True):
             try:
-                await ctx.check_permission("read", [pattern], {"tool": self.name, "path": item.path})
+                await ctx.check_permission("read", group, {"tool": self.name, "path": item.path})
             except PermissionDenied as err:
                 errors.append({"path": item.shown, "error": str(err)})
                 continue

@@ -18,7 +18,7 @@ from etcode.provider.types import ToolCallPart, ToolResultPart
 from etcode.session.events import ToolCallStart, ToolResultEvent
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.registry import ToolRegistry
-from etcode.util.redact import redact, redact_data
+from etcode.util.redact import redact, redact_known, redact_known_data
 
 log = logging.getLogger("etcode.scheduler")
 
@@ -148,8 +148,7 @@ class ToolScheduler:
 
         if started is not None:
             started.add(call.id)
-        # Redacted before the summary cuts it: a cut key no longer looks like one.
-        summary = _safe(lambda: tool.params_summary(redact_data(raw_args)), "")
+        summary = _safe(lambda: tool.params_summary(raw_args), "")
         self.emit(ToolCallStart(call.id, call.name, raw_args, summary))
         ctx = self.make_context(call)
         try:
@@ -168,7 +167,13 @@ class ToolScheduler:
     def _finish(
         self, tool: Tool, call: ToolCallPart, raw_args: dict[str, Any], result: ToolResult
     ) -> ToolResultPart:
-        output = result.output
+        # Every tool's output passes here: the known secret values (configured keys,
+        # secret-named environment variables) are replaced before the model, the session
+        # store or the saved full output (``output_filter``) get it.
+        output = redact_known(result.output)
+        data = redact_known_data(result.data) if result.data else result.data
+        if output is not result.output or data is not result.data:
+            result = ToolResult(output, result.is_error, data, result.summary)
         if self.output_filter is not None:
             output = self.output_filter(call.name, output)
         if self.on_call is not None:
@@ -176,7 +181,7 @@ class ToolScheduler:
             if note:
                 output = f"{output}\n\n{note}"
         summary = _safe(lambda: tool.result_summary(raw_args, result), "Error" if result.is_error else "Done")
-        self.emit(ToolResultEvent(call.id, call.name, result.is_error, summary, output, result.data))
+        self.emit(ToolResultEvent(call.id, call.name, result.is_error, summary, output, data))
         return ToolResultPart(call.id, call.name, output, is_error=result.is_error)
 
     def _early_error(
@@ -184,11 +189,12 @@ class ToolScheduler:
     ) -> ToolResultPart:
         """A call that never ran: still shown (head + error line) and answered."""
         self.emit(ToolCallStart(call.id, call.name, params or {}, ""))
-        self.emit(ToolResultEvent(call.id, call.name, True, _first_line(redact(message)), message))
+        self.emit(ToolResultEvent(call.id, call.name, True, _first_line(message), message))
         return ToolResultPart(call.id, call.name, message, is_error=True)
 
 
 def _first_line(text: str) -> str:
+    text = redact(text)  # before the cut
     line = text.strip().splitlines()[0] if text.strip() else "Error"
     return line if len(line) <= 100 else line[:99] + "…"
 

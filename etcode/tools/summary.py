@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 
 from etcode.util.fs import format_size
+from etcode.util.redact import redact
 
 __all__ = ["format_size", "plural", "count_lines", "unified_diff", "diff_stats", "shorten"]
 
@@ -43,8 +44,9 @@ def diff_stats(diff: str) -> tuple[int, int]:
 
 
 def shorten(text: str, width: int = 80) -> str:
-    """First line of ``text``, cut to ``width`` characters with an ellipsis."""
-    stripped = text.strip()
+    """First line of ``text``, cut to ``width`` characters with an ellipsis. Secrets are
+    redacted first: a key cut in half is no longer recognised, and its start would show."""
+    stripped = redact(text).strip()
     first = stripped.splitlines()[0] if stripped else ""
     if len(first) > width or (stripped and "\n" in stripped):
         return first[: width - 1].rstrip() + "…"

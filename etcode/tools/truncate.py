@@ -2,13 +2,16 @@
 
 Output over :data:`MAX_LINES` lines or :data:`MAX_BYTES` bytes is reduced to its head
 (or tail, for command output) plus a note that gives the path of a file holding the
-full text under ``$XDG_DATA_HOME/etcode/tool-output/`` (``~/.local/share`` fallback).
-Applying it twice is harmless: truncated text is already within the limits.
+full text under ``$XDG_DATA_HOME/etcode/tool-output/`` (``~/.local/share`` fallback), a
+folder only its owner can open (``0700``, files ``0600``).
+Applying it twice is harmless: truncated text is already within the limits. Known secret
+values are redacted before the cut, so neither the head nor the saved file holds one.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import time
 import uuid
@@ -17,7 +20,9 @@ from pathlib import Path
 from typing import Literal
 
 from etcode.tools.base import ToolResult
-from etcode.util.fs import format_size, make_private_dir, make_private_file
+from etcode.util.fs import format_size
+from etcode.util.private import private_dir, private_file, tighten
+from etcode.util.redact import redact_known
 
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
@@ -46,7 +51,8 @@ def output_dir() -> Path:
 
 
 def _cleanup(folder: Path) -> None:
-    """Remove saved outputs older than the retention period (once per process)."""
+    """Remove saved outputs older than the retention period, and make the others the
+    owner's alone if an older etcode left them readable (once per process)."""
     global _cleaned
     if _cleaned:
         return
@@ -55,8 +61,13 @@ def _cleanup(folder: Path) -> None:
     try:
         for entry in folder.iterdir():
             try:
-                if entry.is_file() and entry.stat().st_mtime < cutoff:
+                info = entry.stat()
+                if not stat.S_ISREG(info.st_mode):
+                    continue
+                if info.st_mtime < cutoff:
                     entry.unlink()
+                elif info.st_mode & 0o077:
+                    tighten(entry)
             except OSError:
                 continue
     except OSError:
@@ -68,16 +79,14 @@ def _cleanup(folder: Path) -> None:
 WRITE_CHUNK_BYTES = 4 * 1024 * 1024
 
 
-def _write(path: Path, text: str | list[str]) -> None:
-    from etcode.util.redact import redact_values
-
+def _write(path: Path, text: str | list[str], redact: bool = False) -> None:
     try:
         with open(path, "wb") as handle:
-            pieces = [redact_values(piece) for piece in ([text] if isinstance(text, str) else text)]
+            pieces = [text] if isinstance(text, str) else text
             batch: list[bytes] = []
             size = 0
             for piece in pieces:
-                encoded = piece.encode("utf-8")
+                encoded = (redact_known(piece) if redact else piece).encode("utf-8")
                 batch.append(encoded)
                 size += len(encoded)
                 if size >= WRITE_CHUNK_BYTES:
@@ -90,18 +99,23 @@ def _write(path: Path, text: str | list[str]) -> None:
             _pending.pop(str(path), None)
 
 
-def save_output(text: str | list[str], background: bool = False) -> Path:
+def save_output(text: str | list[str], background: bool = False, *, redact: bool = True) -> Path:
     """Write ``text`` (or its pieces, in order) to a new file in :func:`output_dir` and
-    return its path. With ``background`` the (large) write finishes in a thread;
-    :func:`wait_saved` waits for it (the file tools do before reading a path), and the
-    interpreter waits at exit."""
-    folder = make_private_dir(output_dir())  # whole outputs: for the user's eyes only
+    return its path, known secret values redacted (unless ``redact`` is False: the text
+    already is). With ``background`` the (large) write finishes in a thread, redaction
+    included; :func:`wait_saved` waits for it (the file tools do before reading a path),
+    and the interpreter waits at exit."""
+    folder = output_dir()
+    private_dir(folder.parent)  # etcode's data folder (the session database is there too)
+    private_dir(folder)
     _cleanup(folder)
-    path = make_private_file(folder / f"tool_{time.strftime('%Y%m%d_%H%M%S')}_{uuid.uuid4().hex[:8]}.txt")
+    path = private_file(folder / f"tool_{time.strftime('%Y%m%d_%H%M%S')}_{uuid.uuid4().hex[:8]}.txt")
     if not background:
-        _write(path, text)
+        _write(path, text, redact)
         return path
-    writer = threading.Thread(target=_write, args=(path, text), name="etcode-save-output", daemon=False)
+    writer = threading.Thread(
+        target=_write, args=(path, text, redact), name="etcode-save-output", daemon=False
+    )
     with _pending_lock:
         _pending[str(path)] = writer
     writer.start()
@@ -168,10 +182,10 @@ def _tail(text: str, lines: int, budget: int) -> str:
     return _fit_bytes(text[start + 1 :], budget, from_end=True)
 
 
-def _save_full(text: str | list[str], size: int) -> tuple[str | None, str]:
+def _save_full(text: str | list[str], size: int, redact: bool) -> tuple[str | None, str]:
     """Save the full output; its path (None when saving failed) and a sentence saying where."""
     try:
-        path = str(save_output(text, background=size >= BACKGROUND_SAVE_BYTES))
+        path = str(save_output(text, background=size >= BACKGROUND_SAVE_BYTES, redact=redact))
     except OSError as err:
         return None, f"The full output could not be saved ({err.strerror or err})."
     return (
@@ -199,11 +213,12 @@ def truncate_output(
     """Keep the head (or tail) of ``text`` within the limits, saving the full text.
     ``line_count`` (when the caller knows it, roughly) saves counting a huge text."""
     if not needs_truncation(text, max_lines, max_bytes):
-        return Truncated(text, False)
+        return Truncated(text, False)  # the scheduler redacts what it passes on
+    text = redact_known(text)  # before the cut (a key split by it would escape) and the save
     budget = max(max_bytes - _NOTE_RESERVE, max_bytes // 2)
     keep_lines = max(max_lines - 3, 1)
     body = _tail(text, keep_lines, budget) if direction == "tail" else _head(text, keep_lines, budget)
-    path, where = _save_full(text, len(text))
+    path, where = _save_full(text, len(text), redact=False)
     total = line_count if line_count is not None else text.count("\n") + 1
     note = _note(body, total, _byte_len(text), where)
     result = f"{note}\n\n{body}" if direction == "tail" else f"{body}\n\n{note}"
@@ -223,12 +238,12 @@ def truncate_parts(parts: list[str], *, line_count: int) -> Truncated:
     prefix: list[str] = []
     taken = 0
     for part in parts:
-        prefix.append(part)
+        prefix.append(redact_known(part))  # before the cut: a key split by it would escape
         taken += len(part)
         if taken > budget:
             break
     body = _head("".join(prefix), max(MAX_LINES - 3, 1), budget)
-    path, where = _save_full(list(parts), size)
+    path, where = _save_full(list(parts), size, redact=True)  # redacted piece by piece as saved
     total_bytes = size if all(map(str.isascii, parts)) else sum(map(_byte_len, parts))
     note = _note(body, line_count, total_bytes, where)
     return Truncated(f"{body}\n\n{note}", True, path)
@@ -240,13 +255,9 @@ TAIL_TOOLS = frozenset({"Bash"})
 
 def truncate_for_model(tool_name: str, output: str) -> str:
     """The scheduler's output filter: any tool's output cut to the limits (the tail for
-    Bash, the head otherwise), the full text saved, and the values of known secrets (the
-    config's keys, secret-named environment variables) replaced by ``[REDACTED]`` — the
-    model and the session never get them from a tool. Already-cut output passes unchanged."""
-    from etcode.util.redact import redact_values
-
+    Bash, the head otherwise), the full text saved. Already-cut output passes unchanged."""
     direction: Literal["head", "tail"] = "tail" if tool_name in TAIL_TOOLS else "head"
-    return truncate_output(redact_values(output), direction=direction).text
+    return truncate_output(output, direction=direction).text
 
 
 def truncate_result(result: ToolResult, direction: Literal["head", "tail"] = "head") -> ToolResult:

@@ -9,10 +9,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tools.edit import SECRET_OVERWRITE
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.snapshot import before_write
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
-from etcode.util.fs import atomic_write_bytes
+from etcode.util.fs import atomic_write_bytes, write_target
+from etcode.util.redact import replaces_secret
 
 
 class WriteFileParams(BaseModel):
@@ -58,12 +60,18 @@ class WriteFileTool(Tool):
         shown = display_path(ctx, path)
         if path.is_dir():
             raise ToolError(f"{shown} is a directory; give a file path.")
+        try:
+            write_target(path)  # a symlink is written through to its target
+        except OSError as err:
+            raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
         if path.exists() and not path.is_file():  # reading a device/FIFO would never end
             raise ToolError(f"{shown} is not a regular file (a device, FIFO or socket); not written.")
         try:
             old = await asyncio.to_thread(_read_existing, path)
         except OSError as err:
             raise ToolError(f"Cannot read {shown}: {err.strerror or err}") from None
+        if old and replaces_secret(old, params.content):
+            raise ToolError(SECRET_OVERWRITE.format(shown=shown))
         diff = unified_diff(shown, old or "", params.content)
         await ctx.check_permission(
             "edit",

@@ -97,33 +97,41 @@ def suggest_names(path: Path, limit: int = 3) -> list[Path]:
     return [folder / name for name in close]
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a crash never leaves a half-written file: to a
-    temp file in the same folder, then ``os.replace`` over it, keeping the old mode bits.
+def write_target(path: Path) -> Path:
+    """The file a write to ``path`` changes: ``path`` itself, or for a symlink (or a chain
+    of them) the file it leads to, which may not exist yet. A symlink loop raises ``ELOOP``."""
+    if not os.path.islink(path):
+        return path
+    target = real_path(path)
+    if os.path.islink(target):  # realpath stops inside a loop
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path))
+    return target
 
-    Links survive: a symlink is written through (its target gets the content, the link
-    stays a link), and a file with several hard links is rewritten in place, because a
-    rename would split it from its other names (see :func:`_write_in_place`)."""
-    target = real_path(path) if os.path.islink(path) else path
-    if target != path and os.path.islink(target):
-        raise OSError(errno.ELOOP, "Too many levels of symbolic links", str(path))
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a failure never leaves a half-written file.
+
+    The data goes to a temp file in the same folder, then ``os.replace`` puts it over the
+    file, keeping the old mode bits. A symlink is written through: its target gets the
+    data and the link stays. A file with several hard links is rewritten in place instead
+    (a rename would leave the other names with the old content): see :func:`_write_in_place`."""
+    target = write_target(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        info = target.stat()
-    except OSError:
+        info: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
         info = None
-    if info is not None and info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
+    if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
         _write_in_place(target, data)
         return
-    mode = info.st_mode & 0o7777 if info is not None else None
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        if info is not None:
+            os.chmod(tmp, info.st_mode & 0o7777)
         else:
             umask = os.umask(0)
             os.umask(umask)
@@ -136,22 +144,51 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def _write_in_place(path: Path, data: bytes) -> None:
-    """Rewrite a hard-linked file through its own inode. Not atomic, so the old bytes are
-    kept in memory and put back if the write fails (a full disk fails while growing the
-    file, and the old bytes fit where they were)."""
-    old = path.read_bytes()
-    with open(path, "r+b") as handle:
+    """Rewrite a hard-linked file through its own inode, so every name sees the change.
+
+    The trade-off: an in-place write is not atomic. What can fail is made to fail before
+    the first byte changes — the space the new content needs is reserved first
+    (``posix_fallocate``, so a full disk or a size limit refuses the write up front) — and
+    on any error while writing, the old bytes (kept in memory) are written back. Only a
+    crash of the machine or a kill in the middle can leave a mix; the session's undo copy,
+    taken before every write, still holds the old content then."""
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+    try:
+        old = _read_all(fd)
+        if len(data) > len(old) and hasattr(os, "posix_fallocate"):
+            try:
+                os.posix_fallocate(fd, 0, len(data))
+            except OSError as err:
+                if err.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    os.ftruncate(fd, len(old))  # fallocate may have grown it before failing
+                    raise
         try:
-            handle.write(data)
-            handle.truncate(len(data))
-            handle.flush()
-            os.fsync(handle.fileno())
+            _write_all(fd, data)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
         except BaseException:
-            handle.seek(0)
-            handle.write(old)
-            handle.truncate(len(old))
-            handle.flush()
+            with contextlib.suppress(OSError):
+                _write_all(fd, old)
+                os.ftruncate(fd, len(old))
+                os.fsync(fd)
             raise
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1024 * 1024):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``data`` written from offset 0 (``os.write`` may write less than asked)."""
+    view = memoryview(data)
+    offset = 0
+    while offset < len(view):
+        offset += os.pwrite(fd, view[offset:], offset)
 
 
 def detect_newline(text: str) -> str:
@@ -191,36 +228,3 @@ def is_within(path: Path, root: Path) -> bool:
         return True
     except ValueError:
         return False
-
-
-# ---- private files ---------------------------------------------------------------------
-
-#: Modes of what holds transcripts (the session database, saved tool output, history).
-PRIVATE_DIR_MODE = 0o700
-PRIVATE_FILE_MODE = 0o600
-
-
-def make_private_dir(folder: Path, tighten: bool = True) -> Path:
-    """Create ``folder`` (and missing parents) as ``0700`` — it holds transcripts, for its
-    owner's eyes only — and, with ``tighten``, take group/other access off an existing one
-    (only for etcode's own folders: never a folder the user chose)."""
-    existed = folder.is_dir()
-    folder.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
-    if tighten or not existed:
-        _tighten(folder, PRIVATE_DIR_MODE)
-    return folder
-
-
-def make_private_file(path: Path) -> Path:
-    """Create ``path`` if missing, as ``0600`` (tightening an existing file)."""
-    os.close(os.open(path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE_MODE))
-    _tighten(path, PRIVATE_FILE_MODE)
-    return path
-
-
-def _tighten(path: Path, mode: int) -> None:
-    """Remove group/other bits from a path we own (others' files are left alone)."""
-    with contextlib.suppress(OSError):
-        info = path.stat()
-        if info.st_uid == os.getuid() and info.st_mode & 0o077:
-            os.chmod(path, stat.S_IMODE(info.st_mode) & mode)

@@ -23,7 +23,7 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     # lock files
     "*.lock", "package-lock.json", "pnpm-lock.yaml", "npm-shrinkwrap.json",
     # secrets
-    ".env", ".env.*", ".envrc",
+    ".env", ".env.*", ".envrc", ".envrc.*",
     # binary and generated formats
     "*.pyc", "*.pyo", "*.class", "*.jar", "*.o", "*.a", "*.so", "*.dll", "*.dylib", "*.exe",
     "*.bin", "*.wasm", "*.zip", "*.tar", "*.gz", "*.tgz", "*.bz2", "*.xz", "*.7z", "*.rar",
@@ -40,19 +40,21 @@ SEARCH_EXCLUDES: tuple[str, ...] = (
 )  # fmt: skip
 
 #: Files holding secrets: skipped by ReadManyFiles, Glob and Grep unless named, and
-#: reading one asks (the ``read`` permission's default rules). ``.envrc`` is direnv's.
-SECRET_FILES: tuple[str, ...] = (".env", ".env.*", ".envrc")
+#: reading one asks (the ``read`` permission's default rules). ``.envrc`` is direnv's
+#: (``.envrc.local``/``.envrc.private`` are its common per-user companions).
+SECRET_FILES: tuple[str, ...] = (".env", ".env.*", ".envrc", ".envrc.*")
 
 _GLOB_CHARS = re.compile(r"[*?\[{]")
 
 
 def is_secret_file(name: str) -> bool:
-    """``.env``, ``.env.<anything>`` or ``.envrc`` (the file name only)."""
-    return name in (".env", ".envrc") or name.startswith(".env.")
+    """``.env``, ``.envrc``, or either followed by ``.<anything>`` (the file name only)."""
+    return name in (".env", ".envrc") or name.startswith((".env.", ".envrc."))
 
 
 def names_secret_file(pattern: str) -> bool:
-    """Whether a glob's last segment asks for ``.env`` files by name (``.env*``, ``**/.env.local``)."""
+    """Whether a glob's last segment asks for ``.env``/``.envrc`` files by name (``.env*``,
+    ``**/.env.local``, ``.envrc``)."""
     return pattern.strip().rstrip("/").rsplit("/", 1)[-1].startswith(".env")
 
 

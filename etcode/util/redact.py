@@ -19,6 +19,11 @@ environment; ``etcode run`` adds the loaded config with :func:`register_config`.
 
 Use :func:`redact` for text, :func:`redact_data` for JSON-like structures and
 :func:`redact_export` for a session export. :class:`RedactingFilter` does it for logging.
+
+Tool output is different: the model keeps working with it, so :func:`redact_known` replaces
+only the known secret *values* (never the shapes, which could blank legitimate text such as
+a test fixture's fake key) before the output is sent to the model, stored in the session or
+saved under ``tool-output/``.
 """
 
 from __future__ import annotations
@@ -44,8 +49,10 @@ __all__ = [
     "redact",
     "redact_data",
     "redact_export",
-    "redact_values",
+    "redact_known",
+    "redact_known_data",
     "register_config",
+    "replaces_secret",
     "register_secrets",
     "reset_redactor",
     "secrets_from_config",
@@ -144,18 +151,9 @@ class Redactor:
         self._secrets: set[str] = set()
         self._shapes = shapes
         self._pattern: re.Pattern[str] | None = None
+        self._known_pattern: re.Pattern[str] | None = None
         self._lock = threading.Lock()
-        self._values: tuple[set[str], Redactor] | None = None
         self.add(*secrets)
-
-    def values_only(self) -> Redactor:
-        """A redactor of this one's known secret values, without the shape guessing (kept
-        until more secrets are added)."""
-        cached = self._values
-        if cached is None or cached[0] is not self._secrets:
-            cached = (self._secrets, Redactor(self._secrets, shapes=False))
-            self._values = cached
-        return cached[1]
 
     @property
     def secrets(self) -> frozenset[str]:
@@ -168,6 +166,7 @@ class Redactor:
             with self._lock:
                 self._secrets = self._secrets | fresh  # a new set: readers may be iterating the old one
                 self._pattern = None
+                self._known_pattern = None
 
     def _compiled(self) -> re.Pattern[str]:
         pattern = self._pattern
@@ -196,6 +195,41 @@ class Redactor:
         if len(text) < MIN_SECRET_LENGTH or not self._may_hold_secret(text):
             return text
         return self._compiled().sub(self._replace, text)
+
+    def redact_known(self, text: str) -> str:
+        """``text`` with every known secret *value* replaced by ``[REDACTED]`` — no shape
+        heuristics (for text that is used further, such as tool output)."""
+        secrets = self._secrets
+        if not secrets or len(text) < MIN_SECRET_LENGTH or not any(secret in text for secret in secrets):
+            return text
+        pattern = self._known_pattern
+        if pattern is None:
+            with self._lock:
+                known = sorted(self._secrets, key=len, reverse=True)
+                pattern = self._known_pattern = re.compile("|".join(map(re.escape, known)))
+        return pattern.sub(REDACTED, text)
+
+    def replaces_secret(self, old: str, new: str) -> bool:
+        """Whether writing ``new`` over ``old`` would put a literal ``[REDACTED]`` where a
+        known secret was — what a model does when it copies back text it saw redacted."""
+        if new.count(REDACTED) <= old.count(REDACTED):
+            return False
+        return any(new.count(secret) < old.count(secret) for secret in self._secrets if secret in old)
+
+    def redact_known_data(self, value: Any) -> Any:
+        """:meth:`redact_known` over a JSON-like structure (dict keys kept). What holds no
+        secret is returned as it is (no copy)."""
+        if not self._secrets:
+            return value
+        if isinstance(value, str):
+            return self.redact_known(value)
+        if isinstance(value, Mapping):
+            items = {k: self.redact_known_data(v) for k, v in value.items()}
+            return value if all(items[k] is v for k, v in value.items()) else items
+        if isinstance(value, list | tuple):
+            redacted = [self.redact_known_data(v) for v in value]
+            return value if all(a is b for a, b in zip(redacted, value, strict=True)) else redacted
+        return value
 
     def _may_hold_secret(self, text: str) -> bool:
         """A cheap pre-check (substring searches) that skips the regex for most text."""
@@ -305,11 +339,20 @@ def redact_data(value: Any) -> Any:
     return get_redactor().redact_data(value)
 
 
-def redact_values(text: str) -> str:
-    """``text`` with the known secret *values* replaced (keys from the config and the
-    environment), without guessing by shape: for what tools return to the model and the
-    session, where a look-alike string must stay as it is."""
-    return get_redactor().values_only().redact(text)
+def redact_known(text: str) -> str:
+    """``text`` with the known secret values (not shapes) replaced by ``[REDACTED]``: for
+    tool output, before the model, the session store or ``tool-output/`` get it."""
+    return get_redactor().redact_known(text)
+
+
+def redact_known_data(value: Any) -> Any:
+    """:func:`redact_known` over a JSON-like structure."""
+    return get_redactor().redact_known_data(value)
+
+
+def replaces_secret(old: str, new: str) -> bool:
+    """Whether ``new`` puts ``[REDACTED]`` where ``old`` held a known secret."""
+    return get_redactor().replaces_secret(old, new)
 
 
 def redact_export(data: Any, config: Any = None) -> Any:

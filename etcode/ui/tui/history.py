@@ -6,7 +6,7 @@ import contextlib
 import json
 from pathlib import Path
 
-from etcode.util.fs import make_private_dir, make_private_file
+from etcode.util.private import open_private, private_dir, tighten
 
 MAX_ENTRIES = 500
 
@@ -36,8 +36,8 @@ class PromptHistory:
         del self.entries[:-MAX_ENTRIES]
         if self.path is not None:
             with contextlib.suppress(OSError):
-                make_private_file(make_private_dir(self.path.parent) / self.path.name)
-                with self.path.open("a", encoding="utf-8") as handle:
+                private_dir(self.path.parent, tighten_existing=False)  # what the user typed: owner only
+                with open_private(self.path, "a") as handle:
                     handle.write(json.dumps(text) + "\n")
 
     def reset(self) -> None:
@@ -74,6 +74,7 @@ class PromptHistory:
 
 def _load(path: Path) -> list[str]:
     entries: list[str] = []
+    tighten(path)  # left readable by an older etcode
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
@@ -90,4 +91,6 @@ def default_history() -> PromptHistory:
     """The user's history file under the XDG state folder."""
     from etcode.util.paths import state_dir
 
-    return PromptHistory(state_dir() / "prompt-history.jsonl")
+    folder = state_dir()
+    tighten(folder)  # etcode's own state folder: the owner's alone
+    return PromptHistory(folder / "prompt-history.jsonl")

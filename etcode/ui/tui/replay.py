@@ -11,7 +11,6 @@ from typing import Any
 from textual.widget import Widget
 
 from etcode.ui.tui.widgets.conversation import Conversation
-from etcode.util.redact import redact_data
 
 ATTACHMENT_MARK = '\n\n<file path="'
 
@@ -76,8 +75,7 @@ def history_widgets(conversation: Conversation, messages: Sequence[Any]) -> list
                 args = _safe_args(part)
                 params[part.id] = args
                 tool = tools.get(part.name)
-                shown = redact_data(args)  # before the summary cuts a key beyond recognition
-                summary = _safe(lambda t=tool, a=shown: t.params_summary(a), "") if tool else ""
+                summary = _safe(lambda t=tool, a=args: t.params_summary(a), "") if tool else ""
                 calls[part.id] = ToolMessage(part.id, part.name, summary, args)
                 widgets.append(calls[part.id])
             elif kind == "tool_result":

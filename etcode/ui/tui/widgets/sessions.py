@@ -16,7 +16,9 @@ from textual.widgets.option_list import Option
 
 def session_label(info: Any) -> str:
     """One line: title, when, messages, cost."""
-    title = getattr(info, "title", None) or "(untitled)"
+    from etcode.util.redact import redact
+
+    title = redact(getattr(info, "title", None) or "(untitled)")  # before the cut to 60
     updated = getattr(info, "updated", None)
     when = _when(updated)
     count = getattr(info, "message_count", 0) or 0

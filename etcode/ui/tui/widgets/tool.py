@@ -6,6 +6,7 @@
 becomes ``└ Read 3 files (12.5 KB)`` or ``└ ⚠ <error>``. The strings are the ``summary``
 fields of the events (the summary generators), never computed here. Enter or a click
 expands the call to its full output: the diff of an Edit/WriteFile, the output of Bash.
+What it shows is redacted (API keys and key shapes), as ``etcode run`` prints it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Static
+
+from etcode.util.redact import redact
 
 MAX_DETAIL_LINES = 400
 
@@ -51,7 +54,7 @@ class ToolMessage(Widget, can_focus=True):
 
     @property
     def title(self) -> str:
-        return f"{self.tool_name} ({self.summary})" if self.summary else self.tool_name
+        return redact(f"{self.tool_name} ({self.summary})") if self.summary else self.tool_name
 
     def _head_text(self) -> Text:
         state = "error" if self.is_error else "done" if self.result_summary is not None else "running"
@@ -77,6 +80,7 @@ class ToolMessage(Widget, can_focus=True):
         self.add_class("error" if is_error else "done")
         self._head.update(self._head_text())
         line = Text("└ ")
+        summary = redact(summary)
         if is_error:
             line.append(f"⚠ {summary}", style="red")
         else:
@@ -90,14 +94,16 @@ class ToolMessage(Widget, can_focus=True):
         """The full output: a diff for edits, the output otherwise (capped)."""
         diff = (self.data or {}).get("diff")
         if isinstance(diff, str) and diff.strip():
-            return Syntax(_cap(diff), "diff", theme="ansi_dark", word_wrap=True, background_color="default")
+            return Syntax(
+                _cap(redact(diff)), "diff", theme="ansi_dark", word_wrap=True, background_color="default"
+            )
         if self.result_summary is None:
             command = self.params.get("command")
-            return Text(f"$ {command}" if command else "running…", style="dim")
+            return Text(redact(f"$ {command}") if command else "running…", style="dim")
         text = self.output or "(no output)"
         if self.tool_name == "Bash" and self.params.get("command"):
             text = f"$ {self.params['command']}\n{text}"
-        return Text(_cap(text))
+        return Text(_cap(redact(text)))
 
     def action_toggle(self) -> None:
         self.expanded = not self.expanded
