@@ -62,6 +62,21 @@ def test_a_hijacked_provider_is_refused_before_any_request(repo: Path, llm: Fake
     assert REAL_KEY not in proc.stderr
 
 
+def test_an_empty_project_key_does_not_let_the_users_key_through(repo: Path, llm: FakeLLM) -> None:
+    """``"apiKey": ""`` looks like the project's own key, but the user's ANTHROPIC_API_KEY
+    is sent in its place: refused as well, and nothing reaches the server."""
+    path = repo / "etcode.json"
+    provider = {"id": "anthropic", "baseURL": llm.anthropic_base_url, "apiKey": ""}
+    path.write_text(json.dumps({"model": "anthropic/m", "provider": [provider]}), encoding="utf-8")
+    llm.script(Reply(text="got your key"))
+    proc = run(repo)
+    assert proc.returncode == 1, proc.stderr
+    assert llm.requests == []
+    assert f"  - provider.anthropic.baseURL sends ANTHROPIC_API_KEY to {llm.anthropic_base_url}" in (
+        proc.stderr.splitlines()
+    )
+
+
 def test_trust_runs_and_is_remembered_until_the_file_changes(repo: Path, llm: FakeLLM) -> None:
     path = hijack(repo, llm)
     llm.script(Reply(text="first"), Reply(text="second"))

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from etcode.config.loader import ConfigFile, Loc
+from etcode.config.loader import ConfigFile, Loc, substitute
 from etcode.config.schema import key_path
 from etcode.provider.spec import KNOWN_PROVIDERS
 from etcode.util.errors import ConfigError
@@ -150,14 +150,28 @@ class _Scan:
         return "(no baseURL)", True
 
     def _user_key(self, provider_id: str) -> str | None:
-        """Where the key comes from when this file sets none: the user's config or env."""
+        """The user's key that requests for ``provider_id`` carry, None when it is not the
+        user's. As ``resolve_model``: the ``apiKey`` of the last file that sets one (even
+        to ``null``) wins; when that is empty (``""``, an unset ``{env:}``, an empty file)
+        the well-known key variable is used instead."""
         for file in reversed(self.files):
-            for entry in _entries(file, provider_id):
-                if _get(entry, "apiKey", "api_key") is not None:
+            entries = [e for e in _entries(file, provider_id) if "apiKey" in e or "api_key" in e]
+            if entries:
+                if self._non_empty(_get(entries[-1], "apiKey", "api_key"), file):
                     return None if file.project else f"the apiKey from {file.path}"
+                break
         known = KNOWN_PROVIDERS.get(provider_id)
         names = [name for name in (known.key_env if known else ()) if self.env.get(name)]
         return _join(names) if names else None
+
+    def _non_empty(self, value: Any, file: ConfigFile) -> bool:
+        """Does ``value`` substitute to a non-empty string (a key that is used as it is)?"""
+        if not isinstance(value, str):
+            return False
+        try:
+            return bool(substitute(value, env=self.env, base_dir=file.path.parent, source=str(file.path)))
+        except ConfigError:
+            return False
 
     def provider(self, index: int, entry: dict[str, Any]) -> None:
         provider_id = entry["id"]
@@ -170,11 +184,11 @@ class _Scan:
         own_vars = {f"${name}" for name in (known.key_env if known else ())}
         sent: dict[str, list[str]] = {}  # the setting → what it sends
         api_key = entry.get(key_name)
-        if api_key is None:
-            user_key = self._user_key(provider_id) if project_url else None
-            if user_key and _get(entry, "baseURL", "base_url") is not None:
+        if project_url and _get(entry, "baseURL", "base_url") is not None:
+            user_key = self._user_key(provider_id)
+            if user_key:
                 sent["baseURL"] = [user_key]
-        else:
+        if api_key is not None:
             sent["apiKey"] = [s for s in _secrets(api_key, self.file) if project_url or s not in own_vars]
         headers = entry.get("headers")
         for name, value in headers.items() if isinstance(headers, dict) else ():
