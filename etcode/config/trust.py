@@ -5,18 +5,20 @@ Only *project* files are checked (found in the worktree); the global file and
 ``ETCODE_CONFIG`` are the user's own. Detection reads each file's data as written, before
 ``{env:}``/``{file:}`` substitution, so it can tell where a value comes from. Risky:
 
-- a ``provider`` entry that sets ``baseURL`` while its key comes from the user (no literal
-  ``apiKey`` in that file: a well-known provider's key variable, or an ``apiKey`` from the
-  user's own config), or whose ``apiKey``/``headers`` read the user's secrets
-  (``{env:VAR}``, ``{file:path}`` outside the project);
+- a ``provider`` entry that sets ``baseURL`` while its key comes from the user (no
+  ``apiKey`` of the project's, or one that resolves to empty: a well-known provider's key
+  variable is then used, or an ``apiKey`` from the user's own config), or whose ``apiKey``/``headers`` read the user's secrets
+  (``{env:VAR}``, ``{file:path}`` of the user's: see below);
 - an ``mcp`` server that runs a local command, or a remote one sent the user's secrets in
   its ``headers``;
 - a ``plugin`` (Python code imported and run);
-- an ``instructions`` path outside the project (its text is sent to the model);
+- an ``instructions`` path outside the project, or to the user's files in it (its text is
+  sent to the model);
 - ``shell.env.include`` of secret-looking variables, ``shell.env.set`` of variables that
   decide what a command runs (``PATH``, ``BASH_ENV``, ``LD_PRELOAD``...), and a ``sandbox``
   looser than the user's (turned off, network, writable paths outside the project);
-- any other ``{env:VAR}`` or ``{file:path outside the project}`` value.
+- any other ``{env:VAR}`` or ``{file:path}`` of the user's: outside the project, or inside
+  it but not the repository's (git-ignored, or an untracked ``.env``...: ``private_files``).
 
 A file's approval is remembered with the sha256 of its bytes (:class:`TrustStore`), so any
 change asks again. The Python API (``etcode.Agent``) is programmatic and not checked.
@@ -87,24 +89,36 @@ def _refs(value: Any) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2).strip()) for m in _TOKEN.finditer(value)]
 
 
+def _target(path: str, base: Path) -> Path:
+    """``path`` with ``~`` expanded, relative to ``base``."""
+    target = Path(os.path.expanduser(path))
+    return target if target.is_absolute() else base / target
+
+
 def _outside(path: str, base: Path, root: Path) -> bool:
     """Does ``path`` (``~`` expanded, relative to ``base``) lead outside ``root``?"""
-    target = Path(os.path.expanduser(path))
-    target = target if target.is_absolute() else base / target
     try:
-        return not target.resolve().is_relative_to(root.resolve())
+        return not _target(path, base).resolve().is_relative_to(root.resolve())
     except (OSError, RuntimeError):
         return True
 
 
+NOT_THE_REPOS = "not part of the repository"
+
+
 def _secrets(value: Any, file: ConfigFile) -> list[str]:
-    """The user's secrets a string would read: ``$VAR`` and files outside the project."""
+    """The user's secrets a string would read: ``$VAR``, files outside the project, and the
+    user's own files inside it (git-ignored ones, untracked ``.env``...: ``private_files``)."""
+    from etcode.config.private_files import users_file
+
     found: list[str] = []
     for kind, arg in _refs(value):
         if kind == "env":
             found.append(f"${arg}")
         elif _outside(arg, file.path.parent, file.root):
             found.append(f"the contents of {arg}")
+        elif users_file(_target(arg, file.path.parent), file.root):
+            found.append(f"the contents of {arg} ({NOT_THE_REPOS})")
     return found
 
 
@@ -242,8 +256,23 @@ class _Scan:
             parts = Path(path).parts
             fixed = next((i for i, p in enumerate(parts) if _GLOB_CHARS & set(p)), len(parts))
             prefix = str(Path(*parts[:fixed])) if fixed else "."
+            where: Loc = ("instructions", index)
             if _outside(prefix, self.file.root, self.file.root):
-                self.add(("instructions", index), f"instructions[{index}]", f"sends {path} to the model")
+                self.add(where, f"instructions[{index}]", f"sends {path} to the model")
+            elif self._users_files(prefix, parts[fixed:]):
+                self.add(where, f"instructions[{index}]", f"sends {path} ({NOT_THE_REPOS}) to the model")
+
+    def _users_files(self, prefix: str, pattern: Sequence[str]) -> bool:
+        """Could an instructions path (``prefix`` then glob segments) pick up the user's own
+        files inside the project (``.env``, a git-ignored folder)?"""
+        from etcode.config.private_files import git_ignored, secret_name, users_file
+
+        root = self.file.root
+        if not pattern:
+            return users_file(_target(prefix, root), root)
+        if secret_name(pattern[-1]):
+            return True
+        return prefix != "." and bool(git_ignored(_target(prefix, root).resolve(), root.resolve()))
 
     def shell_env(self) -> None:
         """``shell.env`` (issue 12.2): a project that lets secret-looking variables through
