@@ -217,6 +217,41 @@ def test_outside_git_only_a_secret_name_tells_a_users_file(tmp_path: Path) -> No
     ]
 
 
+def test_permission_rules_that_lift_the_asks_beyond_the_project(repo: Path) -> None:
+    """The default rules ask before a tool reaches outside the project (files elsewhere, this
+    machine's network, a command outside the sandbox); a project rule must not lift that."""
+    data = {
+        "permission": {
+            "external_directory": "allow",
+            "private_network": {"*": "ask", "http://169.254.169.254/*": "allow"},
+            "bash": {"*": "allow"},  # inside the project: the user's everyday rules
+            "edit": "allow",
+        },
+        "agent": {
+            "build": {"permission": "allow"},
+            "review": {"permission": {"sand*": "allow", "read": "allow"}},
+        },
+    }
+    assert findings(repo, data) == [
+        "permission.external_directory allows edits and reads outside the project without asking",
+        'permission.private_network."http://169.254.169.254/*" allows WebFetch to localhost and the local '
+        "network without asking",
+        "agent.build.permission allows everything without asking (edits and reads outside the project, "
+        "WebFetch to localhost and the local network, commands outside the sandbox)",
+        "agent.review.permission.sand* allows commands outside the sandbox without asking",
+    ]
+    strict = {"permission": {"*": "ask", "external_directory": "deny", "private_network": {"*": "ask"}}}
+    assert findings(repo, strict) == []
+
+    # what "continue without" leaves out: only those rules
+    environ = dict(os.environ)
+    write(repo / "etcode.json", data)
+    config = load_config(repo, repo, env=environ)
+    kept = load_config(repo, repo, env=environ, without=exclusions(config_findings(config, environ)))
+    assert kept.permission == {"private_network": {"*": "ask"}, "bash": {"*": "allow"}, "edit": "allow"}
+    assert kept.agent["build"].permission is None and kept.agent["review"].permission == {"read": "allow"}
+
+
 def test_harmless_project_settings_produce_no_finding(repo: Path) -> None:
     (repo / "prompt.md").write_text("be brief", encoding="utf-8")
     data = {

@@ -96,6 +96,20 @@ def test_a_project_key_read_from_the_users_env_file_is_refused(repo: Path, llm: 
     assert "sk-users-env-file-secret" not in proc.stderr
 
 
+def test_a_project_rule_that_opens_the_local_network_is_refused(repo: Path, llm: FakeLLM) -> None:
+    """``private_network`` (cloud metadata at 169.254.169.254, services on localhost) is
+    not granted even by --yes for a tool call; a project file may not grant it unasked."""
+    write_config(repo, llm, permission={"private_network": "allow"})
+    llm.script(Reply(text="fetched"))
+    proc = run(repo)
+    assert proc.returncode == 1, proc.stderr
+    assert llm.requests == []
+    assert (
+        "  - permission.private_network allows WebFetch to localhost and the local network without asking"
+        in proc.stderr.splitlines()
+    )
+
+
 def test_trust_runs_and_is_remembered_until_the_file_changes(repo: Path, llm: FakeLLM) -> None:
     path = hijack(repo, llm)
     llm.script(Reply(text="first"), Reply(text="second"))

@@ -58,6 +58,15 @@ _RUNS_CODE = re.compile(
 )
 
 
+#: What the default rules ask about because it lies beyond the project (``--yes`` grants
+#: neither ``private_network`` nor ``sandbox``): a project rule that allows one is risky.
+GUARDED: dict[str, str] = {
+    "external_directory": "edits and reads outside the project",
+    "private_network": "WebFetch to localhost and the local network",
+    "sandbox": "commands outside the sandbox",
+}
+
+
 @dataclass(frozen=True)
 class Finding:
     """One risky setting: where it is and why it matters."""
@@ -292,6 +301,47 @@ class _Scan:
                 reason = f"sets {name}, which decides what every command runs"
                 self.add(("shell", "env", "set", name), f"shell.env.set.{name}", reason)
 
+    def permissions(self) -> None:
+        """``permission`` rules (top level and per agent) that allow what the default rules
+        ask because it lies beyond the project (``GUARDED``): a project must not lift those."""
+        self._rules(self.file.raw.get("permission"), ("permission",))
+        agents = self.file.raw.get("agent")
+        for name, agent in agents.items() if isinstance(agents, dict) else ():
+            if isinstance(agent, dict):
+                self._rules(agent.get("permission"), ("agent", name, "permission"))
+
+    def _rules(self, value: Any, loc: Loc) -> None:
+        from etcode.permission.rules import wildcard_match
+
+        def allows(action: Any) -> bool:
+            return isinstance(action, str) and action.strip().lower() == "allow"
+
+        def guarded(permission: str) -> list[str]:
+            return [what for name, what in GUARDED.items() if wildcard_match(name, permission.lower(), True)]
+
+        if isinstance(value, str):
+            if allows(value):
+                self.add(
+                    loc, key_path(loc), f"allows everything without asking ({', '.join(GUARDED.values())})"
+                )
+            return
+        for permission, rule in value.items() if isinstance(value, dict) else ():
+            what = guarded(str(permission)) if isinstance(permission, str) else []
+            if not what:
+                continue
+            if allows(rule):
+                self.add(
+                    (*loc, permission), key_path((*loc, permission)), f"allows {_join(what)} without asking"
+                )
+            for pattern, action in rule.items() if isinstance(rule, dict) else ():
+                if allows(action):
+                    place = (*loc, permission, pattern)
+                    self.add(
+                        place,
+                        f'{key_path((*loc, permission))}."{pattern}"',
+                        f"allows {_join(what)} without asking",
+                    )
+
     def sandbox(self) -> None:
         """``sandbox`` (issue 12.9): a project that loosens the sandbox the user chose."""
         value = self.file.raw.get("sandbox")
@@ -349,6 +399,7 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
         scan.instructions()
         scan.shell_env()
         scan.sandbox()
+        scan.permissions()
         scan.substitutions(file.raw)
         findings.extend(scan.findings)
     return findings
