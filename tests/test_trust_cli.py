@@ -224,3 +224,21 @@ def test_the_chat_asks_in_a_real_terminal(repo: Path, llm: FakeLLM, tmp_path: Pa
         assert marker.read_text(encoding="utf-8") == "ran", tmux.screen()
     finally:
         tmux.kill()
+
+
+def test_a_file_reference_to_a_fifo_or_a_huge_file_fails_at_once(repo: Path, tmp_path: Path) -> None:
+    """The config is read before it can be trusted: ``{file:}`` of a FIFO (or a terminal)
+    used to block start-up for ever, ``/dev/zero`` to fill memory; now one clear line."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    big = repo / "big.txt"
+    big.write_bytes(b"x" * (1024 * 1024 + 1))
+    path = repo / "etcode.json"
+    cases = [(f"{{file:{fifo}}}", "not a regular file", fifo), ("{file:big.txt}", "larger than 1 MiB", big)]
+    for reference, problem, target in cases:
+        path.write_text(json.dumps({"agent": {"a": {"prompt": reference}}}), encoding="utf-8")
+        proc = etcode("run", "hello", cwd=repo, timeout=30)
+        assert proc.returncode == 1
+        assert proc.stderr.splitlines() == [
+            f"error: {path}: agent.a.prompt: {reference}: {problem}: {target}"
+        ]
