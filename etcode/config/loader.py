@@ -19,6 +19,7 @@ import copy
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +105,27 @@ def user_config_files(env: Mapping[str, str] | None = None) -> set[Path]:
 # --- one file ------------------------------------------------------------------------
 
 
+#: The most a ``{file:}`` reference reads (a key, a prompt: not a data set).
+MAX_REFERENCE_BYTES = 1 << 20
+
+
+def read_reference(path: Path) -> str:
+    """The text of a ``{file:}`` reference: a regular file of at most 1 MiB. A device, a
+    FIFO or a huge file (``/dev/zero``, ``/dev/tty``) raises ``ValueError`` instead of
+    blocking or filling memory (a cloned project's config is read before it is trusted)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_REFERENCE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_REFERENCE_BYTES:
+        raise ValueError("larger than 1 MiB")
+    return data.decode("utf-8")
+
+
 def substitute(value: Any, *, env: Mapping[str, str], base_dir: Path, source: str, loc: tuple = ()) -> Any:
     """Replace ``{env:VAR}`` and ``{file:path}`` in every string value (not in keys)."""
     if isinstance(value, dict):
@@ -126,11 +148,13 @@ def substitute(value: Any, *, env: Mapping[str, str], base_dir: Path, source: st
         path = Path(arg).expanduser()
         path = path if path.is_absolute() else base_dir / path
         try:
-            return path.read_text(encoding="utf-8").strip()
+            return read_reference(path).strip()
         except FileNotFoundError:
             problem = "file not found"
         except (OSError, UnicodeDecodeError) as err:
             problem = f"cannot read ({getattr(err, 'strerror', None) or err})"
+        except ValueError as err:
+            problem = str(err)
         raise ConfigError(f"{source}: {key_path(loc)}: {match.group(0)}: {problem}: {path}")
 
     return _TOKEN.sub(replace, value)

@@ -5,18 +5,20 @@ Only *project* files are checked (found in the worktree); the global file and
 ``ETCODE_CONFIG`` are the user's own. Detection reads each file's data as written, before
 ``{env:}``/``{file:}`` substitution, so it can tell where a value comes from. Risky:
 
-- a ``provider`` entry that sets ``baseURL`` while its key comes from the user (no literal
-  ``apiKey`` in that file: a well-known provider's key variable, or an ``apiKey`` from the
-  user's own config), or whose ``apiKey``/``headers`` read the user's secrets
-  (``{env:VAR}``, ``{file:path}`` outside the project);
+- a ``provider`` entry that sets ``baseURL`` while its key comes from the user (no
+  ``apiKey`` of the project's, or one that resolves to empty: a well-known provider's key
+  variable is then used, or an ``apiKey`` from the user's own config), or whose ``apiKey``/``headers`` read the user's secrets
+  (``{env:VAR}``, ``{file:path}`` of the user's: see below);
 - an ``mcp`` server that runs a local command, or a remote one sent the user's secrets in
   its ``headers``;
 - a ``plugin`` (Python code imported and run);
-- an ``instructions`` path outside the project (its text is sent to the model);
+- an ``instructions`` path outside the project, or to the user's files in it (its text is
+  sent to the model);
 - ``shell.env.include`` of secret-looking variables, ``shell.env.set`` of variables that
   decide what a command runs (``PATH``, ``BASH_ENV``, ``LD_PRELOAD``...), and a ``sandbox``
   looser than the user's (turned off, network, writable paths outside the project);
-- any other ``{env:VAR}`` or ``{file:path outside the project}`` value.
+- any other ``{env:VAR}`` or ``{file:path}`` of the user's: outside the project, or inside
+  it but not the repository's (git-ignored, or an untracked ``.env``...: ``private_files``).
 
 A file's approval is remembered with the sha256 of its bytes (:class:`TrustStore`), so any
 change asks again. The Python API (``etcode.Agent``) is programmatic and not checked.
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from etcode.config.loader import ConfigFile, Loc
+from etcode.config.loader import ConfigFile, Loc, substitute
 from etcode.config.schema import key_path
 from etcode.provider.spec import KNOWN_PROVIDERS
 from etcode.util.errors import ConfigError
@@ -54,6 +56,15 @@ _RUNS_CODE = re.compile(
     r"BASH_FUNC_\S*",
     re.IGNORECASE,
 )
+
+
+#: What the default rules ask about because it lies beyond the project (``--yes`` grants
+#: neither ``private_network`` nor ``sandbox``): a project rule that allows one is risky.
+GUARDED: dict[str, str] = {
+    "external_directory": "edits and reads outside the project",
+    "private_network": "WebFetch to localhost and the local network",
+    "sandbox": "commands outside the sandbox",
+}
 
 
 @dataclass(frozen=True)
@@ -87,24 +98,36 @@ def _refs(value: Any) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2).strip()) for m in _TOKEN.finditer(value)]
 
 
+def _target(path: str, base: Path) -> Path:
+    """``path`` with ``~`` expanded, relative to ``base``."""
+    target = Path(os.path.expanduser(path))
+    return target if target.is_absolute() else base / target
+
+
 def _outside(path: str, base: Path, root: Path) -> bool:
     """Does ``path`` (``~`` expanded, relative to ``base``) lead outside ``root``?"""
-    target = Path(os.path.expanduser(path))
-    target = target if target.is_absolute() else base / target
     try:
-        return not target.resolve().is_relative_to(root.resolve())
+        return not _target(path, base).resolve().is_relative_to(root.resolve())
     except (OSError, RuntimeError):
         return True
 
 
+NOT_THE_REPOS = "not part of the repository"
+
+
 def _secrets(value: Any, file: ConfigFile) -> list[str]:
-    """The user's secrets a string would read: ``$VAR`` and files outside the project."""
+    """The user's secrets a string would read: ``$VAR``, files outside the project, and the
+    user's own files inside it (git-ignored ones, untracked ``.env``...: ``private_files``)."""
+    from etcode.config.private_files import users_file
+
     found: list[str] = []
     for kind, arg in _refs(value):
         if kind == "env":
             found.append(f"${arg}")
         elif _outside(arg, file.path.parent, file.root):
             found.append(f"the contents of {arg}")
+        elif users_file(_target(arg, file.path.parent), file.root):
+            found.append(f"the contents of {arg} ({NOT_THE_REPOS})")
     return found
 
 
@@ -150,14 +173,28 @@ class _Scan:
         return "(no baseURL)", True
 
     def _user_key(self, provider_id: str) -> str | None:
-        """Where the key comes from when this file sets none: the user's config or env."""
+        """The user's key that requests for ``provider_id`` carry, None when it is not the
+        user's. As ``resolve_model``: the ``apiKey`` of the last file that sets one (even
+        to ``null``) wins; when that is empty (``""``, an unset ``{env:}``, an empty file)
+        the well-known key variable is used instead."""
         for file in reversed(self.files):
-            for entry in _entries(file, provider_id):
-                if _get(entry, "apiKey", "api_key") is not None:
+            entries = [e for e in _entries(file, provider_id) if "apiKey" in e or "api_key" in e]
+            if entries:
+                if self._non_empty(_get(entries[-1], "apiKey", "api_key"), file):
                     return None if file.project else f"the apiKey from {file.path}"
+                break
         known = KNOWN_PROVIDERS.get(provider_id)
         names = [name for name in (known.key_env if known else ()) if self.env.get(name)]
         return _join(names) if names else None
+
+    def _non_empty(self, value: Any, file: ConfigFile) -> bool:
+        """Does ``value`` substitute to a non-empty string (a key that is used as it is)?"""
+        if not isinstance(value, str):
+            return False
+        try:
+            return bool(substitute(value, env=self.env, base_dir=file.path.parent, source=str(file.path)))
+        except ConfigError:
+            return False
 
     def provider(self, index: int, entry: dict[str, Any]) -> None:
         provider_id = entry["id"]
@@ -170,11 +207,11 @@ class _Scan:
         own_vars = {f"${name}" for name in (known.key_env if known else ())}
         sent: dict[str, list[str]] = {}  # the setting → what it sends
         api_key = entry.get(key_name)
-        if api_key is None:
-            user_key = self._user_key(provider_id) if project_url else None
-            if user_key and _get(entry, "baseURL", "base_url") is not None:
+        if project_url and _get(entry, "baseURL", "base_url") is not None:
+            user_key = self._user_key(provider_id)
+            if user_key:
                 sent["baseURL"] = [user_key]
-        else:
+        if api_key is not None:
             sent["apiKey"] = [s for s in _secrets(api_key, self.file) if project_url or s not in own_vars]
         headers = entry.get("headers")
         for name, value in headers.items() if isinstance(headers, dict) else ():
@@ -228,8 +265,23 @@ class _Scan:
             parts = Path(path).parts
             fixed = next((i for i, p in enumerate(parts) if _GLOB_CHARS & set(p)), len(parts))
             prefix = str(Path(*parts[:fixed])) if fixed else "."
+            where: Loc = ("instructions", index)
             if _outside(prefix, self.file.root, self.file.root):
-                self.add(("instructions", index), f"instructions[{index}]", f"sends {path} to the model")
+                self.add(where, f"instructions[{index}]", f"sends {path} to the model")
+            elif self._users_files(prefix, parts[fixed:]):
+                self.add(where, f"instructions[{index}]", f"sends {path} ({NOT_THE_REPOS}) to the model")
+
+    def _users_files(self, prefix: str, pattern: Sequence[str]) -> bool:
+        """Could an instructions path (``prefix`` then glob segments) pick up the user's own
+        files inside the project (``.env``, a git-ignored folder)?"""
+        from etcode.config.private_files import git_ignored, secret_name, users_file
+
+        root = self.file.root
+        if not pattern:
+            return users_file(_target(prefix, root), root)
+        if secret_name(pattern[-1]):
+            return True
+        return prefix != "." and bool(git_ignored(_target(prefix, root).resolve(), root.resolve()))
 
     def shell_env(self) -> None:
         """``shell.env`` (issue 12.2): a project that lets secret-looking variables through
@@ -248,6 +300,47 @@ class _Scan:
             if isinstance(name, str) and _RUNS_CODE.fullmatch(name):
                 reason = f"sets {name}, which decides what every command runs"
                 self.add(("shell", "env", "set", name), f"shell.env.set.{name}", reason)
+
+    def permissions(self) -> None:
+        """``permission`` rules (top level and per agent) that allow what the default rules
+        ask because it lies beyond the project (``GUARDED``): a project must not lift those."""
+        self._rules(self.file.raw.get("permission"), ("permission",))
+        agents = self.file.raw.get("agent")
+        for name, agent in agents.items() if isinstance(agents, dict) else ():
+            if isinstance(agent, dict):
+                self._rules(agent.get("permission"), ("agent", name, "permission"))
+
+    def _rules(self, value: Any, loc: Loc) -> None:
+        from etcode.permission.rules import wildcard_match
+
+        def allows(action: Any) -> bool:
+            return isinstance(action, str) and action.strip().lower() == "allow"
+
+        def guarded(permission: str) -> list[str]:
+            return [what for name, what in GUARDED.items() if wildcard_match(name, permission.lower(), True)]
+
+        if isinstance(value, str):
+            if allows(value):
+                self.add(
+                    loc, key_path(loc), f"allows everything without asking ({', '.join(GUARDED.values())})"
+                )
+            return
+        for permission, rule in value.items() if isinstance(value, dict) else ():
+            what = guarded(str(permission)) if isinstance(permission, str) else []
+            if not what:
+                continue
+            if allows(rule):
+                self.add(
+                    (*loc, permission), key_path((*loc, permission)), f"allows {_join(what)} without asking"
+                )
+            for pattern, action in rule.items() if isinstance(rule, dict) else ():
+                if allows(action):
+                    place = (*loc, permission, pattern)
+                    self.add(
+                        place,
+                        f'{key_path((*loc, permission))}."{pattern}"',
+                        f"allows {_join(what)} without asking",
+                    )
 
     def sandbox(self) -> None:
         """``sandbox`` (issue 12.9): a project that loosens the sandbox the user chose."""
@@ -306,6 +399,7 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
         scan.instructions()
         scan.shell_env()
         scan.sandbox()
+        scan.permissions()
         scan.substitutions(file.raw)
         findings.extend(scan.findings)
     return findings
