@@ -17,7 +17,9 @@ from etcode.tools.base import PermissionDenied
 ALPHABET = "ab./ -*?()[]\\$^+"
 wild = st.text(alphabet=ALPHABET, max_size=8)
 texts = st.text(alphabet="ab./ -()[]\\$^+\n", max_size=10)
-names = st.sampled_from(["*", "read", "edit", "bash", "re*", "ReadManyFiles", "?ead"])
+names = st.sampled_from(
+    ["*", "read", "edit", "bash", "re*", "ReadManyFiles", "?ead", "external_directory", "ext*"]
+)
 actions = st.sampled_from(["allow", "ask", "deny"])
 layers = st.integers(min_value=0, max_value=3)
 vetoes = st.sampled_from(["", "", "", "global.json", "project.json"])
@@ -25,13 +27,20 @@ rules_st = st.lists(st.builds(Rule, names, wild, actions), max_size=12)
 layered_rules_st = st.lists(st.builds(Rule, names, wild, actions, layers, vetoes), max_size=12)
 
 
+GUARDS = ("external_directory", "private_network", "sandbox")
+
+
 def last_match(rules: list[Rule], permission: str, pattern: str, tool: str) -> Rule:
-    """The rule order semantics, written the slow obvious way: the last matching rule wins."""
+    """The rule order semantics, written the slow obvious way: the last matching rule wins;
+    a rule named after the tool (not the permission) counts for a guard only if it denies."""
     found = Rule(permission, "*", "ask")
     for rule in rules:
-        names = (permission.lower(), tool.lower())
-        named = any(wildcard_match(name, rule.permission.strip().lower(), ignore_case=True) for name in names)
-        if named and wildcard_match(pattern, rule.pattern):
+        key = rule.permission.strip().lower()
+        by_permission = wildcard_match(permission.lower(), key, ignore_case=True)
+        by_tool = wildcard_match(tool.lower(), key, ignore_case=True)
+        if by_tool and not by_permission and permission in GUARDS and rule.action != "deny":
+            by_tool = False
+        if (by_permission or by_tool) and wildcard_match(pattern, rule.pattern):
             found = rule
     return found
 
@@ -50,7 +59,9 @@ def layered(rules: list[Rule], permission: str, pattern: str, tool: str) -> Rule
 
 
 @settings(max_examples=400, deadline=None)
-@given(rules=rules_st, permission=st.sampled_from(["read", "edit", "bash"]), pattern=texts)
+@given(
+    rules=rules_st, permission=st.sampled_from(["read", "edit", "bash", "external_directory"]), pattern=texts
+)
 def test_matcher_agrees_with_evaluate(rules: list[Rule], permission: str, pattern: str) -> None:
     expected = last_match(rules, permission, pattern, "ReadManyFiles")
     matcher = RuleMatcher(rules_for(rules, permission, "ReadManyFiles"), permission)
@@ -59,7 +70,11 @@ def test_matcher_agrees_with_evaluate(rules: list[Rule], permission: str, patter
 
 
 @settings(max_examples=400, deadline=None)
-@given(rules=layered_rules_st, permission=st.sampled_from(["read", "edit", "bash"]), pattern=texts)
+@given(
+    rules=layered_rules_st,
+    permission=st.sampled_from(["read", "edit", "bash", "external_directory"]),
+    pattern=texts,
+)
 def test_layered_matcher_agrees_with_reference(rules: list[Rule], permission: str, pattern: str) -> None:
     expected = layered(rules, permission, pattern, "ReadManyFiles")
     matcher = LayeredMatcher(rules_for(rules, permission, "ReadManyFiles"), permission)
@@ -87,3 +102,15 @@ def test_approvals_rebuild_the_matcher() -> None:
     service.approved.append(Rule("read", "x.env", "allow"))
     assert service.evaluate("read", "x.env").action == "allow"
     assert service.evaluate("read", "y.env").action == "ask"
+
+
+def test_a_tool_named_rule_does_not_open_a_guard() -> None:
+    from etcode.permission import rules_from_config
+
+    rules = rules_from_config({"edit": "allow", "ReadFile": "allow"})
+    assert evaluate(rules, "external_directory", "/home/u/.bashrc", "Edit").action == "ask"
+    assert evaluate(rules, "external_directory", "/etc/hosts", "ReadFile").action == "ask"
+    denied = rules_from_config({"ReadFile": "deny"})
+    assert evaluate(denied, "external_directory", "/etc/hosts", "ReadFile").action == "deny"
+    opened = rules_from_config({"external_directory": {"/home/u/*": "allow"}})
+    assert evaluate(opened, "external_directory", "/home/u/.bashrc", "Edit").action == "allow"

@@ -287,3 +287,22 @@ async def test_the_chat_offers_to_run_a_refused_command_outside_the_sandbox(
         await wait_for(pilot, lambda: not app.busy, what="the turn to end")
     assert (outside / "from-chat").exists()
     assert "allowed running it again outside the sandbox" in sent(llm)
+
+
+def test_a_project_cannot_take_plan_out_of_its_sandbox(project: Path, llm: FakeLLM) -> None:
+    """Neither the project's etcode.json (a trust finding) nor its agent file."""
+    from etcode.config.loader import load_config
+    from etcode.config.trust import config_findings
+
+    write_config(project, llm, agent={"plan": {"sandbox": "off", "permission": {"bash": {"*": "allow"}}}})
+    findings = [str(f) for f in config_findings(load_config(project, project))]
+    assert any("takes the plan agent out of its read-only sandbox" in f for f in findings), findings
+    write_config(project, llm, agent={"plan": {"permission": {"bash": {"*": "allow"}}}})
+    agent_file = project / ".etcode" / "agent" / "plan.md"
+    agent_file.parent.mkdir(parents=True)
+    agent_file.write_text('---\nsandbox: "off"\n---\n', encoding="utf-8")
+    llm.script(Reply(calls=[Call("Bash", {"command": "touch src/b.txt"})]), Reply(text="done"))
+    proc = etcode("run", "--agent", "plan", "go", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert not (project / "src" / "b.txt").exists()
+    assert "cannot take the plan agent out of its read-only sandbox" in proc.stderr

@@ -360,6 +360,23 @@ class _Scan:
                 reason = f"lets sandboxed commands write to {path}"
                 self.add(("sandbox", "writable", index), f"sandbox.writable[{index}]", reason)
 
+    def agent_sandboxes(self) -> None:
+        """``agent.<name>.sandbox`` looser than the built-in agent's own (plan, explore:
+        read-only): a project must not take the read-only agents out of their sandbox."""
+        from etcode.agent.registry import builtin_agents
+        from etcode.tools.sandbox import STRICTNESS
+
+        agents = self.file.raw.get("agent")
+        if not isinstance(agents, dict):
+            return
+        builtin = builtin_agents()
+        for name, settings in agents.items():
+            mode = settings.get("sandbox") if isinstance(settings, dict) else None
+            default = builtin[name].sandbox if name in builtin else None
+            if isinstance(mode, str) and default and STRICTNESS.get(mode, 0) < STRICTNESS.get(default, 0):
+                reason = f"takes the {name} agent out of its {default} sandbox"
+                self.add(("agent", name, "sandbox"), f"agent.{name}.sandbox", reason)
+
     # ---- everything else --------------------------------------------------------------
     def substitutions(self, value: Any, loc: Loc = ()) -> None:
         if self.covered(loc) and loc:
@@ -399,6 +416,7 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
         scan.instructions()
         scan.shell_env()
         scan.sandbox()
+        scan.agent_sandboxes()
         scan.permissions()
         scan.substitutions(file.raw)
         findings.extend(scan.findings)

@@ -109,16 +109,26 @@ def evaluate(ruleset: Iterable[Rule], permission: str, pattern: str, tool: str |
     return LayeredMatcher(rules_for(ruleset, permission, tool), permission).decide(pattern)
 
 
+#: Permissions that guard an edge — outside the project, this machine's network, outside
+#: the sandbox. A rule named after the *tool* that asks (``"edit": "allow"`` for Edit) may
+#: deny them but never allows them: only a rule named after the guard itself does.
+GUARDS = frozenset({"external_directory", "private_network", "sandbox"})
+
+
 def rules_for(ruleset: Iterable[Rule], permission: str, tool: str | None = None) -> list[Rule]:
     """The rules whose permission matches ``permission`` (or the tool's name), in order."""
-    names = {_normalize_name(permission)}
-    if tool:
-        names.add(_normalize_name(tool))
-    return [
-        rule
-        for rule in ruleset
-        if any(wildcard_match(name, _normalize_name(rule.permission), ignore_case=True) for name in names)
-    ]
+    wanted = _normalize_name(permission)
+    tool_name = _normalize_name(tool) if tool else None
+    guarded = wanted in GUARDS
+    found = []
+    for rule in ruleset:
+        name = _normalize_name(rule.permission)
+        by_tool = bool(tool_name) and wildcard_match(tool_name or "", name, ignore_case=True)
+        if wildcard_match(wanted, name, ignore_case=True) or (
+            by_tool and (not guarded or rule.action == "deny")
+        ):
+            found.append(rule)
+    return found
 
 
 class RuleMatcher:

@@ -140,7 +140,7 @@ class Runtime:
             timeout=_attr(config, "timeout"),
         )
         permission = _permission_service(config, agent_info, agent.asker, instance)
-        sandbox = await _sandbox_policy(config, agent_name, agent_info, warnings)
+        sandbox = await _sandbox_policy(config, agent_name, agent_info, instance.worktree, warnings)
         runtime = cls(
             instance=instance,
             config=config,
@@ -181,7 +181,9 @@ def _attr(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
-async def _sandbox_policy(config: Any, agent_name: str, agent_info: Any, warnings: list[str]) -> Any:
+async def _sandbox_policy(
+    config: Any, agent_name: str, agent_info: Any, worktree: Path, warnings: list[str]
+) -> Any:
     """The sandbox of this session's commands: the ``--sandbox`` flag wins; otherwise the
     stricter of the config's and the agent's. A mode the user asked for that cannot be had
     here is an error; a built-in agent's default (plan: read-only) only warns."""
@@ -199,6 +201,7 @@ async def _sandbox_policy(config: Any, agent_name: str, agent_info: Any, warning
     configured = _attr(config, "sandbox")
     config_mode = configured.mode if configured is not None else None
     agent_mode = _attr(agent_info, "sandbox")
+    agent_mode = _unloosened(agent_name, agent_mode, _attr(agent_info, "sandbox_source"), worktree, warnings)
     from_flag = config is not None and hasattr(config, "origin") and config.origin("sandbox") == FLAGS_SOURCE
     mode = (config_mode if from_flag else stricter(config_mode, agent_mode)) or "off"
     if mode == "off":
@@ -217,6 +220,28 @@ async def _sandbox_policy(config: Any, agent_name: str, agent_info: Any, warning
     writable = tuple(Path(p).expanduser() for p in configured.writable) if configured is not None else ()
     network = bool(configured.network) if configured is not None else False
     return SandboxPolicy(as_mode(mode), network, writable, required, config_dir_paths())
+
+
+def _unloosened(
+    agent_name: str, mode: str | None, source: str | None, worktree: Path, warnings: list[str]
+) -> str | None:
+    """A built-in agent's sandbox (plan, explore: read-only) loosened by an agent file in
+    the project (``.etcode/agent/<name>.md``) stays as it was: a cloned repository must not
+    take a read-only agent out of its sandbox. (The config's ``agent`` key goes through
+    project trust; the user's global agent files may loosen it.)"""
+    from etcode.agent.registry import builtin_agents
+    from etcode.tools.sandbox import STRICTNESS
+
+    builtin = builtin_agents().get(agent_name)
+    default = builtin.sandbox if builtin is not None else None
+    if not default or mode is None or STRICTNESS.get(mode, 0) >= STRICTNESS[default]:
+        return mode
+    if source and source.endswith(".md") and Path(source).resolve().is_relative_to(worktree.resolve()):
+        warnings.append(
+            f"{source}: a project file cannot take the {agent_name} agent out of its {default} sandbox"
+        )
+        return default
+    return mode
 
 
 def _shell_env(config: Any, spec: ProviderSpec) -> Any:
