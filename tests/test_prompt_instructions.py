@@ -272,3 +272,50 @@ async def test_nested_for_concurrent_calls_claim_once(repo: Path, tmp_path: Path
     ip = prompt(repo, repo, tmp_path)
     results = await asyncio.gather(*(ip.nested_for(repo / "packages" / f"f{i}.py") for i in range(5)))
     assert sum(1 for r in results if r) == 1
+
+
+class _Redirecting(_Handler):
+    hits: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802
+        type(self).hits.append(self.path)
+        if self.path.startswith("/to?u="):
+            self.send_response(302)
+            self.send_header("Location", self.path.split("=", 1)[1])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            super().do_GET()
+
+
+async def test_a_public_url_cannot_redirect_into_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A project's instruction URL that redirects to 169.254.169.254 or localhost is refused
+    (issue 12): here 127.0.0.2 plays the public server, 127.0.0.1 the machine itself."""
+    import ipaddress
+
+    from etcode.prompt.instruction import fetch_urls
+    from etcode.util import web_address
+
+    real = web_address.is_internal
+    public = ipaddress.ip_address("127.0.0.2")
+    monkeypatch.setattr(web_address, "is_internal", lambda ip: ip != public and real(ip))
+    outside_hits: list[str] = []
+    inside_hits: list[str] = []
+    servers = [
+        ThreadingHTTPServer((host, 0), type("Handler", (_Redirecting,), {"hits": hits}))
+        for host, hits in (("127.0.0.2", outside_hits), ("127.0.0.1", inside_hits))
+    ]
+    for httpd in servers:
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    outside, inside = (f"http://{h.server_address[0]}:{h.server_address[1]}" for h in servers)
+    try:
+        results = await fetch_urls([f"{outside}/to?u={inside}/ok", f"{outside}/to?u={outside}/ok"])
+    finally:
+        for httpd in servers:
+            httpd.shutdown()
+            httpd.server_close()
+    (_, _, refused), (_, text, fine) = results
+    assert refused is not None and "an address on this machine or its network" in refused
+    assert fine is None and text == "remote rules from /ok"
+    assert inside_hits == []  # the machine's own server got no request
+    assert outside_hits == [f"/to?u={inside}/ok", f"/to?u={outside}/ok", "/ok"]

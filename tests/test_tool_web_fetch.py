@@ -179,7 +179,7 @@ def test_markdown_table_and_entities() -> None:
 # ---- issue 12, point 10: rules on every hop, one spelling per address, the local network ----
 
 from etcode.permission import AllowAsker, DenyAsker  # noqa: E402
-from etcode.tools.web_address import is_internal, normalize_url  # noqa: E402
+from etcode.util.web_address import InvalidURL, is_internal, normalize_url  # noqa: E402
 from tests.permission_support import ruled_context  # noqa: E402
 
 
@@ -334,7 +334,7 @@ def test_bad_urls_are_refused_with_a_reason() -> None:
         ("http://exa mple.com\n/", "control characters"),
         ("http://example.com:99999/", "Invalid URL"),
     ):
-        with pytest.raises(ToolError, match=reason):
+        with pytest.raises(InvalidURL, match=reason):
             normalize_url(url)
 
 

@@ -13,8 +13,12 @@ import logging
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from etcode.prompt.parts import PromptPart
+
+if TYPE_CHECKING:
+    import httpx
 
 logger = logging.getLogger("etcode.prompt")
 
@@ -208,14 +212,15 @@ def _unique_resolved(paths: Iterable[Path]) -> list[Path]:
 
 async def fetch_urls(urls: Sequence[str], timeout: float = URL_TIMEOUT) -> list[tuple[str, str, str | None]]:
     """Fetch ``urls`` concurrently; ``(url, text, error)`` each, ``error`` None on success.
-    Each URL gets ``timeout`` seconds in total; failures never raise."""
+    Each URL gets ``timeout`` seconds in total; failures never raise. A redirect from a
+    public address never leads into this machine or its network (169.254.169.254...)."""
     if not urls:
         return []
     import httpx
 
     async def one(client: httpx.AsyncClient, url: str) -> tuple[str, str, str | None]:
         try:
-            response = await asyncio.wait_for(client.get(url), timeout)
+            response = await asyncio.wait_for(_get_following(client, url, timeout), timeout)
         except TimeoutError:
             return url, "", f"timed out after {timeout:g} s"
         except Exception as err:  # a bad URL must never break the prompt
@@ -224,5 +229,26 @@ async def fetch_urls(urls: Sequence[str], timeout: float = URL_TIMEOUT) -> list[
             return url, "", f"HTTP {response.status_code}"
         return url, response.text, None
 
-    async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
+    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
         return list(await asyncio.gather(*(one(client, url) for url in urls)))
+
+
+MAX_REDIRECTS = 5
+
+
+async def _get_following(client: httpx.AsyncClient, url: str, timeout: float) -> httpx.Response:
+    """GET ``url``, following redirects; a hop from a public address to an internal one
+    (loopback, private, link-local) is refused."""
+    from etcode.util.web_address import is_internal, normalize_url, resolve
+
+    address = normalize_url(url)
+    public = not any(is_internal(ip) for ip in await resolve(address, timeout))
+    for _ in range(MAX_REDIRECTS + 1):
+        response = await client.get(address.url)
+        location = response.headers.get("location")
+        if response.status_code not in (301, 302, 303, 307, 308) or not location:
+            return response
+        address = normalize_url(location, base=address.url)
+        if public and any(is_internal(ip) for ip in await resolve(address, timeout)):
+            raise ValueError(f"redirected to {address.host}, an address on this machine or its network")
+    raise ValueError(f"more than {MAX_REDIRECTS} redirects")

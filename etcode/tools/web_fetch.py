@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.summary import format_size
 from etcode.tools.truncate import truncate_output
-from etcode.tools.web_address import WebAddress, is_internal, normalize_url, resolve
+from etcode.util.web_address import InvalidURL, WebAddress, is_internal, normalize_url, resolve
 
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 120.0
@@ -312,6 +312,12 @@ class _Fetch:
         self.left = timeout
 
     async def run(self) -> tuple[int, str, str, bytes]:
+        try:
+            return await self._run()
+        except InvalidURL as err:
+            raise ToolError(str(err)) from None
+
+    async def _run(self) -> tuple[int, str, str, bytes]:
         import httpx
 
         address = normalize_url(self.params.url)

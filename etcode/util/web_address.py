@@ -18,7 +18,10 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from etcode.tools.base import ToolError
+
+class InvalidURL(ValueError):
+    """A URL that cannot be fetched (the message says why, in one line)."""
+
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -58,24 +61,24 @@ class WebAddress:
 
 def normalize_url(raw: str, base: str | None = None) -> WebAddress:
     """Parse and normalize an http(s) URL (relative to ``base`` for a redirect's
-    ``Location``); :class:`ToolError` with a one-line reason when it cannot be fetched."""
+    ``Location``); :class:`InvalidURL` with a one-line reason when it cannot be fetched."""
     from urllib.parse import urljoin
 
     text = raw.strip()
     if base is not None:
         text = urljoin(base, text)
     if any(ord(char) < 0x20 or char == "\x7f" for char in text):
-        raise ToolError(f"URL contains control characters: {raw!r}")
+        raise InvalidURL(f"URL contains control characters: {raw!r}")
     try:
         parts = urlsplit(text)
         port_value = parts.port
     except ValueError as err:
-        raise ToolError(f"Invalid URL {raw!r}: {err}") from None
+        raise InvalidURL(f"Invalid URL {raw!r}: {err}") from None
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS or not parts.netloc:
-        raise ToolError(f"URL must start with http:// or https:// — got {raw!r}")
+        raise InvalidURL(f"URL must start with http:// or https:// — got {raw!r}")
     if "@" in parts.netloc:
-        raise ToolError(f"URLs with a user name or password are not fetched: {raw!r}")
+        raise InvalidURL(f"URLs with a user name or password are not fetched: {raw!r}")
     host = _host(parts.hostname or "", raw)
     port = port_value if port_value is not None else DEFAULT_PORTS[scheme]
     path = _normalize_path(parts.path or "/")
@@ -88,12 +91,12 @@ def _host(raw_host: str, url: str) -> str:
     """Lower-case, percent-decoded, IDNA, without a trailing dot; IP spellings canonical."""
     host = _PERCENT.sub(lambda m: chr(int(m.group(1), 16)), raw_host).strip().lower().rstrip(".")
     if not host:
-        raise ToolError(f"URL has no host: {url!r}")
+        raise InvalidURL(f"URL has no host: {url!r}")
     if ":" in host:  # IPv6 (urlsplit removed the brackets)
         try:
             address = ipaddress.IPv6Address(host.split("%", 1)[0])
         except ValueError:
-            raise ToolError(f"Invalid IPv6 address in {url!r}") from None
+            raise InvalidURL(f"Invalid IPv6 address in {url!r}") from None
         mapped = address.ipv4_mapped
         return str(mapped) if mapped is not None else address.compressed
     if _NUMERIC_HOST.fullmatch(host) and not host.endswith("."):
@@ -103,7 +106,7 @@ def _host(raw_host: str, url: str) -> str:
     try:
         return host.encode("idna").decode("ascii")
     except UnicodeError:
-        raise ToolError(f"Invalid host name in {url!r}") from None
+        raise InvalidURL(f"Invalid host name in {url!r}") from None
 
 
 def _ipv4(host: str) -> str | None:
@@ -186,9 +189,9 @@ async def resolve(address: WebAddress, timeout: float) -> list[IPAddress]:
         async with asyncio.timeout(timeout):
             infos = await loop.getaddrinfo(address.host, address.port, type=socket.SOCK_STREAM)
     except TimeoutError:
-        raise ToolError(f"Could not resolve {address.host}: no answer within {timeout:g} s") from None
+        raise InvalidURL(f"Could not resolve {address.host}: no answer within {timeout:g} s") from None
     except OSError as err:
-        raise ToolError(f"Could not resolve {address.host}: {err.strerror or err}") from None
+        raise InvalidURL(f"Could not resolve {address.host}: {err.strerror or err}") from None
     found: list[IPAddress] = []
     for info in infos:
         host = str(info[4][0]).split("%", 1)[0]
@@ -199,5 +202,5 @@ async def resolve(address: WebAddress, timeout: float) -> list[IPAddress]:
         if ip not in found:
             found.append(ip)
     if not found:
-        raise ToolError(f"Could not resolve {address.host}")
+        raise InvalidURL(f"Could not resolve {address.host}")
     return found
