@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from etcode.provider.base import Provider
 from etcode.provider.errors import ContextOverflowError, ProviderError
@@ -41,10 +41,12 @@ from etcode.tools.base import (
     _no_instructions,
 )
 from etcode.tools.registry import ToolRegistry
-from etcode.tools.sandbox import SandboxPolicy
 from etcode.tools.scheduler import ToolScheduler
-from etcode.tools.shell_env import ShellEnvPolicy
 from etcode.util.errors import EtcodeError
+
+if TYPE_CHECKING:
+    from etcode.tools.sandbox import SandboxPolicy
+    from etcode.tools.shell_env import ShellEnvPolicy
 
 log = logging.getLogger("etcode.loop")
 

@@ -9,17 +9,16 @@ import re
 import shutil
 import signal
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from etcode.tools import sandbox
 from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
-from etcode.tools.command_permission import check_command
-from etcode.tools.sandbox import SandboxPolicy
-from etcode.tools.shell_env import ShellEnvPolicy
 from etcode.tools.summary import plural, shorten
 from etcode.tools.truncate import truncate_output
+
+if TYPE_CHECKING:
+    from etcode.tools.sandbox import SandboxPolicy
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -251,6 +250,12 @@ class BashTool(Tool):
     checks_permission = True
 
     async def run(self, params: BashParams, ctx: ToolContext) -> ToolResult:
+        # The shell grammar, the environment policy and the sandbox load with the first command.
+        from etcode.tools import sandbox
+        from etcode.tools.command_permission import check_command
+        from etcode.tools.sandbox import SandboxPolicy
+        from etcode.tools.shell_env import ShellEnvPolicy
+
         await check_command(ctx, params.command, params.description, self.name)
         timeout_ms = min(params.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
         env = (ctx.shell_env or ShellEnvPolicy()).environment()

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import re
 from html.parser import HTMLParser
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urljoin
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.summary import format_size
 from etcode.tools.truncate import truncate_output
-from etcode.util.web_address import InvalidURL, WebAddress, is_internal, normalize_url, resolve
+
+if TYPE_CHECKING:
+    from etcode.util.web_address import WebAddress
 
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 120.0
@@ -312,6 +314,8 @@ class _Fetch:
         self.left = timeout
 
     async def run(self) -> tuple[int, str, str, bytes]:
+        from etcode.util.web_address import InvalidURL
+
         try:
             return await self._run()
         except InvalidURL as err:
@@ -319,6 +323,8 @@ class _Fetch:
 
     async def _run(self) -> tuple[int, str, str, bytes]:
         import httpx
+
+        from etcode.util.web_address import WebAddress, normalize_url
 
         address = normalize_url(self.params.url)
         headers = {
@@ -363,6 +369,8 @@ class _Fetch:
         (so ``http://localhost/`` meets a rule on ``http://127.0.0.1*``); an internal
         address — loopback, private, link-local — also needs a ``private_network`` rule
         (or the user's answer)."""
+        from etcode.util.web_address import is_internal, resolve
+
         named = address.url
         if _proxied(address) and address.literal_ip() is None and address.host != "localhost":
             addresses = []  # the proxy resolves the name; it is what reaches the network
@@ -400,6 +408,8 @@ class _Fetch:
             url = f"{address.scheme}://{ip}:{address.port}{address.target}"
             request_headers["Host"] = address.netloc
             extensions["sni_hostname"] = address.host
+        from etcode.util.web_address import normalize_url
+
         async with client.stream("GET", url, headers=request_headers, extensions=extensions) as response:
             location = response.headers.get("location")
             if response.status_code in (301, 302, 303, 307, 308) and location:
