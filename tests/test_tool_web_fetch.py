@@ -333,6 +333,11 @@ def test_bad_urls_are_refused_with_a_reason() -> None:
         ("http://allowed.example@evil.example/", "user name or password"),
         ("http://exa mple.com\n/", "control characters"),
         ("http://example.com:99999/", "Invalid URL"),
+        # The resolver cuts a name at a NUL: "secret.example%00.x" would reach secret.example.
+        ("http://secret.example%00.other.example/", "Invalid host name"),
+        ("http://exa%20mple.com/", "Invalid host name"),
+        ("http://evil.example%2F@x/", "user name or password"),
+        ("http://evil.example%2Fsecret/", "Invalid host name"),
     ):
         with pytest.raises(ToolError, match=reason):
             normalize_url(url)
@@ -370,3 +375,21 @@ def test_internal_addresses() -> None:
         assert is_internal(ipaddress.ip_address(text)), text
     for text in ("93.184.216.34", "2606:4700::1111", "8.8.8.8"):
         assert not is_internal(ipaddress.ip_address(text)), text
+    # IPv6 addresses that carry an internal IPv4 one to a translator or tunnel (NAT64,
+    # 6to4, IPv4-compatible), the local-use NAT64 prefix and site-local addresses.
+    for text in ("64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "::127.0.0.1", "::10.0.0.1", "2002:7f00:1::1",
+                 "2002:a9fe:a9fe::", "64:ff9b:1::808:808", "fec0::1"):  # fmt: skip
+        assert is_internal(ipaddress.ip_address(text)), text
+    for text in ("64:ff9b::808:808", "2002:808:808::1"):  # a public IPv4 address behind them
+        assert not is_internal(ipaddress.ip_address(text)), text
+
+
+def test_hosts_that_are_numeric_after_idna() -> None:
+    """Full-width digits and ideographic dots are ASCII after IDNA: the IPv4 spelling is
+    made canonical after it, so rules on ``http://127.0.0.1*`` see the same text."""
+    for url in (
+        "http://\uff11\uff12\uff17.\uff11/x",
+        "http://127\u30020\u30020\u30021/x",
+        "http://0x7F.1./x",
+    ):
+        assert normalize_url(url).url == "http://127.0.0.1/x", url

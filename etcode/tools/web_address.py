@@ -26,6 +26,7 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 _NUMERIC_HOST = re.compile(r"[0-9a-fA-FxX.]+")
+_HOST_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,10 @@ def normalize_url(raw: str, base: str | None = None) -> WebAddress:
 
 
 def _host(raw_host: str, url: str) -> str:
-    """Lower-case, percent-decoded, IDNA, without a trailing dot; IP spellings canonical."""
+    """Lower-case, percent-decoded, IDNA, without a trailing dot; IP spellings canonical.
+    A name must come out as letters, digits, ``-`` and ``_`` between dots: a NUL (which the
+    resolver would cut the name at), a space or a slash smuggled in as ``%00``/``%20``/``%2F``
+    is refused, not looked up."""
     host = _PERCENT.sub(lambda m: chr(int(m.group(1), 16)), raw_host).strip().lower().rstrip(".")
     if not host:
         raise ToolError(f"URL has no host: {url!r}")
@@ -96,14 +100,18 @@ def _host(raw_host: str, url: str) -> str:
             raise ToolError(f"Invalid IPv6 address in {url!r}") from None
         mapped = address.ipv4_mapped
         return str(mapped) if mapped is not None else address.compressed
-    if _NUMERIC_HOST.fullmatch(host) and not host.endswith("."):
+    try:
+        # IDNA first: full-width digits and dots ("１２７.１", "127。1") become ASCII.
+        host = host.encode("idna").decode("ascii").lower().rstrip(".")
+    except UnicodeError:
+        raise ToolError(f"Invalid host name in {url!r}") from None
+    if _NUMERIC_HOST.fullmatch(host):
         dotted = _ipv4(host)
         if dotted is not None:
             return dotted
-    try:
-        return host.encode("idna").decode("ascii")
-    except UnicodeError:
-        raise ToolError(f"Invalid host name in {url!r}") from None
+    if not _HOST_NAME.fullmatch(host):
+        raise ToolError(f"Invalid host name in {url!r}")
+    return host
 
 
 def _ipv4(host: str) -> str | None:
@@ -168,12 +176,36 @@ def _normalize_path(path: str) -> str:
 # ---- addresses ------------------------------------------------------------------------
 
 
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+_SITE_LOCAL = ipaddress.IPv6Network("fec0::/10")
+
+
 def is_internal(address: IPAddress) -> bool:
     """Not a public internet address: loopback, private, link-local, shared (CGNAT),
-    multicast, reserved or unspecified."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    multicast, reserved or unspecified — also an IPv6 address that carries an internal IPv4
+    one to a translator or tunnel (``::ffff:127.0.0.1``, ``::127.0.0.1``, NAT64
+    ``64:ff9b::7f00:1``, 6to4 ``2002:7f00:1::``), the local-use NAT64 prefix and the old
+    site-local ``fec0::/10``."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _LOCAL_NAT64 or address in _SITE_LOCAL:
+            return True
+        embedded = _embedded_ipv4(address)
+        if embedded is not None:
+            return is_internal(embedded)
     return not address.is_global or address.is_multicast
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv4-mapped, IPv4-compatible, NAT64 or 6to4 address reaches."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    value = int(address)
+    if address in _NAT64 or (value >> 32 == 0 and value > 1):  # 64:ff9b::a.b.c.d, ::a.b.c.d
+        return ipaddress.IPv4Address(value & 0xFFFFFFFF)
+    return None
 
 
 async def resolve(address: WebAddress, timeout: float) -> list[IPAddress]:
