@@ -393,3 +393,101 @@ def test_hosts_that_are_numeric_after_idna() -> None:
         "http://0x7F.1./x",
     ):
         assert normalize_url(url).url == "http://127.0.0.1/x", url
+
+
+# ---- allow-lists by name; the address and lenient path spellings as aliases ----------------
+
+from etcode.permission import PermissionService, rules_from_config  # noqa: E402
+from tests.permission_support import Answer  # noqa: E402
+
+
+@pytest.mark.parametrize("catch_all", ["deny", "ask"])
+async def test_an_allow_list_of_names_lets_them_through(
+    tmp_path: Path, counting: tuple[str, list[str]], catch_all: str
+) -> None:
+    """``"*": "deny"`` (or ask) with an allowed name: the address the name resolves to is
+    not refused (or asked) by the catch-all — before, an allow-list could fetch nothing."""
+    base, hits = counting
+    port = base.rsplit(":", 1)[1]
+    asker = Answer()
+    rules = {
+        "webfetch": {"*": catch_all, f"http://localhost:{port}/*": "allow"},
+        "private_network": {f"http://localhost:{port}/*": "allow"},
+    }
+    result = await fetch(ruled_ctx(tmp_path, rules, asker), url=f"http://localhost:{port}/ok")
+    assert result.output == f"localhost:{port} /ok" and hits == ["/ok"] and asker.requests == []
+    with pytest.raises(PermissionDenied):  # what is not on the list still is not fetched
+        await fetch(ruled_ctx(tmp_path, rules, asker), url=f"{base}/ok")
+    assert hits == ["/ok"]
+
+
+async def test_a_rule_naming_the_address_counts_for_the_name(
+    tmp_path: Path, counting: tuple[str, list[str]]
+) -> None:
+    base, hits = counting
+    port = base.rsplit(":", 1)[1]
+    asker = Answer()
+    ask_ip = {**LOCAL_OK, "webfetch": {f"http://127.0.0.1:{port}/*": "ask"}}
+    with pytest.raises(PermissionDenied, match="recorded"):
+        await fetch(ruled_ctx(tmp_path, ask_ip, asker), url=f"http://localhost:{port}/x")
+    assert [request.patterns for request in asker.requests] == [[f"http://127.0.0.1:{port}/x"]]
+    assert hits == []
+
+
+def test_aliases_in_the_service() -> None:
+    """A rule counts for an alias only when it does not match the named pattern too."""
+
+    def decide(permission: dict[str, Any]) -> str:
+        service = PermissionService(rules_from_config(permission), Answer())
+        try:
+            asyncio.run(service.check("webfetch", ["http://name/x"], {"aliases": ["http://10.0.0.1/x"]}))
+        except PermissionDenied as err:
+            return "ask" if err.asked else "deny"
+        return "allow"
+
+    assert decide({"webfetch": {"*": "deny", "http://name/*": "allow"}}) == "allow"
+    assert decide({"webfetch": {"*": "ask", "http://name/*": "allow"}}) == "allow"
+    assert decide({"webfetch": {"http://10.0.0.1/*": "deny", "http://name/*": "allow"}}) == "deny"
+    assert decide({"webfetch": {"http://10.*": "ask"}}) == "ask"
+    assert (
+        decide({"webfetch": {"*": "deny", "http://10.0.0.1/*": "allow"}}) == "deny"
+    )  # an alias never grants
+    assert decide({"webfetch": {"http://name/*": "deny", "http://10.0.0.1/*": "allow"}}) == "deny"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["//secret/x", "/%2Fsecret/x", "/secret%2Fx", "/public/..%2Fsecret/x", "/%5Csecret%5Cx", "/.//secret/x",
+     "/public%2F%2E%2E%2Fsecret/x"],
+)  # fmt: skip
+async def test_lenient_path_spellings_of_a_denied_path_are_refused(
+    tmp_path: Path, counting: tuple[str, list[str]], path: str
+) -> None:
+    """Servers that merge slashes or decode ``%2F`` (nginx does both) read these as
+    ``/secret/x``: a rule on ``/secret/*`` refuses them, for the name and the address."""
+    base, hits = counting
+    port = base.rsplit(":", 1)[1]
+    ctx = ruled_ctx(tmp_path, {**LOCAL_OK, "webfetch": {f"http://127.0.0.1:{port}/secret/*": "deny"}})
+    for url in (f"{base}{path}", f"http://localhost:{port}{path}"):
+        with pytest.raises(PermissionDenied, match="denied by permission rule"):
+            await fetch(ctx, url=url)
+    assert hits == []
+    assert (await fetch(ctx, url=f"{base}/public/x")).output == f"127.0.0.1:{port} /public/x"
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_property_lenient_spellings_of_one_path(data: st.DataObject) -> None:
+    """Escapes of any letter (either case), doubled, escaped or back- slashes between the
+    segments and ``.``/``zz/..`` segments: every spelling reads as ``/secret/x`` leniently
+    (the path as sent: dot segments next to a literal ``/`` are already gone from it)."""
+
+    def word(text: str) -> str:
+        return "".join(data.draw(st.sampled_from([c, f"%{ord(c):02X}", f"%{ord(c):02x}"])) for c in text)
+
+    lead = data.draw(st.sampled_from(["", "./", "zz/../", ".//", "zz/./../"]))
+    sep = data.draw(
+        st.sampled_from(["/", "//", "/%2F", "%2F", "%2f", "\\", "%5C", "/./", "/%2E/", "/zz/../"])
+    )
+    spelled = f"/{lead}{word('secret')}{sep}{word('x')}"
+    assert normalize_url(f"http://h{spelled}").loose().url == "http://h/secret/x", spelled

@@ -50,6 +50,16 @@ class WebAddress:
     def with_host(self, host: str) -> WebAddress:
         return WebAddress(self.scheme, host, self.port, self.target)
 
+    def loose(self) -> WebAddress:
+        """The address as a lenient server reads its path: every escape decoded (``%2F``
+        too), backslashes as slashes, runs of slashes as one, dot segments removed again —
+        so ``//secret``, ``/%2Fsecret`` or ``/a/..%2Fsecret`` meet a rule on ``/secret/*``."""
+        from urllib.parse import unquote
+
+        path, mark, query = self.target.partition("?")
+        path = re.sub(r"/{2,}", "/", unquote(path).replace("\\", "/"))
+        return WebAddress(self.scheme, self.host, self.port, _remove_dot_segments(path) + mark + query)
+
     def literal_ip(self) -> IPAddress | None:
         try:
             return ipaddress.ip_address(self.host)
@@ -154,7 +164,10 @@ def _normalize_escapes(text: str) -> str:
 
 def _normalize_path(path: str) -> str:
     """Escapes normalized, then ``.`` and ``..`` segments removed (RFC 3986, 5.2.4)."""
-    path = _normalize_escapes(path)
+    return _remove_dot_segments(_normalize_escapes(path))
+
+
+def _remove_dot_segments(path: str) -> str:
     output: list[str] = []
     segments = path.split("/")
     for index, segment in enumerate(segments[1:], 1):

@@ -353,8 +353,9 @@ class _Fetch:
     async def _check(self, address: WebAddress) -> str | None:
         """Check one hop and return the IP to connect to (None: a proxy connects).
 
-        The ``webfetch`` rules see the URL as named and with each address it resolves to
-        (so ``http://localhost/`` meets a rule on ``http://127.0.0.1*``); an internal
+        The ``webfetch`` rules see the URL as named, and as aliases with each address it
+        resolves to (so ``http://localhost/`` meets a rule on ``http://127.0.0.1*``) and its
+        path read leniently (:meth:`WebAddress.loose`); an internal
         address — loopback, private, link-local — also needs a ``private_network`` rule
         (or the user's answer)."""
         named = address.url
@@ -362,11 +363,19 @@ class _Fetch:
             addresses = []  # the proxy resolves the name; it is what reaches the network
         else:
             addresses = await self._timed(resolve(address, self.left))
-        spellings = [named, *(address.with_host(str(ip)).url for ip in addresses)]
+        at_ips = [address.with_host(str(ip)) for ip in addresses]
+        spellings = [hop.url for hop in (address, *at_ips)] + [hop.loose().url for hop in (address, *at_ips)]
         await self.ctx.check_permission(
             "webfetch",
-            list(dict.fromkeys(spellings)),
-            {"tool": "WebFetch", "url": named, "format": self.params.format},
+            [named],
+            {
+                "tool": "WebFetch",
+                "url": named,
+                "format": self.params.format,
+                # What rules say about these counts only where they do not also match the
+                # URL as named: "*": "deny" beside an allowed name leaves its address alone.
+                "aliases": [spelling for spelling in dict.fromkeys(spellings) if spelling != named],
+            },
         )
         internal = [str(ip) for ip in addresses if is_internal(ip)]
         if internal:
@@ -376,6 +385,7 @@ class _Fetch:
                 {  # "via", not "tool": a rule allowing WebFetch does not open the local network
                     "via": "WebFetch",
                     "url": named,
+                    "aliases": [hop.url for hop in at_ips if hop.url != named],
                     "addresses": internal,
                     "reason": f"{address.host} is this machine or its local network ({', '.join(internal)})",
                 },
