@@ -491,3 +491,98 @@ def test_property_lenient_spellings_of_one_path(data: st.DataObject) -> None:
     )
     spelled = f"/{lead}{word('secret')}{sep}{word('x')}"
     assert normalize_url(f"http://h{spelled}").loose().url == "http://h/secret/x", spelled
+
+
+# ---- names through a stub resolver: nothing is looked up outside the test ------------------
+
+import ipaddress  # noqa: E402
+import socket  # noqa: E402
+
+
+@pytest.fixture
+def stub_dns(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """``socket.getaddrinfo`` (what asyncio and httpx resolve with) answers from this dict:
+    each name's list of answers is used in turn, the last one for ever; other names fail."""
+    answers: dict[str, list[str]] = {}
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        if name not in answers:
+            try:
+                ipaddress.ip_address(name)
+            except ValueError:
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known") from None
+            return real(host, port, *args, **kwargs)
+        queue = answers[name]
+        ip = queue.pop(0) if len(queue) > 1 else queue[0]
+        return real(ip, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return answers
+
+
+def _serve(host: str, port: int = 0) -> tuple[QuietServer, list[str]]:
+    hits: list[str] = []
+    httpd = QuietServer((host, port), type("Handler", (Counting,), {"hits": hits}))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, hits
+
+
+async def test_a_name_resolving_to_a_private_address_is_refused(
+    tmp_path: Path, stub_dns: dict[str, list[str]]
+) -> None:
+    stub_dns.update({"intranet.test": ["10.1.2.3"], "metadata.test": ["169.254.169.254"]})
+    for url in ("http://intranet.test/", "http://metadata.test/latest/meta-data/"):
+        with pytest.raises(PermissionDenied, match="private_network"):
+            await fetch(ruled_ctx(tmp_path, None, AllowAsker()), url=url)
+    # A rule on the address refuses the names that lead to it.
+    ctx = ruled_ctx(tmp_path, {"private_network": {"http://169.254.169.254/*": "deny", "*": "allow"}})
+    with pytest.raises(PermissionDenied, match="169.254.169.254"):
+        await fetch(ctx, url="http://metadata.test/latest/meta-data/")
+
+
+async def test_the_checked_address_is_the_one_connected_to(
+    tmp_path: Path, stub_dns: dict[str, list[str]]
+) -> None:
+    """DNS rebinding: the name answers 127.0.0.1 when checked and 127.0.0.2 afterwards; the
+    request still goes to the address that was checked."""
+    first, first_hits = _serve("127.0.0.1")
+    port = first.server_address[1]
+    try:
+        second, second_hits = _serve("127.0.0.2", port)
+    except OSError:
+        first.shutdown()
+        pytest.skip("127.0.0.2 cannot be bound here")
+    try:
+        stub_dns["rebind.test"] = ["127.0.0.1", "127.0.0.2"]
+        ctx = ruled_ctx(tmp_path, {"private_network": {f"http://rebind.test:{port}/*": "allow"}})
+        result = await fetch(ctx, url=f"http://rebind.test:{port}/x")
+        assert result.output == f"rebind.test:{port} /x"
+        assert first_hits == ["/x"] and second_hits == []
+    finally:
+        for httpd in (first, second):
+            httpd.shutdown()
+            httpd.server_close()
+
+
+async def test_the_proxy_is_the_one_checked(
+    tmp_path: Path, stub_dns: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python's NO_PROXY reading and httpx's differ (``http://intranet.test`` is a scheme
+    form only httpx knows): the fetch must go the way it was checked. Before, the name was
+    left to the proxy unchecked but httpx connected to it directly — to a local address."""
+    internal, internal_hits = _serve("127.0.0.1")
+    proxy, proxy_hits = _serve("127.0.0.1")
+    port = internal.server_address[1]
+    stub_dns["intranet.test"] = ["127.0.0.1"]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
+    monkeypatch.setenv("NO_PROXY", "http://intranet.test")
+    try:
+        result = await fetch(ruled_ctx(tmp_path, None), url=f"http://intranet.test:{port}/x")
+        assert internal_hits == [] and proxy_hits == [f"http://intranet.test:{port}/x"]
+        assert result.output.endswith(f"http://intranet.test:{port}/x")
+    finally:
+        for httpd in (internal, proxy):
+            httpd.shutdown()
+            httpd.server_close()

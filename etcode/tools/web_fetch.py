@@ -321,14 +321,14 @@ class _Fetch:
             "Accept-Language": "en-US,en;q=0.9",
         }
         try:
-            async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
-                for _ in range(MAX_REDIRECTS + 1):
-                    connect_to = await self._check(address)
+            for _ in range(MAX_REDIRECTS + 1):
+                connect_to, proxy = await self._check(address)
+                async with self._client(proxy) as client:
                     hop = await self._timed(self._get(client, address, connect_to, headers))
-                    if isinstance(hop, WebAddress):
-                        address = hop
-                        continue
-                    return hop
+                if isinstance(hop, WebAddress):
+                    address = hop
+                    continue
+                return hop
         except httpx.TimeoutException:
             raise self._timed_out() from None
         except httpx.HTTPError as err:
@@ -347,11 +347,27 @@ class _Fetch:
         finally:
             self.left -= loop.time() - started
 
+    def _client(self, proxy: str | None) -> Any:
+        """A client that goes through ``proxy`` (None: straight to the address) and nothing
+        else: not a proxy httpx would pick from the environment by its own ``NO_PROXY``
+        reading (``NO_PROXY=http://intranet`` sent a name it did not check straight to
+        an unchecked address), nor ``~/.netrc`` credentials."""
+        import httpx
+
+        try:
+            transport = httpx.AsyncHTTPTransport(proxy=proxy)
+        except (ImportError, ValueError) as err:  # socks5:// without socksio, an odd scheme
+            raise ToolError(f"Cannot use the proxy {proxy}: {err}") from None
+        return httpx.AsyncClient(
+            transport=transport, timeout=self.timeout, follow_redirects=False, trust_env=False
+        )
+
     def _timed_out(self) -> ToolError:
         return ToolError(f"Request timed out after {self.timeout:g} s: {self.params.url}")
 
-    async def _check(self, address: WebAddress) -> str | None:
-        """Check one hop and return the IP to connect to (None: a proxy connects).
+    async def _check(self, address: WebAddress) -> tuple[str | None, str | None]:
+        """Check one hop; return the IP to connect to (None: the proxy resolves the name)
+        and the proxy to go through (None: none).
 
         The ``webfetch`` rules see the URL as named, and as aliases with each address it
         resolves to (so ``http://localhost/`` meets a rule on ``http://127.0.0.1*``) and its
@@ -359,7 +375,8 @@ class _Fetch:
         address — loopback, private, link-local — also needs a ``private_network`` rule
         (or the user's answer)."""
         named = address.url
-        if _proxied(address) and address.literal_ip() is None and address.host != "localhost":
+        proxy = _proxy_for(address)
+        if proxy and address.literal_ip() is None and address.host != "localhost":
             addresses = []  # the proxy resolves the name; it is what reaches the network
         else:
             addresses = await self._timed(resolve(address, self.left))
@@ -390,7 +407,7 @@ class _Fetch:
                     "reason": f"{address.host} is this machine or its local network ({', '.join(internal)})",
                 },
             )
-        return str(addresses[0]) if addresses else None
+        return (str(addresses[0]) if addresses else None), proxy
 
     async def _get(
         self, client: Any, address: WebAddress, connect_to: str | None, headers: dict[str, str]
@@ -428,15 +445,17 @@ class _Fetch:
             )
 
 
-def _proxied(address: WebAddress) -> bool:
-    """True when the environment sends this URL through a proxy (``HTTPS_PROXY``...)."""
+def _proxy_for(address: WebAddress) -> str | None:
+    """The proxy the environment names for this URL (``HTTPS_PROXY``, ``ALL_PROXY``... less
+    ``NO_PROXY``), None for none."""
     import urllib.request
 
     proxies = urllib.request.getproxies_environment()
-    if not (proxies.get(address.scheme) or proxies.get("all")):
-        return False
+    proxy = proxies.get(address.scheme) or proxies.get("all")
     bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # not in typeshed
-    return not bypass(address.host, proxies)
+    if not proxy or bypass(address.host, proxies):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
 
 
 def _charset(content_type: str) -> str:
