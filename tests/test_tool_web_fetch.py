@@ -27,6 +27,11 @@ PAGE = b"""<!doctype html><html><head><title>Docs</title><script>var x = 1;</scr
 </body></html>"""
 
 
+BIG_HTML = (
+    b"<html><body>" + b"<p>Hello <a href='/x'>link</a> <b>bold</b></p><ul><li>a</li><li>b</li></ul>\n" * 55000
+)
+
+
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
@@ -57,6 +62,8 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/slow":
             time.sleep(2)
             self._send(200, "text/plain", b"late")
+        elif self.path == "/bightml":
+            self._send(200, "text/html", BIG_HTML)
         elif self.path == "/big":
             self._send(200, "text/plain", ("line\n" * 20000).encode())
         elif self.path == "/latin1":
@@ -586,3 +593,27 @@ async def test_the_proxy_is_the_one_checked(
         for httpd in (internal, proxy):
             httpd.shutdown()
             httpd.server_close()
+
+
+async def test_a_big_page_is_converted_off_the_event_loop(server: str, tmp_path: Path) -> None:
+    """A 4 MB page takes seconds to convert: the event loop (the TUI, Esc) keeps running."""
+    gaps: list[float] = []
+    done = asyncio.Event()
+
+    async def tick() -> None:
+        last = time.monotonic()
+        while not done.is_set():
+            await asyncio.sleep(0.02)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    async def run() -> Any:
+        try:
+            return await fetch(make_ctx(tmp_path), url=f"{server}/bightml", timeout=60)
+        finally:
+            done.set()
+
+    result, _ = await asyncio.gather(run(), tick())
+    assert result.data and result.data["bytes"] == len(BIG_HTML) and "[link](" in result.output
+    assert max(gaps) < 1.0, f"the event loop stood still for {max(gaps):.1f} s"

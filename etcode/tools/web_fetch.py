@@ -251,7 +251,7 @@ class WebFetchTool(Tool):
 
     async def run(self, params: WebFetchParams, ctx: ToolContext) -> ToolResult:
         timeout = min(params.timeout or DEFAULT_TIMEOUT, MAX_TIMEOUT)
-        fetch = asyncio.create_task(_Fetch(params, ctx, timeout).run())
+        fetch = asyncio.create_task(_fetch_text(params, ctx, timeout))
         stopper = asyncio.create_task(ctx.abort.wait())
         try:
             done, _ = await asyncio.wait({fetch, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -263,23 +263,13 @@ class WebFetchTool(Tool):
                     await fetch
         if fetch not in done:
             raise ToolError("Fetch interrupted.")
-        status, final_url, content_type, body = fetch.result()
-        charset = _charset(content_type)
-        text = body.decode(charset, errors="replace")
-        mime = content_type.split(";")[0].strip().lower()
-        if mime in ("text/html", "application/xhtml+xml") or (not mime and "<html" in text[:2000].lower()):
-            if params.format == "markdown":
-                text = html_to_markdown(text, final_url)
-            elif params.format == "text":
-                text = html_to_text(text, final_url)
-        elif mime and not _is_textual(mime):
-            raise ToolError(f"Unsupported content type {mime!r} at {final_url}; WebFetch returns text only.")
+        status, final_url, mime, size, text = fetch.result()
         cut = await asyncio.to_thread(truncate_output, text)
         data: dict[str, Any] = {
             "url": final_url,
             "status": status,
             "contentType": mime,
-            "bytes": len(body),
+            "bytes": size,
             "format": params.format,
         }
         if cut.path:
@@ -296,6 +286,30 @@ class WebFetchTool(Tool):
         if result.is_error or "bytes" not in data:
             return super().result_summary(params, result)
         return f"Fetched {format_size(data['bytes'])} ({data['status']} {data['contentType'] or 'unknown'})"
+
+
+async def _fetch_text(
+    params: WebFetchParams, ctx: ToolContext, timeout: float
+) -> tuple[int, str, str, int, str]:
+    """Fetch, then convert in a thread (a 5 MB page takes seconds to parse, which would
+    freeze the event loop — and Esc — meanwhile): status, URL, MIME type, size, text."""
+    status, final_url, content_type, body = await _Fetch(params, ctx, timeout).run()
+    mime = content_type.split(";")[0].strip().lower()
+    text = await asyncio.to_thread(_to_text, body, content_type, mime, params.format, final_url)
+    return status, final_url, mime, len(body), text
+
+
+def _to_text(body: bytes, content_type: str, mime: str, fmt: Format, url: str) -> str:
+    """The body decoded, HTML converted to ``fmt``; :class:`ToolError` for binary types."""
+    text = body.decode(_charset(content_type), errors="replace")
+    if mime in ("text/html", "application/xhtml+xml") or (not mime and "<html" in text[:2000].lower()):
+        if fmt == "markdown":
+            return html_to_markdown(text, url)
+        if fmt == "text":
+            return html_to_text(text, url)
+    elif mime and not _is_textual(mime):
+        raise ToolError(f"Unsupported content type {mime!r} at {url}; WebFetch returns text only.")
+    return text
 
 
 class _Fetch:
