@@ -333,6 +333,7 @@ class _Fetch:
             "User-Agent": USER_AGENT,
             "Accept": _ACCEPT[self.params.format],
             "Accept-Language": "en-US,en;q=0.9",
+            "Accept-Encoding": "gzip, deflate",  # what _read_body inflates within the limit
         }
         try:
             for _ in range(MAX_REDIRECTS + 1):
@@ -442,21 +443,55 @@ class _Fetch:
             declared = response.headers.get("content-length")
             if declared and declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
                 raise ToolError(f"Response too large ({format_size(int(declared))}); the limit is 5 MB.")
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > MAX_RESPONSE_BYTES:
-                    raise ToolError("Response too large (over 5 MB).")
-                chunks.append(chunk)
+            body = await _read_body(response, address.url)
             if response.status_code >= 400:
                 raise ToolError(f"HTTP {response.status_code} {response.reason_phrase} for {address.url}")
-            return (
-                response.status_code,
-                address.url,
-                response.headers.get("content-type", ""),
-                b"".join(chunks),
-            )
+            return response.status_code, address.url, response.headers.get("content-type", ""), body
+
+
+async def _read_body(response: Any, url: str) -> bytes:
+    """The body, its ``Content-Encoding`` undone here rather than by httpx, so that the
+    5 MB limit bounds what is inflated: httpx inflates each network chunk whole, and a
+    1.8 KB reply marked ``gzip, gzip`` grew to 2 GB before the limit was looked at."""
+    import zlib
+
+    encoding = response.headers.get("content-encoding", "")
+    layers = [
+        token.strip().lower()
+        for token in encoding.split(",")
+        if token.strip().lower() not in ("", "identity")
+    ]
+    if len(layers) > 1 or any(layer not in ("gzip", "x-gzip", "deflate") for layer in layers):
+        raise ToolError(
+            f"Unsupported Content-Encoding {encoding!r} from {url}; WebFetch takes gzip or deflate."
+        )
+    deflate = layers == ["deflate"]
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | (0 if deflate else 16)) if layers else None
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for raw in response.aiter_raw():
+            chunk = raw
+            if inflater is not None:
+                try:
+                    chunk = inflater.decompress(raw, MAX_RESPONSE_BYTES - size + 1)
+                except zlib.error:
+                    if not (deflate and not chunks):
+                        raise
+                    inflater = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, no zlib header
+                    chunk = inflater.decompress(raw, MAX_RESPONSE_BYTES - size + 1)
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise ToolError("Response too large (over 5 MB).")
+            chunks.append(chunk)
+        if inflater is not None:
+            chunks.append(inflater.flush())
+    except zlib.error as err:
+        raise ToolError(f"Could not decompress the {layers[0]} response from {url}: {err}") from None
+    body = b"".join(chunks)
+    if len(body) > MAX_RESPONSE_BYTES:
+        raise ToolError("Response too large (over 5 MB).")
+    return body
 
 
 def _proxy_for(address: WebAddress) -> str | None:
