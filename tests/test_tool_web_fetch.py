@@ -675,3 +675,31 @@ async def test_a_compression_bomb_stays_within_the_limit(
     finally:
         tracemalloc.stop()
     assert peak < 48 * 1024 * 1024, f"{peak / 2**20:.0f} MB allocated"
+
+
+async def test_lookups_that_never_end_leave_the_other_threads_alone(
+    tmp_path: Path, stub_dns: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """40 fetches of a name whose resolver never answers end at their timeout, and the
+    loop's executor (file tools, the TUI, HTML conversion) stays free meanwhile."""
+    release = threading.Event()
+    stubbed = socket.getaddrinfo
+
+    def hanging(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "slow.test":
+            release.wait(30)
+        return stubbed(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    stub_dns["slow.test"] = ["127.0.0.1"]
+    try:
+        started = time.monotonic()
+        results = await asyncio.gather(
+            *(fetch(make_ctx(tmp_path), url="http://slow.test/", timeout=0.5) for _ in range(40)),
+            return_exceptions=True,
+        )
+        assert all(isinstance(error, ToolError) for error in results), results
+        assert time.monotonic() - started < 10
+        assert await asyncio.wait_for(asyncio.to_thread(lambda: "free"), 5) == "free"
+    finally:
+        release.set()

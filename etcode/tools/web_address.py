@@ -12,10 +12,13 @@ link-local (cloud metadata at 169.254.169.254 included) or otherwise not public.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import re
 import socket
+import threading
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from etcode.tools.base import ToolError
@@ -226,10 +229,9 @@ async def resolve(address: WebAddress, timeout: float) -> list[IPAddress]:
     literal = address.literal_ip()
     if literal is not None:
         return [literal]
-    loop = asyncio.get_running_loop()
     try:
         async with asyncio.timeout(timeout):
-            infos = await loop.getaddrinfo(address.host, address.port, type=socket.SOCK_STREAM)
+            infos = await _getaddrinfo(address.host, address.port)
     except TimeoutError:
         raise ToolError(f"Could not resolve {address.host}: no answer within {timeout:g} s") from None
     except OSError as err:
@@ -246,3 +248,42 @@ async def resolve(address: WebAddress, timeout: float) -> list[IPAddress]:
     if not found:
         raise ToolError(f"Could not resolve {address.host}")
     return found
+
+
+#: Lookups that may wait for a resolver at once; more are refused until one ends.
+MAX_LOOKUPS = 16
+_lookups = threading.BoundedSemaphore(MAX_LOOKUPS)
+
+
+async def _getaddrinfo(host: str, port: int) -> list[Any]:
+    """``socket.getaddrinfo`` in a daemon thread of its own. Not the loop's executor: a
+    name whose resolver never answers would hold one of its few threads for the resolver's
+    whole timeout, and enough of them stalled every ``to_thread`` (file tools, the TUI)
+    and the exit, which waits for that executor."""
+    if not _lookups.acquire(blocking=False):
+        raise ToolError(f"Could not resolve {host}: {MAX_LOOKUPS} lookups are still waiting for an answer")
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[list[Any]] = loop.create_future()
+
+    def settle(result: list[Any] | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result or [])
+
+    def work() -> None:
+        result: list[Any] | None = None
+        error: BaseException | None = None
+        try:
+            result = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except BaseException as err:  # noqa: BLE001 - handed to the awaiting task
+            error = err
+        finally:
+            _lookups.release()
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name=f"etcode-dns {host}", daemon=True).start()
+    return await future
