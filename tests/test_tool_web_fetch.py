@@ -703,3 +703,64 @@ async def test_lookups_that_never_end_leave_the_other_threads_alone(
         assert await asyncio.wait_for(asyncio.to_thread(lambda: "free"), 5) == "free"
     finally:
         release.set()
+
+
+def _self_signed(directory: Path, name: str) -> tuple[Path, Path]:
+    """A certificate for ``name`` (its own CA) and its key, as PEM files."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
+
+
+async def test_https_to_the_checked_address_still_verifies_the_name(
+    tmp_path: Path, stub_dns: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection goes to the checked IP, but TLS is verified against the host name."""
+    import ssl
+
+    cert, key = _self_signed(tmp_path, "secure.test")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    httpd, hits = _serve("127.0.0.1")
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    port = httpd.server_address[1]
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    stub_dns.update({"secure.test": ["127.0.0.1"], "other.test": ["127.0.0.1"]})
+    ctx = ruled_ctx(tmp_path, {"private_network": "allow"})
+    try:
+        result = await fetch(ctx, url=f"https://secure.test:{port}/x")
+        assert result.output == f"secure.test:{port} /x" and hits == ["/x"]
+        for url in (f"https://other.test:{port}/x", f"https://127.0.0.1:{port}/x"):
+            with pytest.raises(ToolError, match="CERTIFICATE_VERIFY_FAILED|certificate"):
+                await fetch(ctx, url=url)
+        assert hits == ["/x"]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
