@@ -318,4 +318,4 @@ async def test_a_public_url_cannot_redirect_into_this_machine(monkeypatch: pytes
     assert refused is not None and "an address on this machine or its network" in refused
     assert fine is None and text == "remote rules from /ok"
     assert inside_hits == []  # the machine's own server got no request
-    assert outside_hits == [f"/to?u={inside}/ok", f"/to?u={outside}/ok", "/ok"]
+    assert sorted(outside_hits) == sorted([f"/to?u={inside}/ok", f"/to?u={outside}/ok", "/ok"])  # concurrent

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import gzip
 import threading
 import time
-from collections.abc import Iterator
+import tracemalloc
+import zlib
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -25,6 +29,28 @@ PAGE = b"""<!doctype html><html><head><title>Docs</title><script>var x = 1;</scr
 <pre>etcode run "hi"
   indented</pre>
 </body></html>"""
+
+
+BIG_HTML = (
+    b"<html><body>" + b"<p>Hello <a href='/x'>link</a> <b>bold</b></p><ul><li>a</li><li>b</li></ul>\n" * 55000
+)
+
+
+@functools.cache
+def _zeros_gzip() -> bytes:
+    """64 MB of zeros, gzipped: 64 KB on the wire."""
+    return gzip.compress(bytes(64 * 1024 * 1024), 9)
+
+
+ENCODED: dict[str, Callable[[], tuple[str, bytes]]] = {
+    "/gzip": lambda: ("gzip", gzip.compress(b"zipped text\n" * 1000)),
+    "/deflate": lambda: ("deflate", zlib.compress(b"deflated text\n")),
+    "/raw-deflate": lambda: ("Deflate", zlib.compress(b"raw deflated text\n", wbits=-zlib.MAX_WBITS)),
+    "/bomb": lambda: ("gzip", _zeros_gzip()),
+    "/bomb2": lambda: ("gzip, gzip", gzip.compress(_zeros_gzip())),
+    "/br": lambda: ("br", b"\x0b\x02\x80hello\x03"),
+    "/broken": lambda: ("gzip", b"not gzip at all"),
+}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -57,6 +83,16 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/slow":
             time.sleep(2)
             self._send(200, "text/plain", b"late")
+        elif self.path in ENCODED:
+            encoding, body = ENCODED[self.path]()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Encoding", encoding)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif self.path == "/bightml":
+            self._send(200, "text/html", BIG_HTML)
         elif self.path == "/big":
             self._send(200, "text/plain", ("line\n" * 20000).encode())
         elif self.path == "/latin1":
@@ -333,6 +369,11 @@ def test_bad_urls_are_refused_with_a_reason() -> None:
         ("http://allowed.example@evil.example/", "user name or password"),
         ("http://exa mple.com\n/", "control characters"),
         ("http://example.com:99999/", "Invalid URL"),
+        # The resolver cuts a name at a NUL: "secret.example%00.x" would reach secret.example.
+        ("http://secret.example%00.other.example/", "Invalid host name"),
+        ("http://exa%20mple.com/", "Invalid host name"),
+        ("http://evil.example%2F@x/", "user name or password"),
+        ("http://evil.example%2Fsecret/", "Invalid host name"),
     ):
         with pytest.raises(InvalidURL, match=reason):
             normalize_url(url)
@@ -370,3 +411,356 @@ def test_internal_addresses() -> None:
         assert is_internal(ipaddress.ip_address(text)), text
     for text in ("93.184.216.34", "2606:4700::1111", "8.8.8.8"):
         assert not is_internal(ipaddress.ip_address(text)), text
+    # IPv6 addresses that carry an internal IPv4 one to a translator or tunnel (NAT64,
+    # 6to4, IPv4-compatible), the local-use NAT64 prefix and site-local addresses.
+    for text in ("64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "::127.0.0.1", "::10.0.0.1", "2002:7f00:1::1",
+                 "2002:a9fe:a9fe::", "64:ff9b:1::808:808", "fec0::1"):  # fmt: skip
+        assert is_internal(ipaddress.ip_address(text)), text
+    for text in ("64:ff9b::808:808", "2002:808:808::1"):  # a public IPv4 address behind them
+        assert not is_internal(ipaddress.ip_address(text)), text
+
+
+def test_hosts_that_are_numeric_after_idna() -> None:
+    """Full-width digits and ideographic dots are ASCII after IDNA: the IPv4 spelling is
+    made canonical after it, so rules on ``http://127.0.0.1*`` see the same text."""
+    for url in (
+        "http://\uff11\uff12\uff17.\uff11/x",
+        "http://127\u30020\u30020\u30021/x",
+        "http://0x7F.1./x",
+    ):
+        assert normalize_url(url).url == "http://127.0.0.1/x", url
+
+
+# ---- allow-lists by name; the address and lenient path spellings as aliases ----------------
+
+from etcode.permission import PermissionService, rules_from_config  # noqa: E402
+from tests.permission_support import Answer  # noqa: E402
+
+
+@pytest.mark.parametrize("catch_all", ["deny", "ask"])
+async def test_an_allow_list_of_names_lets_them_through(
+    tmp_path: Path, counting: tuple[str, list[str]], catch_all: str
+) -> None:
+    """``"*": "deny"`` (or ask) with an allowed name: the address the name resolves to is
+    not refused (or asked) by the catch-all — before, an allow-list could fetch nothing."""
+    base, hits = counting
+    port = base.rsplit(":", 1)[1]
+    asker = Answer()
+    rules = {
+        "webfetch": {"*": catch_all, f"http://localhost:{port}/*": "allow"},
+        "private_network": {f"http://localhost:{port}/*": "allow"},
+    }
+    result = await fetch(ruled_ctx(tmp_path, rules, asker), url=f"http://localhost:{port}/ok")
+    assert result.output == f"localhost:{port} /ok" and hits == ["/ok"] and asker.requests == []
+    with pytest.raises(PermissionDenied):  # what is not on the list still is not fetched
+        await fetch(ruled_ctx(tmp_path, rules, asker), url=f"{base}/ok")
+    assert hits == ["/ok"]
+
+
+async def test_a_rule_naming_the_address_counts_for_the_name(
+    tmp_path: Path, counting: tuple[str, list[str]]
+) -> None:
+    base, hits = counting
+    port = base.rsplit(":", 1)[1]
+    asker = Answer()
+    ask_ip = {**LOCAL_OK, "webfetch": {f"http://127.0.0.1:{port}/*": "ask"}}
+    with pytest.raises(PermissionDenied, match="recorded"):
+        await fetch(ruled_ctx(tmp_path, ask_ip, asker), url=f"http://localhost:{port}/x")
+    assert [request.patterns for request in asker.requests] == [[f"http://127.0.0.1:{port}/x"]]
+    assert hits == []
+
+
+def test_aliases_in_the_service() -> None:
+    """A rule counts for an alias only when it does not match the named pattern too."""
+
+    def decide(permission: dict[str, Any]) -> str:
+        service = PermissionService(rules_from_config(permission), Answer())
+        try:
+            asyncio.run(service.check("webfetch", ["http://name/x"], {"aliases": ["http://10.0.0.1/x"]}))
+        except PermissionDenied as err:
+            return "ask" if err.asked else "deny"
+        return "allow"
+
+    assert decide({"webfetch": {"*": "deny", "http://name/*": "allow"}}) == "allow"
+    assert decide({"webfetch": {"*": "ask", "http://name/*": "allow"}}) == "allow"
+    assert decide({"webfetch": {"http://10.0.0.1/*": "deny", "http://name/*": "allow"}}) == "deny"
+    assert decide({"webfetch": {"http://10.*": "ask"}}) == "ask"
+    assert (
+        decide({"webfetch": {"*": "deny", "http://10.0.0.1/*": "allow"}}) == "deny"
+    )  # an alias never grants
+    assert decide({"webfetch": {"http://name/*": "deny", "http://10.0.0.1/*": "allow"}}) == "deny"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["//secret/x", "/%2Fsecret/x", "/secret%2Fx", "/public/..%2Fsecret/x", "/%5Csecret%5Cx", "/.//secret/x",
+     "/public%2F%2E%2E%2Fsecret/x"],
+)  # fmt: skip
+async def test_lenient_path_spellings_of_a_denied_path_are_refused(
+    tmp_path: Path, counting: tuple[str, list[str]], path: str
+) -> None:
+    """Servers that merge slashes or decode ``%2F`` (nginx does both) read these as
+    ``/secret/x``: a rule on ``/secret/*`` refuses them, for the name and the address."""
+    base, hits = counting
+    port = base.rsplit(":", 1)[1]
+    ctx = ruled_ctx(tmp_path, {**LOCAL_OK, "webfetch": {f"http://127.0.0.1:{port}/secret/*": "deny"}})
+    for url in (f"{base}{path}", f"http://localhost:{port}{path}"):
+        with pytest.raises(PermissionDenied, match="denied by permission rule"):
+            await fetch(ctx, url=url)
+    assert hits == []
+    assert (await fetch(ctx, url=f"{base}/public/x")).output == f"127.0.0.1:{port} /public/x"
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_property_lenient_spellings_of_one_path(data: st.DataObject) -> None:
+    """Escapes of any letter (either case), doubled, escaped or back- slashes between the
+    segments and ``.``/``zz/..`` segments: every spelling reads as ``/secret/x`` leniently
+    (the path as sent: dot segments next to a literal ``/`` are already gone from it)."""
+
+    def word(text: str) -> str:
+        return "".join(data.draw(st.sampled_from([c, f"%{ord(c):02X}", f"%{ord(c):02x}"])) for c in text)
+
+    lead = data.draw(st.sampled_from(["", "./", "zz/../", ".//", "zz/./../"]))
+    sep = data.draw(
+        st.sampled_from(["/", "//", "/%2F", "%2F", "%2f", "\\", "%5C", "/./", "/%2E/", "/zz/../"])
+    )
+    spelled = f"/{lead}{word('secret')}{sep}{word('x')}"
+    assert normalize_url(f"http://h{spelled}").loose().url == "http://h/secret/x", spelled
+
+
+# ---- names through a stub resolver: nothing is looked up outside the test ------------------
+
+import ipaddress  # noqa: E402
+import socket  # noqa: E402
+
+
+@pytest.fixture
+def stub_dns(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """``socket.getaddrinfo`` (what asyncio and httpx resolve with) answers from this dict:
+    each name's list of answers is used in turn, the last one for ever; other names fail."""
+    answers: dict[str, list[str]] = {}
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        if name not in answers:
+            try:
+                ipaddress.ip_address(name)
+            except ValueError:
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known") from None
+            return real(host, port, *args, **kwargs)
+        queue = answers[name]
+        ip = queue.pop(0) if len(queue) > 1 else queue[0]
+        return real(ip, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return answers
+
+
+def _serve(host: str, port: int = 0) -> tuple[QuietServer, list[str]]:
+    hits: list[str] = []
+    httpd = QuietServer((host, port), type("Handler", (Counting,), {"hits": hits}))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, hits
+
+
+async def test_a_name_resolving_to_a_private_address_is_refused(
+    tmp_path: Path, stub_dns: dict[str, list[str]]
+) -> None:
+    stub_dns.update({"intranet.test": ["10.1.2.3"], "metadata.test": ["169.254.169.254"]})
+    for url in ("http://intranet.test/", "http://metadata.test/latest/meta-data/"):
+        with pytest.raises(PermissionDenied, match="private_network"):
+            await fetch(ruled_ctx(tmp_path, None, AllowAsker()), url=url)
+    # A rule on the address refuses the names that lead to it.
+    ctx = ruled_ctx(tmp_path, {"private_network": {"http://169.254.169.254/*": "deny", "*": "allow"}})
+    with pytest.raises(PermissionDenied, match="169.254.169.254"):
+        await fetch(ctx, url="http://metadata.test/latest/meta-data/")
+
+
+async def test_the_checked_address_is_the_one_connected_to(
+    tmp_path: Path, stub_dns: dict[str, list[str]]
+) -> None:
+    """DNS rebinding: the name answers 127.0.0.1 when checked and 127.0.0.2 afterwards; the
+    request still goes to the address that was checked."""
+    first, first_hits = _serve("127.0.0.1")
+    port = first.server_address[1]
+    try:
+        second, second_hits = _serve("127.0.0.2", port)
+    except OSError:
+        first.shutdown()
+        pytest.skip("127.0.0.2 cannot be bound here")
+    try:
+        stub_dns["rebind.test"] = ["127.0.0.1", "127.0.0.2"]
+        ctx = ruled_ctx(tmp_path, {"private_network": {f"http://rebind.test:{port}/*": "allow"}})
+        result = await fetch(ctx, url=f"http://rebind.test:{port}/x")
+        assert result.output == f"rebind.test:{port} /x"
+        assert first_hits == ["/x"] and second_hits == []
+    finally:
+        for httpd in (first, second):
+            httpd.shutdown()
+            httpd.server_close()
+
+
+async def test_the_proxy_is_the_one_checked(
+    tmp_path: Path, stub_dns: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python's NO_PROXY reading and httpx's differ (``http://intranet.test`` is a scheme
+    form only httpx knows): the fetch must go the way it was checked. Before, the name was
+    left to the proxy unchecked but httpx connected to it directly — to a local address."""
+    internal, internal_hits = _serve("127.0.0.1")
+    proxy, proxy_hits = _serve("127.0.0.1")
+    port = internal.server_address[1]
+    stub_dns["intranet.test"] = ["127.0.0.1"]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
+    monkeypatch.setenv("NO_PROXY", "http://intranet.test")
+    try:
+        result = await fetch(ruled_ctx(tmp_path, None), url=f"http://intranet.test:{port}/x")
+        assert internal_hits == [] and proxy_hits == [f"http://intranet.test:{port}/x"]
+        assert result.output.endswith(f"http://intranet.test:{port}/x")
+    finally:
+        for httpd in (internal, proxy):
+            httpd.shutdown()
+            httpd.server_close()
+
+
+async def test_a_big_page_is_converted_off_the_event_loop(server: str, tmp_path: Path) -> None:
+    """A 4 MB page takes seconds to convert: the event loop (the TUI, Esc) keeps running."""
+    gaps: list[float] = []
+    done = asyncio.Event()
+
+    async def tick() -> None:
+        last = time.monotonic()
+        while not done.is_set():
+            await asyncio.sleep(0.02)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    async def run() -> Any:
+        try:
+            return await fetch(make_ctx(tmp_path), url=f"{server}/bightml", timeout=60)
+        finally:
+            done.set()
+
+    result, _ = await asyncio.gather(run(), tick())
+    assert result.data and result.data["bytes"] == len(BIG_HTML) and "[link](" in result.output
+    assert max(gaps) < 1.0, f"the event loop stood still for {max(gaps):.1f} s"
+
+
+async def test_content_encodings(server: str, tmp_path: Path) -> None:
+    assert (await fetch(make_ctx(tmp_path), url=f"{server}/gzip")).output == "zipped text\n" * 1000
+    assert (await fetch(make_ctx(tmp_path), url=f"{server}/deflate")).output == "deflated text\n"
+    assert (await fetch(make_ctx(tmp_path), url=f"{server}/raw-deflate")).output == "raw deflated text\n"
+    for path, reason in (("/br", "Unsupported Content-Encoding 'br'"), ("/broken", "Could not decompress")):
+        with pytest.raises(ToolError, match=reason):
+            await fetch(make_ctx(tmp_path), url=f"{server}{path}")
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"), [("/bomb", "too large"), ("/bomb2", "Unsupported Content-Encoding")]
+)
+async def test_a_compression_bomb_stays_within_the_limit(
+    server: str, tmp_path: Path, path: str, reason: str
+) -> None:
+    """64 KB that inflate to 64 MB (or 273 bytes of gzip in gzip): the 5 MB limit holds for
+    what is inflated, not only for what arrives. httpx inflated a chunk whole: 142 MB
+    allocated here before; about 16 MB now (the limit, the chunks and their join)."""
+    ENCODED[path]()  # built before measuring
+    tracemalloc.start()
+    try:
+        with pytest.raises(ToolError, match=reason):
+            await fetch(make_ctx(tmp_path), url=f"{server}{path}")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 48 * 1024 * 1024, f"{peak / 2**20:.0f} MB allocated"
+
+
+async def test_lookups_that_never_end_leave_the_other_threads_alone(
+    tmp_path: Path, stub_dns: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """40 fetches of a name whose resolver never answers end at their timeout, and the
+    loop's executor (file tools, the TUI, HTML conversion) stays free meanwhile."""
+    release = threading.Event()
+    stubbed = socket.getaddrinfo
+
+    def hanging(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "slow.test":
+            release.wait(30)
+        return stubbed(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    stub_dns["slow.test"] = ["127.0.0.1"]
+    try:
+        started = time.monotonic()
+        results = await asyncio.gather(
+            *(fetch(make_ctx(tmp_path), url="http://slow.test/", timeout=0.5) for _ in range(40)),
+            return_exceptions=True,
+        )
+        assert all(isinstance(error, ToolError) for error in results), results
+        assert time.monotonic() - started < 10
+        assert await asyncio.wait_for(asyncio.to_thread(lambda: "free"), 5) == "free"
+    finally:
+        release.set()
+
+
+def _self_signed(directory: Path, name: str) -> tuple[Path, Path]:
+    """A certificate for ``name`` (its own CA) and its key, as PEM files."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
+
+
+async def test_https_to_the_checked_address_still_verifies_the_name(
+    tmp_path: Path, stub_dns: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection goes to the checked IP, but TLS is verified against the host name."""
+    import ssl
+
+    cert, key = _self_signed(tmp_path, "secure.test")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    httpd, hits = _serve("127.0.0.1")
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    port = httpd.server_address[1]
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    stub_dns.update({"secure.test": ["127.0.0.1"], "other.test": ["127.0.0.1"]})
+    ctx = ruled_ctx(tmp_path, {"private_network": "allow"})
+    try:
+        result = await fetch(ctx, url=f"https://secure.test:{port}/x")
+        assert result.output == f"secure.test:{port} /x" and hits == ["/x"]
+        for url in (f"https://other.test:{port}/x", f"https://127.0.0.1:{port}/x"):
+            with pytest.raises(ToolError, match="CERTIFICATE_VERIFY_FAILED|certificate"):
+                await fetch(ctx, url=url)
+        assert hits == ["/x"]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

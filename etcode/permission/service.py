@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from etcode.tools.base import PermissionDenied
 
 from etcode.permission.rules import ANSWERS_LAYER, LayeredMatcher, Rule, Ruleset, rules_for, rules_from_config
+from etcode.permission.rules import wildcard_match as _wildcard_match
 
 __all__ = [
     "NON_INTERACTIVE_REASON",
@@ -52,8 +53,8 @@ class PermissionRequest:
     """What an asker shows the user: the permission, the patterns that need an answer,
     the tool and its details (``metadata``: e.g. ``diff`` for edits, ``command`` for Bash;
     ``ask``: patterns asked whatever the rules say, e.g. a command whose program is only
-    known at run time), and ``always``: the patterns an "allow always" answer would allow
-    from now on."""
+    known at run time; ``aliases``: other spellings of the patterns, see ``_undecided``),
+    and ``always``: the patterns an "allow always" answer would allow from now on."""
 
     permission: str
     patterns: list[str]
@@ -159,11 +160,12 @@ class PermissionService:
         tool = metadata.get("tool")
         patterns = list(patterns) or ["*"]
         always_ask = [str(p) for p in metadata.get("ask") or []]
-        pending = self._undecided(permission, patterns, tool, always_ask)
+        aliases = [str(p) for p in metadata.get("aliases") or []]
+        pending = self._undecided(permission, patterns, tool, always_ask, aliases)
         if not pending:
             return
         async with self._lock:  # one question at a time; an earlier answer may settle this one
-            pending = self._undecided(permission, patterns, tool, always_ask)
+            pending = self._undecided(permission, patterns, tool, always_ask, aliases)
             if not pending:
                 return
             always = [str(p) for p in metadata.get("always") or pending]
@@ -178,10 +180,18 @@ class PermissionService:
             self.approved.extend(Rule(permission, pattern, "allow", ANSWERS_LAYER) for pattern in always)
 
     def _undecided(
-        self, permission: str, patterns: list[str], tool: str | None, always_ask: Sequence[str] = ()
+        self,
+        permission: str,
+        patterns: list[str],
+        tool: str | None,
+        always_ask: Sequence[str] = (),
+        aliases: Sequence[str] = (),
     ) -> list[str]:
         """Patterns whose rule says ``ask`` (and the ``always_ask`` ones no rule denies);
-        raises at once on a ``deny``."""
+        raises at once on a ``deny``. ``aliases`` are other spellings of the patterns (the
+        address a URL's name resolves to): a rule counts for one only when it does not match
+        a pattern too, so ``"*": "deny"`` beside an allowed name does not refuse its address,
+        while a rule that names the address does."""
         asks: list[str] = []
         matcher = self._matcher(permission, tool)
         for pattern in [*patterns, *(p for p in always_ask if p not in patterns)]:
@@ -194,4 +204,17 @@ class PermissionService:
                 )
             if rule.action == "ask" or pattern in always_ask:
                 asks.append(pattern)
+        named = [self._pattern(permission, pattern) for pattern in patterns]
+        for alias in aliases:
+            rule = matcher.decide(self._pattern(permission, alias))
+            if any(_wildcard_match(text, rule.pattern) for text in named):
+                continue  # the rule speaks of a pattern too: its answer there stands
+            if rule.action == "deny":
+                raise _denied_error()(
+                    f"denied by permission rule {rule.describe()} ({permission}: {alias}). "
+                    "Do not retry this call; choose another approach or ask the user.",
+                    patterns=[alias],
+                )
+            if rule.action == "ask":
+                asks.append(alias)
         return list(dict.fromkeys(asks))

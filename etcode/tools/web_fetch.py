@@ -253,7 +253,7 @@ class WebFetchTool(Tool):
 
     async def run(self, params: WebFetchParams, ctx: ToolContext) -> ToolResult:
         timeout = min(params.timeout or DEFAULT_TIMEOUT, MAX_TIMEOUT)
-        fetch = asyncio.create_task(_Fetch(params, ctx, timeout).run())
+        fetch = asyncio.create_task(_fetch_text(params, ctx, timeout))
         stopper = asyncio.create_task(ctx.abort.wait())
         try:
             done, _ = await asyncio.wait({fetch, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -265,23 +265,13 @@ class WebFetchTool(Tool):
                     await fetch
         if fetch not in done:
             raise ToolError("Fetch interrupted.")
-        status, final_url, content_type, body = fetch.result()
-        charset = _charset(content_type)
-        text = body.decode(charset, errors="replace")
-        mime = content_type.split(";")[0].strip().lower()
-        if mime in ("text/html", "application/xhtml+xml") or (not mime and "<html" in text[:2000].lower()):
-            if params.format == "markdown":
-                text = html_to_markdown(text, final_url)
-            elif params.format == "text":
-                text = html_to_text(text, final_url)
-        elif mime and not _is_textual(mime):
-            raise ToolError(f"Unsupported content type {mime!r} at {final_url}; WebFetch returns text only.")
+        status, final_url, mime, size, text = fetch.result()
         cut = await asyncio.to_thread(truncate_output, text)
         data: dict[str, Any] = {
             "url": final_url,
             "status": status,
             "contentType": mime,
-            "bytes": len(body),
+            "bytes": size,
             "format": params.format,
         }
         if cut.path:
@@ -298,6 +288,30 @@ class WebFetchTool(Tool):
         if result.is_error or "bytes" not in data:
             return super().result_summary(params, result)
         return f"Fetched {format_size(data['bytes'])} ({data['status']} {data['contentType'] or 'unknown'})"
+
+
+async def _fetch_text(
+    params: WebFetchParams, ctx: ToolContext, timeout: float
+) -> tuple[int, str, str, int, str]:
+    """Fetch, then convert in a thread (a 5 MB page takes seconds to parse, which would
+    freeze the event loop — and Esc — meanwhile): status, URL, MIME type, size, text."""
+    status, final_url, content_type, body = await _Fetch(params, ctx, timeout).run()
+    mime = content_type.split(";")[0].strip().lower()
+    text = await asyncio.to_thread(_to_text, body, content_type, mime, params.format, final_url)
+    return status, final_url, mime, len(body), text
+
+
+def _to_text(body: bytes, content_type: str, mime: str, fmt: Format, url: str) -> str:
+    """The body decoded, HTML converted to ``fmt``; :class:`ToolError` for binary types."""
+    text = body.decode(_charset(content_type), errors="replace")
+    if mime in ("text/html", "application/xhtml+xml") or (not mime and "<html" in text[:2000].lower()):
+        if fmt == "markdown":
+            return html_to_markdown(text, url)
+        if fmt == "text":
+            return html_to_text(text, url)
+    elif mime and not _is_textual(mime):
+        raise ToolError(f"Unsupported content type {mime!r} at {url}; WebFetch returns text only.")
+    return text
 
 
 class _Fetch:
@@ -331,16 +345,17 @@ class _Fetch:
             "User-Agent": USER_AGENT,
             "Accept": _ACCEPT[self.params.format],
             "Accept-Language": "en-US,en;q=0.9",
+            "Accept-Encoding": "gzip, deflate",  # what _read_body inflates within the limit
         }
         try:
-            async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
-                for _ in range(MAX_REDIRECTS + 1):
-                    connect_to = await self._check(address)
+            for _ in range(MAX_REDIRECTS + 1):
+                connect_to, proxy = await self._check(address)
+                async with self._client(proxy) as client:
                     hop = await self._timed(self._get(client, address, connect_to, headers))
-                    if isinstance(hop, WebAddress):
-                        address = hop
-                        continue
-                    return hop
+                if isinstance(hop, WebAddress):
+                    address = hop
+                    continue
+                return hop
         except httpx.TimeoutException:
             raise self._timed_out() from None
         except httpx.HTTPError as err:
@@ -359,28 +374,54 @@ class _Fetch:
         finally:
             self.left -= loop.time() - started
 
+    def _client(self, proxy: str | None) -> Any:
+        """A client that goes through ``proxy`` (None: straight to the address) and nothing
+        else: not a proxy httpx would pick from the environment by its own ``NO_PROXY``
+        reading (``NO_PROXY=http://intranet`` sent a name it did not check straight to
+        an unchecked address), nor ``~/.netrc`` credentials."""
+        import httpx
+
+        try:
+            transport = httpx.AsyncHTTPTransport(proxy=proxy)
+        except (ImportError, ValueError) as err:  # socks5:// without socksio, an odd scheme
+            raise ToolError(f"Cannot use the proxy {proxy}: {err}") from None
+        return httpx.AsyncClient(
+            transport=transport, timeout=self.timeout, follow_redirects=False, trust_env=False
+        )
+
     def _timed_out(self) -> ToolError:
         return ToolError(f"Request timed out after {self.timeout:g} s: {self.params.url}")
 
-    async def _check(self, address: WebAddress) -> str | None:
-        """Check one hop and return the IP to connect to (None: a proxy connects).
+    async def _check(self, address: WebAddress) -> tuple[str | None, str | None]:
+        """Check one hop; return the IP to connect to (None: the proxy resolves the name)
+        and the proxy to go through (None: none).
 
-        The ``webfetch`` rules see the URL as named and with each address it resolves to
-        (so ``http://localhost/`` meets a rule on ``http://127.0.0.1*``); an internal
+        The ``webfetch`` rules see the URL as named, and as aliases with each address it
+        resolves to (so ``http://localhost/`` meets a rule on ``http://127.0.0.1*``) and its
+        path read leniently (:meth:`WebAddress.loose`); an internal
         address — loopback, private, link-local — also needs a ``private_network`` rule
         (or the user's answer)."""
         from etcode.util.web_address import is_internal, resolve
 
         named = address.url
-        if _proxied(address) and address.literal_ip() is None and address.host != "localhost":
+        proxy = _proxy_for(address)
+        if proxy and address.literal_ip() is None and address.host != "localhost":
             addresses = []  # the proxy resolves the name; it is what reaches the network
         else:
             addresses = await self._timed(resolve(address, self.left))
-        spellings = [named, *(address.with_host(str(ip)).url for ip in addresses)]
+        at_ips = [address.with_host(str(ip)) for ip in addresses]
+        spellings = [hop.url for hop in (address, *at_ips)] + [hop.loose().url for hop in (address, *at_ips)]
         await self.ctx.check_permission(
             "webfetch",
-            list(dict.fromkeys(spellings)),
-            {"tool": "WebFetch", "url": named, "format": self.params.format},
+            [named],
+            {
+                "tool": "WebFetch",
+                "url": named,
+                "format": self.params.format,
+                # What rules say about these counts only where they do not also match the
+                # URL as named: "*": "deny" beside an allowed name leaves its address alone.
+                "aliases": [spelling for spelling in dict.fromkeys(spellings) if spelling != named],
+            },
         )
         internal = [str(ip) for ip in addresses if is_internal(ip)]
         if internal:
@@ -390,11 +431,12 @@ class _Fetch:
                 {  # "via", not "tool": a rule allowing WebFetch does not open the local network
                     "via": "WebFetch",
                     "url": named,
+                    "aliases": [hop.url for hop in at_ips if hop.url != named],
                     "addresses": internal,
                     "reason": f"{address.host} is this machine or its local network ({', '.join(internal)})",
                 },
             )
-        return str(addresses[0]) if addresses else None
+        return (str(addresses[0]) if addresses else None), proxy
 
     async def _get(
         self, client: Any, address: WebAddress, connect_to: str | None, headers: dict[str, str]
@@ -417,32 +459,68 @@ class _Fetch:
             declared = response.headers.get("content-length")
             if declared and declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
                 raise ToolError(f"Response too large ({format_size(int(declared))}); the limit is 5 MB.")
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > MAX_RESPONSE_BYTES:
-                    raise ToolError("Response too large (over 5 MB).")
-                chunks.append(chunk)
+            body = await _read_body(response, address.url)
             if response.status_code >= 400:
                 raise ToolError(f"HTTP {response.status_code} {response.reason_phrase} for {address.url}")
-            return (
-                response.status_code,
-                address.url,
-                response.headers.get("content-type", ""),
-                b"".join(chunks),
-            )
+            return response.status_code, address.url, response.headers.get("content-type", ""), body
 
 
-def _proxied(address: WebAddress) -> bool:
-    """True when the environment sends this URL through a proxy (``HTTPS_PROXY``...)."""
+async def _read_body(response: Any, url: str) -> bytes:
+    """The body, its ``Content-Encoding`` undone here rather than by httpx, so that the
+    5 MB limit bounds what is inflated: httpx inflates each network chunk whole, and a
+    1.8 KB reply marked ``gzip, gzip`` grew to 2 GB before the limit was looked at."""
+    import zlib
+
+    encoding = response.headers.get("content-encoding", "")
+    layers = [
+        token.strip().lower()
+        for token in encoding.split(",")
+        if token.strip().lower() not in ("", "identity")
+    ]
+    if len(layers) > 1 or any(layer not in ("gzip", "x-gzip", "deflate") for layer in layers):
+        raise ToolError(
+            f"Unsupported Content-Encoding {encoding!r} from {url}; WebFetch takes gzip or deflate."
+        )
+    deflate = layers == ["deflate"]
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | (0 if deflate else 16)) if layers else None
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for raw in response.aiter_raw():
+            chunk = raw
+            if inflater is not None:
+                try:
+                    chunk = inflater.decompress(raw, MAX_RESPONSE_BYTES - size + 1)
+                except zlib.error:
+                    if not (deflate and not chunks):
+                        raise
+                    inflater = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, no zlib header
+                    chunk = inflater.decompress(raw, MAX_RESPONSE_BYTES - size + 1)
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise ToolError("Response too large (over 5 MB).")
+            chunks.append(chunk)
+        if inflater is not None:
+            chunks.append(inflater.flush())
+    except zlib.error as err:
+        raise ToolError(f"Could not decompress the {layers[0]} response from {url}: {err}") from None
+    body = b"".join(chunks)
+    if len(body) > MAX_RESPONSE_BYTES:
+        raise ToolError("Response too large (over 5 MB).")
+    return body
+
+
+def _proxy_for(address: WebAddress) -> str | None:
+    """The proxy the environment names for this URL (``HTTPS_PROXY``, ``ALL_PROXY``... less
+    ``NO_PROXY``), None for none."""
     import urllib.request
 
     proxies = urllib.request.getproxies_environment()
-    if not (proxies.get(address.scheme) or proxies.get("all")):
-        return False
+    proxy = proxies.get(address.scheme) or proxies.get("all")
     bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # not in typeshed
-    return not bypass(address.host, proxies)
+    if not proxy or bypass(address.host, proxies):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
 
 
 def _charset(content_type: str) -> str:

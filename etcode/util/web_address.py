@@ -12,10 +12,13 @@ link-local (cloud metadata at 169.254.169.254 included) or otherwise not public.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import re
 import socket
+import threading
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 
@@ -29,6 +32,7 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 _NUMERIC_HOST = re.compile(r"[0-9a-fA-FxX.]+")
+_HOST_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,16 @@ class WebAddress:
 
     def with_host(self, host: str) -> WebAddress:
         return WebAddress(self.scheme, host, self.port, self.target)
+
+    def loose(self) -> WebAddress:
+        """The address as a lenient server reads its path: every escape decoded (``%2F``
+        too), backslashes as slashes, runs of slashes as one, dot segments removed again —
+        so ``//secret``, ``/%2Fsecret`` or ``/a/..%2Fsecret`` meet a rule on ``/secret/*``."""
+        from urllib.parse import unquote
+
+        path, mark, query = self.target.partition("?")
+        path = re.sub(r"/{2,}", "/", unquote(path).replace("\\", "/"))
+        return WebAddress(self.scheme, self.host, self.port, _remove_dot_segments(path) + mark + query)
 
     def literal_ip(self) -> IPAddress | None:
         try:
@@ -88,7 +102,10 @@ def normalize_url(raw: str, base: str | None = None) -> WebAddress:
 
 
 def _host(raw_host: str, url: str) -> str:
-    """Lower-case, percent-decoded, IDNA, without a trailing dot; IP spellings canonical."""
+    """Lower-case, percent-decoded, IDNA, without a trailing dot; IP spellings canonical.
+    A name must come out as letters, digits, ``-`` and ``_`` between dots: a NUL (which the
+    resolver would cut the name at), a space or a slash smuggled in as ``%00``/``%20``/``%2F``
+    is refused, not looked up."""
     host = _PERCENT.sub(lambda m: chr(int(m.group(1), 16)), raw_host).strip().lower().rstrip(".")
     if not host:
         raise InvalidURL(f"URL has no host: {url!r}")
@@ -99,14 +116,18 @@ def _host(raw_host: str, url: str) -> str:
             raise InvalidURL(f"Invalid IPv6 address in {url!r}") from None
         mapped = address.ipv4_mapped
         return str(mapped) if mapped is not None else address.compressed
-    if _NUMERIC_HOST.fullmatch(host) and not host.endswith("."):
+    try:
+        # IDNA first: full-width digits and dots ("１２７.１", "127。1") become ASCII.
+        host = host.encode("idna").decode("ascii").lower().rstrip(".")
+    except UnicodeError:
+        raise InvalidURL(f"Invalid host name in {url!r}") from None
+    if _NUMERIC_HOST.fullmatch(host):
         dotted = _ipv4(host)
         if dotted is not None:
             return dotted
-    try:
-        return host.encode("idna").decode("ascii")
-    except UnicodeError:
-        raise InvalidURL(f"Invalid host name in {url!r}") from None
+    if not _HOST_NAME.fullmatch(host):
+        raise InvalidURL(f"Invalid host name in {url!r}")
+    return host
 
 
 def _ipv4(host: str) -> str | None:
@@ -149,7 +170,10 @@ def _normalize_escapes(text: str) -> str:
 
 def _normalize_path(path: str) -> str:
     """Escapes normalized, then ``.`` and ``..`` segments removed (RFC 3986, 5.2.4)."""
-    path = _normalize_escapes(path)
+    return _remove_dot_segments(_normalize_escapes(path))
+
+
+def _remove_dot_segments(path: str) -> str:
     output: list[str] = []
     segments = path.split("/")
     for index, segment in enumerate(segments[1:], 1):
@@ -171,12 +195,36 @@ def _normalize_path(path: str) -> str:
 # ---- addresses ------------------------------------------------------------------------
 
 
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+_SITE_LOCAL = ipaddress.IPv6Network("fec0::/10")
+
+
 def is_internal(address: IPAddress) -> bool:
     """Not a public internet address: loopback, private, link-local, shared (CGNAT),
-    multicast, reserved or unspecified."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    multicast, reserved or unspecified — also an IPv6 address that carries an internal IPv4
+    one to a translator or tunnel (``::ffff:127.0.0.1``, ``::127.0.0.1``, NAT64
+    ``64:ff9b::7f00:1``, 6to4 ``2002:7f00:1::``), the local-use NAT64 prefix and the old
+    site-local ``fec0::/10``."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _LOCAL_NAT64 or address in _SITE_LOCAL:
+            return True
+        embedded = _embedded_ipv4(address)
+        if embedded is not None:
+            return is_internal(embedded)
     return not address.is_global or address.is_multicast
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv4-mapped, IPv4-compatible, NAT64 or 6to4 address reaches."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    value = int(address)
+    if address in _NAT64 or (value >> 32 == 0 and value > 1):  # 64:ff9b::a.b.c.d, ::a.b.c.d
+        return ipaddress.IPv4Address(value & 0xFFFFFFFF)
+    return None
 
 
 async def resolve(address: WebAddress, timeout: float) -> list[IPAddress]:
@@ -184,10 +232,9 @@ async def resolve(address: WebAddress, timeout: float) -> list[IPAddress]:
     literal = address.literal_ip()
     if literal is not None:
         return [literal]
-    loop = asyncio.get_running_loop()
     try:
         async with asyncio.timeout(timeout):
-            infos = await loop.getaddrinfo(address.host, address.port, type=socket.SOCK_STREAM)
+            infos = await _getaddrinfo(address.host, address.port)
     except TimeoutError:
         raise InvalidURL(f"Could not resolve {address.host}: no answer within {timeout:g} s") from None
     except OSError as err:
@@ -204,3 +251,42 @@ async def resolve(address: WebAddress, timeout: float) -> list[IPAddress]:
     if not found:
         raise InvalidURL(f"Could not resolve {address.host}")
     return found
+
+
+#: Lookups that may wait for a resolver at once; more are refused until one ends.
+MAX_LOOKUPS = 16
+_lookups = threading.BoundedSemaphore(MAX_LOOKUPS)
+
+
+async def _getaddrinfo(host: str, port: int) -> list[Any]:
+    """``socket.getaddrinfo`` in a daemon thread of its own. Not the loop's executor: a
+    name whose resolver never answers would hold one of its few threads for the resolver's
+    whole timeout, and enough of them stalled every ``to_thread`` (file tools, the TUI)
+    and the exit, which waits for that executor."""
+    if not _lookups.acquire(blocking=False):
+        raise InvalidURL(f"Could not resolve {host}: {MAX_LOOKUPS} lookups are still waiting for an answer")
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[list[Any]] = loop.create_future()
+
+    def settle(result: list[Any] | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result or [])
+
+    def work() -> None:
+        result: list[Any] | None = None
+        error: BaseException | None = None
+        try:
+            result = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except BaseException as err:  # noqa: BLE001 - handed to the awaiting task
+            error = err
+        finally:
+            _lookups.release()
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name=f"etcode-dns {host}", daemon=True).start()
+    return await future
