@@ -22,6 +22,7 @@ import pytest
 from etcode.session.store import SessionStore
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Fault, Reply
+from tests.fs_support import small_tmpfs
 
 ORIGINAL = "original content\n"
 
@@ -302,17 +303,8 @@ def test_write_file_that_cannot_be_written(project: Path, llm: FakeLLM, case: st
 @pytest.fixture
 def full_disk(project: Path):
     """A 64 KB tmpfs mounted inside the project: a real ENOSPC (needs root and mount)."""
-    mount_point = project / "small"
-    mount_point.mkdir()
-    proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount_point)], capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-    try:
+    with small_tmpfs(project / "small") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
 
 
 def test_write_file_on_a_full_disk_leaves_the_original_untouched(

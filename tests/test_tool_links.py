@@ -6,19 +6,20 @@ restores through links."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from etcode.permission import Decision, PermissionRequest, PermissionService, rules_from_config
+from etcode.permission import Decision, PermissionRequest
 from etcode.session.snapshots import FileSnapshots
 from etcode.session.store import SessionStore
 from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.edit import EditTool
 from etcode.tools.snapshot import STATE_KEY
 from etcode.tools.write_file import WriteFileTool
+from tests.fs_support import small_tmpfs
+from tests.permission_support import ruled_context
 
 
 class Recorder:
@@ -34,15 +35,7 @@ class Recorder:
 def make_ctx(
     root: Path, permission: dict[str, Any] | None = None, asker: Any = None, snapshots: Any = None
 ) -> ToolContext:
-    service = PermissionService(rules_from_config(permission), asker or Recorder(), root)
-    ctx = ToolContext(
-        session_id="s",
-        call_id="c",
-        directory=root,
-        worktree=root,
-        check_permission=service.check,
-        decide_permission=service.decide,
-    )
+    ctx = ruled_context(root, permission, asker or Recorder())
     if snapshots is not None:
         ctx.state[STATE_KEY] = snapshots
     return ctx
@@ -217,17 +210,8 @@ async def test_undo_of_a_file_created_through_a_link_keeps_the_link(
 @pytest.fixture
 def small_disk(tmp_path: Path):
     """A 64 KB tmpfs: a real ENOSPC (needs root and mount)."""
-    mount_point = tmp_path / "small"
-    mount_point.mkdir()
-    proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount_point)], capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path / "small") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
 
 
 @pytest.mark.parametrize("reserve", [True, False], ids=["fallocate", "rollback"])

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from etcode.permission import Decision, PermissionRequest, PermissionService, rules_from_config
+from etcode.permission import Decision, PermissionRequest
 from etcode.tools import ripgrep
 from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
 from etcode.tools.edit import EditTool
@@ -17,6 +17,7 @@ from etcode.tools.glob_tool import GlobTool
 from etcode.tools.grep import GrepTool
 from etcode.tools.read_file import ReadFileTool
 from etcode.tools.read_many_files import ReadManyFilesTool
+from tests.permission_support import ruled_context
 
 SECRET = "hunter2-do-not-show"
 
@@ -33,15 +34,7 @@ class Recorder:
 
 
 def make_ctx(root: Path, permission: dict[str, Any] | None = None, asker: Any = None) -> ToolContext:
-    service = PermissionService(rules_from_config(permission), asker or Recorder(), root)
-    return ToolContext(
-        session_id="s",
-        call_id="c",
-        directory=root,
-        worktree=root,
-        check_permission=service.check,
-        decide_permission=service.decide,
-    )
+    return ruled_context(root, permission, asker or Recorder())
 
 
 async def call(tool: Tool, ctx: ToolContext, **args: Any) -> ToolResult:
