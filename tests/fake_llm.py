@@ -22,6 +22,7 @@ import contextlib
 import http
 import itertools
 import json
+import re
 import selectors
 import socket
 import threading
@@ -138,8 +139,14 @@ _ANTHROPIC_ERRORS: dict[int, tuple[str, str]] = {
 }
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    """JSON as the services send it: UTF-8 text, except that a surrogate (half an emoji, as
+    in a reply whose text was split inside a character) is written as a ``\\uXXXX`` escape."""
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _pieces(text: str, size: int) -> list[str]:

@@ -362,7 +362,9 @@ def _wait_for(path: Path, seconds: float = 10) -> None:
     assert path.exists()
 
 
-def test_ctrl_c_during_a_tool(project: Path, llm: FakeLLM) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["int", "term", "hup"])
+def test_ctrl_c_during_a_tool(project: Path, llm: FakeLLM, sig: signal.Signals) -> None:
+    """Ctrl-C, SIGTERM and SIGHUP (the terminal was closed) all stop the running command."""
     write_config(project, llm)
     pid_file = project / "sleep.pid"
     llm.script(
@@ -373,7 +375,7 @@ def test_ctrl_c_during_a_tool(project: Path, llm: FakeLLM) -> None:
     sid, _ = _events_until(proc, lambda e: e["type"] == "tool_call_start" and e["name"] == "Bash")
     _wait_for(pid_file)
     time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = _finish(proc)
     assert proc.returncode == 130, err
     assert "Traceback" not in err

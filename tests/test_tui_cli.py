@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -232,3 +234,46 @@ def _quote(value: str) -> str:
     import shlex
 
     return shlex.quote(value)
+
+
+def _process_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_closing_the_terminal_ends_the_running_command(project: Path, llm: FakeLLM) -> None:
+    """SIGHUP (the terminal window closed) winds the turn down as quitting does: the command
+    started by Bash is ended, not left running without a terminal."""
+    write_config(project, llm, permission={"bash": "allow"})
+    pid_file = project / "sleep.pid"
+    llm.script(
+        Reply(text="Waiting.", calls=[Call("Bash", {"command": f"echo $$ > {pid_file}; exec sleep 120"})])
+    )
+    tmux = Tmux("hangup")
+    env = " ".join(f"{k}={_quote(v)}" for k, v in os.environ.items() if k in _ENV_KEYS)
+    command = f"env {env} TERM=xterm-256color {_quote(sys.executable)} -m etcode"
+    pid = 0
+    try:
+        tmux.start(command, project)
+        tmux.wait_for("Ask anything")
+        tmux.run("send-keys", "-t", "hangup", "-l", "wait a bit")
+        tmux.run("send-keys", "-t", "hangup", "Enter")
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        pid = int(pid_file.read_text().strip())
+        tmux.run("kill-session", "-t", "hangup")  # the pane's processes get SIGHUP
+        assert _process_gone(pid, 30), "the command kept running after the terminal closed"
+    finally:
+        tmux.kill()
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -36,19 +37,30 @@ class RunOptions:
 
 def read_task(message: str, stdin: Any = None) -> str:
     """The task: the message, plus stdin's text when stdin is not a terminal."""
+    from etcode.util.text import clean_text
+
     stdin = sys.stdin if stdin is None else stdin
     piped = ""
     if stdin is not None and not _is_tty(stdin):
-        try:
-            piped = stdin.read()
-        except (OSError, ValueError):
-            piped = ""
-    message = message.strip()
+        piped = _read_piped(stdin)
+    message = clean_text(message).strip()  # argv bytes that are not UTF-8 arrive as surrogates
     if piped.strip():
         return f"{message}\n\n{piped.rstrip()}" if message else piped.rstrip()
     if not message:
         raise UsageError('no task given: etcode run "what to do" (or pipe text on stdin)')
     return message
+
+
+def _read_piped(stdin: Any) -> str:
+    """All of stdin as text; bytes that are not UTF-8 become U+FFFD (a diff with a Latin-1
+    line must not end the run, nor be dropped)."""
+    from etcode.util.text import clean_text, decode_bytes
+
+    try:
+        buffer = getattr(stdin, "buffer", None)
+        return decode_bytes(buffer.read()) if buffer is not None else clean_text(stdin.read())
+    except (OSError, ValueError):
+        return ""
 
 
 def _is_tty(stream: Any) -> bool:
@@ -177,25 +189,38 @@ def _renderer(output_format: str) -> Any:
     return PlainRenderer(sys.stdout, sys.stderr)
 
 
+#: After the first Ctrl-C/SIGTERM/SIGHUP, how long the run may take to stop cleanly
+#: (close the stream, end the commands, save) before the process quits anyway.
+STOP_GRACE_SECONDS = 15.0
+
+
 def _install_interrupt(agent: Any) -> Any:
-    """First Ctrl-C (or SIGTERM) stops the turn cleanly; a second one quits at once."""
+    """First Ctrl-C, SIGTERM or SIGHUP (the terminal closed) stops the turn cleanly: the
+    stream ends, running commands are ended, finished steps are saved. A second signal, or
+    a run that has not stopped ``STOP_GRACE_SECONDS`` later, quits at once."""
     loop = asyncio.get_running_loop()
     presses = {"count": 0}
+
+    def quit_now() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write("\ninterrupted\n")
+            sys.stderr.flush()
+        os._exit(130)
 
     def on_signal() -> None:
         presses["count"] += 1
         if presses["count"] == 1:
             agent.interrupt()
+            loop.call_later(STOP_GRACE_SECONDS, quit_now)
         else:
-            sys.stderr.write("\ninterrupted\n")
-            os._exit(130)
+            quit_now()
 
     installed: list[int] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
             loop.add_signal_handler(sig, on_signal)
             installed.append(sig)
-        except (NotImplementedError, RuntimeError, ValueError):
+        except (NotImplementedError, RuntimeError, ValueError, AttributeError):
             pass
 
     def restore() -> None:

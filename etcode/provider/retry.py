@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from etcode.provider.cleaning import StreamCleaner
 from etcode.provider.errors import ContextOverflowError, ProviderError, StreamParseError
 from etcode.provider.spec import ProviderSpec, RetryConfig
 from etcode.provider.sse import SSEEvent, aiter_sse
@@ -394,6 +395,7 @@ class RetryingHTTPProvider:
 
     async def _attempt(self, body: dict[str, Any], headers: dict[str, str]) -> AsyncIterator[StreamChunk]:
         state = self.new_state()
+        cleaner = StreamCleaner()
         events = open_sse(
             self._client,
             self.url,
@@ -407,7 +409,8 @@ class RetryingHTTPProvider:
             try:
                 async for event in events:
                     for chunk in state.handle(event):
-                        yield chunk
+                        for clean in cleaner.clean(chunk):
+                            yield clean
                     if state.done:
                         break
             except ProviderError as err:
@@ -425,7 +428,8 @@ class RetryingHTTPProvider:
                 retryable=True,
                 provider=self.id,
             )
-        yield state.end()
+        for clean in cleaner.clean(state.end()):
+            yield clean
 
     async def aclose(self) -> None:
         """Close the HTTP client if this provider created it."""

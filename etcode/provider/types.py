@@ -43,7 +43,10 @@ class ToolCallPart:
     def parsed_arguments(self) -> dict[str, Any]:
         """The arguments as a dict. Raises ``ValueError`` when they are not a JSON object."""
         text = self.arguments.strip() or "{}"
-        value = json.loads(text)
+        try:
+            value = json.loads(text)
+        except RecursionError:
+            raise ValueError("the arguments are nested too deeply to read") from None
         if not isinstance(value, dict):
             raise ValueError("tool arguments must be a JSON object")
         return value
@@ -78,7 +81,9 @@ class Message:
 
     @classmethod
     def user(cls, text: str) -> Message:
-        return cls("user", [TextPart(text)])
+        from etcode.util.text import clean_text
+
+        return cls("user", [TextPart(clean_text(text))])
 
     @property
     def text(self) -> str:

@@ -51,6 +51,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("etcode.loop")
 
 
+def describe_unexpected(err: BaseException) -> str:
+    """One line for an exception nobody planned for (the traceback goes to --debug)."""
+    if isinstance(err, EtcodeError):
+        return str(err)
+    if isinstance(err, RecursionError):
+        return "internal error: data nested too deeply to process"
+    detail = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return f"internal error: {type(err).__name__}" + (f": {detail}" if detail else "")
+
+
 @dataclass
 class LoopSettings:
     """Everything one run of the loop needs besides the conversation itself."""
@@ -149,19 +159,31 @@ class AgentLoop(EventPump):
             stop_reason = "error"
             error = str(err)
             self.emit(ev.ErrorEvent(error, kind=err.kind))
+        except Exception as err:  # a bug or a failure nobody expected: end the run, keep the steps
+            log.debug("the run failed", exc_info=True)
+            stop_reason = "error"
+            error = describe_unexpected(err)
+            self.emit(ev.ErrorEvent(error, kind="internal"))
         finally:
             if timer is not None:
                 timer.cancel()
-        if stop_reason in ("interrupted", "timeout"):
-            message = (
-                "Interrupted by the user." if stop_reason == "interrupted" else "Stopped: time limit reached."
-            )
-            self.emit(ev.StoppedEvent(stop_reason, message))
-            await self._persist()
-        await self._checkpoint()
-        self.result = self._make_result(stop_reason, error)
-        self.emit(ev.DoneEvent(self.result.to_dict()))
-        self._finish()
+        try:
+            if stop_reason in ("interrupted", "timeout"):
+                message = (
+                    "Interrupted by the user."
+                    if stop_reason == "interrupted"
+                    else "Stopped: time limit reached."
+                )
+                self.emit(ev.StoppedEvent(stop_reason, message))
+                await self._persist()
+            await self._checkpoint()
+        except Exception as err:  # saving failed as well: say so, still end the run
+            log.debug("saving the end of the run failed", exc_info=True)
+            self.emit(ev.WarningEvent(f"the last steps may not be saved: {describe_unexpected(err)}"))
+        finally:
+            self.result = self._make_result(stop_reason, error)
+            self.emit(ev.DoneEvent(self.result.to_dict()))
+            self._finish()
 
     def _start_timer(self, deadline: float | None) -> asyncio.TimerHandle | None:
         if deadline is None:

@@ -35,6 +35,9 @@ class EventPump:
 
     async def events(self) -> AsyncIterator[ev.Event]:
         producer = asyncio.create_task(self._produce())
+        # however the producer ends (even by a bug before its last act), the stream ends:
+        # a consumer never waits for events that will not come
+        producer.add_done_callback(lambda _task: self._queue.put_nowait(_END))
         try:
             while True:
                 item = await self._queue.get()

@@ -31,6 +31,7 @@ from typing import Any, ParamSpec, TypeVar
 from etcode.provider.types import Message, Usage
 from etcode.util.errors import EtcodeError
 from etcode.util.private import private_dir, private_file, tighten
+from etcode.util.text import clean_text
 
 DB_NAME = "etcode.db"
 SCHEMA_VERSION = 1
@@ -193,7 +194,9 @@ def default_path() -> Path:
 
 
 def _encode(message: Message) -> str:
-    return json.dumps(message.to_dict()["parts"], ensure_ascii=False, separators=(",", ":"))
+    # clean_text: a surrogate that slipped past the entry points must not make the
+    # message unsavable (SQLite stores UTF-8); it is kept as U+FFFD
+    return clean_text(json.dumps(message.to_dict()["parts"], ensure_ascii=False, separators=(",", ":")))
 
 
 def _decode(role: str, parts: str) -> Message:

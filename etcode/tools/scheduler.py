@@ -19,6 +19,7 @@ from etcode.session.events import ToolCallStart, ToolResultEvent
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.registry import ToolRegistry
 from etcode.util.redact import redact, redact_known, redact_known_data
+from etcode.util.text import clean_text
 
 log = logging.getLogger("etcode.scheduler")
 
@@ -126,7 +127,15 @@ class ToolScheduler:
         started: set[str],
     ) -> None:
         async with semaphore:
-            results[call.id] = await self.execute(call, started)
+            try:
+                results[call.id] = await self.execute(call, started)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # a bug outside the tool (arguments, summaries...)
+                log.debug("running %s failed", call.name, exc_info=True)
+                message = f"{call.name} failed: {type(err).__name__}: {err}"
+                results[call.id] = ToolResultPart(call.id, call.name, message, is_error=True)
+                self.emit(ToolResultEvent(call.id, call.name, True, _first_line(message), message))
 
     async def execute(self, call: ToolCallPart, started: set[str] | None = None) -> ToolResultPart:
         """Run one call and turn every outcome (including bad input) into a result."""
@@ -170,7 +179,7 @@ class ToolScheduler:
         # Every tool's output passes here: the known secret values (configured keys,
         # secret-named environment variables) are replaced before the model, the session
         # store or the saved full output (``output_filter``) get it.
-        output = redact_known(result.output)
+        output = redact_known(clean_text(result.output))
         data = redact_known_data(result.data) if result.data else result.data
         if output is not result.output or data is not result.data:
             result = ToolResult(output, result.is_error, data, result.summary)

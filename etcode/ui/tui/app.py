@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -113,8 +114,21 @@ class EtcodeApp(App[int]):
             )
         )
         self.call_after_refresh(self._start_agent)  # first paint first
+        self._quit_on_hangup()
         self._watch_lexers()
         self.collector.start()
+
+    def _quit_on_hangup(self) -> None:
+        """SIGHUP (the terminal was closed) and SIGTERM quit as Ctrl+C twice does: the turn
+        winds down, its running commands are ended and what finished is saved."""
+        loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            self.run_worker(self.action_quit(), exclusive=False)
+
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
+                loop.add_signal_handler(sig, on_signal)
 
     def _watch_lexers(self) -> None:
         """Load the common lexers in their thread, and repaint code blocks shown plain

@@ -1,0 +1,157 @@
+"""A run always ends: odd bytes, odd text, odd nesting and odd failures through the real CLI.
+
+Each test runs the real ``etcode`` process against the fake LLM server with a subprocess
+timeout as the guard: before the fixes these runs hung (the loop's producer died on an
+exception it did not expect and the consumer waited for it forever).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli_helpers import etcode, write_config
+from tests.fake_llm import Call, FakeLLM, Reply
+from tests.test_fault_matrix import error_line, ok, roles, stored, tool_outputs
+
+GUARD = 60  # seconds: only a hang reaches it
+
+
+def run_bytes(*args: bytes | str, cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    """``etcode ARGS`` with raw bytes on the command line and stdin (as a shell passes them)."""
+    argv = [os.fsencode(sys.executable), b"-m", b"etcode", *(os.fsencode(a) for a in args)]
+    return subprocess.run(
+        argv, cwd=cwd, input=stdin, capture_output=True, timeout=GUARD, env=os.environ.copy()
+    )
+
+
+def user_text(body: dict[str, Any]) -> str:
+    """The first user message's text in a recorded OpenAI request."""
+    for message in body["messages"]:
+        if message["role"] == "user":
+            content = message["content"]
+            return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+    raise AssertionError("no user message")
+
+
+# ---- undecodable input bytes ---------------------------------------------------------------
+
+
+def test_undecodable_byte_on_stdin_is_kept_as_replacement(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    llm.script(Reply(text="Reviewed."))
+    proc = run_bytes("run", "review", cwd=project, stdin=b"diff \xff\n+ok\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode() == "Reviewed.\n"
+    assert user_text(llm.requests[0].body) == "review\n\ndiff \ufffd\n+ok"
+    assert stored()[0]["parts"][0]["text"] == "review\n\ndiff \ufffd\n+ok"
+
+
+def test_undecodable_byte_in_the_message_argument(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    llm.script(Reply(text="Fixed."))
+    proc = run_bytes("run", b"fix \xff", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert user_text(llm.requests[0].body) == "fix \ufffd"
+    assert roles(stored()) == ["user", "assistant"]
+
+
+# ---- surrogates in the model's stream ------------------------------------------------------
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_emoji_split_across_two_stream_chunks(project: Path, llm: FakeLLM, wire: str) -> None:
+    write_config(project, llm, wire)
+    # chunk_size=1 sends "\ud83d" and "\ude00" (JSON escapes) in two separate events
+    llm.script(Reply(text="ok \ud83d\ude00 done", chunk_size=1))
+    proc = etcode("run", "smile", cwd=project, timeout=GUARD)
+    ok(proc)
+    assert proc.stdout == "ok \U0001f600 done\n"
+    assert stored()[-1]["parts"][-1]["text"] == "ok \U0001f600 done"
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_lone_surrogate_in_the_stream_is_kept_as_replacement(project: Path, llm: FakeLLM, wire: str) -> None:
+    write_config(project, llm, wire)
+    llm.script(Reply(text="half \ud83d here", chunk_size=3), Reply(text="Again."))
+    proc = etcode("run", "odd", cwd=project, timeout=GUARD)
+    ok(proc)
+    assert proc.stdout == "half \ufffd here\n"
+    assert stored()[-1]["parts"][-1]["text"] == "half \ufffd here"
+    # the answer is sent back intact on the next turn
+    proc = etcode("run", "-c", "more", cwd=project, timeout=GUARD)
+    ok(proc)
+    assert "half \ufffd here" in json.dumps(llm.requests[-1].body, ensure_ascii=False)
+
+
+# ---- deeply nested tool arguments ------------------------------------------------------------
+
+
+def nested(depth: int) -> str:
+    return '{"file_path": ' + "[" * depth + "]" * depth + "}"
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_deeply_nested_tool_arguments(project: Path, llm: FakeLLM, wire: str) -> None:
+    write_config(project, llm, wire)
+    llm.script(Reply(calls=[Call("ReadFile", nested(5000))]), Reply(text="Sorry."))
+    proc = etcode("run", "read", cwd=project, timeout=GUARD)
+    ok(proc)
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == "Sorry.\n"
+    outputs = tool_outputs(stored())
+    assert len(outputs) == 1
+    assert "nested too deeply" in outputs[0]
+    assert "interrupted" not in outputs[0]
+    # the session stays readable
+    sessions = etcode("sessions", "list", "--json", cwd=project, timeout=GUARD)
+    ok(sessions)
+    session_id = json.loads(sessions.stdout)[0]["id"]
+    shown = etcode("sessions", "show", session_id, cwd=project, timeout=GUARD)
+    ok(shown)
+    assert "ReadFile" in shown.stdout
+
+
+# ---- any exception ends the run ----------------------------------------------------------------
+
+FAULTS = Path(__file__).with_name("inject_fault.py")
+
+
+def run_with_fault(stage: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``etcode ARGS`` with a RuntimeError injected at ``stage`` (see tests/inject_fault.py)."""
+    return subprocess.run(
+        [sys.executable, str(FAULTS), stage, *args],
+        cwd=cwd,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=GUARD,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(FAULTS.parent.parent), *sys.path])},
+    )
+
+
+@pytest.mark.parametrize("stage", ["provider", "tool", "store", "renderer", "window"])
+def test_unexpected_exception_ends_the_run_and_keeps_finished_steps(
+    project: Path, llm: FakeLLM, stage: str
+) -> None:
+    write_config(project, llm)
+    llm.script(
+        Reply(text="Writing.", calls=[Call("WriteFile", {"file_path": "keep.txt", "content": "kept\n"})]),
+        Reply(text="Reading.", calls=[Call("ReadFile", {"file_path": "keep.txt"})]),
+        Reply(text="Done."),
+    )
+    proc = run_with_fault(stage, "run", "work", cwd=project)
+    line = error_line(proc)
+    assert "injected fault" in line
+    assert (project / "keep.txt").read_text(encoding="utf-8") == "kept\n"
+    # the first step (call + result) is saved whatever failed in the second
+    transcript = stored()
+    assert roles(transcript)[:3] == ["user", "assistant", "tool"]
+    assert transcript[1]["parts"][-1]["name"] == "WriteFile"
+    assert tool_outputs(transcript)[0].startswith("Created keep.txt")
