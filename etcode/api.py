@@ -152,6 +152,7 @@ class Agent:
             from etcode.workflow.engine import WorkflowRun
 
             loop: Any = WorkflowRun(runtime, self, self.history, task)
+            session.configure(loop.base)
         else:
             settings = runtime.loop_settings(self)
             session.configure(settings)

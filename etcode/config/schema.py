@@ -203,9 +203,14 @@ class ShellConfig(_Strict):
 class WorkflowConfig(_Strict):
     """The Planner → Executor → Verifier workflow (``--agent workflow``). ``prompts``:
     business context per role (``planner``, ``executor``, ``verifier``), used when the
-    project has no ``.etcode/prompts/<role>.md``."""
+    project has no ``.etcode/prompts/<role>.md``. The round limits (None: the defaults
+    3 / 3 / 10): plan → execute → verify cycles, planner answers per cycle, executor
+    rounds per todo."""
 
     prompts: dict[Literal["planner", "executor", "verifier"], str] = Field(default_factory=dict)
+    max_cycles: int | None = Field(default=None, ge=1)
+    planner_rounds: int | None = Field(default=None, ge=1)
+    executor_rounds: int | None = Field(default=None, ge=1)
 
 
 class Config(_Strict):

@@ -270,12 +270,23 @@ class AgentLoop(EventPump):
                 state=s.state,
                 shell_env=s.shell_env,
                 sandbox=s.sandbox,
+                add_usage=self.add_usage,
             )
 
         scheduler = ToolScheduler(
             s.tools, make_context, self.emit, output_filter=s.output_filter, on_call=s.on_call
         )
         return await scheduler.run(calls, self._abort)
+
+    async def add_usage(self, usage: Usage, cost: float | None, model: str) -> None:
+        """Count usage spent for this run outside its conversation (a Task subagent's
+        calls) in its result, the session's totals and cost."""
+        self._usage.add(usage)
+        window = self.settings.window
+        update = window.add_usage(usage, cost) if window is not None else None
+        await self._record("usage_added", usage, cost, model)
+        if update is not None:
+            self.emit(update)
 
     async def _persist(self) -> None:
         if self.settings.on_step is not None:

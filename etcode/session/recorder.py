@@ -114,6 +114,19 @@ class SessionRecorder:
             cost=cost,
         )
 
+    async def usage_added(self, usage: Usage, cost: float | None, model: str) -> None:
+        """Usage spent outside this conversation (a Task subagent's calls), stored as a
+        step-0 row (like a compaction's: it does not describe this context's size)."""
+        await self._write(
+            "record_usage",
+            self.session_id,
+            turn=self.turn,
+            step=0,
+            model=model or self.model,
+            usage=usage,
+            cost=cost,
+        )
+
     async def _save_todos(self) -> None:
         if self._todos is None or self.store is None:
             return

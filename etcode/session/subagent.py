@@ -150,6 +150,9 @@ class SubagentSpawner:
         finally:
             watcher.cancel()
             await child.aclose()
+        result = child.last_result
+        if result is not None and ctx.add_usage is not None:  # the parent's totals include it
+            await ctx.add_usage(result.usage, _cost_of(child), child.model or "")
         return _tool_result(name, child)
 
 
@@ -158,6 +161,14 @@ def _store_of(parent: Agent) -> Any:
     False: a child of an in-memory session stays in memory too."""
     store = getattr(getattr(parent, "_session", None), "store", None)
     return store if store is not None else False
+
+
+def _cost_of(child: Agent) -> float | None:
+    """What the child session's calls cost (None when its model's price is unknown)."""
+    meter = getattr(getattr(child._session, "window", None), "meter", None)
+    if meter is None or meter.price is None or not meter.price.known:
+        return None
+    return float(meter.cost)
 
 
 async def _interrupt_on(abort: asyncio.Event, child: Agent) -> None:

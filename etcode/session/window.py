@@ -94,3 +94,11 @@ class ContextWindow:
 
     def update(self) -> UsageUpdate:
         return self.meter.update()
+
+    def add_usage(self, usage: Usage, cost: float | None) -> UsageUpdate:
+        """Count usage spent outside this conversation (a Task subagent's calls, priced at
+        its own model's rates) in the session's totals and cost; the context is unchanged."""
+        self.meter.totals.add(usage)
+        if cost:
+            self.meter.cost += cost
+        return self.meter.update()

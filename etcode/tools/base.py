@@ -95,6 +95,9 @@ class ToolContext:
     shell_env: ShellEnvPolicy | None = None
     #: How ``Bash`` commands are confined; None: not at all (``etcode/tools/sandbox.py``).
     sandbox: SandboxPolicy | None = None
+    #: ``await add_usage(usage, cost, model)`` counts model calls a tool made (a ``Task``
+    #: subagent's) in the run's usage and the session's totals; None: nowhere to count them.
+    add_usage: Callable[[Any, float | None, str], Awaitable[None]] | None = None
 
     def resolve(self, path: str | Path) -> Path:
         """A path as the tool should open it: relative paths are taken from the working dir."""

@@ -8,6 +8,11 @@ cache of read-only results. Role text is streamed as :class:`RoleTextDelta`; the
 as :class:`TodoUpdate` (also while the planner is still writing it); the verdict as
 :class:`VerificationResult`; the final answer as an ordinary text delta and the usual
 ``DoneEvent`` carrying an ``AgentResult``.
+
+Every finished role step (a planner answer, an executor round, a verdict) is stored in
+the session as it finishes (``etcode.workflow.steps``), so a killed run keeps them; the
+role turns' model calls count in the session's usage and cost (``_RoleRecorder``,
+``_RoleWindow``), but their own conversations are not stored.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from etcode.session.loop import AgentLoop, LoopSettings
 from etcode.session.pump import EventPump
 from etcode.session.result import AgentResult, LoopLimits
 from etcode.tools.registry import ToolRegistry
-from etcode.workflow import requests
+from etcode.util.errors import EtcodeError
+from etcode.workflow import requests, steps
 from etcode.workflow.cache import ToolCache, cached_registry
 from etcode.workflow.jsonparse import JsonAnswerError, parse_object, parse_partial
 from etcode.workflow.models import ExecutorReport, Plan, Todo, Verdict, todos_from
@@ -44,6 +50,13 @@ class WorkflowLimits:
     max_cycles: int = 3
     planner_rounds: int = 3
     executor_rounds: int = 10
+
+    @classmethod
+    def from_config(cls, config: Any) -> WorkflowLimits:
+        """The ``workflow`` section's ``max_cycles``, ``planner_rounds``, ``executor_rounds``."""
+        section = getattr(config, "workflow", None)
+        values = {k: getattr(section, k, None) for k in ("max_cycles", "planner_rounds", "executor_rounds")}
+        return cls(**{k: v for k, v in values.items() if v is not None})
 
 
 class _Stop(Exception):
@@ -81,7 +94,9 @@ class WorkflowRun(EventPump):
         self.task = task
         self.history = list(history)
         self._earlier = requests.conversation_digest(self.history)
-        self.limits = limits or agent.state.get("workflow_limits") or WorkflowLimits()
+        self.limits = (
+            limits or agent.state.get("workflow_limits") or WorkflowLimits.from_config(runtime.config)
+        )
         self.prompts = (
             prompts
             or agent.state.get("workflow_prompts")
@@ -102,6 +117,8 @@ class WorkflowRun(EventPump):
         self._partial_text = ""
         self._last_plan: list[dict[str, Any]] | None = None
         self._limit_hit = False  # the last turn stopped at the step limit
+        #: The session's messages of this run: the history, the task, each finished role step.
+        self.messages: list[Message] = [*self.history, Message.user(task)]
 
     # ---- the AgentLoop surface ----------------------------------------------------
     def interrupt(self) -> None:
@@ -113,6 +130,7 @@ class WorkflowRun(EventPump):
     async def _produce(self) -> None:
         stop_reason, error, text, todos = "end_turn", None, "", []
         try:
+            await self._checkpoint()
             text, todos = await self._cycles()
         except _Stop as stop:
             stop_reason, error = stop.reason, stop.error
@@ -125,11 +143,12 @@ class WorkflowRun(EventPump):
                 self.emit(ev.StoppedEvent(stop.reason, message))
         if text:
             self.emit(ev.TextDeltaEvent(text))
-        messages = [*self.history, Message.user(self.task)]
+        messages = self.messages
         if text:
             messages.append(Message("assistant", [TextPart(text)]))
         if self.base.on_step is not None:
             await self.base.on_step(messages)
+        await self._checkpoint()
         self.result = AgentResult(
             text=text,
             messages=messages,
@@ -173,6 +192,7 @@ class WorkflowRun(EventPump):
             if not plan.todos:  # prose, or an empty plan: the request itself is the one todo
                 plan.todos = [Todo("1", self.task.strip()[:500], "high")]
             self._publish(plan.todos)
+            await self._save_step(steps.planner_step(cycle, number, plan))
             if not plan.needs_more_planning or number == self.limits.planner_rounds:
                 break
             prompt = requests.planner_refine(number + 1, self.limits.planner_rounds)
@@ -192,7 +212,7 @@ class WorkflowRun(EventPump):
             todo.status = "in_progress"
             self._publish(plan.todos)
             self.emit(ev.WorkflowPhase("executing", cycle, todo.description, todo.id))
-            outcome = await self._run_todo(plan, todo)
+            outcome = await self._run_todo(cycle, plan, todo)
             todo.outcome = outcome
             todo.status = "completed" if outcome == "completed" else "pending"
             self._publish(plan.todos)
@@ -201,12 +221,13 @@ class WorkflowRun(EventPump):
                 ev.WorkflowPhase("executed", cycle, f"{outcome}: {first}" if first else outcome, todo.id)
             )
 
-    async def _run_todo(self, plan: Plan, todo: Todo) -> str:
+    async def _run_todo(self, cycle: int, plan: Plan, todo: Todo) -> str:
         rounds = self.limits.executor_rounds
         conversation: list[Message] = []
         prompt = requests.executor_request(self.task, plan, todo, rounds)
         for number in range(1, rounds + 1):
             todo.rounds = number
+            start = len(conversation)
             report, text = await self._ask(
                 "executor", conversation, prompt, self.executor_tools, ExecutorReport.from_dict
             )
@@ -216,12 +237,12 @@ class WorkflowRun(EventPump):
                 report = ExecutorReport(summary=text, task_completed=True, prose=True)
             todo.result = report.summary or text
             _apply_statuses(plan, todo, report)
-            if report.completed(todo.id):
-                return "completed"
-            if report.next_action == "skip":
-                return "skipped"
-            if report.should_continue is False and report.next_action not in ("continue", "retry"):
-                return "incomplete"
+            outcome = _round_outcome(todo, report)
+            calls = steps.tool_calls(conversation[start:])
+            state = outcome or ("round limit reached" if number == rounds else "continuing")
+            await self._save_step(steps.executor_step(cycle, todo, number, rounds, state, todo.result, calls))
+            if outcome is not None:
+                return outcome
             prompt = requests.executor_next(todo, number + 1, rounds, report.next_action)
         todo.result = f"{todo.result}\n(stopped: no completion after {rounds} rounds)".strip()
         return "round_limit"
@@ -244,6 +265,7 @@ class WorkflowRun(EventPump):
                 list(verdict.improvements),
             )
         )
+        await self._save_step(steps.verifier_step(cycle, verdict))
         status = "satisfied" if verdict.satisfied else "not satisfied"
         self.emit(ev.WorkflowPhase("verified", cycle, f"{status}: {verdict.overall_feedback}".rstrip(": ")))
         return verdict
@@ -286,6 +308,8 @@ class WorkflowRun(EventPump):
             tools=tools if tools is not None else ToolRegistry(),
             limits=LoopLimits(max_steps=self.runtime.limits.max_steps, timeout=remaining),
             on_step=None,
+            recorder=_RoleRecorder(self) if self.base.recorder is not None else None,
+            window=_RoleWindow(self.base.window) if self.base.window is not None else None,
         )
         loop = AgentLoop(settings, conversation, Message.user(prompt))
         self._current = loop
@@ -305,6 +329,26 @@ class WorkflowRun(EventPump):
             reason = "interrupted" if self._interrupted else result.stop_reason
             raise _Stop(reason, result.error)
         return result.text
+
+    # ---- the session ---------------------------------------------------------------
+    async def _save_step(self, message: Message) -> None:
+        """Keep a finished role step in the run's messages and store it now."""
+        self.messages.append(message)
+        await self._checkpoint()
+
+    async def _checkpoint(self) -> None:
+        await self._record("checkpoint", self.messages)
+
+    async def _record(self, method: str, *args: Any) -> None:
+        """Call a recorder method; a store failure becomes one warning, then recording stops."""
+        recorder = self.base.recorder
+        if recorder is None:
+            return
+        try:
+            await getattr(recorder, method)(*args)
+        except EtcodeError as err:
+            self.base.recorder = None
+            self.emit(ev.WarningEvent(f"the session is no longer being saved: {err}"))
 
     def _system(self, role: str) -> list[str]:
         base = self.runtime.system[
@@ -341,6 +385,60 @@ class WorkflowRun(EventPump):
         if items != self._last_plan:
             self._last_plan = items
             self.emit(ev.TodoUpdate(items))
+
+
+class _RoleRecorder:
+    """The recorder a role turn's loop sees: its model calls' usage goes to the session
+    (numbered as the workflow's steps); its conversation does not (the workflow stores
+    each finished role step itself)."""
+
+    def __init__(self, run: WorkflowRun) -> None:
+        self.run = run
+
+    async def checkpoint(self, messages: list[Message]) -> None:
+        return None
+
+    async def batch_started(self, messages: list[Message], reason: str) -> None:
+        return None
+
+    async def step_finished(self, step: int, usage: Usage, cost: float | None) -> None:
+        await self.run._record("step_finished", self.run._steps + step, usage, cost)
+
+    async def usage_added(self, usage: Usage, cost: float | None, model: str) -> None:
+        await self.run._record("usage_added", usage, cost, model)
+
+
+class _RoleWindow:
+    """The context window a role turn's loop sees: its calls count in the session's cost
+    and totals, but do not describe the session's context (and are never compacted)."""
+
+    auto = False
+
+    def __init__(self, window: Any) -> None:
+        self.window = window
+
+    def needs_compaction(self, *args: Any) -> int | None:
+        return None
+
+    def record(self, usage: Usage, messages: list[Message]) -> tuple[float | None, ev.UsageUpdate]:
+        return self.window.record(usage, [])
+
+    def add_usage(self, usage: Usage, cost: float | None) -> ev.UsageUpdate:
+        return self.window.add_usage(usage, cost)
+
+    def update(self) -> ev.UsageUpdate:
+        return self.window.update()
+
+
+def _round_outcome(todo: Todo, report: ExecutorReport) -> str | None:
+    """How an executor round ended the todo, or None to go on."""
+    if report.completed(todo.id):
+        return "completed"
+    if report.next_action == "skip":
+        return "skipped"
+    if report.should_continue is False and report.next_action not in ("continue", "retry"):
+        return "incomplete"
+    return None
 
 
 def _apply_statuses(plan: Plan, current: Todo, report: ExecutorReport) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from etcode.provider.types import Message
 from etcode.workflow.models import Plan, Todo, Verdict
+from etcode.workflow.steps import is_step
 
 
 def _todo_lines(todos: list[Todo], with_results: bool = False) -> str:
@@ -18,14 +19,27 @@ def _todo_lines(todos: list[Todo], with_results: bool = False) -> str:
 
 
 def conversation_digest(history: list[Message], limit: int = 6, width: int = 1500) -> str:
-    """The last user/assistant texts of earlier turns, for follow-up requests."""
+    """The last user/assistant texts of earlier turns, for follow-up requests. A turn's
+    workflow role steps are left out when it has a final answer (they are what an
+    unfinished turn, e.g. a killed one, shows)."""
     lines: list[str] = []
-    for message in history:
+    answered = False
+    for message in reversed(history):
+        if message.role == "user":
+            answered = False
+        elif message.role == "assistant" and message.text.strip():
+            if is_step(message):
+                if answered:
+                    continue
+            else:
+                answered = True
         if message.role in ("user", "assistant") and message.text.strip():
             text = message.text.strip()
             text = text if len(text) <= width else text[: width - 1] + "…"
             lines.append(f"{message.role}: {text}")
-    return "\n\n".join(lines[-limit:])
+        if len(lines) == limit:
+            break
+    return "\n\n".join(reversed(lines))
 
 
 def planner_request(
