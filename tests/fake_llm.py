@@ -90,6 +90,8 @@ class Fault:
     - ``Fault(error_event={"type": "overloaded_error", "message": "Overloaded"})``: stream
       some text (``reply.text`` or a default) then an in-stream error event.
     - ``Fault(hang=True)``: accept the request and never answer (until the server stops).
+    - ``Fault(keepalive=0.1)``: start the stream (the first ``cut_after`` events of ``reply``,
+      default none), then send only ``: keep-alive`` comments every 0.1 s, until the server stops.
     """
 
     status: int | None = None
@@ -99,6 +101,7 @@ class Fault:
     reply: Reply | None = None
     error_event: dict[str, Any] | None = None
     hang: bool = False
+    keepalive: float | None = None
 
 
 @dataclass
@@ -422,6 +425,10 @@ class _Handler(BaseHTTPRequestHandler):
             fake._stop.wait()
             self.close_connection = True
             return
+        if fault.keepalive is not None:
+            events = fake._events(fmt, fault.reply or Reply(text="Thinking."), recorded)
+            self._send_keepalive([e for _, e in events[: fault.cut_after or 0]], fault.keepalive)
+            return
         if fault.cut_after is not None or fault.error_event is not None:
             reply = fault.reply or Reply(
                 text="This answer is going to be cut off half way through.", chunk_size=8
@@ -446,7 +453,17 @@ class _Handler(BaseHTTPRequestHandler):
         events = self.server.fake._events(fmt, reply, recorded)
         self._send_events([e for _, e in events], reply.delay, cut=False)
 
-    def _send_events(self, payloads: list[bytes], delay: float, *, cut: bool) -> None:
+    def _send_keepalive(self, payloads: list[bytes], every: float) -> None:
+        self._send_events(payloads, 0.0, cut=True, close=False)
+        stop = self.server.fake._stop
+        comment = b": keep-alive\n\n"
+        with contextlib.suppress(OSError):
+            while not stop.wait(every):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(comment), comment))
+                self.wfile.flush()
+        self.close_connection = True
+
+    def _send_events(self, payloads: list[bytes], delay: float, *, cut: bool, close: bool = True) -> None:
         headers = {
             "content-type": "text/event-stream; charset=utf-8",
             "transfer-encoding": "chunked",
@@ -468,7 +485,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(frame)
             if not cut:
                 self.wfile.write(b"0\r\n\r\n")
-        if cut:  # drop the connection mid-body, like a network failure
+        if cut and close:  # drop the connection mid-body, like a network failure
             self.close_connection = True
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.cli_helpers import etcode, write_config
-from tests.fake_llm import Call, FakeLLM, Reply
+from tests.fake_llm import Call, FakeLLM, Fault, Reply
 from tests.test_fault_matrix import error_line, ok, roles, stored, tool_outputs
 
 GUARD = 60  # seconds: only a hang reaches it
@@ -155,3 +155,74 @@ def test_unexpected_exception_ends_the_run_and_keeps_finished_steps(
     assert roles(transcript)[:3] == ["user", "assistant", "tool"]
     assert transcript[1]["parts"][-1]["name"] == "WriteFile"
     assert tool_outputs(transcript)[0].startswith("Created keep.txt")
+
+
+# ---- too many calls in one answer ------------------------------------------------------------
+
+
+def test_an_answer_with_2000_tool_calls_runs_only_the_cap(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm, max_tool_calls=5)
+    calls = [Call("WriteFile", {"file_path": f"f{i}.txt", "content": "x\n"}) for i in range(2000)]
+    llm.script(Reply(calls=calls), Reply(text="Fewer then."))
+    proc = etcode("run", "make files", cwd=project, timeout=GUARD * 2)
+    ok(proc)
+    assert "2000 tool calls" in proc.stderr and "running the first 5" in proc.stderr
+    assert sorted(p.name for p in project.glob("f*.txt")) == [f"f{i}.txt" for i in range(5)]
+    sent = llm.requests[1].body["messages"]
+    answers = [m for m in sent if m["role"] == "tool"]
+    assert len(answers) == 2000  # every call is answered
+    assert all("Not run" in m["content"] and "at most 5" in m["content"] for m in answers[5:])
+    assert not any("Not run" in m["content"] for m in answers[:5])
+
+
+# ---- streams that only keep the connection alive -------------------------------------------
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+@pytest.mark.parametrize("started", [0, 6], ids=["silent", "after-some-text"])
+def test_stream_of_only_keepalive_comments_times_out(
+    project: Path, llm: FakeLLM, wire: str, started: int
+) -> None:
+    # the read timeout (0.8 s) never fires: a comment arrives every 0.1 s
+    write_config(project, llm, wire, provider={"timeout": 800}, retry={"max_retries": 1})
+    stuck = Fault(keepalive=0.1, cut_after=started, reply=Reply(text="Some words first.", chunk_size=4))
+    llm.script(stuck, stuck)
+    proc = etcode("run", "think", cwd=project, timeout=GUARD)
+    line = error_line(proc)
+    assert "no content from the model" in line
+    assert len(llm.requests) == (2 if not started else 1)  # retried only before any output
+    if started:
+        assert proc.stdout.startswith("Some")  # the text that came is shown and kept
+        assert stored()[-1]["parts"][0]["text"].startswith("Some")
+
+
+# ---- one process per session ------------------------------------------------------------------
+
+
+def test_second_process_on_the_same_session_is_refused(project: Path, llm: FakeLLM) -> None:
+    from tests.test_fault_matrix import _events_until, spawn
+
+    write_config(project, llm)
+    llm.script(Reply(text="First."))
+    ok(etcode("run", "start", cwd=project, timeout=GUARD))
+    (session,) = [m for m in json.loads(etcode("sessions", "list", "--json", cwd=project).stdout)]
+    llm.script(
+        Reply(text="Working.", calls=[Call("ReadFile", {"file_path": "etcode.json"})]), Fault(hang=True)
+    )
+    first = spawn("run", "--format", "json", "--session", session["id"], "go on", cwd=project)
+    try:
+        _events_until(first, lambda e: e["type"] == "tool_result")
+        second = etcode("run", "--session", session["id"], "me too", cwd=project, timeout=GUARD)
+        line = error_line(second)
+        assert "in use by another etcode process" in line and f"pid {first.pid}" in line
+        continued = etcode("run", "-c", "me too", cwd=project, timeout=GUARD)  # the same session
+        assert "in use" in error_line(continued)
+    finally:
+        first.kill()
+        first.communicate(timeout=GUARD)
+    before = roles(stored())
+    llm.script(Reply(text="Now me."))
+    ok(etcode("run", "--session", session["id"], "me now", cwd=project, timeout=GUARD))
+    assert roles(stored()) == [*before, "user", "assistant"]  # nothing interleaved
+    # the refused runs sent nothing and wrote nothing
+    assert sum("me too" in json.dumps(r.body) for r in llm.requests) == 0

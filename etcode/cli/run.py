@@ -143,7 +143,11 @@ async def _run(task: str, options: RunOptions) -> int:
         if options.max_steps is not None:
             from etcode.session.result import LoopLimits
 
-            agent.limits = LoopLimits(max_steps=options.max_steps, timeout=getattr(config, "timeout", None))
+            agent.limits = LoopLimits(
+                max_steps=options.max_steps,
+                timeout=getattr(config, "timeout", None),
+                max_tool_calls=getattr(config, "max_tool_calls", 64),
+            )
         renderer = _renderer(options.output_format)
         restore = _install_interrupt(agent)
         try:

@@ -238,6 +238,8 @@ class Config(_Strict):
     model_catalog: str | None = None
     retry: RetrySettings = Field(default_factory=RetrySettings)
     max_steps: int = Field(default=50, ge=1)
+    #: Tool calls run from one model answer; the rest are answered "not run".
+    max_tool_calls: int = Field(default=64, ge=1)
     timeout: float | None = Field(default=None, gt=0, description="loop wall-clock limit in s")
 
     _sources: list[Path] = PrivateAttr(default_factory=list)

@@ -405,12 +405,33 @@ class RetryingHTTPProvider:
             provider=self.id,
             secret=self.spec.api_key,
         )
+        idle = self.spec.timeout
+        loop = asyncio.get_running_loop()
         async with contextlib.aclosing(events):
             try:
-                async for event in events:
-                    for chunk in state.handle(event):
+                deadline = loop.time() + idle
+                while True:
+                    # the idle limit counts from the last event with content: a server that
+                    # sends only keep-alive comments or pings times out like a silent one
+                    try:
+                        async with asyncio.timeout_at(deadline):
+                            event = await anext(events)
+                    except StopAsyncIteration:
+                        break
+                    except TimeoutError:
+                        raise ProviderError(
+                            f"{self.id}: timed out: no content from the model for {idle:g} s "
+                            "(the stream sent only keep-alive messages)",
+                            kind="timeout",
+                            retryable=True,
+                            provider=self.id,
+                        ) from None
+                    chunks = list(state.handle(event))
+                    for chunk in chunks:
                         for clean in cleaner.clean(chunk):
                             yield clean
+                    if chunks:
+                        deadline = loop.time() + idle
                     if state.done:
                         break
             except ProviderError as err:

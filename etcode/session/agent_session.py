@@ -17,6 +17,7 @@ from etcode.provider.types import Message, Usage
 from etcode.session import events as ev
 from etcode.session.compaction import announcement, is_announcement
 from etcode.session.history import repair_dangling
+from etcode.session.lock import SessionLock
 from etcode.session.recorder import SessionRecorder
 from etcode.session.snapshots import FileSnapshots, undo_note
 from etcode.session.store import SessionInfo, SessionNotFoundError, SessionStore
@@ -89,6 +90,8 @@ class AgentSession:
         self._preload: asyncio.Task[bool] | None = None
         #: The session that started this one (a Task subagent's parent), stored as parent_id.
         self.parent_id: str | None = None
+        #: Held while the session is open: another process may not write it meanwhile.
+        self._lock: SessionLock | None = None
 
     # ---- choosing the session ----------------------------------------------------------
     @classmethod
@@ -143,6 +146,7 @@ class AgentSession:
         stored: list[Message] = []
         how = "none"
         if store is not None:
+            self._lock = SessionLock.acquire(store.path.parent / "locks", self.session_id)
             if self.fork_from is not None:
                 await store.call(store.fork_session, self.fork_from, self.session_id)
             info = await store.call(store.get_session, self.session_id)
@@ -378,5 +382,8 @@ class AgentSession:
             with contextlib.suppress(BaseException):
                 await self._title_task
             self._title_task = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
         if self.store is not None:
             self.store.release()

@@ -27,6 +27,7 @@ from etcode.provider.types import (
     TextDelta,
     TextPart,
     ToolCallPart,
+    ToolResultPart,
     Usage,
 )
 from etcode.session import events as ev
@@ -146,7 +147,7 @@ class AgentLoop(EventPump):
                 calls = end.message.tool_calls
                 if calls:
                     await self._checkpoint()  # a crash while tools run keeps the calls
-                    results = await self._run_tools(calls)
+                    results = await self._run_capped(calls)
                     self.messages.append(Message("tool", list(results)))
                 self.emit(ev.StepFinish(self._steps, end.usage.to_dict(), end.stop_reason))
                 if usage_event is not None:
@@ -252,6 +253,25 @@ class AgentLoop(EventPump):
         """Keep text already shown to the user in the history (never lose work)."""
         if partial:
             self.messages.append(Message("assistant", [TextPart("".join(partial))]))
+
+    async def _run_capped(self, calls: list[ToolCallPart]) -> list[Any]:
+        """Run at most ``limits.max_tool_calls`` of one answer's calls; the rest are
+        answered "not run" so the model knows to make them again, fewer at a time."""
+        cap = self.settings.limits.max_tool_calls
+        if len(calls) <= cap:
+            return await self._run_tools(calls)
+        self.emit(
+            ev.WarningEvent(
+                f"the model made {len(calls)} tool calls in one answer; running the first {cap} "
+                "(limit: max_tool_calls)"
+            )
+        )
+        note = (
+            f"Not run: this answer made {len(calls)} tool calls and at most {cap} run per answer. "
+            f"Make the calls that are still needed again, at most {cap} at a time."
+        )
+        skipped = [ToolResultPart(call.id, call.name, note, is_error=True) for call in calls[cap:]]
+        return [*await self._run_tools(calls[:cap]), *skipped]
 
     async def _run_tools(self, calls: list[ToolCallPart]) -> list[Any]:
         s = self.settings

@@ -11,10 +11,12 @@ from etcode.provider.types import Message, Usage
 @dataclass
 class LoopLimits:
     """When the loop stops on its own: after ``max_steps`` model calls, or after
-    ``timeout`` seconds of wall-clock time (None: no limit)."""
+    ``timeout`` seconds of wall-clock time (None: no limit). One answer's tool calls beyond
+    ``max_tool_calls`` are not run (the model is told)."""
 
     max_steps: int = 50
     timeout: float | None = None
+    max_tool_calls: int = 64
 
 
 #: Why a run ended. ``end_turn``: the model finished; the others stop it early.

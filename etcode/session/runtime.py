@@ -138,6 +138,7 @@ class Runtime:
         limits = agent.limits or LoopLimits(
             max_steps=_attr(agent_info, "steps") or _attr(config, "max_steps") or 50,
             timeout=_attr(config, "timeout"),
+            max_tool_calls=_attr(config, "max_tool_calls") or 64,
         )
         permission = _permission_service(config, agent_info, agent.asker, instance)
         sandbox = await _sandbox_policy(config, agent_name, agent_info, instance.worktree, warnings)

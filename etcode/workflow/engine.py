@@ -306,7 +306,11 @@ class WorkflowRun(EventPump):
             self.base,
             system=self._system(role),
             tools=tools if tools is not None else ToolRegistry(),
-            limits=LoopLimits(max_steps=self.runtime.limits.max_steps, timeout=remaining),
+            limits=LoopLimits(
+                max_steps=self.runtime.limits.max_steps,
+                timeout=remaining,
+                max_tool_calls=self.runtime.limits.max_tool_calls,
+            ),
             on_step=None,
             recorder=_RoleRecorder(self) if self.base.recorder is not None else None,
             window=_RoleWindow(self.base.window) if self.base.window is not None else None,
