@@ -76,6 +76,13 @@ async def run_workflow(llm: FakeLLM, directory: Path, task: str, **state: Any) -
 # ---- units ------------------------------------------------------------------------------------
 
 
+def test_parse_object_of_a_hostile_nesting_is_an_answer_error_not_a_crash() -> None:
+    deep = '{"plan": ' + "[" * 5000 + "]" * 5000 + "}"
+    with pytest.raises(JsonAnswerError, match="nested too deeply"):
+        parse_object(deep)
+    assert parse_partial(deep[:12000]) is None
+
+
 def test_parse_object_tolerates_fences_prose_and_trailing_commas() -> None:
     assert parse_object('Here:\n```json\n{"a": [1, 2,],}\n```\nDone.') == {"a": [1, 2]}
     assert parse_object('Sure. {"x": {"y": "}"}} and then {"z": 1}') == {"x": {"y": "}"}}

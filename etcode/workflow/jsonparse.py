@@ -51,6 +51,8 @@ def parse_object(text: str) -> dict[str, Any]:
             except json.JSONDecodeError as err:
                 first_error = first_error or err
                 continue
+            except RecursionError:
+                raise JsonAnswerError("the JSON object is nested too deeply to read") from None
             if isinstance(value, dict):
                 return value
     if first_error is not None:
@@ -121,6 +123,8 @@ def parse_partial(text: str) -> dict[str, Any] | None:
             return None
         try:
             value = json.loads(_TRAILING_COMMA.sub(r"\1", _close(body)))
+        except RecursionError:  # nested absurdly deep: not a plan
+            return None
         except json.JSONDecodeError:
             value = None
         else:

@@ -31,5 +31,5 @@ def transcript_markdown(messages: Iterable[Any], title: str = "etcode session") 
 def _pretty(arguments: str) -> str:
     try:
         return json.dumps(json.loads(arguments or "{}"), indent=2, ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):
         return arguments

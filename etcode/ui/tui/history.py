@@ -80,7 +80,7 @@ def _load(path: Path) -> list[str]:
     except (OSError, UnicodeDecodeError):
         return entries
     for line in lines[-MAX_ENTRIES:]:
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError, RecursionError):
             value = json.loads(line)
             if isinstance(value, str):
                 entries.append(value)
