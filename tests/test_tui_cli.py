@@ -260,9 +260,11 @@ def test_closing_the_terminal_ends_the_running_command(project: Path, llm: FakeL
     env = " ".join(f"{k}={_quote(v)}" for k, v in os.environ.items() if k in _ENV_KEYS)
     command = f"env {env} TERM=xterm-256color {_quote(sys.executable)} -m etcode"
     pid = 0
+    chat_pid = 0
     try:
         tmux.start(command, project)
         tmux.wait_for("Ask anything")
+        chat_pid = int(tmux.run("list-panes", "-t", "hangup", "-F", "#{pane_pid}").stdout.strip())
         tmux.run("send-keys", "-t", "hangup", "-l", "wait a bit")
         tmux.run("send-keys", "-t", "hangup", "Enter")
         deadline = time.monotonic() + 30
@@ -272,8 +274,10 @@ def test_closing_the_terminal_ends_the_running_command(project: Path, llm: FakeL
         pid = int(pid_file.read_text().strip())
         tmux.run("kill-session", "-t", "hangup")  # the pane's processes get SIGHUP
         assert _process_gone(pid, 30), "the command kept running after the terminal closed"
+        assert _process_gone(chat_pid, 30), "etcode kept running after its terminal closed"
     finally:
         tmux.kill()
-        if pid:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+        for leftover in (pid, chat_pid):
+            if leftover:
+                with contextlib.suppress(OSError):
+                    os.kill(leftover, signal.SIGKILL)

@@ -30,6 +30,7 @@ from etcode.ui.tui.asker import TuiAsker
 from etcode.ui.tui.collector import CollectorPolicy
 from etcode.ui.tui.controller import AgentHost, Unsupported
 from etcode.ui.tui.feed import EventFeed
+from etcode.ui.tui.hangup import detach_from_terminal
 from etcode.ui.tui.highlight import LEXERS, PRELOAD
 from etcode.ui.tui.history import PromptHistory
 from etcode.ui.tui.mentions import FileIndex, attach, resolve_mentions
@@ -119,16 +120,23 @@ class EtcodeApp(App[int]):
         self.collector.start()
 
     def _quit_on_hangup(self) -> None:
-        """SIGHUP (the terminal was closed) and SIGTERM quit as Ctrl+C twice does: the turn
-        winds down, its running commands are ended and what finished is saved."""
+        """SIGTERM quits as Ctrl+C twice does: the turn winds down, its running commands
+        are ended and what finished is saved. SIGHUP (the terminal was closed) does the same
+        with the output sent to /dev/null first: writing to the dead terminal would make
+        the renderer fail and block the app's shutdown forever."""
         loop = asyncio.get_running_loop()
 
-        def on_signal() -> None:
+        def quit_app() -> None:
             self.run_worker(self.action_quit(), exclusive=False)
 
-        for sig in (signal.SIGHUP, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
-                loop.add_signal_handler(sig, on_signal)
+        def on_hangup(_signum: int, _frame: object) -> None:
+            detach_from_terminal()
+            loop.call_soon_threadsafe(quit_app)
+
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
+            loop.add_signal_handler(signal.SIGTERM, quit_app)
+        with contextlib.suppress(ValueError, AttributeError):  # not the main thread (tests)
+            signal.signal(signal.SIGHUP, on_hangup)
 
     def _watch_lexers(self) -> None:
         """Load the common lexers in their thread, and repaint code blocks shown plain
