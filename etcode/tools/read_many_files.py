@@ -391,7 +391,7 @@ class ReadManyFilesTool(Tool):
         budget = plan(files, errors, len(skipped), extra)
         note, saved = "", None
         if budget.cut(len(errors)):
-            saved, where = save_full_output(full_parts(files, errors, len(skipped)))
+            saved, where = save_full_output(full_parts(budget, files, errors, len(skipped)))
             note = cut_note(budget, len(errors), where)
         output = render(budget, files, errors, len(skipped), note) + extra
         total_size = sum(item.size for item in files)

@@ -25,7 +25,9 @@ _FILE_MIN_LINES = 3
 #: The line naming the files left out (its list of names is cut to fit).
 _OMITTED_BYTES = 800
 _OMITTED_NAMES_BYTES = 500
-#: The summary's note about a cut (the saved file's path is added to it).
+#: A cut marker without the file's name, at most (line numbers up to 7 digits).
+_MARKER_BYTES = 150
+#: The summary's note about a cut, without the saved file's folder.
 _NOTE_BYTES = 400
 
 
@@ -52,11 +54,14 @@ def _separator(content: str) -> str:
     return "\n" if not content or content[-1] == "\n" else "\n\n"
 
 
-def full_parts(files: Sequence[FileRead], errors: list[dict[str, str]], skipped: int) -> list[str]:
+def full_parts(
+    budget: Budgeted, files: Sequence[FileRead], errors: list[dict[str, str]], skipped: int
+) -> list[str]:
     """The whole result as pieces, nothing cut (what is saved when the budget cuts)."""
     parts: list[str] = []
-    for item in files:
-        parts += [header(item), item.content, _separator(item.content)]
+    for slot in budget.every:
+        content = slot.item.content
+        parts += [slot.header, content, _separator(content)]
     if not files:
         parts.append("No files were read.\n\n")
     if errors:
@@ -86,16 +91,18 @@ class _Slot:
     """How one file appears: whole, or its first ``keep`` lines and a marker."""
 
     item: FileRead
+    header: str
     need_lines: int
     need_bytes: int
-    header_bytes: int
+    #: The least room it takes: whole when tiny, else its header, a marker and a blank line.
+    floor: tuple[int, int]
     keep: int | None = None  # None: whole
 
     def render(self) -> str:
-        item, content = self.item, self.item.content
+        content = self.item.content
         if self.keep is None:
-            return header(item) + content + _separator(content)
-        return header(item) + _first_lines(content, self.keep) + _marker(item, self.keep) + "\n\n"
+            return self.header + content + _separator(content)
+        return self.header + _first_lines(content, self.keep) + _marker(self.item, self.keep) + "\n\n"
 
 
 def _first_lines(content: str, count: int) -> str:
@@ -142,7 +149,8 @@ def _fit(content: str, max_lines: int, max_bytes: int) -> tuple[int, int]:
 class Budgeted:
     """The text for the model (``text``, without the saved file's note) and what was cut."""
 
-    slots: list[_Slot]
+    slots: list[_Slot]  # the files shown, in order
+    every: list[_Slot] = field(default_factory=list)  # every file, in order
     omitted: list[FileRead] = field(default_factory=list)
     errors_shown: int = 0
 
@@ -169,9 +177,11 @@ def plan(
     tail = (_errors_section(errors, errors_shown) if errors else "") + _summary(files, errors, skipped)
     tail += reminders
     lines_left = max_lines - tail.count("\n") - 3  # the note line(s) about a cut
-    bytes_left = max_bytes - _byte_len(tail) - _NOTE_BYTES
+    bytes_left = max_bytes - _byte_len(tail) - _NOTE_BYTES - _byte_len(str(truncate.output_dir()))
     slots = [_slot(item) for item in files]
-    budget = Budgeted([], errors_shown=errors_shown)
+    budget = Budgeted(slots, slots, errors_shown=errors_shown)
+    if sum(s.need_lines for s in slots) <= lines_left and sum(s.need_bytes for s in slots) <= bytes_left:
+        return budget  # everything fits whole
     chosen = _choose(slots, lines_left, bytes_left)
     if len(chosen) < len(slots):  # room for the line naming the files left out
         lines_left -= 2
@@ -181,20 +191,19 @@ def plan(
     budget.slots = [slots[i] for i in sorted(chosen)]
     # Each file is owed its floor (whole when tiny, else header + marker); what is left
     # beyond the floors is shared equally, smallest need first so that leftovers flow on.
-    floors = {id(slot): _floor(slot) for slot in budget.slots}
-    owed_lines = sum(f[0] for f in floors.values())
-    owed_bytes = sum(f[1] for f in floors.values())
+    owed_lines = sum(slot.floor[0] for slot in budget.slots)
+    owed_bytes = sum(slot.floor[1] for slot in budget.slots)
     scale_lines, scale_bytes = max(lines_left, 1), max(bytes_left, 1)
 
     def beyond_floor(slot: _Slot) -> float:
-        floor_lines, floor_bytes = floors[id(slot)]
+        floor_lines, floor_bytes = slot.floor
         return max(
             (slot.need_lines - floor_lines) / scale_lines, (slot.need_bytes - floor_bytes) / scale_bytes
         )
 
     waiting = sorted(budget.slots, key=beyond_floor)
     for left, slot in zip(range(len(waiting), 0, -1), waiting, strict=True):
-        floor_lines, floor_bytes = floors[id(slot)]
+        floor_lines, floor_bytes = slot.floor
         owed_lines -= floor_lines
         owed_bytes -= floor_bytes
         extra_lines = max(lines_left - floor_lines - owed_lines, 0) // left
@@ -216,7 +225,7 @@ def _choose(slots: list[_Slot], max_lines: int, max_bytes: int) -> set[int]:
     order = sorted(range(len(slots)), key=lambda i: not slots[i].item.explicit)
     chosen: set[int] = set()
     for index in order:
-        floor_lines, floor_bytes = _floor(slots[index])
+        floor_lines, floor_bytes = slots[index].floor
         if floor_lines > max_lines or floor_bytes > max_bytes:
             continue
         max_lines -= floor_lines
@@ -230,19 +239,12 @@ def _slot(item: FileRead) -> _Slot:
     ends_line = not content or content[-1] == "\n"
     # the file's lines were counted when it was read; content cut then (with a marker) is counted
     newlines = content.count("\n") if item.truncated else item.lines - (0 if ends_line else 1)
-    head = _byte_len(header(item))
-    return _Slot(item, 2 + newlines + (not ends_line), head + _byte_len(content) + 2, head)
-
-
-def _floor(slot: _Slot) -> tuple[int, int]:
-    """The least room of a file: shown whole when that costs less than its header and a
-    cut marker (and the blank line), else those."""
-    marker = _byte_len(_marker(slot.item, max(slot.item.lines - 1, 1)))  # the longest one
-    cut = (_FILE_MIN_LINES, slot.header_bytes + marker + 2)
-    whole = (slot.need_lines, slot.need_bytes)
-    if _weight(*whole) <= _weight(*cut):
-        return whole
-    return cut
+    head = header(item)
+    head_bytes = _byte_len(head)
+    whole = (2 + newlines + (not ends_line), head_bytes + _byte_len(content) + 2)
+    # shown whole when that costs less than its header, a cut marker and a blank line
+    cut = (_FILE_MIN_LINES, head_bytes + _byte_len(item.shown) + _MARKER_BYTES + 2)
+    return _Slot(item, head, *whole, whole if _weight(*whole) <= _weight(*cut) else cut)
 
 
 def _weight(lines: int, size: int) -> float:
