@@ -13,6 +13,7 @@ import pytest
 from etcode.tools import read_many_files as rmf
 from etcode.tools.base import PermissionDenied, ToolContext
 from etcode.tools.read_many_files import ReadManyFilesTool
+from etcode.util.fs import format_size
 
 
 @pytest.fixture(autouse=True)
@@ -146,7 +147,8 @@ async def test_nonexistent_file_is_error_entry_others_read(tmp_path: Path) -> No
     assert result.data["errors"] == [{"path": "missing.txt", "error": "File not found"}]
     assert "=== Errors ===\n- missing.txt: File not found" in result.output
     tool = ReadManyFilesTool()
-    assert tool.result_summary({}, result) == "Read 2 files (11 B), 1 error"
+    assert tool.result_summary({}, result) == "Read 2 files (11 B), 1 error ⚠"
+    assert result.data["errorCount"] == 1
 
 
 async def test_unmatched_glob_reported(tmp_path: Path) -> None:
@@ -348,7 +350,8 @@ async def test_huge_combined_output_saved(tmp_path: Path) -> None:
     for i in range(30):
         write(tmp_path, f"f{i:02}.txt", "line of text\n" * 300)
     result = await run(tmp_path, paths=["*.txt"])
-    assert "output truncated" in result.output
+    assert "30 files cut short to fit the output limit" in result.output
+    assert result.output.count("=== File: ") == 30  # every file has its share
     saved = Path(result.data["outputPath"])
     assert saved.is_file() and "=== File: f29.txt" in saved.read_text()
     assert result.data["totalFiles"] == 30
@@ -373,3 +376,158 @@ async def test_fifo_and_device_are_refused_not_waited_on(tmp_path: Path) -> None
         assert paths_of(result) == ["a.txt", "empty.txt"]
         errors = {e["path"]: e["error"] for e in result.data["errors"]}
         assert errors == {"pipe.txt": "Not a regular file", "zero.txt": "Not a regular file"}
+
+
+# ---- the output budget: one big file must not crowd out the others ---------------------
+
+
+def model_text(result) -> str:
+    """What the model gets: the scheduler's generic cut applied to the output."""
+    from etcode.tools.truncate import needs_truncation, truncate_for_model
+
+    assert not needs_truncation(result.output)  # within the limits: the generic cut never applies
+    seen = truncate_for_model("ReadManyFiles", result.output)
+    assert seen == result.output
+    return seen
+
+
+def numbered(count: int, word: str = "line") -> str:
+    return "".join(f"{word} {i}\n" for i in range(1, count + 1))
+
+
+async def test_big_file_leaves_room_for_the_rest_errors_and_summary(tmp_path: Path) -> None:
+    write(tmp_path, "big.txt", numbered(3000))
+    write(tmp_path, "file[1].txt", "bracket file\n")
+    write(tmp_path, "file1.txt", "decoy the glob would match\n")
+    result = await run(tmp_path, paths=["big.txt", "file[1].txt", "nope.txt"])
+    text = model_text(result)
+    assert "=== File: file[1].txt (13 B, 1 line) ===\nbracket file\n" in text
+    assert "decoy" not in text  # a literal existing path is that file, not a glob
+    assert text.index("=== File: big.txt") < text.index("=== File: file[1].txt")
+    errors_at = text.index("=== Errors ===\n- nope.txt: File not found\n")
+    summary_at = text.index("--- Summary ---\nTotal: 2 files, ")
+    assert text.index("=== File: file[1].txt") < errors_at < summary_at
+    assert "\nErrors: 1\n" in text[summary_at:]
+    # big.txt is cut with its own marker, which names the next line to read
+    big = text[text.index("=== File: big.txt") : text.index("=== File: file[1].txt")]
+    shown = [line for line in big.splitlines() if line.startswith("line ")]
+    last = len(shown)
+    assert 1000 < last < 2000 and shown == [f"line {i}" for i in range(1, last + 1)]
+    assert (
+        f"[... cut to fit the output limit: showing lines 1-{last} of 3000; "
+        f'use ReadFile with file_path "big.txt" and offset={last + 1} to read the rest ...]'
+    ) in big
+    # the full text is saved, and the summary says where
+    saved = Path(result.data["outputPath"])
+    assert str(saved) in text[summary_at:]
+    assert "1 file cut short" in text[summary_at:]
+    assert "line 2000\n" in saved.read_text() and "- nope.txt: File not found" in saved.read_text()
+    tool = ReadManyFilesTool()
+    size = (tmp_path / "big.txt").stat().st_size + 13
+    assert tool.result_summary({}, result) == f"Read 2 files ({format_size(size)}), 1 error ⚠"
+    assert result.data["errorCount"] == 1
+    assert result.data["files"][0]["lineCount"] == 3000
+
+
+async def test_big_files_share_the_budget_small_ones_whole(tmp_path: Path) -> None:
+    for name in ("a_big.txt", "b_big.txt", "c_big.txt"):
+        write(tmp_path, name, numbered(3000, name))
+    for i in range(5):
+        write(tmp_path, f"small{i}.txt", f"small file {i}\n")
+    text = model_text(await run(tmp_path, paths=["*.txt"]))
+    for i in range(5):
+        assert f"=== File: small{i}.txt (13 B, 1 line) ===\nsmall file {i}\n" in text
+    shares = []
+    for name in ("a_big.txt", "b_big.txt", "c_big.txt"):
+        shown = text.count(f"\n{name} ")
+        assert f'file_path "{name}" and offset={shown + 1} to read the rest' in text
+        shares.append(shown)
+    assert max(shares) - min(shares) <= 2 and min(shares) > 300  # a fair split
+    assert text.rstrip().endswith("or search it with Grep.")
+
+
+async def test_long_lines_count_by_bytes(tmp_path: Path) -> None:
+    write(tmp_path, "a_wide.txt", ("w" * 2500 + "\n") * 40)  # 100 KB, lines cut at 2000 chars
+    write(tmp_path, "b.txt", "after the wide file\n")
+    result = await run(tmp_path, paths=["a_wide.txt", "b.txt"])
+    text = model_text(result)
+    assert "=== File: b.txt" in text and "after the wide file" in text
+    assert 'use ReadFile with file_path "a_wide.txt" and offset=' in text
+    assert "--- Summary ---" in text
+
+
+async def test_many_errors_are_counted_not_crowding_the_summary(tmp_path: Path) -> None:
+    write(tmp_path, "real.txt", "real content\n")
+    missing = [f"missing/no_such_file_{i:04}.txt" for i in range(3000)]
+    result = await run(tmp_path, paths=["real.txt", *missing])
+    text = model_text(result)
+    assert "=== File: real.txt" in text and "real content" in text
+    listed = text.count(": File not found\n")
+    assert 0 < listed < 3000
+    assert f"- ... and {3000 - listed} more (every error is in the saved full output)" in text
+    assert "\nErrors: 3000\n" in text and f"{3000 - listed} errors not listed" in text
+    assert result.data["errorCount"] == 3000 and len(result.data["errors"]) == 3000
+    saved = Path(result.data["outputPath"]).read_text()
+    assert saved.count(": File not found\n") == 3000
+
+
+async def test_too_many_files_for_a_header_each(tmp_path: Path) -> None:
+    for i in range(1500):
+        write(tmp_path, f"gen/f{i:04}.txt", f"generated {i}\nsecond line\n")
+    write(tmp_path, "zz_named.txt", "named explicitly\n")
+    result = await run(tmp_path, paths=["gen/*.txt", "zz_named.txt"])
+    text = model_text(result)
+    assert "=== File: zz_named.txt" in text and "named explicitly" in text  # asked for by name: shown
+    shown = text.count("=== File: gen/")
+    assert 100 < shown < 1500
+    assert f"[... {1500 - shown} more files not shown to fit the output limit: " in text
+    assert text.index("more files not shown") < text.index("--- Summary ---\nTotal: 1501 files")
+    assert f"{1500 - shown} files not shown" in text
+    assert "=== File: gen/f1499.txt" in Path(result.data["outputPath"]).read_text()
+
+
+async def test_reminders_come_after_the_summary_within_the_limit(tmp_path: Path) -> None:
+    write(tmp_path, "pkg/big.txt", numbered(5000))
+    write(tmp_path, "pkg/small.txt", "small\n")
+    rules = "<system-reminder>" + "pkg rule line\n" * 200 + "</system-reminder>"
+
+    async def instructions_for(path: Path) -> str | None:
+        return rules
+
+    ctx = make_ctx(tmp_path, instructions_for=instructions_for)
+    text = model_text(await run(tmp_path, ctx, paths=["pkg/big.txt", "pkg/small.txt"]))
+    assert text.endswith(rules)
+    assert "=== File: pkg/small.txt" in text and "--- Summary ---" in text
+
+
+async def test_output_always_within_limits(tmp_path: Path) -> None:
+    """Random mixes of sizes, line widths and errors: every named file, the errors and the
+    summary appear, and the scheduler never has to cut."""
+    import random
+
+    rng = random.Random(13)
+    for round_ in range(12):
+        folder = tmp_path / f"r{round_}"
+        names = []
+        for i in range(rng.randint(1, 12)):
+            width = rng.choice([5, 80, 900, 2500])
+            lines = rng.choice([0, 1, 50, 800, 2600])
+            char = "é" if i % 3 == 0 else "x"
+            write(folder, f"f{i}.txt", (char * width + "\n") * lines)
+            names.append(f"r{round_}/f{i}.txt")
+        result = await run(tmp_path, paths=[*names, f"r{round_}/missing.txt"])
+        text = model_text(result)
+        for name in names:
+            assert f"=== File: {name} (" in text
+        assert f"- r{round_}/missing.txt: File not found" in text
+        assert text.index("=== Errors ===") < text.index("--- Summary ---")
+
+
+async def test_literal_folder_with_brackets_is_not_a_glob(tmp_path: Path) -> None:
+    write(tmp_path, "app/[id]/page.tsx", "the bracket folder\n")
+    write(tmp_path, "app/i/page.tsx", "a folder the glob would match\n")
+    result = await run(tmp_path, paths=["app/[id]"])
+    assert paths_of(result) == ["app/[id]/page.tsx"]
+    (tmp_path / "empty[1]").mkdir()
+    result = await run(tmp_path, paths=["empty[1]"])
+    assert result.data["errors"] == [{"path": "empty[1]", "error": "No files matched"}]

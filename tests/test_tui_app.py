@@ -411,3 +411,20 @@ async def test_older_answers_become_light(project: Path, llm: FakeLLM) -> None:
         assert [
             w.text for w in app.conversation.entries if isinstance(w, AssistantMessage | FrozenMarkdown)
         ] == [f"Answer **{i}**." for i in range(4)]
+
+
+async def test_partial_failure_shows_its_error_count(project: Path, llm: FakeLLM) -> None:
+    """ReadManyFiles read some files and failed on others: done, with ``N errors ⚠`` (yellow)."""
+    (project / "a.txt").write_text("alpha\n", encoding="utf-8")
+    llm.script(
+        Reply(calls=[Call("ReadManyFiles", {"paths": ["a.txt", "nope.txt", "gone.txt"]})]),
+        Reply(text="Two are missing."),
+    )
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_turn(pilot, app, "read them")
+        (widget,) = app.conversation.tools.values()
+        assert not widget.is_error
+        assert widget.line_text == "  └ Read 1 file (6 B), 2 errors ⚠"
+        assert (widget.data or {}).get("errorCount") == 2

@@ -73,3 +73,19 @@ def test_json_lines_end_with_the_result() -> None:
     renderer.handle(ev.DoneEvent({"type": "result", "result": "hi"}))
     lines = out.getvalue().splitlines()
     assert lines == ['{"type": "text_delta", "text": "hi"}', '{"type": "result", "result": "hi"}']
+
+
+def test_partial_failure_summary_is_yellow_not_an_error() -> None:
+    events = [
+        ev.ToolCallStart("c1", "ReadManyFiles", {"paths": ["a", "b", "c"]}, "3 files"),
+        ev.ToolResultEvent(
+            "c1", "ReadManyFiles", False, "Read 1 file (6 B), 2 errors ⚠", "...", {"errorCount": 2}
+        ),
+    ]
+    out, err = io.StringIO(), io.StringIO()
+    renderer = PlainRenderer(out, err, live=False, color=True)
+    for event in events:
+        renderer.handle(event)
+    assert "  └ \x1b[33mRead 1 file (6 B), 2 errors ⚠\x1b[0m" in err.getvalue()
+    _, plain = render(events, live=False)
+    assert plain.splitlines()[-1] == "  └ Read 1 file (6 B), 2 errors ⚠"

@@ -19,7 +19,15 @@ from etcode.tools.edit_match import (
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.snapshot import before_write
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
-from etcode.util.fs import BOM, atomic_write_bytes, is_binary_file, suggest_names, write_target
+from etcode.util.fs import (
+    BOM,
+    atomic_write_bytes,
+    is_binary_file,
+    read_regular_bytes,
+    special_kind,
+    suggest_names,
+    write_target,
+)
 from etcode.util.redact import replaces_secret
 
 #: Tool output shows configured keys as [REDACTED]; copying that back would destroy them.
@@ -101,6 +109,9 @@ class EditTool(Tool):
             write_target(path)  # a symlink is written through to its target
         except OSError as err:
             raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
+        kind = special_kind(path)
+        if kind is not None:  # reading a FIFO would wait for a writer, a device never end
+            raise ToolError(f"Cannot edit {shown}: it is {kind}, not a regular file.")
         if params.old_string == "":
             return await self._create(path, shown, params.new_string, ctx)
         if not path.exists():
@@ -109,8 +120,6 @@ class EditTool(Tool):
             raise ToolError(
                 f"File not found: {shown}.{hint} To create a file, use an empty old_string or WriteFile."
             )
-        if not path.is_file():  # reading a device/FIFO would never end
-            raise ToolError(f"{shown} is not a regular file (a device, FIFO or socket); not edited.")
         # The result quotes the file (the changed region, or the closest one when nothing
         # matches): a file the read rules do not allow is asked (or refused) first.
         names = rule_patterns(ctx, path)
@@ -118,7 +127,7 @@ class EditTool(Tool):
             await ctx.check_permission("read", names, {"tool": self.name, "path": str(path)})
         if await asyncio.to_thread(is_binary_file, path):
             raise ToolError(f"Cannot edit binary file: {shown}")
-        raw = await asyncio.to_thread(path.read_bytes)
+        raw = await asyncio.to_thread(read_regular_bytes, path)
         try:
             original = raw.decode("utf-8")
             lossy = False
@@ -179,7 +188,7 @@ class EditTool(Tool):
     async def _create(self, path: Path, shown: str, content: str, ctx: ToolContext) -> ToolResult:
         old = ""
         if path.exists():
-            old = (await asyncio.to_thread(path.read_bytes)).decode("utf-8", errors="replace")
+            old = (await asyncio.to_thread(read_regular_bytes, path)).decode("utf-8", errors="replace")
             if old.strip():
                 raise ToolError(
                     f"{shown} already exists and is not empty; give old_string to edit it, "

@@ -12,7 +12,7 @@ from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.summary import plural
 from etcode.tools.truncate import is_pending, wait_saved
-from etcode.util.fs import BOM, is_binary_file, suggest_names
+from etcode.util.fs import BOM, is_binary_file, regular_opener, special_kind, suggest_names
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -47,7 +47,7 @@ def read_window(path: Path, offset: int, limit: int) -> _Window:
     """Read lines ``offset .. offset+limit-1`` (1-based), counting every line of the file."""
     window = _Window()
     size = 0
-    with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+    with open(path, encoding="utf-8", errors="replace", newline="", opener=regular_opener) as handle:
         for number, raw in enumerate(handle, start=1):
             window.total = number
             if number < offset or len(window.lines) >= limit or window.stopped_at_bytes:
@@ -98,6 +98,9 @@ class ReadFileTool(Tool):
             raise ToolError(f"File not found: {shown}.{hint}")
         if path.is_dir():
             raise ToolError(f"{shown} is a directory, not a file; use ListFiles to see its contents.")
+        kind = special_kind(path)
+        if kind is not None:  # reading a FIFO would wait for a writer, a device never end
+            raise ToolError(f"Cannot read {shown}: it is {kind}, not a regular file.")
         await ctx.check_permission("read", rule_patterns(ctx, path), {"tool": self.name, "path": str(path)})
         if await asyncio.to_thread(is_binary_file, path):
             raise ToolError(f"Cannot read binary file: {shown}")

@@ -18,10 +18,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
 from etcode.tools.paths import check_external, display_path, permission_pattern, rule_patterns
+from etcode.tools.read_many_output import cut_note, full_parts, plan, render
 from etcode.tools.summary import plural
-from etcode.tools.truncate import truncate_parts
+from etcode.tools.truncate import save_full_output
 from etcode.util.fs import BINARY_EXTENSIONS, BOM, expand_user, format_size, looks_binary, real_path
-from etcode.util.ignore import IgnoreMatcher, gitignore_spec, glob_static_prefix, glob_to_regex, has_glob
+from etcode.util.ignore import (
+    IgnoreMatcher,
+    gitignore_spec,
+    glob_escape,
+    glob_static_prefix,
+    glob_to_regex,
+    has_glob,
+)
 
 MAX_LINES = 2000
 MAX_LINE_CHARS = 2000
@@ -285,7 +293,9 @@ class ReadManyFilesTool(Tool):
         f"- Binary files are skipped; files over {MAX_LINES} lines (or with very long lines) are "
         "truncated with a visible marker (use ReadFile with offset for the rest); files over "
         "20 MB are reported as errors; a missing file is an error entry while the others are still read.\n"
-        "- Very large combined output is cut and the full text saved to a file whose path is given."
+        "- The whole result is kept within about 2000 lines / 50 KB: every file gets a share, a file "
+        "cut short says which lines are shown and the offset to continue with ReadFile, the errors and "
+        "the summary always come last, and the full text is saved to a file whose path is given."
     )
     Params = ReadManyFilesParams
     is_read_only = True
@@ -307,7 +317,7 @@ class ReadManyFilesTool(Tool):
             elif explicit:
                 chosen[key].explicit = True
 
-        patterns: list[str] = []
+        patterns: list[tuple[str, str]] = []  # (glob, as the model wrote it)
         for entry in [*params.paths, *(params.include or [])]:
             entry = entry.strip()
             if not entry:
@@ -323,16 +333,17 @@ class ReadManyFilesTool(Tool):
                     continue
                 real = os.path.realpath(target)
                 add(str(target), display_path(ctx, target), real, True)
-            elif target.is_dir():
-                patterns.append(_rel(target, cwd).rstrip("/") + "/**" if target != cwd else "**")
+            elif target.is_dir():  # a literal folder: its name is no glob (``app/[id]``)
+                folder = glob_escape(_rel(target, cwd).rstrip("/"))
+                patterns.append((folder + "/**" if target != cwd else "**", entry))
             elif has_glob(entry):
-                patterns.append(entry)
+                patterns.append((entry, entry))
             elif target.exists():
                 errors.append({"path": entry, "error": "Not a regular file"})
             else:
                 errors.append({"path": entry, "error": "File not found"})
 
-        for pattern in patterns:
+        for pattern, named in patterns:
             absolute = expand_user(pattern)
             if absolute.is_absolute():
                 pattern = _rel(absolute, cwd)
@@ -347,7 +358,7 @@ class ReadManyFilesTool(Tool):
                 _walk_matches, base, cwd_s, pattern, matcher, exclude, roots
             )
             if not found and not links:
-                errors.append({"path": pattern, "error": "No files matched"})
+                errors.append({"path": named, "error": "No files matched"})
             for item in found:  # the hot path: thousands of plain files
                 if item.path not in chosen:
                     chosen[item.path] = item
@@ -373,12 +384,16 @@ class ReadManyFilesTool(Tool):
             elif item.skipped and item.explicit:
                 errors.append({"path": item.shown, "error": f"Skipped: {item.skipped}"})
 
-        lines = sum(item.lines for item in files) + 2 * len(files) + len(errors) + 8
-        truncated = truncate_parts(_format(files, errors, skipped), line_count=lines)
-        output = truncated.text
         reminders = await _reminders(ctx, files)
-        if reminders:  # after the cut, so the model sees them however long the files are
-            output += "\n\n" + "\n\n".join(reminders)
+        extra = "\n\n" + "\n\n".join(reminders) if reminders else ""
+        # Each file gets a share of the output limit; the errors, the summary and the
+        # reminders always fit after them (the scheduler's generic cut would drop them).
+        budget = plan(files, errors, len(skipped), extra)
+        note, saved = "", None
+        if budget.cut(len(errors)):
+            saved, where = save_full_output(full_parts(budget, files, errors, len(skipped)))
+            note = cut_note(budget, len(errors), where)
+        output = render(budget, files, errors, len(skipped), note) + extra
         total_size = sum(item.size for item in files)
         data: dict[str, Any] = {
             "files": [
@@ -394,10 +409,11 @@ class ReadManyFilesTool(Tool):
             "totalFiles": len(files),
             "totalSize": total_size,
             "errors": errors,
+            "errorCount": len(errors),
             "skipped": skipped,
         }
-        if truncated.truncated:
-            data["outputPath"] = truncated.path
+        if saved:
+            data["outputPath"] = saved
         return ToolResult(output, data=data)
 
     async def _permitted(
@@ -455,7 +471,7 @@ class ReadManyFilesTool(Tool):
             return super().result_summary(params, result)
         text = f"Read {plural(data['totalFiles'], 'file')} ({format_size(data['totalSize'])})"
         if data["errors"]:
-            text += f", {plural(len(data['errors']), 'error')}"
+            text += f", {plural(len(data['errors']), 'error')} ⚠"
         return text
 
 
@@ -537,27 +553,3 @@ async def _reminders(ctx: ToolContext, files: list[_Read]) -> list[str]:
         if extra and extra not in reminders:
             reminders.append(extra)
     return reminders
-
-
-def _format(files: list[_Read], errors: list[dict[str, str]], skipped: list[dict[str, Any]]) -> list[str]:
-    """The result as pieces (joined only when short: see :func:`truncate_parts`)."""
-    parts: list[str] = []
-    add = parts.append
-    for item in files:
-        content = item.content
-        add(f"=== File: {item.shown} ({format_size(item.size)}, {plural(item.lines, 'line')}) ===\n")
-        add(content)
-        add("\n" if not content or content[-1] == "\n" else "\n\n")
-    if not files:
-        parts.append("No files were read.\n\n")
-    if errors:
-        parts.append("=== Errors ===\n" + "".join(f"- {e['path']}: {e['error']}\n" for e in errors) + "\n")
-    summary = (
-        f"--- Summary ---\nTotal: {plural(len(files), 'file')}, {format_size(sum(f.size for f in files))}"
-    )
-    if errors:
-        summary += f"\nErrors: {len(errors)}"
-    if skipped:
-        summary += f"\nSkipped: {len(skipped)} (binary)"
-    parts.append(summary)
-    return parts

@@ -194,6 +194,12 @@ def _save_full(text: str | list[str], size: int, redact: bool) -> tuple[str | No
     )
 
 
+def save_full_output(parts: list[str]) -> tuple[str | None, str]:
+    """Save the full text ``parts`` (redacted, in the background when large): its path
+    (None when saving failed) and a sentence for the model saying where it is."""
+    return _save_full(parts, sum(map(len, parts)), redact=True)
+
+
 def _note(body: str, total_lines: int, total_bytes: int, where: str) -> str:
     omitted = total_lines - (body.count("\n") + 1 if body else 0)
     return (

@@ -174,7 +174,12 @@ class PlainRenderer:
         self._end_out_line()
         pending = self._pending.pop(event.call_id, None)
         head = pending.head if pending else self._head(event)
-        text = self._style(f"⚠ {event.summary}", RED) if event.is_error else event.summary
+        if event.is_error:
+            text = self._style(f"⚠ {event.summary}", RED)
+        elif event.summary.endswith("⚠"):  # done, with some failures (``2 errors ⚠``)
+            text = self._style(event.summary, YELLOW)
+        else:
+            text = event.summary
         line = f"  └ {text}"
         if pending is not None and pending.lines_after >= 0 and self.live:
             up = pending.lines_after + 1

@@ -57,11 +57,66 @@ def _mostly_undecodable(sample: bytes) -> bool:
 
 
 def is_binary_file(path: Path, sample_size: int = 8192) -> bool:
-    """Sniff ``path``: known binary extensions, then the first ``sample_size`` bytes."""
+    """Sniff ``path``: known binary extensions, then the first ``sample_size`` bytes.
+    A FIFO, socket or device raises :class:`NotRegularFileError` instead of blocking."""
     if path.suffix.lower() in BINARY_EXTENSIONS:
         return True
-    with open(path, "rb") as handle:
+    with open(path, "rb", opener=regular_opener) as handle:
         return looks_binary(handle.read(sample_size))
+
+
+class NotRegularFileError(OSError):
+    """The path is a FIFO, socket or device: reading it could block or never end."""
+
+
+def special_kind(path: Path | str) -> str | None:
+    """What ``path`` is when it exists but is neither a regular file nor a folder, e.g.
+    ``"a FIFO"`` (reading one may wait forever for a writer, a device may never end);
+    None otherwise. Symlinks are followed; nothing is opened."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return _kind_of(mode)
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    return "not a regular file"
+
+
+def regular_opener(path: str | os.PathLike[str], flags: int) -> int:
+    """An ``opener`` for :func:`open` that refuses anything but a regular file without
+    blocking: opened with ``O_NONBLOCK`` (a FIFO does not wait for a writer), checked with
+    ``fstat``, then set back to blocking. Raises :class:`NotRegularFileError`."""
+    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+            raise NotRegularFileError(errno.EINVAL, f"not a regular file ({_kind_of(mode)})", str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular_bytes(path: Path) -> bytes:
+    """The bytes of the regular file ``path`` (:class:`NotRegularFileError` otherwise)."""
+    with open(path, "rb", opener=regular_opener) as handle:
+        return handle.read()
 
 
 def format_size(size: int | float) -> str:

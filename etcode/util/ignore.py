@@ -63,6 +63,11 @@ def has_glob(pattern: str) -> bool:
     return bool(_GLOB_CHARS.search(pattern))
 
 
+def glob_escape(path: str) -> str:
+    """``path`` as a glob matching only itself: ``app/[id]`` -> ``app/[[]id]``."""
+    return _GLOB_CHARS.sub(lambda match: f"[{match.group(0)}]", path)
+
+
 def glob_static_prefix(pattern: str) -> tuple[str, str]:
     """Split ``src/**/*.ts`` into the literal folder part ``src`` and the rest ``**/*.ts``."""
     parts = pattern.split("/")
@@ -119,7 +124,7 @@ def _translate(pattern: str) -> str:
                 body = pattern[i + 1 : end]
                 if body[:1] in ("!", "^"):
                     body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
+                out.append("[" + body.replace("\\", "\\\\").replace("[", "\\[") + "]")
                 i = end
         elif char == "{":
             depth, j = 0, i

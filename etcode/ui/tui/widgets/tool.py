@@ -83,6 +83,8 @@ class ToolMessage(Widget, can_focus=True):
         summary = redact(summary)
         if is_error:
             line.append(f"⚠ {summary}", style="red")
+        elif summary.endswith("⚠"):  # done, with some failures (``2 errors ⚠``)
+            line.append(summary, style="yellow")
         else:
             line.append(summary)
         self._line.update(line)
