@@ -284,7 +284,11 @@ class AgentLoop(EventPump):
 
     async def _auto_compact(self) -> None:
         window = self.settings.window
-        if window is None or len(self.messages) <= self._compacted_at + 1:
+        if window is None:
+            return
+        if window.auto:  # a newest message that cannot fit ends the run: nothing doomed is sent
+            window.check_newest(self.settings.system, self.settings.tools.schemas(), self.messages)
+        if len(self.messages) <= self._compacted_at + 1:
             return
         tokens = window.needs_compaction(self.settings.system, self.settings.tools.schemas(), self.messages)
         if tokens is not None:
@@ -301,6 +305,7 @@ class AgentLoop(EventPump):
             window = self.settings.window
             if window is None or not window.auto:
                 raise
+            window.check_newest(self.settings.system, self.settings.tools.schemas(), self.messages, err)
             try:
                 compacted = await self._compact("overflow")
             except ProviderError as failure:
@@ -335,6 +340,18 @@ class AgentLoop(EventPump):
             self.emit(ev.CompactionEvent(reason, "failed", tokens_before=tokens or 0, message="interrupted"))
             return False
         result = work.result()
+        if result.messages is self.messages:  # nothing older than the kept messages
+            self._compacted_at = len(self.messages)
+            self.emit(
+                ev.CompactionEvent(
+                    reason,
+                    "done",
+                    tokens_before=result.tokens_before,
+                    tokens_after=result.tokens_after,
+                    message="nothing older to compact",
+                )
+            )
+            return True
         self.messages = result.messages
         self._compacted_at = len(self.messages)
         if s.window.budget.exceeded(result.tokens_after):  # it cannot help: do not repeat it
