@@ -33,7 +33,10 @@ def long_text(topic: str, words: int) -> str:
 
 def pasted_log(lines: int) -> str:
     """A log whose every line is distinct, so a verbatim copy is easy to check (~26 tokens a line)."""
-    return "\n".join(f"2024-05-0{i % 9 + 1} 12:{i % 60:02d} LOGLINE-{i:05d} worker {i % 7} retried job {i * 31}" for i in range(lines))
+    return "\n".join(
+        f"2024-05-0{i % 9 + 1} 12:{i % 60:02d} LOGLINE-{i:05d} worker {i % 7} retried job {i * 31}"
+        for i in range(lines)
+    )
 
 
 def body_text(request) -> str:
@@ -157,7 +160,9 @@ def dump(part: int) -> str:
 
 def make_agent(project: Path, llm: FakeLLM, context: int, output: int = 1000) -> Agent:
     configure(project, llm, context=context, output=output)
-    return Agent(directory=project, system_prompt="You are terse.", builtin_tools=False, tools=[dump], store=False)
+    return Agent(
+        directory=project, system_prompt="You are terse.", builtin_tools=False, tools=[dump], store=False
+    )
 
 
 async def test_the_recent_turn_that_fits_is_kept_and_not_summarised(project: Path, llm: FakeLLM) -> None:
