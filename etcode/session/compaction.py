@@ -47,6 +47,7 @@ SUMMARY_MAX_TOKENS = 8_192
 #: The least a summary may be given, and what its message adds around it (tokens).
 SUMMARY_MIN_TOKENS = 256
 SUMMARY_FRAMING = 64
+NOTHING_OLDER = "nothing to compact: only the newest message and its turn, which stay word for word"
 NEWEST_LEFT_OUT = (
     f"{NOTE_HEADER} Here the user's newest message is left out: it stays word for word after the "
     "summary, so do not repeat it; summarise the work on it that follows."

@@ -30,6 +30,7 @@ from etcode.provider.types import (
     Usage,
 )
 from etcode.session import events as ev
+from etcode.session.compaction import NOTHING_OLDER
 from etcode.session.pump import EventPump
 from etcode.session.result import AgentResult, LoopLimits
 from etcode.tools.base import (
@@ -342,15 +343,7 @@ class AgentLoop(EventPump):
         result = work.result()
         if result.messages is self.messages:  # nothing older than the kept messages
             self._compacted_at = len(self.messages)
-            self.emit(
-                ev.CompactionEvent(
-                    reason,
-                    "done",
-                    tokens_before=result.tokens_before,
-                    tokens_after=result.tokens_after,
-                    message="nothing older to compact",
-                )
-            )
+            self.emit(ev.CompactionEvent(reason, "done", message=NOTHING_OLDER))
             return True
         self.messages = result.messages
         self._compacted_at = len(self.messages)
