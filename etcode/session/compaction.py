@@ -1,14 +1,19 @@
 """Compaction: replace older history by a summary so the conversation fits the window.
 
-The history is split into the older part and the last turns, which are kept word for word
-(``keep_turns``, within a token budget). Large tool outputs in the older part are pruned
+The history is split into the older part and the tail, kept word for word: always the user's
+newest message, then the latest whole steps of its turn and earlier whole turns
+(``keep_turns`` in all) within a token budget (``split_history``). A newest message that
+cannot fit the window even alone is never paraphrased: ``MessageTooLongError`` ends the run
+(``ContextWindow.check_newest``). Large tool outputs in the older part are pruned
 first; when that alone brings an automatic compaction well under the limit, no model call is
 needed. Otherwise the model summarises the (pruned) older part with
 ``prompts/compaction/summary.txt`` — an anchored summary: goal, decisions, done, in progress,
 next steps, relevant files; an earlier summary is updated rather than summarised again.
 
 The result is a new batch: the announcements of tools added during the session (carried
-over once), the summary, then the kept turns. The system prompt and the initial tools are not
+over once), the summary, then the kept turns (when the newest turn itself was cut, the
+newest message comes before the summary, which also covers the first steps of its turn).
+The summary request holds only the older part, never the kept messages. The system prompt and the initial tools are not
 part of any batch: they are added to every request, so they are never lost or repeated.
 """
 
