@@ -19,6 +19,7 @@ from tests.fake_llm import FakeLLM, Recorded, Reply
 
 SYSTEM = "You are TEST-SYSTEM-MARKER, a careful assistant."
 SUMMARY = "## Goal\nTesting batches. SUMMARY-MARKER"
+INSTRUCTION_MARK = "is about to be replaced by a summary"  # from prompts/compaction/summary.txt
 
 
 @tool(read_only=True)
@@ -126,8 +127,8 @@ async def test_several_batches_in_a_row_never_duplicate(project: Path, llm: Fake
         Reply(text="a"),
         Reply(text="b"),
         Reply(text="c"),
-        Reply(text=SUMMARY),
         Reply(text="d"),
+        Reply(text=SUMMARY),
         Reply(text="e"),
     )
     agent = agent_for(project)
@@ -138,24 +139,26 @@ async def test_several_batches_in_a_row_never_duplicate(project: Path, llm: Fake
     await agent.run("two")
     agent.clear()
     await agent.run("three")
-    await agent.compact()
+    await agent.run("three more")
+    await agent.compact()  # summarises the older turn; the newest stays word for word
     agent.clear()
     await agent.run("four")
-    await agent.compact()  # summarises what the batch holds (the summary request is the last one)
+    await agent.compact()  # only the newest turn: nothing to summarise, no request
     await agent.aclose()
     assert len(llm.requests) == 6
     for request in llm.requests:
         assert_system_layer(request)
         assert text(request).count(ANNOUNCE_HEADER) <= 1
         assert text(request).count("WEATHER-DESC-MARKER") <= 2  # tools entry + one announcement
-    assert user_texts(llm.requests[4])[-1] == "four"
-    assert "one" not in user_texts(llm.requests[4]) and "two" not in user_texts(llm.requests[4])
+    assert INSTRUCTION_MARK in text(llm.requests[4]) and "three more" not in text(llm.requests[4])
+    assert user_texts(llm.requests[5])[-1] == "four"
+    assert "one" not in user_texts(llm.requests[5]) and "two" not in user_texts(llm.requests[5])
 
     from etcode.session.store import SessionStore
 
     store = SessionStore.open()
     info = store.get_session(agent.session_id)
-    assert info.batch >= 5
+    assert info.batch >= 4  # the last compact had nothing to do: no new batch
     store.close()
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from etcode.provider.types import Message, Usage
 from etcode.session import events as ev
-from etcode.session.compaction import announcement, is_announcement
+from etcode.session.compaction import NOTHING_OLDER, announcement, is_announcement
 from etcode.session.history import repair_dangling
 from etcode.session.lock import SessionLock
 from etcode.session.recorder import SessionRecorder
@@ -354,6 +354,9 @@ class AgentSession:
         except Exception as err:
             emit(ev.CompactionEvent(reason, "failed", tokens_before=tokens, message=str(err)))
             raise
+        if result.messages is history:  # only the newest turn: it stays word for word
+            emit(ev.CompactionEvent(reason, "done", message=NOTHING_OLDER))
+            return history
         if self._created:
             await self.recorder.batch_started(result.messages, reason)
             if result.usage.input_tokens or result.usage.output_tokens:

@@ -1,14 +1,19 @@
 """Compaction: replace older history by a summary so the conversation fits the window.
 
-The history is split into the older part and the last turns, which are kept word for word
-(``keep_turns``, within a token budget). Large tool outputs in the older part are pruned
+The history is split into the older part and the tail, kept word for word: always the user's
+newest message, then the latest whole steps of its turn and earlier whole turns
+(``keep_turns`` in all) within a token budget (``split_history``). A newest message that
+cannot fit the window even alone is never paraphrased: ``MessageTooLongError`` ends the run
+(``ContextWindow.check_newest``). Large tool outputs in the older part are pruned
 first; when that alone brings an automatic compaction well under the limit, no model call is
 needed. Otherwise the model summarises the (pruned) older part with
 ``prompts/compaction/summary.txt`` — an anchored summary: goal, decisions, done, in progress,
 next steps, relevant files; an earlier summary is updated rather than summarised again.
 
 The result is a new batch: the announcements of tools added during the session (carried
-over once), the summary, then the kept turns. The system prompt and the initial tools are not
+over once), the summary, then the kept turns (when the newest turn itself was cut, the
+newest message comes before the summary, which also covers the first steps of its turn).
+The summary request holds only the older part, never the kept messages. The system prompt and the initial tools are not
 part of any batch: they are added to every request, so they are never lost or repeated.
 """
 
@@ -17,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from etcode.provider.base import Provider
-from etcode.provider.errors import ContextOverflowError
+from etcode.provider.errors import ContextOverflowError, ProviderError
 from etcode.provider.types import (
     Message,
     ModelRequest,
@@ -44,6 +49,42 @@ TAIL_SHARE = 0.3
 #: An automatic compaction that prunes below this share of the limit needs no summary.
 PRUNE_TARGET = 0.7
 SUMMARY_MAX_TOKENS = 8_192
+#: The least a summary may be given, and what its message adds around it (tokens).
+SUMMARY_MIN_TOKENS = 256
+SUMMARY_FRAMING = 64
+NOTHING_OLDER = "nothing to compact: only the newest message and its turn, which stay word for word"
+NEWEST_LEFT_OUT = (
+    f"{NOTE_HEADER} Here the user's newest message is left out: it stays word for word after the "
+    "summary, so do not repeat it; summarise the work on it that follows."
+)
+
+
+class MessageTooLongError(ProviderError):
+    """The user's newest message cannot fit the context window even alone; it is never
+    paraphrased instead, so the run ends with this error."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind="context_overflow")
+
+
+def too_long_error(
+    tokens: int, base: int, budget: ContextBudget, server: str | None = None
+) -> MessageTooLongError:
+    """One line: the newest message's size against the window (or the server's word)."""
+    head = (
+        f"the newest message does not fit the model's context window: it has {tokens:,} tokens "
+        f"and the system prompt and tools {base:,} more"
+    )
+    if server is not None:
+        return MessageTooLongError(
+            f"{head}, and there is nothing older to summarise; the server said: {server}"
+        )
+    usable, context = budget.usable or 0, budget.context or 0
+    return MessageTooLongError(
+        f"{head}, over the {usable:,} usable of the {context:,}-token window "
+        f"({context - usable:,} kept for the answer); send a shorter message or use a model with a "
+        "larger window"
+    )
 
 
 def is_summary(message: Message) -> bool:
@@ -115,27 +156,72 @@ def _boundaries(messages: list[Message]) -> list[int]:
     return [i for i, m in enumerate(messages) if m.role != "tool"]
 
 
+def newest_user_index(messages: list[Message]) -> int | None:
+    """Where the user's newest message is (not a summary, an announcement or a note)."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if message.role == "user" and not message.text.startswith(NOTE_HEADER):
+            return i
+    return None
+
+
+def _fitting(
+    messages: list[Message], start: int, budget: int | None, est: TokenEstimator, valid: list[int]
+) -> int:
+    """The first boundary at or after ``start`` from which the rest fits ``budget``."""
+    cut = start
+    if budget is not None:
+        while cut < len(messages) and est.messages(messages[cut:]) > budget:
+            cut = next((i for i in valid if i > cut), len(messages))
+    return cut
+
+
 def split_history(
     messages: list[Message], keep_turns: int, budget_tokens: int | None, estimator: TokenEstimator
 ) -> tuple[list[Message], list[Message]]:
-    """(older, tail): the tail holds the last ``keep_turns`` turns, shortened to fit
-    ``budget_tokens``; the older part is never empty when there are two or more messages."""
+    """(older, tail): the tail stays word for word, the older part is summarised.
+
+    The tail always holds the user's newest message. Then, within ``budget_tokens`` (which
+    the newest message counts against): its turn's steps, the latest first, whole (a tool
+    call stays with its results); when the whole turn fits, earlier whole turns, up to
+    ``keep_turns`` turns in all. When the newest turn does not fit, its first steps go to
+    the older part and the tail begins with the newest message; otherwise the tail is the
+    end of the history. The older part is empty only when there is nothing to summarise
+    that would leave the newest message and at least one step of its turn.
+    """
     if not messages:
         return [], []
-    starts = [i for i, m in enumerate(messages) if m.role == "user"]
-    if keep_turns <= 0:
-        cut = len(messages)
-    elif len(starts) >= keep_turns:
-        cut = starts[-keep_turns]
-    else:
-        cut = 0
     valid = _boundaries(messages)
-    if budget_tokens is not None:
-        while cut < len(messages) and estimator.messages(messages[cut:]) > budget_tokens:
-            cut = next((i for i in valid if i > cut), len(messages))
-    if cut == 0:
-        cut = next((i for i in valid if i > 0), len(messages))
-    return messages[:cut], messages[cut:]
+    est = estimator
+    pin = newest_user_index(messages)
+    if pin is None:  # no message of the user's (only notes): keep the latest steps that fit
+        cut = _fitting(messages, 0, budget_tokens, est, valid)
+        if cut == 0:
+            cut = next((i for i in valid if i > 0), len(messages))
+        return messages[:cut], messages[cut:]
+    rest = None if budget_tokens is None else budget_tokens - est.message(messages[pin])
+    steps = _fitting(messages, pin + 1, rest, est, valid)
+    if steps == pin + 1:  # the whole newest turn fits: add earlier whole turns that fit
+        cut, used, turns = pin, est.messages(messages[pin:]), 1
+        for start in reversed([i for i in range(pin) if messages[i].role == "user"]):
+            if turns >= keep_turns:
+                break
+            size = est.messages(messages[start:cut])
+            if budget_tokens is not None and used + size > budget_tokens:
+                break
+            cut, used, turns = start, used + size, turns + 1
+        if cut > 0:
+            return messages[:cut], messages[cut:]
+        # Everything fits: make room by summarising the oldest turn, or the first step of
+        # a single turn when it has more than one.
+        cut = next((i for i in range(1, pin + 1) if messages[i].role == "user"), pin)
+        if cut > 0:
+            return messages[:cut], messages[cut:]
+        second = [i for i in valid if i > pin + 1]
+        if not second:
+            return [], list(messages)
+        steps = second[0]
+    return [*messages[:pin], *messages[pin + 1 : steps]], [messages[pin], *messages[steps:]]
 
 
 def prune_outputs(messages: list[Message], min_chars: int = PRUNE_MIN_CHARS) -> tuple[list[Message], int]:
@@ -197,6 +283,12 @@ class Compactor:
         self.estimator = estimator
         self.keep_turns = keep_turns
 
+    def split(self, messages: list[Message]) -> tuple[list[Message], list[Message]]:
+        """(older, tail) of ``messages`` (no announcements) with this session's budget."""
+        usable = self.budget.usable
+        budget = int(usable * TAIL_SHARE) if usable is not None else None
+        return split_history(messages, self.keep_turns, budget, self.estimator)
+
     async def compact(
         self,
         messages: list[Message],
@@ -215,30 +307,44 @@ class Compactor:
         carried = _unique(m for m in messages if is_announcement(m))
         work = [m for m in messages if not is_announcement(m)]
         usable = self.budget.usable
-        tail_budget = int(usable * TAIL_SHARE) if usable is not None else None
-        older, tail = split_history(work, self.keep_turns, tail_budget, est)
+        older, tail = self.split(work)
+        if not older:  # nothing but what stays word for word
+            return CompactionResult(messages, reason, before, before)
+        position = {id(m): i for i, m in enumerate(work)}
+        # The newest turn was split: the newest message comes first, then the summary.
+        split = position[id(older[-1])] > position[id(tail[0])]
         pruned_older, pruned = prune_outputs(older)
 
         if reason != "manual" and pruned and self.budget.limit is not None:
-            candidate = [*carried, *pruned_older, *tail]
+            replaced = {id(m): p for m, p in zip(older, pruned_older, strict=True)}
+            candidate = [*carried, *(replaced.get(id(m), m) for m in work)]
             after = est.request(system, tools, candidate)
             if after <= self.budget.limit * PRUNE_TARGET:
                 return CompactionResult(candidate, reason, before, after, pruned=pruned)
 
         # The summary request must fit too: its answer comes out of the reserve, so its input
         # gets the usable window (large outputs pruned, then the oldest messages dropped).
-        source = older
+        # The kept messages are not in it; where the newest one was, a note says so.
+        at = sum(1 for m in older if position[id(m)] < position[id(tail[0])]) if split else len(older)
+        source = _with_note(older, at, split)
         instruction = est.text(summary_instruction())
-        if usable is not None and est.request(system, tools, older) + instruction > usable:
-            source = _fit(pruned_older, usable - instruction, est, system, tools)
+        if usable is not None and est.request(system, tools, source) + instruction > usable:
+            source = _fit(_with_note(pruned_older, at, split), usable - instruction, est, system, tools)
+        max_tokens = min(self.budget.reserve or SUMMARY_MAX_TOKENS, SUMMARY_MAX_TOKENS)
+        if usable is not None:  # the summary must leave room for the kept messages
+            room = usable - est.request(system, tools, [*carried, *tail]) - SUMMARY_FRAMING
+            max_tokens = min(max_tokens, max(room, SUMMARY_MIN_TOKENS))
         usage = Usage()
         try:
-            summary, usage = await self._summarize(provider, model, system, tools, source)
+            summary, usage = await self._summarize(provider, model, system, tools, source, max_tokens)
         except ContextOverflowError:
             summary = ""
         if not summary.strip():
             summary = fallback_summary(older)
-        batch = [*carried, summary_message(summary, bool(tail)), *tail]
+        if split:
+            batch = [*carried, tail[0], summary_message(summary, len(tail) > 1), *tail[1:]]
+        else:
+            batch = [*carried, summary_message(summary, bool(tail)), *tail]
         after = est.request(system, tools, batch)
         return CompactionResult(
             batch, reason, before, after, summarized=len(older), pruned=pruned, summary=summary, usage=usage
@@ -251,14 +357,14 @@ class Compactor:
         system: list[str],
         tools: list[ToolSchema],
         older: list[Message],
+        max_tokens: int,
     ) -> tuple[str, Usage]:
-        reserve = self.budget.reserve or SUMMARY_MAX_TOKENS
         request = ModelRequest(
             model=model,
             system=system,
             messages=[*older, Message.user(summary_instruction())],
             tools=tools,
-            max_tokens=min(reserve, SUMMARY_MAX_TOKENS),
+            max_tokens=max_tokens,
         )
         end: StreamEnd | None = None
         stream = provider.stream(request)
@@ -274,6 +380,11 @@ class Compactor:
             return "", Usage()
         text = "".join(p.text for p in end.message.parts if isinstance(p, TextPart))
         return text, end.usage
+
+
+def _with_note(older: list[Message], at: int, split: bool) -> list[Message]:
+    """``older`` with, when the newest turn was split, a note where the newest message was."""
+    return [*older[:at], Message.user(NEWEST_LEFT_OUT), *older[at:]] if split else older
 
 
 def _unique(messages: object) -> list[Message]:

@@ -31,6 +31,7 @@ from etcode.provider.types import (
     Usage,
 )
 from etcode.session import events as ev
+from etcode.session.compaction import NOTHING_OLDER
 from etcode.session.pump import EventPump
 from etcode.session.result import AgentResult, LoopLimits
 from etcode.tools.base import (
@@ -337,7 +338,11 @@ class AgentLoop(EventPump):
 
     async def _auto_compact(self) -> None:
         window = self.settings.window
-        if window is None or len(self.messages) <= self._compacted_at + 1:
+        if window is None:
+            return
+        if window.auto:  # a newest message that cannot fit ends the run: nothing doomed is sent
+            window.check_newest(self.settings.system, self.settings.tools.schemas(), self.messages)
+        if len(self.messages) <= self._compacted_at + 1:
             return
         tokens = window.needs_compaction(self.settings.system, self.settings.tools.schemas(), self.messages)
         if tokens is not None:
@@ -354,6 +359,7 @@ class AgentLoop(EventPump):
             window = self.settings.window
             if window is None or not window.auto:
                 raise
+            window.check_newest(self.settings.system, self.settings.tools.schemas(), self.messages, err)
             try:
                 compacted = await self._compact("overflow")
             except ProviderError as failure:
@@ -388,6 +394,10 @@ class AgentLoop(EventPump):
             self.emit(ev.CompactionEvent(reason, "failed", tokens_before=tokens or 0, message="interrupted"))
             return False
         result = work.result()
+        if result.messages is self.messages:  # nothing older than the kept messages
+            self._compacted_at = len(self.messages)
+            self.emit(ev.CompactionEvent(reason, "done", message=NOTHING_OLDER))
+            return True
         self.messages = result.messages
         self._compacted_at = len(self.messages)
         if s.window.budget.exceeded(result.tokens_after):  # it cannot help: do not repeat it

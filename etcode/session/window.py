@@ -6,8 +6,16 @@ from typing import Any
 
 from etcode.provider.base import Provider
 from etcode.provider.catalog import CatalogModel, ModelCatalog
+from etcode.provider.errors import ContextOverflowError
 from etcode.provider.types import Message, ToolSchema, Usage
-from etcode.session.compaction import DEFAULT_KEEP_TURNS, CompactionResult, Compactor
+from etcode.session.compaction import (
+    DEFAULT_KEEP_TURNS,
+    CompactionResult,
+    Compactor,
+    is_announcement,
+    newest_user_index,
+    too_long_error,
+)
 from etcode.session.context import ROUGH_MARGIN, ContextBudget, ContextMeter, TokenEstimator, budget_for
 from etcode.session.events import UsageUpdate
 
@@ -61,6 +69,38 @@ class ContextWindow:
             return None  # far from full: no need to run the tokenizer
         tokens = self.estimate(system, tools, messages)
         return tokens if self.budget.exceeded(tokens) else None
+
+    def check_newest(
+        self,
+        system: list[str],
+        tools: list[ToolSchema],
+        messages: list[Message],
+        overflow: ContextOverflowError | None = None,
+    ) -> None:
+        """Raise ``MessageTooLongError`` when the user's newest message cannot fit the usable
+        window with the system prompt and tools — compaction would only paraphrase it. After
+        an ``overflow`` from the server (the window may be unknown), also when nothing but
+        that message and its turn is left to summarise."""
+        pin = newest_user_index(messages)
+        usable = self.budget.usable
+        if pin is None or (usable is None and overflow is None):
+            return
+        newest = messages[pin]
+        rough = self.meter.rough
+        if (
+            usable is not None
+            and overflow is None
+            and rough.system(system) + rough.tools(tools) + rough.message(newest) < usable * ROUGH_MARGIN
+        ):
+            return  # far from full: no need to run the tokenizer
+        est = self.compactor.estimator
+        base, size = est.system(system) + est.tools(tools), est.message(newest)
+        if usable is not None and base + size > usable:
+            raise too_long_error(size, base, self.budget)
+        if overflow is not None:
+            older, _ = self.compactor.split([m for m in messages if not is_announcement(m)])
+            if not older:
+                raise too_long_error(size, base, self.budget, server=str(overflow))
 
     async def compact(
         self,
