@@ -17,7 +17,7 @@ from etcode.tools.edit_match import (
     replace,
 )
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
-from etcode.tools.snapshot import before_write
+from etcode.tools.snapshot import after_write, before_write
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import BOM, atomic_write_bytes, is_binary_file, suggest_names, write_target
 from etcode.util.redact import replaces_secret
@@ -155,6 +155,7 @@ class EditTool(Tool):
             await asyncio.to_thread(atomic_write_bytes, path, data)
         except OSError as err:
             raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
+        await after_write(ctx, path)
         added, removed = diff_stats(diff)
         how = "" if outcome.matcher == "exact" else f" (matched {outcome.matcher})"
         output = f"Edited {shown}: replaced {plural(outcome.count, 'occurrence')}{how}."
@@ -194,6 +195,7 @@ class EditTool(Tool):
             await asyncio.to_thread(atomic_write_bytes, path, content.encode("utf-8"))
         except OSError as err:
             raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
+        await after_write(ctx, path)
         added, removed = diff_stats(diff)
         lines = count_lines(content)
         return ToolResult(
