@@ -8,7 +8,9 @@ already in memory), the peak, the database size and the size of the undo copies 
 outside it.
 
 Cases: WriteFile replacing an existing file with new content of the same size; Edit of
-one line in the file; WriteFile creating a new file.
+one line in the file — each with the default cap (``snapshot.maxFileBytes``, 50 MB: the
+file gets no copy) and with a cap above the file (a streamed copy beside the database);
+WriteFile creating a new file.
 
 Run: ``python benchmarks/bench_snapshots.py [--mb 200]``.
 """
@@ -39,7 +41,7 @@ from etcode.tools.edit import EditParams, EditTool
 from etcode.tools.snapshot import STATE_KEY
 from etcode.tools.write_file import WriteFileParams, WriteFileTool
 
-case, work, size = sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+case, work, size, cap = sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 line = "the quick brown fox jumps over the lazy dog, again and again and again!!\n"
 target = work / "project" / "big.txt"
 if case != "create":
@@ -50,7 +52,10 @@ if case != "create":
 store = SessionStore.open(work / "data" / "etcode.db")
 store.create_session("ses_bench", project_id="proj", directory=str(work / "project"))
 ctx = ToolContext("ses_bench", "call_1", work / "project", work / "project")
-ctx.state[STATE_KEY] = FileSnapshots(store, "ses_bench", 1)
+try:
+    ctx.state[STATE_KEY] = FileSnapshots(store, "ses_bench", 1, max_file_bytes=cap)
+except TypeError:  # before snapshot.maxFileBytes: every file is copied into the database
+    ctx.state[STATE_KEY] = FileSnapshots(store, "ses_bench", 1)
 if case == "edit":
     tool, params = EditTool(), EditParams(file_path="big.txt", old_string="THE END", new_string="THE NEW END")
 else:
@@ -70,13 +75,13 @@ def tree_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def run_case(case: str, size: int) -> dict[str, float]:
+def run_case(case: str, size: int, cap: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="etcode-bench-") as tmp:
         work = Path(tmp)
         (work / "project").mkdir()
         (work / "data").mkdir()
         proc = subprocess.run(
-            [sys.executable, "-c", CHILD, str(ROOT), case, str(work), str(size)],
+            [sys.executable, "-c", CHILD, str(ROOT), case, str(work), str(size), str(cap)],
             capture_output=True,
             text=True,
             timeout=900,
@@ -105,12 +110,16 @@ def main() -> None:
     size = args.mb * 2**20
     print(f"file size {args.mb} MB; RSS figures are ru_maxrss of a fresh subprocess")
     print(f"{'case':<28}{'RSS before':>12}{'peak RSS':>12}{'growth':>10}{'DB':>10}{'copies':>10}")
-    for case, label in (
-        ("overwrite", "WriteFile over a big file"),
-        ("edit", "Edit of a big file"),
-        ("create", "WriteFile of a new file"),
+    over = 50 * 2**20  # the default snapshot.maxFileBytes
+    under = 2 * size  # a cap the file is under: it gets a copy
+    for case, label, cap in (
+        ("overwrite", "WriteFile over, no copy", over),
+        ("overwrite", "WriteFile over, copied", under),
+        ("edit", "Edit, no copy", over),
+        ("edit", "Edit, copied", under),
+        ("create", "WriteFile of a new file", over),
     ):
-        r = run_case(case, size)
+        r = run_case(case.split()[0], size, cap)
         print(
             f"{label:<28}{r['before_mb']:>9.0f} MB{r['peak_mb']:>9.0f} MB"
             f"{r['peak_mb'] - r['before_mb']:>7.0f} MB{r['db_mb']:>7.0f} MB{r['copies_mb']:>7.0f} MB"
