@@ -263,3 +263,34 @@ def test_store_full_disk_on_a_snapshot_says_so(tmp_path: Path) -> None:
             assert str(info.value).startswith(f"no space left on device for the session database {data}")
         finally:
             store.close()
+
+
+def test_snapshots_from_before_the_migration_still_undo(tmp_path: Path) -> None:
+    """A schema-1 database (no record of what etcode wrote): undo cannot tell later changes
+    from etcode's, so it refuses unless forced; a file already as before is fine."""
+    from etcode.session.snapshots import UndoRefused, undo_last_turn
+    from etcode.session.store import _MIGRATIONS, SessionStore
+
+    path = tmp_path / "etcode.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(_MIGRATIONS[0][2] + "; PRAGMA user_version = 1;")
+    edited, same = tmp_path / "edited.txt", tmp_path / "same.txt"
+    edited.write_text("agent wrote this\n")
+    same.write_text("as before\n")
+    for name, content in ((edited, b"before\n"), (same, b"as before\n")):
+        conn.execute(
+            "INSERT INTO snapshots (session_id, turn, path, existed, content, created) VALUES (?, 1, ?, 1, ?, 0)",
+            ("ses_old", str(name), content),
+        )
+    conn.commit()
+    conn.close()
+    store = SessionStore.open(path)
+    try:
+        with pytest.raises(UndoRefused) as info:
+            undo_last_turn(store, "ses_old")
+        assert [p for p, _ in info.value.changed] == [str(edited)]
+        report = undo_last_turn(store, "ses_old", force=True)
+        assert report is not None and report.paths == [str(edited), str(same)]
+        assert edited.read_text() == "before\n" and same.read_text() == "as before\n"
+    finally:
+        store.close()
