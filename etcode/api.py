@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from etcode.provider.spec import KNOWN_PROVIDERS, ProviderSpec, RetryConfig, default_base_url, env_key_for
 from etcode.provider.types import Message
@@ -25,6 +25,9 @@ from etcode.session.events import Event, SessionStart
 from etcode.session.result import AgentResult, LoopLimits
 from etcode.tools.base import Tool, ToolResult, tool
 from etcode.util.errors import ConfigError
+
+if TYPE_CHECKING:
+    from etcode.session.snapshots import UndoReport
 
 __all__ = ["Agent", "AgentResult", "LoopLimits", "RetryConfig", "Tool", "ToolResult", "tool"]
 
@@ -219,13 +222,19 @@ class Agent:
         added during the session, so the model still knows them."""
         self.history = self._session.clear(self.history, keep_system)
 
-    async def undo(self) -> list[str]:
+    async def undo(self, *, force: bool = False) -> list[str]:
         """Restore the files the last turn's WriteFile/Edit calls changed (deleting files it
         created); returns their paths. Repeat to go further back. The model is told at the
-        next turn."""
+        next turn. Files changed since etcode wrote them make it raise ``UndoRefused``
+        (nothing undone) unless ``force``; see :meth:`undo_report`."""
+        report = await self.undo_report(force=force)
+        return report.paths if report is not None else []
+
+    async def undo_report(self, *, force: bool = False) -> UndoReport | None:
+        """Like :meth:`undo`, returning what happened to each file (None: nothing to undo)."""
         await self._prepare()
-        paths, self.history = await self._session.undo(self.history)
-        return paths
+        report, self.history = await self._session.undo(self.history, force=force)
+        return report
 
     def add_tools(self, tools: Iterable[Tool | Callable[..., Any]]) -> None:
         """Offer more tools from now on. Once the session has started they are announced to

@@ -176,8 +176,8 @@ async def test_undo_restores_through_the_link(linked: Path, snapshots: FileSnaps
     await change("Edit", ctx, "AGENTS.md", "be nice", "be kind")
     await change("WriteFile", ctx, "CLAUDE.md", "be kind", "be very kind")
     assert (linked / "AGENTS.md").read_text() == "# Rules\nbe very kind\n"
-    restored = await snapshots.undo()
-    assert restored == [str(linked / "AGENTS.md")]
+    report = await snapshots.undo()
+    assert report is not None and report.paths == [str(linked / "AGENTS.md")]
     assert (linked / "AGENTS.md").read_text() == "# Rules\nbe nice\n"
     assert (linked / "CLAUDE.md").is_symlink() and os.readlink(linked / "CLAUDE.md") == "AGENTS.md"
 

@@ -110,6 +110,25 @@ async def test_undo_restores_the_files_of_the_last_turn(project: Path, llm: Fake
         assert any("notes.txt" in n for n in notices(app))
 
 
+async def test_undo_refuses_when_the_user_changed_the_file_since(project: Path, llm: FakeLLM) -> None:
+    llm.script(
+        Reply(calls=[Call("WriteFile", {"file_path": "notes.txt", "content": "overwritten\n"})]),
+        Reply(text="Done."),
+    )
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_turn(pilot, app, "overwrite notes")
+        (project / "notes.txt").write_text("overwritten\nmy own line\n")
+        await submit(pilot, app, "/undo")
+        await wait_for(pilot, lambda: any("nothing undone" in n for n in notices(app)), what="the refusal")
+        assert (project / "notes.txt").read_text() == "overwritten\nmy own line\n"
+        assert any(str(project / "notes.txt") in n and "--force" in n for n in notices(app))
+        await submit(pilot, app, "/undo --force")
+        await wait_for(pilot, lambda: any(n.startswith("Restored") for n in notices(app)), what="undo")
+        assert (project / "notes.txt").read_text() == "the secret number is 42\n"
+
+
 async def test_compact_summarises_the_history(project: Path, llm: FakeLLM) -> None:
     llm.script(
         Reply(text="one " * 50),

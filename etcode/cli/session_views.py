@@ -175,10 +175,10 @@ def print_transcript(info: SessionInfo, messages: list[StoredMessage]) -> None:
     sys.stdout.write(redact(text))
 
 
-def print_undo(paths: list[str]) -> None:
-    for path in paths:
-        state = "restored" if Path(path).exists() else "deleted (it did not exist before)"
-        sys.stdout.write(f"{path}: {state}\n")
+def print_undo(lines: list[str]) -> None:
+    """One ``path: what undo did`` line per file."""
+    for line in lines:
+        sys.stdout.write(f"{line}\n")
 
 
 # ---- models -----------------------------------------------------------------------------

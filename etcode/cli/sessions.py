@@ -89,19 +89,32 @@ def undo(
     session: Annotated[
         str | None, typer.Option("--session", "-s", help="Session id (default: this project's latest).")
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Restore files changed since etcode wrote them (overwriting those changes); "
+            "a changed file the turn created is still kept.",
+        ),
+    ] = False,
 ) -> None:
     """Restore the files the last turn's WriteFile/Edit calls changed (works without git).
-    Run it again to go back another turn."""
+    Files changed since etcode wrote them stop it (all listed, nothing undone) unless
+    --force. Run it again to go back another turn."""
     from etcode.cli import session_views as views
     from etcode.session.snapshots import undo_last_turn
 
     store = views.open_store()
     info = views.find(store, session) if session else views.latest(store)
-    paths = undo_last_turn(store, info.id, note=True)
-    if not paths:
+    report = undo_last_turn(store, info.id, note=True, force=force)
+    if report is None:
         typer.echo(f"Nothing to undo in session {info.id}.", err=True)
         return
-    views.print_undo(paths)
+    views.print_undo(report.lines())
+    if report.incomplete:
+        from etcode.util.errors import EtcodeError
+
+        raise EtcodeError("undo incomplete: some files could not be restored (see above)")
 
 
 def models(

@@ -105,6 +105,13 @@ class CompactionConfig(_Strict):
     keep_turns: int | None = Field(default=None, ge=0)
 
 
+class SnapshotConfig(_Strict):
+    """Undo copies of the files WriteFile/Edit change. ``maxFileBytes``: files larger than
+    this are changed without a copy (a warning says undo cannot restore them); 0 keeps none."""
+
+    max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=0, alias="maxFileBytes")
+
+
 class RetrySettings(_Strict):
     max_retries: int = Field(default=2, ge=0)
 
@@ -231,6 +238,7 @@ class Config(_Strict):
     mcp: dict[str, McpServerConfig] = Field(default_factory=dict)
     workflow: WorkflowConfig = Field(default_factory=WorkflowConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
     shell: ShellConfig = Field(default_factory=ShellConfig)
     #: None when no layer set it (the agent's own default then applies).
     sandbox: SandboxConfig | None = None

@@ -19,7 +19,8 @@ from etcode.session.compaction import NOTHING_OLDER, announcement, is_announceme
 from etcode.session.history import repair_dangling
 from etcode.session.lock import SessionLock
 from etcode.session.recorder import SessionRecorder
-from etcode.session.snapshots import FileSnapshots, undo_note
+from etcode.session.snapshot_copies import DEFAULT_MAX_FILE_BYTES
+from etcode.session.snapshots import FileSnapshots, UndoReport, undo_note
 from etcode.session.store import SessionInfo, SessionNotFoundError, SessionStore
 from etcode.session.title import generate_title, title_from_text
 from etcode.tools.snapshot import STATE_KEY
@@ -171,7 +172,13 @@ class AgentSession:
         self.recorder.ensure = self._ensure_created
         if how == "rewrite":
             await self.recorder.batch_started(history, "repair")
-        self.snapshots = FileSnapshots(store, self.session_id, turn)
+        snapshot_config = getattr(runtime.config, "snapshot", None)
+        self.snapshots = FileSnapshots(
+            store,
+            self.session_id,
+            turn,
+            max_file_bytes=getattr(snapshot_config, "max_file_bytes", DEFAULT_MAX_FILE_BYTES),
+        )
         self.install(agent.state)
         from etcode.session.window import ContextWindow
 
@@ -367,16 +374,19 @@ class AgentSession:
         emit(self.window.update())
         return result.messages
 
-    async def undo(self, history: list[Message]) -> tuple[list[str], list[Message]]:
-        """Restore the last turn's changed files; a note tells the model at the next turn."""
+    async def undo(
+        self, history: list[Message], *, force: bool = False
+    ) -> tuple[UndoReport | None, list[Message]]:
+        """Undo the last turn's changed files (raises ``UndoRefused`` when some changed
+        since etcode wrote them, unless ``force``); a note tells the model at the next turn."""
         await self.flush()
-        paths = await self.snapshots.undo()
-        if not paths:
-            return [], history
-        updated = [*history, undo_note(paths)]
+        report = await self.snapshots.undo(force=force)
+        if report is None:
+            return None, history
+        updated = [*history, undo_note(report.lines())]
         if self._created:
             await self.recorder.checkpoint(updated)
-        return paths, updated
+        return report, updated
 
     async def aclose(self) -> None:
         await self.flush()

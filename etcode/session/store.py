@@ -3,7 +3,8 @@
 Tables: ``sessions`` (one row per session, with denormalised totals for fast listing),
 ``messages`` (each message's parts as JSON, ordered by ``seq``, grouped in ``batch``es and
 ``turn``s), ``todos``, ``usage`` (one row per model call, with its cost) and ``snapshots``
-(the before-image of every file WriteFile/Edit changed, per turn, for undo). The schema has a
+(the before-image of every file WriteFile/Edit changed, per turn, for undo; large files are
+copied beside the database, see :meth:`SessionStore.snapshot_dir`). The schema has a
 version number (``PRAGMA user_version``) and a ``migrations`` table.
 
 Every method is synchronous, short, and thread-safe; async code runs them on the store's
@@ -17,7 +18,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import json
+import os
+import re
+import shutil
 import sqlite3
 import threading
 import time
@@ -34,7 +39,9 @@ from etcode.util.private import private_dir, private_file, tighten
 from etcode.util.text import clean_text
 
 DB_NAME = "etcode.db"
-SCHEMA_VERSION = 1
+#: An I/O error with less free space than this on the database's file system is a full disk.
+_FULL_BELOW = 1024 * 1024
+SCHEMA_VERSION = 2
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -114,6 +121,17 @@ _MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        2,
+        "snapshot copies outside the database, and what etcode left",
+        """
+        ALTER TABLE snapshots ADD COLUMN copy TEXT NOT NULL DEFAULT 'db';
+        ALTER TABLE snapshots ADD COLUMN size INTEGER;
+        ALTER TABLE snapshots ADD COLUMN before_hash TEXT;
+        ALTER TABLE snapshots ADD COLUMN after_size INTEGER;
+        ALTER TABLE snapshots ADD COLUMN after_hash TEXT;
+        """,
+    ),
 ]
 
 
@@ -171,13 +189,29 @@ class StoredMessage:
         }
 
 
+#: Where a snapshot's old bytes are: in the database, in a file outside it (named by
+#: ``before_hash`` in :meth:`SessionStore.snapshot_dir`), or nowhere (over the size cap).
+SNAPSHOT_COPIES = ("db", "file", "none")
+
+
 @dataclass
 class Snapshot:
-    """A file's content before a turn changed it (``content`` None: it did not exist)."""
+    """A file before a turn changed it, and as etcode's last write in the turn left it.
+
+    ``existed`` False: the turn created the file. The old bytes are ``content`` (``copy``
+    "db"), a file outside the database ("file") or not kept ("none": larger than the cap).
+    ``after_size``/``after_hash`` (SHA-256): None when not recorded (the write failed, or
+    the snapshot was taken by an older etcode)."""
 
     turn: int
     path: str
     content: bytes | None
+    existed: bool = True
+    copy: str = "db"
+    size: int | None = None
+    before_hash: str | None = None
+    after_size: int | None = None
+    after_hash: str | None = None
 
 
 _SESSION_COLUMNS = (
@@ -296,6 +330,11 @@ class SessionStore:
         if isinstance(err, StoreError):
             return err
         text = str(err) or type(err).__name__
+        if self._disk_full(err, text):
+            return StoreError(
+                f"no space left on device for the session database {self.path} ({text}); free some "
+                "space and try again"
+            )
         if "locked" in text or "busy" in text:
             return StoreError(f"session database {self.path} is busy ({text}); try again in a moment")
         if isinstance(err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.IntegrityError):
@@ -304,6 +343,20 @@ class SessionStore:
                 f'aside (mv "{self.path}" "{self.path}.broken"); etcode never deletes it'
             )
         return StoreError(f"session database {self.path}: {text}")
+
+    def _disk_full(self, err: sqlite3.Error, text: str) -> bool:
+        """SQLITE_FULL, or an I/O error (SQLite reports a failed write to the WAL or its
+        index as one) on a file system with less than :data:`_FULL_BELOW` bytes free."""
+        code = getattr(err, "sqlite_errorcode", None)
+        if code == sqlite3.SQLITE_FULL or "disk is full" in text:
+            return True
+        if code is None or code & 0xFF != sqlite3.SQLITE_IOERR:
+            return False
+        try:
+            stats = os.statvfs(self.path.parent)
+        except OSError:
+            return False
+        return stats.f_bavail * stats.f_frsize < _FULL_BELOW
 
     def close(self) -> None:
         """Close the connection and stop the writer thread."""
@@ -424,6 +477,7 @@ class SessionStore:
             gone = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
             for table in ("messages", "todos", "usage", "snapshots"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+        shutil.rmtree(self.snapshot_dir(session_id), ignore_errors=True)
         return bool(gone)
 
     @_guarded
@@ -642,17 +696,51 @@ class SessionStore:
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
     # ---- file snapshots ---------------------------------------------------------------
+    def snapshot_dir(self, session_id: str) -> Path:
+        """The folder of the session's undo copies kept outside the database (large files):
+        ``snapshots/<session id>/`` beside the database file."""
+        name = session_id
+        if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,100}", name):
+            name = "id-" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return self.path.parent / "snapshots" / name
+
     @_guarded
-    def save_snapshot(self, session_id: str, turn: int, path: str, content: bytes | None) -> bool:
+    def save_snapshot(
+        self,
+        session_id: str,
+        turn: int,
+        path: str,
+        content: bytes | None,
+        *,
+        copy: str = "db",
+        size: int | None = None,
+        before_hash: str | None = None,
+    ) -> bool:
         """Keep the before-image of ``path`` for ``turn`` (only the first one per turn
-        counts). Returns whether it was new."""
+        counts). ``content`` None with ``copy`` "db": the file did not exist; see
+        :class:`Snapshot` for ``copy``. Returns whether it was new."""
+        if copy not in SNAPSHOT_COPIES:
+            raise ValueError(f"copy must be one of {SNAPSHOT_COPIES}, not {copy!r}")
+        existed = content is not None or copy != "db"
+        if size is None and content is not None:
+            size = len(content)
         with self._tx() as conn:
             added = conn.execute(
-                "INSERT OR IGNORE INTO snapshots (session_id, turn, path, existed, content, created) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (session_id, turn, path, content is not None, content, time.time()),
+                "INSERT OR IGNORE INTO snapshots (session_id, turn, path, existed, content, created, "
+                "copy, size, before_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, turn, path, existed, content, time.time(), copy, size, before_hash),
             ).rowcount
         return bool(added)
+
+    @_guarded
+    def record_after(self, session_id: str, turn: int, path: str, size: int, digest: str) -> None:
+        """Record what ``path`` holds after etcode's latest write to it in ``turn``."""
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE snapshots SET after_size = ?, after_hash = ? "
+                "WHERE session_id = ? AND turn = ? AND path = ?",
+                (size, digest, session_id, turn, path),
+            )
 
     @_guarded
     def last_snapshots(self, session_id: str) -> list[Snapshot]:
@@ -664,11 +752,24 @@ class SessionStore:
         if turn is None:
             return []
         found = self._query(
-            "SELECT turn, path, existed, content FROM snapshots WHERE session_id = ? AND turn = ? "
-            "AND undone = 0 ORDER BY created, path",
+            "SELECT turn, path, existed, content, copy, size, before_hash, after_size, after_hash "
+            "FROM snapshots WHERE session_id = ? AND turn = ? AND undone = 0 ORDER BY created, path",
             (session_id, turn),
         )
-        return [Snapshot(t, p, bytes(c) if existed and c is not None else None) for t, p, existed, c in found]
+        return [
+            Snapshot(
+                t,
+                p,
+                bytes(c) if existed and c is not None else None,
+                existed=bool(existed),
+                copy=copy,
+                size=size,
+                before_hash=before,
+                after_size=after_size,
+                after_hash=after,
+            )
+            for t, p, existed, c, copy, size, before, after_size, after in found
+        ]
 
     @_guarded
     def mark_undone(self, session_id: str, turn: int) -> None:
@@ -676,3 +777,13 @@ class SessionStore:
             conn.execute(
                 "UPDATE snapshots SET undone = 1 WHERE session_id = ? AND turn = ?", (session_id, turn)
             )
+
+    @_guarded
+    def copies_in_use(self, session_id: str) -> set[str]:
+        """Names (``before_hash``) of the outside copies that turns not yet undone need."""
+        rows = self._query(
+            "SELECT DISTINCT before_hash FROM snapshots WHERE session_id = ? AND copy = 'file' "
+            "AND undone = 0",
+            (session_id,),
+        )
+        return {row[0] for row in rows if row[0]}

@@ -17,8 +17,8 @@ from etcode.tools.edit_match import (
     replace,
 )
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
-from etcode.tools.snapshot import before_write
-from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
+from etcode.tools.snapshot import after_write, before_write
+from etcode.tools.summary import DIFF_LIMIT, changed_region, count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import (
     BOM,
     atomic_write_bytes,
@@ -134,6 +134,7 @@ class EditTool(Tool):
         except UnicodeDecodeError:  # keep stray bytes as surrogates: written back unchanged
             original = raw.decode("utf-8", errors="surrogateescape")
             lossy = True
+        del raw  # a large file: one copy fewer from here on
         bom = original.startswith(BOM)
         body = original[1:] if bom else original
         crlf = "\r\n" in body and body.count("\r\n") == body.count("\n")
@@ -164,6 +165,7 @@ class EditTool(Tool):
             await asyncio.to_thread(atomic_write_bytes, path, data)
         except OSError as err:
             raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
+        await after_write(ctx, path)
         added, removed = diff_stats(diff)
         how = "" if outcome.matcher == "exact" else f" (matched {outcome.matcher})"
         output = f"Edited {shown}: replaced {plural(outcome.count, 'occurrence')}{how}."
@@ -203,6 +205,7 @@ class EditTool(Tool):
             await asyncio.to_thread(atomic_write_bytes, path, content.encode("utf-8"))
         except OSError as err:
             raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
+        await after_write(ctx, path)
         added, removed = diff_stats(diff)
         lines = count_lines(content)
         return ToolResult(
@@ -235,6 +238,17 @@ class EditTool(Tool):
     @staticmethod
     def _snippet(before: str, after: str) -> str:
         """Numbered lines of the edited region of ``after`` with a little context."""
+        if len(before) + len(after) > DIFF_LIMIT:  # large: never split the whole texts
+            start, _, end = changed_region(before, after, SNIPPET_CONTEXT)
+            if end - start > DIFF_LIMIT:
+                return ""
+            region = after[start:end]
+            lines = region.split("\n")
+            if region.endswith("\n"):
+                lines.pop()
+            if len(lines) > SNIPPET_MAX_LINES + 2 * SNIPPET_CONTEXT:
+                return ""
+            return _numbered(lines, before.count("\n", 0, start) + 1)
         old_lines, new_lines = before.split("\n"), after.split("\n")
         start = 0
         limit = min(len(old_lines), len(new_lines))

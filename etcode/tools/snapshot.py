@@ -3,7 +3,9 @@
 The session puts a recorder in ``ctx.state["snapshots"]`` (see
 ``etcode.session.snapshots.FileSnapshots``); without one (tools used on their own) the
 hook does nothing. A recorder that cannot keep the before-image fails the write, so a
-change is never made that could not be undone.
+change is never made that could not be undone — except a file over the recorder's size cap,
+which is changed without a copy and a warning event says so. After the write,
+:func:`after_write` lets the recorder note what etcode left, so undo can tell later changes.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ STATE_KEY = "snapshots"
 
 @runtime_checkable
 class SnapshotRecorder(Protocol):
-    async def before_write(self, path: Path) -> None:
-        """Keep ``path``'s current content (or that it does not exist) for undo."""
+    async def before_write(self, path: Path) -> str | None:
+        """Keep ``path``'s current content (or that it does not exist) for undo. Returns a
+        warning for the user when the change will not be undoable."""
         ...
 
 
@@ -29,8 +32,28 @@ async def before_write(ctx: ToolContext, path: Path) -> None:
     if recorder is None:
         return
     try:
-        await recorder.before_write(path)
+        warning = await recorder.before_write(path)
     except ToolError:
         raise
     except Exception as err:
-        raise ToolError(f"Not changed: could not save an undo copy of {path} first ({err}).") from None
+        detail = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise ToolError(f"Not changed: could not save an undo copy of {path} first ({detail}).") from None
+    if warning:
+        from etcode.session.events import WarningEvent
+
+        ctx.emit(WarningEvent(warning))
+
+
+async def after_write(ctx: ToolContext, path: Path) -> None:
+    """Tell the recorder what ``path`` holds now that the tool wrote it. A failure here
+    only costs undo its check: the file is written, so the tool does not fail."""
+    recorder = ctx.state.get(STATE_KEY)
+    hook = getattr(recorder, "after_write", None)
+    if hook is None:
+        return
+    try:
+        await hook(path)
+    except Exception as err:
+        from etcode.session.events import WarningEvent
+
+        ctx.emit(WarningEvent(f"could not record what etcode wrote to {path} for undo ({err})"))

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.edit import SECRET_OVERWRITE
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
-from etcode.tools.snapshot import before_write
+from etcode.tools.snapshot import after_write, before_write
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import atomic_write_bytes, write_target
 from etcode.util.redact import replaces_secret
@@ -83,6 +83,7 @@ class WriteFileTool(Tool):
             await asyncio.to_thread(atomic_write_bytes, path, data)
         except OSError as err:
             raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
+        await after_write(ctx, path)
         lines = count_lines(params.content)
         added, removed = diff_stats(diff)
         verb = "Created" if old is None else ("Overwrote" if old != params.content else "Rewrote (unchanged)")

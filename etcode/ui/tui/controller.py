@@ -187,7 +187,13 @@ class AgentHost:
             raise Unsupported(f"/compact {UNAVAILABLE}")
         await compact()
 
-    async def undo(self) -> list[str]:
+    async def undo(self, force: bool = False) -> list[str]:
+        """``path: what happened`` per file of the undone turn (empty: nothing to undo).
+        Raises ``UndoRefused`` when files changed since etcode wrote them, unless ``force``."""
+        report_of = getattr(self.agent, "undo_report", None)
+        if report_of is not None:
+            report = await report_of(force=force)
+            return report.lines() if report is not None else []
         undo = getattr(self.agent, "undo", None)
         if undo is None:
             raise Unsupported(f"/undo {UNAVAILABLE}")

@@ -115,9 +115,13 @@ async def _compact(app: EtcodeApp, args: str) -> None:
 
 async def _undo(app: EtcodeApp, args: str) -> None:
     assert app.host is not None
-    restored = await app.host.undo()
+    flag = args.strip()
+    if flag not in ("", "--force"):
+        await app.conversation.add_notice(f"error: /undo takes only --force, not {flag!r}", "error")
+        return
+    restored = await app.host.undo(force=flag == "--force")  # UndoRefused: an error notice
     if restored:
-        await app.conversation.add_notice("Restored: " + ", ".join(restored), "info")
+        await app.conversation.add_notice("Restored the last changed turn — " + "; ".join(restored), "info")
     else:
         await app.conversation.add_notice("Nothing to undo.", "info")
 
