@@ -279,13 +279,10 @@ async def test_slow_storage_is_read_concurrently(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(rmf, "_read_one", slow)
     monkeypatch.setattr(rmf, "PROBE_SIZE", 2)
     monkeypatch.setattr(rmf, "BATCH_SIZE", 1)
-    started = time.perf_counter()
     result = await run(tmp_path, paths=["*.txt"])
-    elapsed = time.perf_counter() - started
     assert result.data["totalFiles"] == 24
     assert [f["path"] for f in result.data["files"]] == [f"f{i:02}.txt" for i in range(24)]
-    assert peak > 1
-    assert elapsed < 0.9  # one at a time: 1.2 s
+    assert peak > 1  # several reads were in flight at once (a wall-clock bound would flake)
 
 
 async def test_fast_storage_keeps_the_event_loop_responsive(
@@ -300,6 +297,9 @@ async def test_fast_storage_keeps_the_event_loop_responsive(
     write(tmp_path, "zz/big.txt", ("x" * 99 + "\n") * 1000)  # 100 KB: over the first read
     monkeypatch.setattr(rmf, "INLINE_MAX_BYTES", 80 * 1024)
     monkeypatch.setattr(rmf, "SLICE_SECONDS", 0.0005)
+    # a loaded machine makes even page-cached reads look slow and switches them to threads;
+    # this test is about the fast path, so the storage is declared fast
+    monkeypatch.setattr(rmf, "_slow", lambda items, elapsed: False)
     main_thread = threading.get_ident()
     readers: dict[str, set[int]] = {}
     ticks_seen_on_loop: set[int] = set()
