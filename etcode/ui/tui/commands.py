@@ -26,7 +26,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("model", "Switch model", "PROVIDER/MODEL"),
     SlashCommand("clear", "Clear the conversation (new context batch)"),
     SlashCommand("compact", "Summarise older history to free context"),
-    SlashCommand("undo", "Restore files changed by the last turn (--force: even if changed since)"),
+    SlashCommand("undo", "Restore files changed by the last turn", "[--force]"),
     SlashCommand("export", "Write the transcript to a Markdown file", "[PATH]"),
     SlashCommand("exit", "Quit etcode"),
 )
