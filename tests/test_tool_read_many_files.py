@@ -531,3 +531,20 @@ async def test_literal_folder_with_brackets_is_not_a_glob(tmp_path: Path) -> Non
     (tmp_path / "empty[1]").mkdir()
     result = await run(tmp_path, paths=["empty[1]"])
     assert result.data["errors"] == [{"path": "empty[1]", "error": "No files matched"}]
+
+
+def test_least_bytes_never_exceeds_a_files_real_floor() -> None:
+    """The cheap bound that lets the budget skip measuring files must stay a lower bound."""
+    from etcode.tools import read_many_output as out
+
+    class Item:
+        def __init__(self, shown: str, content: str) -> None:
+            self.shown, self.content = shown, content
+            self.size = len(content.encode())
+            self.lines = content.count("\n") + (0 if not content or content.endswith("\n") else 1)
+            self.truncated, self.explicit = False, False
+
+    for shown in ("a", "dir/é.txt", "x" * 300):
+        for content in ("", "1", "one line\n", "ü" * 50, "line\n" * 400, "y" * 5000):
+            item = Item(shown, content)
+            assert out._least_bytes(item) <= out._slot(item).floor[1], (shown, content[:10])

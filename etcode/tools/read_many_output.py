@@ -22,6 +22,8 @@ OUTPUT_MAX_BYTES = truncate.MAX_BYTES - 2 * 1024
 ERRORS_SHARE = 4
 #: A file's header, its cut marker and the blank line after it, at least.
 _FILE_MIN_LINES = 3
+#: The least room any file takes (an empty file's header and blank line).
+_SMALLEST_FLOOR = (2, len("=== File:  (0 B, 0 lines) ===\n") + 1)
 #: The line naming the files left out (its list of names is cut to fit).
 _OMITTED_BYTES = 800
 _OMITTED_NAMES_BYTES = 500
@@ -59,9 +61,9 @@ def full_parts(
 ) -> list[str]:
     """The whole result as pieces, nothing cut (what is saved when the budget cuts)."""
     parts: list[str] = []
-    for slot in budget.every:
-        content = slot.item.content
-        parts += [slot.header, content, _separator(content)]
+    for item in files:
+        content = item.content
+        parts += [header(item), content, _separator(content)]
     if not files:
         parts.append("No files were read.\n\n")
     if errors:
@@ -150,7 +152,6 @@ class Budgeted:
     """The text for the model (``text``, without the saved file's note) and what was cut."""
 
     slots: list[_Slot]  # the files shown, in order
-    every: list[_Slot] = field(default_factory=list)  # every file, in order
     omitted: list[FileRead] = field(default_factory=list)
     errors_shown: int = 0
 
@@ -178,17 +179,16 @@ def plan(
     tail += reminders
     lines_left = max_lines - tail.count("\n") - 3  # the note line(s) about a cut
     bytes_left = max_bytes - _byte_len(tail) - _NOTE_BYTES - _byte_len(str(truncate.output_dir()))
-    slots = [_slot(item) for item in files]
-    budget = Budgeted(slots, slots, errors_shown=errors_shown)
-    if sum(s.need_lines for s in slots) <= lines_left and sum(s.need_bytes for s in slots) <= bytes_left:
-        return budget  # everything fits whole
+    slots = _Slots(files)
+    if slots.all_fit_whole(lines_left, bytes_left):
+        return Budgeted([slots[i] for i in range(len(files))], errors_shown=errors_shown)
     chosen = _choose(slots, lines_left, bytes_left)
-    if len(chosen) < len(slots):  # room for the line naming the files left out
+    if len(chosen) < len(files):  # room for the line naming the files left out
         lines_left -= 2
         bytes_left -= _OMITTED_BYTES
         chosen = _choose(slots, lines_left, bytes_left)
-    budget.omitted = [slots[i].item for i in range(len(slots)) if i not in chosen]
-    budget.slots = [slots[i] for i in sorted(chosen)]
+    budget = Budgeted([slots[i] for i in sorted(chosen)], errors_shown=errors_shown)
+    budget.omitted = [files[i] for i in range(len(files)) if i not in chosen]
     # Each file is owed its floor (whole when tiny, else header + marker); what is left
     # beyond the floors is shared equally, smallest need first so that leftovers flow on.
     owed_lines = sum(slot.floor[0] for slot in budget.slots)
@@ -219,12 +219,44 @@ def plan(
     return budget
 
 
-def _choose(slots: list[_Slot], max_lines: int, max_bytes: int) -> set[int]:
+class _Slots:
+    """The files' slots, made only when asked for: of thousands of files over the limit,
+    only the few hundred that can be shown are measured."""
+
+    def __init__(self, files: Sequence[FileRead]) -> None:
+        self.files = files
+        self._made: dict[int, _Slot] = {}
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int) -> _Slot:
+        slot = self._made.get(index)
+        if slot is None:
+            slot = self._made[index] = _slot(self.files[index])
+        return slot
+
+    def all_fit_whole(self, max_lines: int, max_bytes: int) -> bool:
+        lines = size = 0
+        for index in range(len(self.files)):
+            slot = self[index]
+            lines += slot.need_lines
+            size += slot.need_bytes
+            if lines > max_lines or size > max_bytes:
+                return False
+        return True
+
+
+def _choose(slots: _Slots, max_lines: int, max_bytes: int) -> set[int]:
     """The files that get at least their floor, when not all can: the paths named
     explicitly first, then glob matches in order."""
-    order = sorted(range(len(slots)), key=lambda i: not slots[i].item.explicit)
+    order = sorted(range(len(slots)), key=lambda i: not slots.files[i].explicit)
     chosen: set[int] = set()
     for index in order:
+        if max_lines < _SMALLEST_FLOOR[0] or max_bytes < _SMALLEST_FLOOR[1]:
+            break  # not even an empty file's header fits: the rest are left out
+        if _least_bytes(slots.files[index]) > max_bytes:
+            continue  # cannot fit (known without measuring it)
         floor_lines, floor_bytes = slots[index].floor
         if floor_lines > max_lines or floor_bytes > max_bytes:
             continue
@@ -232,6 +264,14 @@ def _choose(slots: list[_Slot], max_lines: int, max_bytes: int) -> set[int]:
         max_bytes -= floor_bytes
         chosen.add(index)
     return chosen
+
+
+def _least_bytes(item: FileRead) -> int:
+    """A lower bound of the bytes of ``item``'s floor, cheap to compute: its header, and
+    the smaller of its whole content and a cut marker."""
+    shown = len(item.shown)
+    header_least = len("=== File:  (0 B, 1 line) ===\n")  # the shortest header but the name
+    return header_least + shown + min(len(item.content) + 2, shown + _MARKER_BYTES + 2)
 
 
 def _slot(item: FileRead) -> _Slot:
