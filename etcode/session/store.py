@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from etcode.provider.types import Message, Usage
+from etcode.session import message_files
 from etcode.util.errors import EtcodeError
 from etcode.util.private import private_dir, private_file, tighten
 from etcode.util.text import clean_text
@@ -233,7 +234,9 @@ def _encode(message: Message) -> str:
     return clean_text(json.dumps(message.to_dict()["parts"], ensure_ascii=False, separators=(",", ":")))
 
 
-def _decode(role: str, parts: str) -> Message:
+def _decode(role: str, parts: str, folder: Path) -> Message:
+    if message_files.is_marker(parts):  # a large message, kept in a file beside the database
+        parts = message_files.load(folder, parts)
     return Message.from_dict({"role": role, "parts": json.loads(parts)})
 
 
@@ -247,6 +250,8 @@ def _guarded(method: Callable[P, T]) -> Callable[P, T]:
             return method(*args, **kwargs)
         except sqlite3.Error as err:
             raise store._error(err) from None  # type: ignore[attr-defined]
+        except message_files.MessageFileError as err:
+            raise StoreError(err.strerror or str(err)) from None
 
     return wrapper
 
@@ -334,6 +339,11 @@ class SessionStore:
             return StoreError(
                 f"no space left on device for the session database {self.path} ({text}); free some "
                 "space and try again"
+            )
+        if getattr(err, "sqlite_errorcode", None) == sqlite3.SQLITE_TOOBIG or "too big" in text:
+            return StoreError(
+                f"a message is too big for the session database {self.path} ({text}); the session "
+                "is saved up to the step before it"
             )
         if "locked" in text or "busy" in text:
             return StoreError(f"session database {self.path} is busy ({text}); try again in a moment")
@@ -478,7 +488,19 @@ class SessionStore:
             for table in ("messages", "todos", "usage", "snapshots"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         shutil.rmtree(self.snapshot_dir(session_id), ignore_errors=True)
+        self._remove_unreferenced_message_files()
         return bool(gone)
+
+    def _remove_unreferenced_message_files(self) -> None:
+        folder = message_files.folder_of(self.path)
+        if not folder.is_dir():
+            return
+        rows = self._query(
+            "SELECT parts FROM messages WHERE substr(parts, 1, ?) = ?",
+            (len(message_files.MARKER_START), message_files.MARKER_START),
+        )
+        referenced = {name for (parts,) in rows if (name := message_files.name_in(parts))}
+        message_files.remove_unreferenced(folder, referenced)
 
     @_guarded
     def fork_session(self, source_id: str, new_id: str) -> SessionInfo:
@@ -530,11 +552,19 @@ class SessionStore:
             "INSERT INTO messages (session_id, seq, batch, turn, role, kind, parts, created) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (session_id, seq + i, batch, turn, m.role, kind, _encode(m), now)
+                (session_id, seq + i, batch, turn, m.role, kind, self._row_parts(m), now)
                 for i, (m, kind) in enumerate(zip(messages, kinds, strict=True))
             ],
         )
         return sum(1 for kind in kinds if kind != "copy")
+
+    def _row_parts(self, message: Message) -> str:
+        """The ``parts`` column of ``message``: its JSON, or the marker of the file that
+        holds it when it is too large for a row."""
+        encoded = _encode(message)
+        if len(encoded) <= message_files.FILE_LIMIT:
+            return encoded
+        return message_files.store(message_files.folder_of(self.path), encoded)
 
     @_guarded
     def append_messages(
@@ -594,7 +624,8 @@ class SessionStore:
             "SELECT role, parts FROM messages WHERE session_id = ? AND batch = ? ORDER BY seq",
             (session_id, batch),
         )
-        return [_decode(role, parts) for role, parts in rows]
+        folder = message_files.folder_of(self.path)
+        return [_decode(role, parts, folder) for role, parts in rows]
 
     @_guarded
     def transcript(self, session_id: str) -> list[StoredMessage]:
@@ -604,7 +635,10 @@ class SessionStore:
             "ORDER BY seq",
             (session_id,),
         )
-        return [StoredMessage(s, b, t, k, c, _decode(role, parts)) for s, b, t, k, c, role, parts in rows]
+        folder = message_files.folder_of(self.path)
+        return [
+            StoredMessage(s, b, t, k, c, _decode(role, parts, folder)) for s, b, t, k, c, role, parts in rows
+        ]
 
     # ---- todos and usage --------------------------------------------------------------
     @_guarded
