@@ -109,3 +109,17 @@ async def test_aiter_sse_over_an_async_byte_stream() -> None:
             yield piece
 
     assert [e async for e in aiter_sse(body())] == [SSEEvent("1", "a"), SSEEvent("2")]
+
+
+def test_a_long_line_in_many_pieces_is_joined_once() -> None:
+    """A 4 MB ``data:`` line arriving in 4 KB pieces (a model's huge tool call) is kept as
+    pieces until it ends: the buffer never grows per piece (which made it quadratic)."""
+    line = b"data: " + b"x" * (4 << 20) + b"\n\n"
+    decoder = SSEDecoder()
+    events = []
+    largest_buffer = 0
+    for start in range(0, len(line), 4096):
+        events += decoder.feed(line[start : start + 4096])
+        largest_buffer = max(largest_buffer, len(decoder._buf))
+    assert [len(e.data) for e in events] == [4 << 20]
+    assert largest_buffer <= 4096

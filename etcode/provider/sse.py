@@ -29,6 +29,9 @@ class SSEDecoder:
 
     def __init__(self) -> None:
         self._buf = b""
+        #: Chunks of a long line after ``_buf`` (joined once, when the line ends: a 50 MB
+        #: ``data:`` line arriving in 64 KB pieces must not be re-copied per piece).
+        self._held: list[bytes] = []
         self._started = False  # BOM check done
         self._skip_lf = False  # the previous chunk ended in CR: a leading LF belongs to it
         self._data: list[str] = []
@@ -46,6 +49,13 @@ class SSEDecoder:
             self._skip_lf = False
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
+        if self._started and self._buf and b"\n" not in chunk and b"\r" not in chunk:
+            self._held.append(chunk)  # still inside one long line: join once it ends
+            return []
+        if self._held:
+            self._held.append(chunk)
+            chunk = b"".join(self._held)
+            self._held = []
         buf = self._buf + chunk if self._buf else chunk
         if not self._started:
             if len(buf) < 3 and b"\xef\xbb\xbf".startswith(buf):
@@ -73,6 +83,7 @@ class SSEDecoder:
         complete ``data:`` lines still waiting for their blank line are dispatched, since
         some servers omit the final blank line."""
         self._buf = b""
+        self._held = []
         event = self._dispatch()
         return [event] if event is not None else []
 
