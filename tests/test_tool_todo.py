@@ -101,3 +101,18 @@ def test_schema_has_no_refs() -> None:
     item = schema["properties"]["todos"]["items"]
     assert set(item["properties"]) == {"content", "status", "activeForm"}
     assert item["properties"]["status"]["enum"] == ["pending", "in_progress", "completed"]
+
+
+def test_loop_detector_keeps_a_fingerprint_not_the_arguments() -> None:
+    """A 200 MB WriteFile must not stay in memory as the detector's last key."""
+    import sys
+
+    from etcode.tools.loop_detect import LoopDetector
+
+    detector = LoopDetector()
+    big = {"file_path": "big.txt", "content": "x" * (1 << 20)}
+    for _ in range(2):
+        assert detector.record("WriteFile", big) is None
+    assert sys.getsizeof(detector._last) < 1024
+    assert detector.record("WriteFile", big) is not None  # the third identical call is flagged
+    assert detector.record("WriteFile", {**big, "content": "y"}) is None

@@ -8,11 +8,13 @@ from typing import Any
 LOOP_THRESHOLD = 3
 
 
-def _key(name: str, args: Any) -> str:
+def _key(name: str, args: Any) -> tuple[int, int]:
+    """A fingerprint of the call (its text is not kept: a WriteFile may carry 200 MB)."""
     try:
-        return name + "\x00" + json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return name + "\x00" + repr(args)
+        text = name + "\x00" + json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = name + "\x00" + repr(args)
+    return len(text), hash(text)
 
 
 class LoopDetector:
@@ -21,7 +23,7 @@ class LoopDetector:
 
     def __init__(self, threshold: int = LOOP_THRESHOLD) -> None:
         self.threshold = threshold
-        self._last: str | None = None
+        self._last: tuple[int, int] | None = None
         self._count = 0
 
     def record(self, name: str, args: Any) -> str | None:
