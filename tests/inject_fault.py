@@ -3,7 +3,8 @@
     python tests/inject_fault.py STAGE run "task"
 
 STAGE is ``provider`` (decoding the model's stream), ``tool`` (the scheduler), ``store``
-(saving the step's usage), ``renderer`` (showing an event) or ``window`` (context accounting).
+(saving the step's usage), ``renderer`` (showing an event) or ``window`` (context accounting);
+``stuck-thread`` makes ReadFile block a worker thread for ever instead.
 The first step always runs normally, so a test can check that it was kept.
 """
 
@@ -66,6 +67,16 @@ def install(stage: str) -> None:
         from etcode.session.window import ContextWindow
 
         _second_call_fails(ContextWindow, "record")
+    elif stage == "stuck-thread":  # ReadFile blocks a worker thread for ever (a hung mount)
+        import asyncio
+        import threading
+
+        from etcode.tools.read_file import ReadFileTool
+
+        async def stuck(self: Any, params: Any, ctx: Any) -> Any:
+            await asyncio.to_thread(threading.Event().wait)
+
+        ReadFileTool.run = stuck  # type: ignore[method-assign]
     else:
         raise SystemExit(f"unknown stage {stage}")
 

@@ -226,3 +226,16 @@ def test_second_process_on_the_same_session_is_refused(project: Path, llm: FakeL
     assert roles(stored()) == [*before, "user", "assistant"]  # nothing interleaved
     # the refused runs sent nothing and wrote nothing
     assert sum("me too" in json.dumps(r.body) for r in llm.requests) == 0
+
+
+def test_a_thread_stuck_for_ever_does_not_keep_etcode_alive(project: Path, llm: FakeLLM) -> None:
+    """A run that ends (here: its time limit) while a tool's thread is blocked in a system
+    call exits all the same: asyncio.run, and the interpreter, would wait for that thread."""
+    write_config(project, llm, timeout=1)
+    llm.script(Reply(text="Reading.", calls=[Call("ReadFile", {"file_path": "etcode.json"})]))
+    proc = run_with_fault("stuck-thread", "run", "read", cwd=project)
+    assert proc.returncode == 1, proc.stderr
+    assert "time limit" in proc.stderr
+    assert "still stuck at exit" in proc.stderr
+    transcript = stored()
+    assert roles(transcript) == ["user", "assistant", "tool"]  # the call is answered and saved

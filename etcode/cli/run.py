@@ -100,7 +100,9 @@ def run_command(options: RunOptions) -> int:
 
     check_flag(options.sandbox)
     task = read_task(options.message)
-    return asyncio.run(_run(task, options))
+    from etcode.util.runner import run_to_end
+
+    return run_to_end(_run(task, options))
 
 
 async def _run(task: str, options: RunOptions) -> int:
