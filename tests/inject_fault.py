@@ -4,7 +4,8 @@
 
 STAGE is ``provider`` (decoding the model's stream), ``tool`` (the scheduler), ``store``
 (saving the step's usage), ``renderer`` (showing an event) or ``window`` (context accounting);
-``stuck-thread`` makes ReadFile block a worker thread for ever instead.
+``stuck-thread`` makes ReadFile block a worker thread for ever instead, ``deaf-tool`` makes it
+ignore cancellation.
 The first step always runs normally, so a test can check that it was kept.
 """
 
@@ -77,6 +78,19 @@ def install(stage: str) -> None:
             await asyncio.to_thread(threading.Event().wait)
 
         ReadFileTool.run = stuck  # type: ignore[method-assign]
+    elif stage == "deaf-tool":  # ReadFile ignores being cancelled (a badly written MCP tool)
+        import asyncio
+
+        from etcode.tools.read_file import ReadFileTool
+
+        async def deaf(self: Any, params: Any, ctx: Any) -> Any:
+            while True:
+                try:
+                    await asyncio.sleep(3600)
+                except asyncio.CancelledError:
+                    continue
+
+        ReadFileTool.run = deaf  # type: ignore[method-assign]
     else:
         raise SystemExit(f"unknown stage {stage}")
 

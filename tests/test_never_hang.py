@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -239,3 +240,31 @@ def test_a_thread_stuck_for_ever_does_not_keep_etcode_alive(project: Path, llm: 
     assert "still stuck at exit" in proc.stderr
     transcript = stored()
     assert roles(transcript) == ["user", "assistant", "tool"]  # the call is answered and saved
+
+
+def test_a_run_that_cannot_stop_still_ends_after_the_grace_period(project: Path, llm: FakeLLM) -> None:
+    """SIGTERM while a tool ignores cancellation: the turn cannot wind down, so the process
+    leaves on its own after the grace period (exit 130) instead of waiting for ever."""
+    from tests.test_fault_matrix import _events_until
+
+    write_config(project, llm)
+    llm.script(Reply(text="Reading.", calls=[Call("ReadFile", {"file_path": "etcode.json"})]))
+    proc = subprocess.Popen(
+        [sys.executable, str(FAULTS), "deaf-tool", "run", "--format", "json", "read"],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(FAULTS.parent.parent), *sys.path])},
+    )
+    try:
+        _events_until(proc, lambda e: e["type"] == "tool_call_start")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=GUARD)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
