@@ -24,6 +24,8 @@ ERRORS_SHARE = 4
 _FILE_MIN_LINES = 3
 #: The least room any file takes (an empty file's header and blank line).
 _SMALLEST_FLOOR = (2, len("=== File:  (0 B, 0 lines) ===\n") + 1)
+#: The shortest header, without the file's name.
+_HEADER_LEAST = len("=== File:  (0 B, 1 line) ===\n")
 #: The line naming the files left out (its list of names is cut to fit).
 _OMITTED_BYTES = 800
 _OMITTED_NAMES_BYTES = 500
@@ -182,11 +184,12 @@ def plan(
     slots = _Slots(files)
     if slots.all_fit_whole(lines_left, bytes_left):
         return Budgeted([slots[i] for i in range(len(files))], errors_shown=errors_shown)
-    chosen = _choose(slots, lines_left, bytes_left)
+    order = _Order(files)
+    chosen = _choose(slots, order, lines_left, bytes_left)
     if len(chosen) < len(files):  # room for the line naming the files left out
         lines_left -= 2
         bytes_left -= _OMITTED_BYTES
-        chosen = _choose(slots, lines_left, bytes_left)
+        chosen = _choose(slots, order, lines_left, bytes_left)
     budget = Budgeted([slots[i] for i in sorted(chosen)], errors_shown=errors_shown)
     budget.omitted = [files[i] for i in range(len(files)) if i not in chosen]
     # Each file is owed its floor (whole when tiny, else header + marker); what is left
@@ -247,16 +250,32 @@ class _Slots:
         return True
 
 
-def _choose(slots: _Slots, max_lines: int, max_bytes: int) -> set[int]:
-    """The files that get at least their floor, when not all can: the paths named
-    explicitly first, then glob matches in order."""
-    order = sorted(range(len(slots)), key=lambda i: not slots.files[i].explicit)
+class _Order:
+    """The order files get room in (the paths named explicitly first, then glob matches in
+    order), each with a cheap lower bound of its floor and the least bound from there on."""
+
+    def __init__(self, files: Sequence[FileRead]) -> None:
+        named = [i for i, item in enumerate(files) if item.explicit]
+        others = [i for i, item in enumerate(files) if not item.explicit] if named else range(len(files))
+        self.indexes = [*named, *others]
+        header_least, marker = _HEADER_LEAST, _MARKER_BYTES + 2
+        self.least = [
+            header_least + len(item.shown) + min(len(item.content) + 2, len(item.shown) + marker)
+            for item in (files[i] for i in self.indexes)
+        ]  # _least_bytes, inlined: this runs over every file
+        self.least_after = self.least[:]
+        for pos in range(len(self.least_after) - 2, -1, -1):
+            self.least_after[pos] = min(self.least_after[pos], self.least_after[pos + 1])
+
+
+def _choose(slots: _Slots, order: _Order, max_lines: int, max_bytes: int) -> set[int]:
+    """The files that get at least their floor, when not all can, in ``order``."""
     chosen: set[int] = set()
-    for index in order:
-        if max_lines < _SMALLEST_FLOOR[0] or max_bytes < _SMALLEST_FLOOR[1]:
-            break  # not even an empty file's header fits: the rest are left out
-        if _least_bytes(slots.files[index]) > max_bytes:
-            continue  # cannot fit (known without measuring it)
+    for pos, index in enumerate(order.indexes):
+        if max_lines < _SMALLEST_FLOOR[0] or max_bytes < order.least_after[pos]:
+            break  # none of the rest can fit: they are left out
+        if order.least[pos] > max_bytes:
+            continue  # this one cannot fit (known without measuring it)
         floor_lines, floor_bytes = slots[index].floor
         if floor_lines > max_lines or floor_bytes > max_bytes:
             continue
@@ -270,8 +289,7 @@ def _least_bytes(item: FileRead) -> int:
     """A lower bound of the bytes of ``item``'s floor, cheap to compute: its header, and
     the smaller of its whole content and a cut marker."""
     shown = len(item.shown)
-    header_least = len("=== File:  (0 B, 1 line) ===\n")  # the shortest header but the name
-    return header_least + shown + min(len(item.content) + 2, shown + _MARKER_BYTES + 2)
+    return _HEADER_LEAST + shown + min(len(item.content) + 2, shown + _MARKER_BYTES + 2)
 
 
 def _slot(item: FileRead) -> _Slot:
