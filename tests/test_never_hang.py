@@ -218,6 +218,9 @@ def test_second_process_on_the_same_session_is_refused(project: Path, llm: FakeL
         assert "in use by another etcode process" in line and f"pid {first.pid}" in line
         continued = etcode("run", "-c", "me too", cwd=project, timeout=GUARD)  # the same session
         assert "in use" in error_line(continued)
+        for command in (["undo", "--session", session["id"]], ["sessions", "delete", session["id"]]):
+            refused = etcode(*command, cwd=project, timeout=GUARD)  # nothing changed under it
+            assert "in use by another etcode process" in error_line(refused), command
     finally:
         first.kill()
         first.communicate(timeout=GUARD)

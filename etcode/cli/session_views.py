@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from etcode.provider.catalog import CatalogModel
 from etcode.provider.types import ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from etcode.session.lock import SessionLock
 from etcode.session.store import SessionInfo, SessionNotFoundError, SessionStore, StoredMessage
 
 
 def open_store() -> SessionStore:
     return SessionStore.open()
+
+
+@contextlib.contextmanager
+def holding(store: SessionStore, session_id: str) -> Iterator[SessionLock]:
+    """Hold the session's lock while changing it (``undo``, ``delete``): a session another
+    etcode process is working in is refused, not changed under its feet."""
+    lock = SessionLock.acquire(store.path.parent / "locks", session_id)
+    try:
+        yield lock
+    finally:
+        lock.release()
 
 
 def project_id(directory: Path | None = None) -> str:

@@ -81,7 +81,9 @@ def delete(session_id: Annotated[str, typer.Argument(help="Session id (the full 
 
     store = views.open_store()
     info = views.find(store, session_id, exact=True)
-    store.delete_session(info.id)
+    with views.holding(store, info.id) as lock:
+        store.delete_session(info.id)
+        lock.path.unlink(missing_ok=True)
     typer.echo(f"Deleted session {info.id} ({info.title}).")
 
 
@@ -106,7 +108,8 @@ def undo(
 
     store = views.open_store()
     info = views.find(store, session) if session else views.latest(store)
-    report = undo_last_turn(store, info.id, note=True, force=force)
+    with views.holding(store, info.id):
+        report = undo_last_turn(store, info.id, note=True, force=force)
     if report is None:
         typer.echo(f"Nothing to undo in session {info.id}.", err=True)
         return
