@@ -37,8 +37,17 @@ class ProviderError(EtcodeError):
 class ContextOverflowError(ProviderError):
     """The request did not fit the model's context window (compaction may help)."""
 
-    def __init__(self, message: str, *, status: int | None = None, provider: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        provider: str | None = None,
+        window: int | None = None,
+    ) -> None:
         super().__init__(message, kind="context_overflow", status=status, retryable=False, provider=provider)
+        #: The context window the server stated (llama.cpp's ``n_ctx``), when it did.
+        self.window = window
 
 
 class StreamParseError(ProviderError):

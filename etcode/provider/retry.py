@@ -30,6 +30,7 @@ from etcode.provider.errors import ContextOverflowError, ProviderError, StreamPa
 from etcode.provider.spec import ProviderSpec, RetryConfig
 from etcode.provider.sse import SSEEvent, aiter_sse
 from etcode.provider.types import ModelRequest, RetryNotice, StreamChunk, StreamEnd
+from etcode.util.redact import hide
 
 __all__ = [
     "RetryingHTTPProvider",
@@ -53,7 +54,8 @@ NEVER_RETRY = frozenset({400, 401, 403, 404})
 _MAX_MESSAGE = 300
 
 _OVERFLOW = re.compile(
-    r"context_length_exceeded|maximum context length|prompt is too long|context window|"
+    r"context_length_exceeded|exceed_context_size_error|exceeds the available context size|"
+    r"maximum context length|prompt is too long|context window|"
     r"context limit|too many tokens|context length|reduce the length of the (?:messages|prompt)|"
     r"input is too long|too many input tokens|exceeds? (?:the )?(?:model'?s? )?(?:max(?:imum)? )?"
     r"(?:context|token limit|input tokens)",
@@ -132,20 +134,37 @@ def should_retry(status: int, headers: Mapping[str, str], kind: str = "") -> boo
     return status in (408, 409, 429) or status >= 500
 
 
-def is_context_overflow(message: str, code: str | None = None) -> bool:
+def is_context_overflow(message: str, code: str | None = None, etype: str | None = None) -> bool:
     """Whether an error text means "the prompt does not fit the context window"."""
-    if code == "context_length_exceeded":
+    if code == "context_length_exceeded" or etype == "exceed_context_size_error":
         return True
     return bool(_OVERFLOW.search(message or ""))
+
+
+#: The window a server states in its overflow message: llama.cpp "available context size
+#: (4096 tokens)", vLLM/OpenAI/OpenRouter "maximum context length is 4096 tokens".
+_WINDOW_IN_TEXT = re.compile(
+    r"(?:available context size \(|maximum context length is |context length of (?:only )?)(\d+) tokens",
+    re.IGNORECASE,
+)
+
+
+def stated_window(payload: Any, message: str) -> int | None:
+    """The context window an overflow error reports (llama.cpp's ``n_ctx``, or the text)."""
+    err = payload.get("error", payload) if isinstance(payload, dict) else None
+    if isinstance(err, dict):
+        n_ctx = err.get("n_ctx")
+        if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:
+            return n_ctx
+    found = _WINDOW_IN_TEXT.search(message or "")
+    return int(found.group(1)) if found else None
 
 
 # ---- error classification -------------------------------------------------------------
 
 
 def _one_line(text: str, secret: str | None) -> str:
-    if secret:
-        text = text.replace(secret, "***")
-    text = " ".join(text.split())
+    text = " ".join(hide(text, secret).split())
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
 
 
@@ -202,8 +221,11 @@ def _build_error(
     label = code if code and not (code.isascii() and code.isdigit()) else etype
     head = f"{provider}: {status}" if status else f"{provider}:"
     text = _one_line(f"{head} {label}: {message}" if label else f"{head} {message}", secret)
-    if is_context_overflow(message, code) and (status is None or (400 <= status < 500 and status != 429)):
-        return ContextOverflowError(text, status=status, provider=provider)
+    if is_context_overflow(message, code, etype) and (
+        status is None or (400 <= status < 500 and status != 429)
+    ):
+        window = stated_window(payload, message)
+        return ContextOverflowError(text, status=status, provider=provider, window=window)
     kind = _kind_for(status, etype, code, raw_text)
     if status is not None and headers is not None:
         retryable = should_retry(status, headers, kind)

@@ -359,6 +359,8 @@ class AgentLoop(EventPump):
             window = self.settings.window
             if window is None or not window.auto:
                 raise
+            if err.window and window.learn_window(err.window):  # the server said its size
+                self.emit(window.update())
             window.check_newest(self.settings.system, self.settings.tools.schemas(), self.messages, err)
             try:
                 compacted = await self._compact("overflow")

@@ -55,6 +55,14 @@ class ContextWindow:
     def auto(self) -> bool:
         return self.budget.auto
 
+    def learn_window(self, context: int) -> bool:
+        """Take the window a server stated (an overflow error's ``n_ctx``) when the catalog
+        knew none; True when it was new. The meter and compactor share the budget."""
+        if self.budget.context or context <= 0:
+            return False
+        self.budget.context = context
+        return True
+
     def estimate(self, system: list[str], tools: list[ToolSchema], messages: list[Message]) -> int:
         return self.meter.estimate(system, tools, messages)
 

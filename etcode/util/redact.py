@@ -133,6 +133,17 @@ def _worth_hiding(value: Any) -> bool:
     return len(value) >= MIN_SECRET_LENGTH and not value.startswith(("/", "~")) and not value.isdigit()
 
 
+def hide(text: str, secret: str | None) -> str:
+    """``text`` with ``secret`` (and the forms it is printed in) replaced by ``***`` — only
+    when it is worth hiding by the one rule (at least :data:`MIN_SECRET_LENGTH` characters,
+    not a path, not a number): a local server's ``"apiKey": "x"`` must not garble every x."""
+    if not secret:
+        return text
+    for variant in _variants(secret):
+        text = text.replace(variant, "***")
+    return text
+
+
 def _variants(value: str) -> list[str]:
     """A secret and the forms it may be printed in: stripped, without a ``Bearer`` scheme,
     and escaped inside a JSON string (so a serialised event line can be redacted)."""

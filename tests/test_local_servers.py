@@ -1,0 +1,103 @@
+"""What a local-model user meets: llama.cpp's own error shapes, replayed byte for byte from
+``../shared/fixtures/llama-server/`` through the real ``etcode run`` and the fake server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from etcode.provider.errors import ContextOverflowError
+from etcode.provider.retry import error_from_response
+from tests.cli_helpers import etcode, write_config
+from tests.fake_llm import FakeLLM, Fault, Reply
+from tests.test_fault_matrix import error_line, ok
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "llama-server"
+RECORDED_OVERFLOW = (
+    '{"error":{"code":400,"message":"request (6050 tokens) exceeds the available context size '
+    '(4096 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":6050,'
+    '"n_ctx":4096}}'
+)
+
+
+def overflow_body() -> dict[str, Any]:
+    """llama-server's 400 body (the recording when it is there, else the same bytes inline)."""
+    recording = FIXTURES / "overflow-400.txt"
+    if recording.is_file():
+        head, _, body = recording.read_text(encoding="utf-8").partition("\n\n")
+        assert "400 Bad Request" in head and "llama.cpp" in head
+        return json.loads(body)
+    return json.loads(RECORDED_OVERFLOW)
+
+
+def test_llama_overflow_is_an_overflow_with_its_window() -> None:
+    body = json.dumps(overflow_body())
+    err = error_from_response("local", 400, {}, body, secret="x")
+    assert isinstance(err, ContextOverflowError)
+    assert err.window == 4096
+    # a short "apiKey" like the README's "x" is not a secret to mask in every word
+    assert "exceeds the available context size (4096 tokens)" in str(err)
+    assert "***" not in str(err)
+
+
+def test_a_real_secret_is_still_hidden_in_provider_errors() -> None:
+    key = "sk-local-0123456789abcdef"
+    err = error_from_response(
+        "local", 401, {}, json.dumps({"error": {"message": f"bad key {key}"}}), secret=key
+    )
+    assert key not in str(err) and "***" in str(err)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.",
+        "Trying to keep the first 5000 tokens when context the overflows. However, the model is loaded "
+        "with context length of only 4096 tokens, which is not enough.",
+    ],
+    ids=["vllm-openrouter", "lm-studio"],
+)
+def test_other_local_servers_overflow_messages(message: str) -> None:
+    err = error_from_response("local", 400, {}, json.dumps({"error": {"message": message}}), secret=None)
+    assert isinstance(err, ContextOverflowError)
+    assert err.window == 4096
+
+
+def bigger_window(body: dict[str, Any], n_ctx: int) -> dict[str, Any]:
+    """The recorded overflow, as a server started with a ``n_ctx`` window would send it."""
+    error = dict(body["error"])
+    error["message"] = error["message"].replace("(4096 tokens)", f"({n_ctx} tokens)")
+    error["n_prompt_tokens"], error["n_ctx"] = n_ctx + 100, n_ctx
+    return {"error": error}
+
+
+def test_llama_overflow_compacts_and_the_run_succeeds(project: Path, llm: FakeLLM) -> None:
+    """The window is unknown to the catalog; the server's 400 names it (n_ctx): etcode
+    compacts the older turns and the retry goes through."""
+    write_config(project, llm, api_key="x")
+    llm.script(Reply(text="An earlier answer about the build."))
+    ok(etcode("run", "how do I build it?", cwd=project))
+    llm.script(
+        Fault(status=400, body=bigger_window(overflow_body(), 32768)),
+        Reply(text="Summary: the user asked how to build."),  # the compaction's summary request
+        Reply(text="Now the tests."),
+    )
+    proc = etcode("run", "-c", "and the tests?", cwd=project)
+    ok(proc)
+    assert proc.stdout.endswith("Now the tests.\n")
+    retried = llm.requests[-1].body["messages"]
+    assert "and the tests?" in json.dumps(retried)  # the newest message, word for word
+    assert "how do I build it?" not in json.dumps(retried)  # the older turn was summarised
+
+
+def test_llama_overflow_with_nothing_to_compact_is_one_clear_line(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm, api_key="x")
+    llm.script(Fault(status=400, body=overflow_body()))
+    line = error_line(etcode("run", "explain this", cwd=project))
+    # the window the server stated is used: the prompt alone does not fit 4,096 tokens
+    assert "4,096-token window" in line
+    assert "***" not in line
+    assert len(llm.requests) == 1  # nothing doomed was sent again
