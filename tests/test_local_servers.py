@@ -101,3 +101,21 @@ def test_llama_overflow_with_nothing_to_compact_is_one_clear_line(project: Path,
     assert "4,096-token window" in line
     assert "***" not in line
     assert len(llm.requests) == 1  # nothing doomed was sent again
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_cut_answer_is_never_silent(project: Path, llm: FakeLLM, wire: str) -> None:
+    """finish_reason "length" / stop_reason "max_tokens": a notice on stderr, the JSON result
+    says max_tokens, and the exit status is 1 — a script must not take a cut answer as done."""
+    write_config(project, llm, wire)
+    llm.script(Reply(text="The first part of a long", stop_reason="max_tokens"))
+    proc = etcode("run", "explain everything", cwd=project)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith("The first part of a long")
+    assert "The answer was cut off" in proc.stderr
+    llm.script(Reply(text="Cut again", stop_reason="max_tokens"))
+    proc = etcode("run", "--format", "json", "-c", "more", cwd=project)
+    assert proc.returncode == 1
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert lines[-1]["type"] == "result" and lines[-1]["stop_reason"] == "max_tokens"
+    assert any(e["type"] == "stopped" and e.get("reason") == "max_tokens" for e in lines)

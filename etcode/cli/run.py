@@ -1,5 +1,6 @@
 """``etcode run``: one task, headless. The answer goes to stdout, progress to stderr;
-``--format json`` writes JSON Lines. Exit codes: 0 done, 1 failed, 2 usage, 130 interrupted."""
+``--format json`` writes JSON Lines. Exit codes: 0 done, 1 failed (or the answer was cut at
+the output limit), 2 usage, 130 interrupted."""
 
 from __future__ import annotations
 
@@ -71,8 +72,8 @@ def _is_tty(stream: Any) -> bool:
 
 
 def exit_code_for(stop_reason: str) -> int:
-    if stop_reason in ("end_turn", "max_tokens"):
-        return 0
+    if stop_reason == "end_turn":
+        return 0  # a cut answer (max_tokens) is not done: a script must not take it as such
     if stop_reason == "interrupted":
         return 130
     return 1

@@ -156,6 +156,8 @@ class AgentLoop(EventPump):
                 await self._persist()
                 if not calls:
                     stop_reason = "max_tokens" if end.stop_reason == "max_tokens" else "end_turn"
+                    if stop_reason == "max_tokens":  # never a silent truncation
+                        self.emit(ev.StoppedEvent("max_tokens", self._cut_notice()))
                     break
         except ProviderError as err:
             stop_reason = "error"
@@ -186,6 +188,14 @@ class AgentLoop(EventPump):
             self.result = self._make_result(stop_reason, error)
             self.emit(ev.DoneEvent(self.result.to_dict()))
             self._finish()
+
+    def _cut_notice(self) -> str:
+        limit = self.settings.max_tokens
+        where = f" (max_tokens {limit})" if limit else ""
+        return (
+            f'The answer was cut off: the model reached its output limit{where}. Raise "max_tokens" '
+            "for this model in etcode.json, or ask for a shorter answer."
+        )
 
     def _start_timer(self, deadline: float | None) -> asyncio.TimerHandle | None:
         if deadline is None:
