@@ -193,8 +193,8 @@ class AgentLoop(EventPump):
         limit = self.settings.max_tokens
         where = f" (max_tokens {limit})" if limit else ""
         return (
-            f'The answer was cut off: the model reached its output limit{where}. Raise "max_tokens" '
-            "for this model in etcode.json, or ask for a shorter answer."
+            f"The answer was cut off: the model reached its output limit{where}. Raise it (the "
+            'provider\'s "options": {"max_tokens": N} in etcode.json) or ask for a shorter answer.'
         )
 
     def _start_timer(self, deadline: float | None) -> asyncio.TimerHandle | None:

@@ -1,0 +1,148 @@
+"""The real ``etcode run`` against the real llama.cpp ``llama-server`` (SmolLM2-135M, CPU).
+
+The server comes from ``../shared/tools/llama-server`` (built once per machine; ``.ci/run``
+builds it when missing and sets ``ETCODE_REQUIRE_LLAMA=1``, so in CI these tests fail rather
+than skip when it cannot start). Each test starts its own server only when its window differs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli_helpers import etcode
+from tests.test_fault_matrix import error_line
+
+TOOL = Path(__file__).resolve().parents[2] / "shared" / "tools" / "llama-server"
+REQUIRED = os.environ.get("ETCODE_REQUIRE_LLAMA") == "1"
+#: The build cache, fixed at import: each test gets its own XDG_CACHE_HOME (conftest).
+CACHE = os.environ.get("ETCODE_LLAMA_CACHE") or str(
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "etcode-dev" / "llama"
+)
+
+
+def tool(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(TOOL), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "ETCODE_LLAMA_CACHE": CACHE, **env},
+    )
+
+
+def _unavailable(reason: str) -> None:
+    if REQUIRED:
+        pytest.fail(f"llama-server is required here: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def llama() -> Iterator[Callable[..., int]]:
+    """``llama(ctx=8192)`` → the port of a running llama-server with that window."""
+    if not TOOL.is_file():
+        _unavailable(f"{TOOL} is missing")
+    if tool("path").returncode != 0:
+        _unavailable("llama-server is not built (../shared/tools/llama-server build)")
+    ports: dict[int, int] = {}
+
+    def start(ctx: int = 8192) -> int:
+        if ctx not in ports:
+            proc = tool("start", LLAMA_CTX=str(ctx))
+            if proc.returncode != 0:
+                _unavailable(f"llama-server did not start: {proc.stderr.strip()[-300:]}")
+            ports[ctx] = int(proc.stdout.strip().splitlines()[-1])
+        return ports[ctx]
+
+    yield start
+    for port in ports.values():
+        tool("stop", str(port))
+
+
+def configure(project: Path, port: int, **options: Any) -> None:
+    """A project whose model is served by llama-server on ``port`` (the README's local setup)."""
+    provider = {
+        "id": "local",
+        "type": "openai",
+        "baseURL": f"http://127.0.0.1:{port}/v1",
+        "apiKey": "x",
+        "options": {"temperature": 0, "seed": 1, **options},
+    }
+    (project / "etcode.json").write_text(json.dumps({"model": "local/smollm2", "provider": [provider]}))
+
+
+def result_of(proc: subprocess.CompletedProcess) -> dict[str, Any]:
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_short_answer_with_usage(project: Path, llama: Callable[..., int]) -> None:
+    configure(project, llama(), max_tokens=48)
+    proc = etcode("run", "--format", "json", "Say hello in one short sentence.", cwd=project, timeout=300)
+    result = result_of(proc)
+    assert result["type"] == "result"
+    assert result["stop_reason"] in ("end_turn", "max_tokens")
+    assert result["text"].strip()
+    assert result["usage"]["input_tokens"] > 100  # the system prompt and tools were read
+    assert 0 < result["usage"]["output_tokens"] <= 48
+    assert proc.returncode == (0 if result["stop_reason"] == "end_turn" else 1)
+
+
+def test_a_cut_answer_says_so_and_exits_1(project: Path, llama: Callable[..., int]) -> None:
+    configure(project, llama(), max_tokens=4)
+    proc = etcode("run", "Write a long story about a lighthouse keeper.", cwd=project, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert "The answer was cut off" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_overflow_names_the_servers_window(project: Path, llama: Callable[..., int]) -> None:
+    """A 2,048-token window cannot hold etcode's first request (system prompt and tools):
+    the run ends with one line naming the window the server stated, not a garbled 400."""
+    configure(project, llama(2048), max_tokens=16)
+    line = error_line(etcode("run", "hello", cwd=project, timeout=300))
+    assert "2,048-token window" in line
+    assert "***" not in line
+
+
+def test_server_killed_mid_stream(project: Path, llama: Callable[..., int]) -> None:
+    port = llama(4096 + 8)  # a server of its own, to kill
+    configure(project, port, max_tokens=2000)
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "etcode",
+            "run",
+            "--format",
+            "json",
+            "Count from 1 to 500, one number per line.",
+        ],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
+    try:
+        assert run.stdout is not None
+        for line in run.stdout:  # wait for the stream to start
+            if json.loads(line).get("type") == "text_delta":
+                break
+        os.kill(int((Path(CACHE) / f"server-{port}.pid").read_text().strip()), signal.SIGKILL)
+        out, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    assert run.returncode == 1, err
+    assert "Traceback" not in err
+    assert [line for line in err.splitlines() if line.startswith("error:")]
