@@ -81,6 +81,12 @@ class SystemPrompt:
         return PromptPart("provider", name, templates.load(name))
 
     @staticmethod
+    def lean_provider() -> PromptPart:
+        """The lean provider layer for small windows: one short prompt for every model family."""
+        name = "provider/lean.txt"
+        return PromptPart("provider", name, templates.load(name))
+
+    @staticmethod
     def environment(
         model_full_id: str,
         directory: str | Path,
@@ -136,6 +142,7 @@ class SystemPrompt:
         now: datetime | None = None,
         transforms: Sequence[str] = (),
         on_warning: Callable[[str], None] | None = None,
+        lean: bool = False,
     ) -> list[PromptPart]:
         """Agent prompt (else provider prompt), environment, instructions; then the hooks.
 
@@ -146,6 +153,8 @@ class SystemPrompt:
         ``transforms``: config-listed ``"module:function"`` hooks, run after the
         entry-point ones. Hook warnings are added to ``instructions.warnings``; the
         warnings not yet reported are passed to ``on_warning``. Nothing here is fatal.
+        ``lean``: the short provider prompt (:meth:`lean_provider`) instead of the family's,
+        for small windows; an agent's own prompt is kept either way.
         """
         from etcode.prompt.hooks import apply_transforms
 
@@ -153,7 +162,9 @@ class SystemPrompt:
             first: PromptPart | None = SystemPrompt.custom(system_prompt, name)
         else:
             first = SystemPrompt.agent(agent, name) if agent is not None else None
-        parts = [first or SystemPrompt.provider(model_full_id)]
+        if first is None:
+            first = SystemPrompt.lean_provider() if lean else SystemPrompt.provider(model_full_id)
+        parts = [first]
         git = is_git if is_git is not None else (instructions.worktree / ".git").exists()
         where = directory if directory is not None else instructions.directory
         parts.append(SystemPrompt.environment(model_full_id, where, git, now))

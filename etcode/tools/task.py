@@ -39,13 +39,16 @@ class SubagentRunner(Protocol):
     async def run(self, name: str, description: str, prompt: str, ctx: ToolContext) -> ToolResult: ...
 
 
+#: The line before the subagent list in ``Task``'s description (the lean description keeps the list).
+CATALOG_HEADING = "Available subagent types:"
+
 _DESCRIPTION = """Launch a subagent to handle a self-contained task in its own session, with its own context.
 
 The subagent starts fresh: it does not see this conversation, so the prompt must say everything it needs (the goal, the relevant paths, what to return). It answers once, with a final report; that report is this tool's result and is not shown to the user, so summarise what matters.
 
 Use it for broad searches and research that would flood this conversation, or for independent pieces of work. Several read-only subagents (such as explore) can run at the same time: put several Task calls in one answer. For a single known file or symbol, use ReadFile/Grep/Glob directly instead.
 
-Available subagent types:
+{heading}
 {catalog}"""
 
 
@@ -57,7 +60,9 @@ class TaskTool(Tool):
     def __init__(self, runner: SubagentRunner) -> None:
         self.runner = runner
         lines = [f"- {name}: {text or 'no description'}" for name, text in runner.catalog().items()]
-        self._description = _DESCRIPTION.format(catalog="\n".join(lines) or "- general")
+        self._description = _DESCRIPTION.format(
+            heading=CATALOG_HEADING, catalog="\n".join(lines) or "- general"
+        )
 
     @property
     def description(self) -> str:  # type: ignore[override]
