@@ -312,6 +312,20 @@ def prompt(runs: int) -> None:
     )
 
 
+def request_size() -> None:
+    """Tokens of the build agent's first request (issue 14): default prompt and lean prompt."""
+    import bench_first_request
+
+    figures = bench_first_request.measure()
+    row("first request, default prompt", f"{figures['default']:,} tokens", "unchanged", None)
+    row(
+        "first request, lean prompt",
+        f"{figures['lean']:,} tokens",
+        f"<= {bench_first_request.TARGET:,}",
+        figures["lean"] <= bench_first_request.TARGET,
+    )
+
+
 def hardening(runs: int) -> None:
     import contextlib
     import io
@@ -367,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         ("compaction", lambda: compaction(3 if quick else 7)),
         ("mcp", lambda: mcp(1 if quick else 3)),
         ("prompt", lambda: prompt(1 if quick else 3)),
+        ("request size", request_size),
         ("hardening", lambda: hardening(15 if quick else 40)),
     ]
     started = time.perf_counter()
