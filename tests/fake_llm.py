@@ -364,11 +364,35 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        self._not_found()
+        fake = self.server.fake
+        path = self.path.split("?", 1)[0]
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        with fake._lock:
+            fake.side_requests.append(f"{self.command} {path}")
+            page = fake.pages.get(f"{self.command} {path}")
+        if page is None:
+            self._not_found(body_read=True)
+            return
+        status, obj, delay = page
+        if delay:
+            fake._stop.wait(delay)
+        del raw
+        self._send_json(status, obj, {})
 
     do_PUT = do_DELETE = do_PATCH = do_HEAD = do_GET
 
+    def _side_post(self) -> bool:
+        """A scripted side page (``FakeLLM.page``) for this POST: answered, True."""
+        path = self.path.split("?", 1)[0]
+        if path in (OPENAI_PATH, ANTHROPIC_PATH):
+            return False
+        self.do_GET()
+        return True
+
     def do_POST(self) -> None:
+        if self._side_post():
+            return
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         path = self.path.split("?", 1)[0]
@@ -497,6 +521,9 @@ class FakeLLM:
     def __init__(self, model: str = "fake-model") -> None:
         self.model = model
         self.requests: list[Recorded] = []
+        #: Requests to other paths (``"GET /props"``), answered from ``pages`` or with 404.
+        self.side_requests: list[str] = []
+        self.pages: dict[str, tuple[int, Any, float]] = {}
         self._queue: collections.deque[Entry] = collections.deque()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -570,6 +597,13 @@ class FakeLLM:
         """Append replies/faults/callables to the FIFO queue."""
         with self._lock:
             self._queue.extend(entries)
+        return self
+
+    def page(self, route: str, obj: Any, *, status: int = 200, delay: float = 0.0) -> FakeLLM:
+        """Answer ``route`` (``"GET /props"``, ``"POST /api/show"``) with JSON ``obj``,
+        after ``delay`` seconds (a slow server)."""
+        with self._lock:
+            self.pages[route] = (status, obj, delay)
         return self
 
     @property
