@@ -138,6 +138,7 @@ class Agent:
         self.state: dict[str, Any] = {}
         self.last_result: AgentResult | None = None
         self._runtime: Any = None
+        self._preparing: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._current: Any = None
         #: The session that started this one (set for ``Task`` subagents).
         self.parent_session_id: str | None = None
@@ -151,6 +152,9 @@ class Agent:
         session = self._session
         session.parent_id = self.parent_session_id
         self.history = await session.begin_turn(task, runtime, self.history)
+        from etcode.session.server_window import apply_server_facts
+
+        told = await apply_server_facts(runtime, session.window)  # the server's window, at most 0.3 s
         if runtime.agent_name == "workflow":  # Planner → Executor → Verifier
             from etcode.workflow.engine import WorkflowRun
 
@@ -165,7 +169,7 @@ class Agent:
             yield SessionStart(
                 self.session_id, runtime.spec.full_id, runtime.agent_name, str(runtime.directory)
             )
-            for warning in [*runtime.take_warnings(), *session.take_warnings()]:
+            for warning in [*runtime.take_warnings(), *session.take_warnings(), *told]:
                 yield warning
             async for event in loop.events():
                 yield event
@@ -258,6 +262,15 @@ class Agent:
         await self._prepare()
 
     async def _prepare(self) -> Any:
+        """Build the runtime and open the session once, even when a turn starts while the
+        chat's warm-up is still doing it (both wait for the same work)."""
+        loop = asyncio.get_running_loop()
+        if self._preparing is None or self._preparing[0] is not loop:  # run_sync: a loop per call
+            self._preparing = (loop, asyncio.Lock())
+        async with self._preparing[1]:
+            return await self._prepare_once()
+
+    async def _prepare_once(self) -> Any:
         if self._runtime is None:
             from etcode.session.runtime import Runtime
 

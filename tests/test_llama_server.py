@@ -67,16 +67,30 @@ def llama() -> Iterator[Callable[..., int]]:
         tool("stop", str(port))
 
 
-def configure(project: Path, port: int, **options: Any) -> None:
+def configure(
+    project: Path,
+    port: int,
+    *,
+    models: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+    **options: Any,
+) -> None:
     """A project whose model is served by llama-server on ``port`` (the README's local setup)."""
-    provider = {
+    provider: dict[str, Any] = {
         "id": "local",
         "type": "openai",
         "baseURL": f"http://127.0.0.1:{port}/v1",
         "apiKey": "x",
         "options": {"temperature": 0, "seed": 1, **options},
     }
-    (project / "etcode.json").write_text(json.dumps({"model": "local/smollm2", "provider": [provider]}))
+    if models:
+        provider["models"] = models
+    config = {"model": "local/smollm2", "provider": [provider], **(settings or {})}
+    (project / "etcode.json").write_text(json.dumps(config))
+
+
+def events_of(proc: subprocess.CompletedProcess) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
 
 
 def result_of(proc: subprocess.CompletedProcess) -> dict[str, Any]:
@@ -104,13 +118,29 @@ def test_a_cut_answer_says_so_and_exits_1(project: Path, llama: Callable[..., in
 
 
 def test_overflow_names_the_servers_window(project: Path, llama: Callable[..., int]) -> None:
-    """A 512-token window cannot hold etcode's first request (its system prompt; this
-    template drops the tools): the server's 400 is read as an overflow with its window, and the
+    """The config claims 8,192 tokens, the server runs with 512 and the full prompt (~1,600
+    tokens) cannot fit: the server's 400 is read as an overflow stating its window, and the
     run ends with one line naming that window — not a garbled "bad request"."""
-    configure(project, llama(512), max_tokens=16)
+    configure(
+        project,
+        llama(512),
+        models={"smollm2": {"limit": {"context": 8192}}},
+        settings={"prompt": "full"},
+        max_tokens=16,
+    )
     line = error_line(etcode("run", "hello", cwd=project, timeout=300))
     assert "512-token window" in line
     assert "***" not in line
+
+
+def test_a_small_discovered_window_gets_the_lean_prompt(project: Path, llama: Callable[..., int]) -> None:
+    """Discovered, the 512-token window is known before the first request: the lean prompt
+    fits it and the run answers."""
+    configure(project, llama(512), max_tokens=16)
+    proc = etcode("run", "--format", "json", "hello", cwd=project, timeout=300)
+    result = result_of(proc)
+    assert result["stop_reason"] in ("end_turn", "max_tokens"), proc.stdout[-2000:]
+    assert result["result"].strip()
 
 
 def test_server_killed_mid_stream(project: Path, llama: Callable[..., int]) -> None:
@@ -149,3 +179,56 @@ def test_server_killed_mid_stream(project: Path, llama: Callable[..., int]) -> N
     events = [json.loads(line) for line in out.splitlines()]
     assert [e for e in events if e["type"] == "error"]  # one clear error event
     assert events[-1]["type"] == "result" and events[-1]["stop_reason"] == "error"
+
+
+def test_window_discovery(project: Path, llama: Callable[..., int]) -> None:
+    """The catalog does not know "smollm2": the server's /props says its 2,048-token window,
+    shown by ``debug prompt --json`` and ``etcode models``, used by the run (the status
+    bar's %), with the lean prompt for so small a window, and one warning that this chat
+    template cannot use tools."""
+    configure(project, llama(2048), max_tokens=16)
+    shown = etcode("debug", "prompt", "--json", cwd=project, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    prompt = json.loads(shown.stdout)
+    assert prompt["window"]["context"] == 2048
+    assert "llama.cpp" in prompt["window"]["source"]
+    assert prompt["prompt"] == "lean"
+    assert prompt["parts"][0]["source"] == "provider/lean.txt"
+
+    listed = etcode("models", "--json", cwd=project, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    entry = next(e for e in json.loads(listed.stdout) if e["id"] == "local/smollm2")
+    assert entry["limit"]["context"] == 2048
+
+    proc = etcode("run", "--format", "json", "Say hi.", cwd=project, timeout=300)
+    events = events_of(proc)
+    windows = {e["context_window"] for e in events if e["type"] == "usage"}
+    assert windows == {2048}, windows
+    assert events[-1]["type"] == "result" and events[-1]["stop_reason"] in ("end_turn", "max_tokens")
+    warnings = [e["message"] for e in events if e["type"] == "warning"]
+    assert len([w for w in warnings if "cannot use tools" in w]) == 1, warnings
+    assert any("--chat-template-file" in w for w in warnings)
+
+
+def test_overflow_then_compaction_then_success(project: Path, llama: Callable[..., int]) -> None:
+    """The config says 8,192 tokens but the server runs with 2,048 (restarted with a smaller
+    -c): the second turn overflows, the server's 400 states its window, etcode compacts the
+    first turn into a summary and the retried request succeeds."""
+    port = llama(2048)
+    configure(project, port, models={"smollm2": {"limit": {"context": 8192}}}, max_tokens=24)
+    notes = "\n".join(f"- note {i}: the lighthouse lamp was checked at {i} o'clock." for i in range(60))
+    first = etcode(
+        "run", "--format", "json", f"Remember these notes.\n{notes}\nReply OK.", cwd=project, timeout=300
+    )
+    assert result_of(first)["stop_reason"] in ("end_turn", "max_tokens"), first.stdout[-2000:]
+    more = "\n".join(f"- note {i}: the lighthouse lamp was checked at {i} o'clock." for i in range(60, 100))
+    second = etcode(
+        "run", "--format", "json", "--continue", f"More notes.\n{more}\nReply OK.", cwd=project, timeout=300
+    )
+    events = events_of(second)
+    compactions = [e for e in events if e["type"] == "compaction"]
+    assert [(e["reason"], e["phase"]) for e in compactions][-1] == ("overflow", "done"), events
+    assert {e["context_window"] for e in events if e["type"] == "usage"} >= {2048}
+    result = events[-1]
+    assert result["type"] == "result" and result["stop_reason"] in ("end_turn", "max_tokens"), result
+    assert "Traceback" not in second.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -94,6 +95,7 @@ def test_real_etcode_in_tmux(project: Path, llm: FakeLLM) -> None:
         Reply(text="Reading.", calls=[Call("ReadFile", {"file_path": "notes.txt"})]),
         Reply(text="The number is 42."),
     )
+    llm.page("GET /props", {"default_generation_settings": {"n_ctx": 32768}})  # a llama.cpp server
     tmux = Tmux("chat")
     env = " ".join(f"{k}={_quote(v)}" for k, v in os.environ.items() if k in _ENV_KEYS)
     command = f"env {env} TERM=xterm-256color {_quote(sys.executable)} -m etcode"
@@ -106,6 +108,7 @@ def test_real_etcode_in_tmux(project: Path, llm: FakeLLM) -> None:
         assert "● ReadFile (notes.txt)" in screen
         assert "└ " in screen and "executing" not in screen
         assert "fake/test-model" in screen  # the status bar
+        assert re.search(r"tokens \(\d+%\)", screen), (screen, llm.side_requests)  # of the stated window
         tmux.run("send-keys", "-t", "chat", "C-c")
         tmux.run("send-keys", "-t", "chat", "C-c")
         deadline = time.monotonic() + 15

@@ -33,7 +33,7 @@ def prompt(
 
     try:
         with Instance.provide(Path.cwd()) as info:
-            parts, warnings = asyncio.run(_build(info, model, agent))
+            parts, warnings, window = asyncio.run(_build(info, model, agent))
     except EtcodeError as err:  # one line and the error's exit code, as in the main CLI
         from etcode.util.redact import redact
 
@@ -42,11 +42,15 @@ def prompt(
     for message in warnings:
         typer.echo(f"warning: {message}", err=True)
     if as_json:
-        sys.stdout.write(json.dumps({"parts": [p.to_dict() for p in parts]}, ensure_ascii=False) + "\n")
+        out = {"parts": [p.to_dict() for p in parts], **window}
+        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
         return
     for part in parts:
         typer.echo(_rule(part.layer, part.source))
         typer.echo(part.text.rstrip("\n"))
+    context, source = window["window"]["context"], window["window"]["source"]
+    size = f"{context:,} tokens ({source})" if context else "unknown"
+    typer.echo(_rule(f"window: {size}", f"prompt: {window['prompt']}"))
     typer.echo("─" * RULE_WIDTH)
 
 
@@ -64,7 +68,9 @@ def _load_config(directory: Any, worktree: Any) -> Any:
     return load_config(directory, worktree)
 
 
-async def _build(info: Any, model: str | None, agent_name: str | None) -> tuple[list[Any], list[str]]:
+async def _build(
+    info: Any, model: str | None, agent_name: str | None
+) -> tuple[list[Any], list[str], dict[str, Any]]:
     import os
 
     from etcode.agent import DEFAULT_AGENT, get_agent, load_agents
@@ -87,4 +93,47 @@ async def _build(info: Any, model: str | None, agent_name: str | None) -> tuple[
     parts = await SystemPrompt.build(
         chosen, model_id, instructions, is_git=info.is_git, on_warning=warnings.append
     )
-    return parts, warnings
+    window = await _window(config, model_id)
+    if window["prompt"] == "lean" and parts and parts[0].layer == "provider":
+        parts[0] = SystemPrompt.lean_provider()
+    return parts, warnings, window
+
+
+async def _window(config: Any, model_id: str) -> dict[str, Any]:
+    """``{"window": {"context", "output", "source"}, "prompt": "lean" | "full"}`` for the
+    model: the catalog's limits, else what its server says (asked, or cached)."""
+    from etcode.provider.catalog import ModelCatalog
+    from etcode.provider.discovery import ServerProbe, server_kind
+    from etcode.session.server_window import wants_lean
+    from etcode.util.errors import EtcodeError
+
+    mode = getattr(config, "prompt", None)
+    provider_id, _, model = model_id.partition("/")
+    if not model:
+        unknown: dict[str, Any] = {"context": None, "output": None, "source": None}
+        return {"window": unknown, "prompt": "lean" if wants_lean(mode, None) else "full"}
+    from etcode.config.resolve import resolve_model
+
+    spec = None
+    if config is not None:
+        try:
+            spec = resolve_model(config, model_id)
+        except EtcodeError:
+            spec = None  # no key here, say: the catalog still knows the model
+    catalog = ModelCatalog.load(config)
+    entry = catalog.for_spec(spec) if spec is not None else catalog.get(provider_id, model)
+    context, source = entry.context, ", ".join(entry.sources) or None
+    if not context and spec is not None and server_kind(spec) is not None:
+        probe = ServerProbe(spec, grace=DISCOVERY_WAIT)
+        try:
+            facts = await probe.settle()
+        finally:
+            await probe.aclose()
+        if facts is not None and facts.context:
+            context, source = facts.context, f"server ({facts.server} {facts.source})"
+    window = {"context": context, "output": entry.output, "source": source if context else None}
+    return {"window": window, "prompt": "lean" if wants_lean(mode, context) else "full"}
+
+
+#: How long ``debug prompt`` waits for a model server's answer (seconds).
+DISCOVERY_WAIT = 3.0

@@ -228,7 +228,47 @@ def configured_models() -> tuple[list[CatalogModel], str | None]:
         if default and default.startswith(f"{provider}/") and default.split("/", 1)[1] not in ids:
             ids.append(default.split("/", 1)[1])
         entries.extend(catalog.get(provider, model) for model in ids)
+    _ask_servers(config, entries)
     return entries, default
+
+
+def _ask_servers(config: Any, entries: list[CatalogModel]) -> None:
+    """Fill the unknown windows the model servers state (all asked at once; answers are
+    cached, so this costs nothing the second time)."""
+    import asyncio
+
+    from etcode.config.resolve import resolve_model
+    from etcode.provider.discovery import ServerProbe, server_kind
+    from etcode.util.errors import EtcodeError
+
+    asking: list[tuple[CatalogModel, Any]] = []
+    for entry in entries:
+        if entry.context:
+            continue
+        try:
+            spec = resolve_model(config, entry.full_id)
+        except EtcodeError:
+            continue
+        if server_kind(spec) is not None:
+            asking.append((entry, spec))
+    if not asking:
+        return
+
+    async def ask_all() -> list[Any]:
+        probes = [ServerProbe(spec, grace=REQUEST_WAIT) for _, spec in asking]
+        try:
+            return list(await asyncio.gather(*(probe.settle() for probe in probes)))
+        finally:
+            await asyncio.gather(*(probe.aclose() for probe in probes))
+
+    for (entry, _), facts in zip(asking, asyncio.run(ask_all()), strict=True):
+        if facts is not None and facts.context:
+            entry.context = facts.context
+            entry.sources.append(f"server ({facts.server or 'unknown'} {facts.source})".replace(" )", ")"))
+
+
+#: How long ``etcode models`` waits for the model servers' answers (seconds).
+REQUEST_WAIT = 3.0
 
 
 def _tokens(value: int | None) -> str:
@@ -251,9 +291,10 @@ def print_models_table(entries: list[CatalogModel], default: str | None) -> None
     for entry in entries:
         p = entry.price
         mark = " *" if entry.full_id == default else ""
+        stated = any(source.startswith("server") for source in entry.sources)
         table.add_row(
             entry.full_id + mark,
-            _tokens(entry.context),
+            _tokens(entry.context) + (" (server)" if stated else ""),
             _tokens(entry.output),
             _price(p.input),
             _price(p.output),

@@ -246,6 +246,9 @@ class Config(_Strict):
     model_catalog: str | None = None
     retry: RetrySettings = Field(default_factory=RetrySettings)
     max_steps: int = Field(default=50, ge=1)
+    #: The provider prompt and tool descriptions: "lean" (short, for small local models),
+    #: "full", or "auto" (lean when the model's window is 16k tokens or less).
+    prompt: Literal["auto", "full", "lean"] = "auto"
     #: Tool calls run from one model answer; the rest are answered "not run".
     max_tool_calls: int = Field(default=64, ge=1)
     timeout: float | None = Field(default=None, gt=0, description="loop wall-clock limit in s")

@@ -61,6 +61,16 @@ def _unique(messages: Iterable[Message]) -> list[Message]:
     return out
 
 
+def _configured_max_tokens(spec: Any) -> int | None:
+    """The provider's ``options.max_tokens`` (sent as it is), so the budget keeps room for it."""
+    options = getattr(spec, "options", None) or {}
+    for key in ("max_tokens", "max_completion_tokens"):
+        value = options.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
 class AgentSession:
     """One agent's session: store (or none), id, recorder, snapshots and context window."""
 
@@ -185,7 +195,8 @@ class AgentSession:
         self.window = ContextWindow.build(
             runtime.spec,
             runtime.config,
-            max_tokens=agent.max_tokens,
+            catalog=runtime.catalog,
+            max_tokens=agent.max_tokens or _configured_max_tokens(runtime.spec),
             session_cost=info.cost if info else 0.0,
             totals=Usage(info.input_tokens, info.output_tokens) if info else None,
         )

@@ -28,6 +28,9 @@ from etcode.util.tokens import count_tokens, estimate_tokens
 DEFAULT_THRESHOLD = 0.9
 MAX_RESERVE = 32_000
 DEFAULT_RESERVE = 4_096
+#: Bounds of an answer size derived from a window when the model's output limit is unknown.
+MIN_ANSWER = 256
+MAX_DERIVED_ANSWER = 8_192
 #: Per-message framing tokens (role markers and the like) added to each estimate.
 MESSAGE_OVERHEAD = 4
 #: A rough (bytes / 4) size under this share of the limit needs no exact count: the rough
@@ -38,12 +41,14 @@ ROUGH_MARGIN = 0.6
 @dataclass
 class ContextBudget:
     """``context`` tokens in the model's window, ``reserve`` kept for its answer; compaction
-    triggers above ``threshold`` × the usable rest, when ``auto``."""
+    triggers above ``threshold`` × the usable rest, when ``auto``. ``output`` is the answer
+    size asked for in each request (``max_tokens``)."""
 
     context: int | None
     reserve: int = DEFAULT_RESERVE
     threshold: float = DEFAULT_THRESHOLD
     auto: bool = True
+    output: int = DEFAULT_RESERVE
 
     @property
     def usable(self) -> int | None:
@@ -62,14 +67,28 @@ class ContextBudget:
         return limit is not None and tokens > limit
 
 
+def answer_size(context: int | None, model_output: int | None, max_tokens: int | None) -> int:
+    """The ``max_tokens`` to send: the one asked for; else the model's output limit (at most
+    :data:`MAX_RESERVE`, and at most half a known window); else derived from the window (a
+    quarter of it, 256 to 8,192 tokens); else :data:`DEFAULT_RESERVE`."""
+    if max_tokens:
+        return max_tokens
+    derived = min(max(context // 4, MIN_ANSWER), MAX_DERIVED_ANSWER) if context else DEFAULT_RESERVE
+    if model_output:
+        output = min(model_output, MAX_RESERVE)
+        return derived if context and output > context // 2 else output
+    return derived
+
+
 def budget_for(model: CatalogModel, compaction: Any = None, max_tokens: int | None = None) -> ContextBudget:
     """The budget from the catalog entry and the ``compaction`` config section."""
+    output = answer_size(model.context, model.output, max_tokens)
     reserve = getattr(compaction, "reserve", None)
     if reserve is None:
-        reserve = min(max_tokens or model.output or DEFAULT_RESERVE, MAX_RESERVE)
+        reserve = min(output, MAX_RESERVE)
     threshold = getattr(compaction, "threshold", None) or DEFAULT_THRESHOLD
     auto = getattr(compaction, "auto", True) is not False
-    return ContextBudget(model.context, reserve, threshold, auto)
+    return ContextBudget(model.context, reserve, threshold, auto, output)
 
 
 def _part_text(part: Any) -> str:

@@ -107,6 +107,7 @@ class AgentLoop(EventPump):
         super().__init__()
         self._usage = Usage()
         self._steps = 0
+        self._sent_max_tokens: int | None = None
         self._interrupted = False
         self._compacted_at = -1
 
@@ -189,8 +190,13 @@ class AgentLoop(EventPump):
             self.emit(ev.DoneEvent(self.result.to_dict()))
             self._finish()
 
+    def _max_tokens(self) -> int | None:
+        """What each request asks for: the setting, else the window's answer size."""
+        window = self.settings.window
+        return self.settings.max_tokens or (window.max_output if window is not None else None)
+
     def _cut_notice(self) -> str:
-        limit = self.settings.max_tokens
+        limit = self.settings.max_tokens or self._sent_max_tokens
         where = f" (max_tokens {limit})" if limit else ""
         return (
             f"The answer was cut off: the model reached its output limit{where}. Raise it (the "
@@ -213,13 +219,15 @@ class AgentLoop(EventPump):
             system=s.system,
             messages=self.messages,
             tools=s.tools.schemas(),
-            max_tokens=s.max_tokens,
+            max_tokens=self._max_tokens(),
             temperature=s.temperature,
         )
 
     async def _stream_step(self) -> StreamEnd | None:
         """Stream one model answer. Returns None when interrupted (partial text is kept)."""
-        stream = self.settings.provider.stream(self._request()).__aiter__()
+        request = self._request()
+        self._sent_max_tokens = request.max_tokens
+        stream = self.settings.provider.stream(request).__aiter__()
         partial: list[str] = []
         abort_wait = asyncio.create_task(self._abort.wait())
         try:
@@ -369,7 +377,7 @@ class AgentLoop(EventPump):
             window = self.settings.window
             if window is None or not window.auto:
                 raise
-            if err.window and window.learn_window(err.window):  # the server said its size
+            if err.window and window.learn_window(err.window, "overflow error"):  # the server said its size
                 self.emit(window.update())
             window.check_newest(self.settings.system, self.settings.tools.schemas(), self.messages, err)
             try:

@@ -42,10 +42,36 @@ class Runtime:
     depth: int = 0
     #: How Bash commands are confined (``etcode.tools.sandbox.SandboxPolicy``).
     sandbox: Any = None
+    #: The model catalog (limits, prices) the session's context window is built from.
+    catalog: Any = None
+    #: Asks the model server for its window (``discovery.ServerProbe``), None when not needed.
+    probe: Any = None
+    #: The system prompt with the lean provider layer (None: the same as ``system``).
+    lean_system: list[str] | None = None
+    #: The system prompt as assembled (``system`` is this or ``lean_system``).
+    full_system: list[str] = field(default_factory=list)
 
     @property
     def directory(self) -> Path:
         return self.instance.directory
+
+    @property
+    def lean(self) -> bool:
+        return self.tools.lean
+
+    def use_lean(self, lean: bool) -> None:
+        """Show the model the lean prompt and tool descriptions (a small window), or not."""
+        if not self.full_system:
+            self.full_system = list(self.system)
+        self.tools.lean = lean
+        self.system = list(self.lean_system or self.full_system) if lean else list(self.full_system)
+
+    def remember_window(self, context: int) -> None:
+        """A window the server stated in an overflow error, kept for the next run."""
+        from etcode.provider.discovery import correct_window, server_kind
+
+        if server_kind(self.spec) is not None:
+            correct_window(self.spec, context)
 
     def take_warnings(self) -> list[Event]:
         items = [WarningEvent(w) for w in self.warnings]
@@ -80,6 +106,9 @@ class Runtime:
         return settings
 
     async def aclose(self) -> None:
+        if self.probe is not None:
+            probe, self.probe = self.probe, None
+            await probe.aclose()
         if self.owns_provider and hasattr(self.provider, "aclose"):
             await self.provider.aclose()
         if self.mcp is not None and self.owns_mcp:
@@ -128,41 +157,64 @@ class Runtime:
             from etcode.provider.factory import make_provider
 
             provider = make_provider(spec, retry)
-        tools = _tools_for(agent, agent_info)
-        warnings: list[str] = []
-        instructions = _instruction_prompt(config, instance)
-        system = await _system_prompt(agent, agent_info, spec, instance, instructions, warnings, config)
-        if mcp_start is not None:
-            await mcp_start
-        _add_mcp_tools(tools, mcp, agent_info, warnings, owned=parent is None)
-        limits = agent.limits or LoopLimits(
-            max_steps=_attr(agent_info, "steps") or _attr(config, "max_steps") or 50,
-            timeout=_attr(config, "timeout"),
-            max_tool_calls=_attr(config, "max_tool_calls") or 64,
-        )
-        permission = _permission_service(config, agent_info, agent.asker, instance)
-        sandbox = await _sandbox_policy(config, agent_name, agent_info, instance.worktree, warnings)
-        runtime = cls(
-            instance=instance,
-            config=config,
-            spec=spec,
-            provider=provider,
-            agent_name=agent_name,
-            agent_info=agent_info,
-            tools=tools,
-            system=system,
-            limits=limits,
-            permission=permission,
-            instructions=instructions,
-            owns_provider=owns_provider,
-            warnings=warnings,
-            mcp=mcp,
-            owns_mcp=parent is None,
-            depth=parent.depth + 1 if parent is not None else 0,
-            sandbox=sandbox,
-        )
-        _add_task_tool(agent, runtime)
-        return runtime
+        catalog, probe = _catalog_and_probe(config, spec)
+        try:
+            tools = _tools_for(agent, agent_info)
+            warnings: list[str] = []
+            instructions = _instruction_prompt(config, instance)
+            system, lean_system = await _system_prompt(
+                agent, agent_info, spec, instance, instructions, warnings, config
+            )
+            if mcp_start is not None:
+                await mcp_start
+            _add_mcp_tools(tools, mcp, agent_info, warnings, owned=parent is None)
+            limits = agent.limits or LoopLimits(
+                max_steps=_attr(agent_info, "steps") or _attr(config, "max_steps") or 50,
+                timeout=_attr(config, "timeout"),
+                max_tool_calls=_attr(config, "max_tool_calls") or 64,
+            )
+            permission = _permission_service(config, agent_info, agent.asker, instance)
+            sandbox = await _sandbox_policy(config, agent_name, agent_info, instance.worktree, warnings)
+            runtime = cls(
+                instance=instance,
+                config=config,
+                spec=spec,
+                provider=provider,
+                agent_name=agent_name,
+                agent_info=agent_info,
+                tools=tools,
+                system=system,
+                limits=limits,
+                permission=permission,
+                instructions=instructions,
+                owns_provider=owns_provider,
+                warnings=warnings,
+                mcp=mcp,
+                owns_mcp=parent is None,
+                depth=parent.depth + 1 if parent is not None else 0,
+                sandbox=sandbox,
+                catalog=catalog,
+                probe=probe,
+                lean_system=lean_system,
+                full_system=list(system),
+            )
+            runtime.use_lean(_attr(config, "prompt") == "lean")
+            _add_task_tool(agent, runtime)
+            return runtime
+        except BaseException:
+            if probe is not None:  # nothing is left running when the build fails
+                await probe.aclose()
+            raise
+
+
+def _catalog_and_probe(config: Any, spec: ProviderSpec) -> tuple[Any, Any]:
+    """The model catalog, and a probe asking a local server for its window and tool support
+    (begun now, so it runs while the prompt is assembled)."""
+    from etcode.provider.catalog import ModelCatalog
+    from etcode.session.server_window import begin_probe
+
+    catalog = ModelCatalog.load(config)
+    return catalog, begin_probe(spec)
 
 
 def _learn_secrets(config: Any, spec: ProviderSpec) -> None:
@@ -376,7 +428,9 @@ async def _system_prompt(
     instructions: Any,
     warnings: list[str],
     config: Any = None,
-) -> list[str]:
+) -> tuple[list[str], list[str] | None]:
+    """The system prompt's texts, and the same with the lean provider layer (None when the
+    first layer is not the provider's: an agent's or the caller's own prompt)."""
     from etcode.prompt.system import SystemPrompt
 
     parts = await SystemPrompt.build(
@@ -390,7 +444,11 @@ async def _system_prompt(
         transforms=list(_attr(config, "plugin") or []),
     )
     warnings.extend(getattr(instructions, "warnings", []) or [])
-    return [part.text for part in parts]
+    texts = [part.text for part in parts]
+    provider = SystemPrompt.provider(spec.full_id)
+    if not parts or parts[0].layer != "provider" or parts[0].text != provider.text:
+        return texts, None  # not the provider layer, or a hook changed it: keep it as it is
+    return texts, [SystemPrompt.lean_provider().text, *texts[1:]]
 
 
 def _permission_service(config: Any, agent_info: Any, asker: Any, instance: InstanceInfo) -> Any:

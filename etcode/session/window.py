@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from etcode.provider.base import Provider
@@ -16,18 +17,42 @@ from etcode.session.compaction import (
     newest_user_index,
     too_long_error,
 )
-from etcode.session.context import ROUGH_MARGIN, ContextBudget, ContextMeter, TokenEstimator, budget_for
+from etcode.session.context import (
+    MAX_RESERVE,
+    ROUGH_MARGIN,
+    ContextBudget,
+    ContextMeter,
+    TokenEstimator,
+    answer_size,
+    budget_for,
+)
 from etcode.session.events import UsageUpdate
 
 
 class ContextWindow:
     """The session's budget, meter and compactor, shared by its runs."""
 
-    def __init__(self, model: CatalogModel, budget: ContextBudget, meter: ContextMeter, compactor: Compactor):
+    def __init__(
+        self,
+        model: CatalogModel,
+        budget: ContextBudget,
+        meter: ContextMeter,
+        compactor: Compactor,
+        *,
+        max_tokens: int | None = None,
+        reserve_configured: bool = False,
+    ):
         self.model = model
         self.budget = budget
         self.meter = meter
         self.compactor = compactor
+        self.max_tokens = max_tokens
+        self.reserve_configured = reserve_configured
+        #: Where the window size came from: the catalog's sources ("built-in", "models.dev",
+        #: "config"), "server" (asked at start-up), "overflow error", or None (unknown).
+        self.source: str | None = ", ".join(model.sources) if model.context else None
+        #: Told each window a server states (to remember it for the next run).
+        self.on_learn: Callable[[int], None] | None = None
 
     @classmethod
     def build(
@@ -49,18 +74,35 @@ class ContextWindow:
         meter = ContextMeter(estimator, budget, model.price, session_cost, totals)
         keep = getattr(compaction, "keep_turns", None)
         compactor = Compactor(budget, estimator, DEFAULT_KEEP_TURNS if keep is None else keep)
-        return cls(model, budget, meter, compactor)
+        configured = getattr(compaction, "reserve", None) is not None
+        return cls(model, budget, meter, compactor, max_tokens=max_tokens, reserve_configured=configured)
 
     @property
     def auto(self) -> bool:
         return self.budget.auto
 
-    def learn_window(self, context: int) -> bool:
-        """Take the window a server stated (an overflow error's ``n_ctx``) when the catalog
-        knew none; True when it was new. The meter and compactor share the budget."""
-        if self.budget.context or context <= 0:
+    @property
+    def max_output(self) -> int:
+        """The ``max_tokens`` each request asks for (see ``context.answer_size``)."""
+        return self.budget.output
+
+    def learn_window(self, context: int, source: str = "overflow error") -> bool:
+        """Take a window the server stated; True when it changed the budget. Asked at
+        start-up (``"server"``), it fills only a window the catalog did not know; stated in
+        an overflow error, it is what the server enforces, so it wins. The answer size and
+        the reserve follow it; the meter and compactor share the budget."""
+        if context <= 0 or context == self.budget.context:
             return False
-        self.budget.context = context
+        if source == "server" and self.budget.context:
+            return False
+        budget = self.budget
+        budget.context = context
+        budget.output = answer_size(context, self.model.output, self.max_tokens)
+        if not self.reserve_configured:
+            budget.reserve = min(budget.output, MAX_RESERVE)
+        self.source = source
+        if self.on_learn is not None and source != "server":
+            self.on_learn(context)
         return True
 
     def estimate(self, system: list[str], tools: list[ToolSchema], messages: list[Message]) -> int:

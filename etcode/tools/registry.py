@@ -9,10 +9,14 @@ from etcode.tools.base import Tool
 
 
 class ToolRegistry:
-    """Tools by name, in the order given (the order the model sees them)."""
+    """Tools by name, in the order given (the order the model sees them). ``lean``: the
+    model sees the short descriptions (``tools/lean.py``); ``offered`` False: it sees none
+    (the server's chat template cannot use tools)."""
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self.lean = False
+        self.offered = True
         for item in tools:
             self.add(item)
 
@@ -35,7 +39,15 @@ class ToolRegistry:
         return len(self._tools)
 
     def schemas(self) -> list[ToolSchema]:
-        return [t.schema() for t in self._tools.values()]
+        """What the model is shown (see ``lean`` and ``offered``)."""
+        if not self.offered:
+            return []
+        full = [t.schema() for t in self._tools.values()]
+        if not self.lean:
+            return full
+        from etcode.tools.lean import lean_schema
+
+        return [lean_schema(schema) for schema in full]
 
 
 def builtin_tools() -> list[Tool]:

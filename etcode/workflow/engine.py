@@ -421,6 +421,10 @@ class _RoleWindow:
     def __init__(self, window: Any) -> None:
         self.window = window
 
+    @property
+    def max_output(self) -> int:
+        return int(self.window.max_output)
+
     def needs_compaction(self, *args: Any) -> int | None:
         return None
 

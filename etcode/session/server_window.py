@@ -1,0 +1,71 @@
+"""What a model server says about itself, applied to a session: the window it runs with
+(when the catalog does not know it), the lean prompt for a small window, and one warning
+when its chat template cannot use tools.
+
+The probe starts while the runtime is built (concurrently with the prompt assembly); each
+turn, before the first request, :func:`apply_server_facts` waits for it at most
+``discovery.GRACE`` seconds from its start. A later answer is used from the next turn on
+(and by the next run, from the disk cache).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from etcode.provider.spec import ProviderSpec
+from etcode.session.events import Event, WarningEvent
+
+#: Windows up to this size (tokens) get the lean prompt, unless ``"prompt": "full"``.
+LEAN_WINDOW = 16_384
+
+
+def begin_probe(spec: ProviderSpec) -> Any:
+    """A ``discovery.ServerProbe`` for ``spec`` when its server is one to ask (a local or
+    self-hosted one), else None. Asked even when the catalog (or the config) knows the window:
+    the server also says whether its chat template can use tools (a window the catalog knows
+    wins, see ``ContextWindow.learn_window``). Must run inside the event loop."""
+    from etcode.provider.discovery import ServerProbe
+
+    return ServerProbe.begin(spec)
+
+
+def wants_lean(prompt_mode: str | None, context: int | None) -> bool:
+    """``"lean"`` always, ``"full"`` never, otherwise (``"auto"``) for a window ≤ 16k."""
+    if prompt_mode == "lean":
+        return True
+    if prompt_mode == "full":
+        return False
+    return context is not None and context <= LEAN_WINDOW
+
+
+async def apply_server_facts(runtime: Any, window: Any) -> list[Event]:
+    """Bring ``runtime`` and ``window`` up to date with what the server said so far:
+    the window size (and a ``UsageUpdate`` so the status bar shows it), the tools (not
+    offered when the server's chat template drops them, with a warning once), and the
+    prompt mode. Returns the events to show."""
+    events: list[Event] = []
+    probe = runtime.probe
+    facts = await probe.settle() if probe is not None else None
+    if window is not None:
+        if facts is not None and facts.context and window.learn_window(facts.context, "server"):
+            events.append(window.update())
+        window.on_learn = runtime.remember_window
+    if facts is not None and facts.tools is False and runtime.tools.offered and len(runtime.tools):
+        runtime.tools.offered = False
+        events.append(WarningEvent(_no_tools_warning(runtime.spec, facts)))
+    context = window.budget.context if window is not None else None
+    runtime.use_lean(wants_lean(getattr(runtime.config, "prompt", None), context))
+    return events
+
+
+def _no_tools_warning(spec: ProviderSpec, facts: Any) -> str:
+    hint = (
+        "start llama-server with --jinja and a tool-capable --chat-template-file"
+        if facts.server == "llama.cpp"
+        else "pick a model that supports tools"
+    )
+    return (
+        f"{facts.server or 'the server'} reports that {spec.model} cannot use tools (its chat "
+        f"template has no tool support), so etcode runs without them and the model can only answer "
+        f"in text; {hint}"
+    )
