@@ -378,7 +378,10 @@ class _Handler(BaseHTTPRequestHandler):
         if delay:
             fake._stop.wait(delay)
         del raw
-        self._send_json(status, obj, {})
+        try:
+            self._send_json(status, obj, {})
+        except OSError:  # the client gave up waiting (a slow page): nothing to report
+            self.close_connection = True
 
     do_PUT = do_DELETE = do_PATCH = do_HEAD = do_GET
 
