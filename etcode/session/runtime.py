@@ -55,10 +55,6 @@ class Runtime:
     def directory(self) -> Path:
         return self.instance.directory
 
-    @property
-    def lean(self) -> bool:
-        return self.tools.lean
-
     def use_lean(self, lean: bool) -> None:
         """Show the model the lean prompt and tool descriptions (a small window), or not."""
         if not self.full_system:
