@@ -45,9 +45,9 @@ class ToolRegistry:
         full = [t.schema() for t in self._tools.values()]
         if not self.lean:
             return full
-        from etcode.tools.lean import lean_schema
+        from etcode.tools.lean import lean_schemas
 
-        return [lean_schema(schema) for schema in full]
+        return lean_schemas(full)
 
 
 def builtin_tools() -> list[Tool]:
