@@ -119,3 +119,18 @@ def test_a_cut_answer_is_never_silent(project: Path, llm: FakeLLM, wire: str) ->
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert lines[-1]["type"] == "result" and lines[-1]["stop_reason"] == "max_tokens"
     assert any(e["type"] == "stopped" and e.get("reason") == "max_tokens" for e in lines)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"error": {"message": "the input length exceeds the context length", "type": "api_error"}},
+        {"error": "prompt too long; exceeded max context length by 1024 tokens"},
+    ],
+    ids=["ollama-openai-endpoint", "ollama-native"],
+)
+def test_ollama_overflow_messages(body: dict[str, Any]) -> None:
+    """Ollama states no window in its errors: an overflow still (the window comes from
+    /api/show), not a bad request."""
+    err = error_from_response("ollama", 400, {}, json.dumps(body), secret=None)
+    assert isinstance(err, ContextOverflowError)
