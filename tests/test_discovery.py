@@ -26,6 +26,8 @@ from etcode.provider.spec import ProviderSpec
 from tests.fake_llm import FakeLLM
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "servers"
+#: Long enough for a local answer on a loaded machine: these tests need the answer, not speed.
+WAIT = 60.0
 
 
 def fixture(name: str) -> Any:
@@ -90,7 +92,7 @@ def test_which_servers_are_asked() -> None:
 
 async def test_llama_cpp_is_asked_once_and_remembered_on_disk(llm: FakeLLM, isolated_env: Path) -> None:
     llm.page("GET /props", fixture("llama-props.json"))
-    probe = ServerProbe(local_spec(llm))
+    probe = ServerProbe(local_spec(llm), grace=WAIT)
     facts = await probe.settle()
     assert facts is not None and facts.context == 2048 and facts.tools is False
     assert llm.side_requests == ["GET /props"]  # one side request, no chat request
@@ -106,14 +108,14 @@ async def test_llama_cpp_is_asked_once_and_remembered_on_disk(llm: FakeLLM, isol
 
 async def test_vllm_is_asked_for_its_model_list(llm: FakeLLM) -> None:
     llm.page("GET /v1/models", fixture("vllm-models.json"))
-    facts = await ServerProbe(local_spec(llm, model="Qwen/Qwen2.5-Coder-7B-Instruct")).settle()
+    facts = await ServerProbe(local_spec(llm, model="Qwen/Qwen2.5-Coder-7B-Instruct"), grace=WAIT).settle()
     assert facts is not None and facts.context == 32768
     assert llm.side_requests == ["GET /props", "GET /v1/models"]  # /props is llama.cpp's: a 404 here
 
 
 async def test_ollama_and_lmstudio_use_their_own_endpoints(llm: FakeLLM) -> None:
     llm.page("POST /api/show", fixture("ollama-show.json"))
-    ollama = await ServerProbe(local_spec(llm, provider="ollama")).settle()
+    ollama = await ServerProbe(local_spec(llm, provider="ollama"), grace=WAIT).settle()
     assert ollama is not None and ollama.context == 8192
     llm.page("GET /api/v0/models/qwen2.5-coder-7b-instruct", fixture("lmstudio-model.json"))
     lmstudio = await ServerProbe(
@@ -140,10 +142,10 @@ async def test_a_server_that_cannot_be_reached_is_not_remembered(isolated_env: P
 
 
 async def test_an_answer_without_a_window_is_remembered_so_nobody_is_asked_again(llm: FakeLLM) -> None:
-    await ServerProbe(local_spec(llm)).settle()  # 404 for both pages
+    await ServerProbe(local_spec(llm), grace=WAIT).settle()  # 404 for both pages
     assert llm.side_requests == ["GET /props", "GET /v1/models"]
     assert discovery.cached(local_spec(llm)) == (True, None)
-    await ServerProbe(local_spec(llm)).settle()
+    await ServerProbe(local_spec(llm), grace=WAIT).settle()
     assert len(llm.side_requests) == 2
 
 
@@ -161,6 +163,13 @@ def test_the_cache_expires(llm: FakeLLM) -> None:
     discovery.remember(spec, ServerFacts(4096), now=time.time() - discovery.CACHE_TTL - 1)
     discovery.forget_all()
     assert discovery.cached(spec) == (False, None)
+
+
+def test_the_wait_can_be_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "2.5")
+    assert discovery.configured_grace() == 2.5
+    monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "soon")
+    assert discovery.configured_grace() == discovery.GRACE
 
 
 def test_probe_runs_inside_an_event_loop_only_when_needed(llm: FakeLLM) -> None:

@@ -10,9 +10,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.cli_helpers import etcode, result_line, write_config
 from tests.fake_llm import FakeLLM, Reply
 from tests.test_fault_matrix import ok
+
+
+@pytest.fixture(autouse=True)
+def patient_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These runs need the server's answer before their first request, also on a loaded
+    machine where 0.3 s of the event loop can go to start-up work (the slow-server test sets
+    the real grace back)."""
+    monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "60")
 
 
 def props(n_ctx: int, tools: bool = True) -> dict[str, Any]:
@@ -95,9 +105,12 @@ def test_a_window_the_config_states_wins_over_the_servers(project: Path, llm: Fa
     assert {e["context_window"] for e in events(proc) if e["type"] == "usage"} == {65536}
 
 
-def test_a_slow_server_does_not_hold_up_the_run(project: Path, llm: FakeLLM) -> None:
+def test_a_slow_server_does_not_hold_up_the_run(
+    project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """/props answers after 300 s; the run waits for it about 0.3 s and is done long before
     (the 60 s limit of this run is a fifth of the server's delay)."""
+    monkeypatch.delenv("ETCODE_DISCOVERY_WAIT")  # the real grace
     llm.page("GET /props", props(4096), delay=300).script(Reply(text="not waiting"))
     write_config(project, llm)
     proc = etcode("run", "--format", "json", "hello", cwd=project, timeout=60)

@@ -90,12 +90,13 @@ class Tmux:
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-def test_real_etcode_in_tmux(project: Path, llm: FakeLLM) -> None:
+def test_real_etcode_in_tmux(project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
     llm.script(
         Reply(text="Reading.", calls=[Call("ReadFile", {"file_path": "notes.txt"})]),
         Reply(text="The number is 42."),
     )
     llm.page("GET /props", {"default_generation_settings": {"n_ctx": 32768}})  # a llama.cpp server
+    monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "60")  # its answer counts, also on a loaded machine
     tmux = Tmux("chat")
     env = " ".join(f"{k}={_quote(v)}" for k, v in os.environ.items() if k in _ENV_KEYS)
     command = f"env {env} TERM=xterm-256color {_quote(sys.executable)} -m etcode"
@@ -230,7 +231,7 @@ def _wait(predicate, what: str, tmux: Tmux | None = None, timeout: float = 60) -
 
 
 _ENV_KEYS = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "PATH", "NO_COLOR",
-             "TIKTOKEN_CACHE_DIR", "PYTHONPATH")  # fmt: skip
+             "TIKTOKEN_CACHE_DIR", "PYTHONPATH", "ETCODE_DISCOVERY_WAIT")  # fmt: skip
 
 
 def _quote(value: str) -> str:

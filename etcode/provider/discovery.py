@@ -29,7 +29,8 @@ from etcode.provider.spec import KNOWN_PROVIDERS, ProviderSpec
 
 log = logging.getLogger("etcode.discovery")
 
-#: How long the first request waits for a discovery begun at start-up (seconds).
+#: How long the first request waits for a discovery begun at start-up (seconds);
+#: ``ETCODE_DISCOVERY_WAIT`` changes it (a slow machine, or tests that need the answer).
 GRACE = 0.3
 #: Each side request's time limit (seconds); the connection's is shorter.
 REQUEST_TIMEOUT = 2.0
@@ -339,12 +340,21 @@ def forget_all() -> None:
     _memory.clear()
 
 
+def configured_grace() -> float:
+    """:data:`GRACE`, or ``ETCODE_DISCOVERY_WAIT`` when it is a number of seconds."""
+    try:
+        value = float(os.environ.get("ETCODE_DISCOVERY_WAIT", ""))
+    except ValueError:
+        return GRACE
+    return value if value >= 0 else GRACE
+
+
 class ServerProbe:
     """One window discovery for a spec, begun early (see the module docstring)."""
 
-    def __init__(self, spec: ProviderSpec, *, grace: float = GRACE, transport: Any = None) -> None:
+    def __init__(self, spec: ProviderSpec, *, grace: float | None = None, transport: Any = None) -> None:
         self.spec = spec
-        self.grace = grace
+        self.grace = grace if grace is not None else configured_grace()
         self.started = time.monotonic()
         self._facts: ServerFacts | None = None
         self._task: asyncio.Task[ServerFacts | None] | None = None
