@@ -241,3 +241,25 @@ def test_tool_result_display_fields_round_trip_and_stay_out_of_old_rows() -> Non
     newer = {"role": "user", "parts": [{"type": "text", "text": "hi", "added_later": 1}]}
     assert Message.from_dict(newer).parts == [TextPart("hi")]  # a newer etcode's key is skipped
     assert ToolCallPart("x", "y").type == "tool_call"
+
+
+def test_internal_messages_become_notices_and_ordinary_ones_do_not() -> None:
+    from etcode.provider.types import ToolSchema
+    from etcode.session.compaction import announcement, summary_message
+    from etcode.session.snapshots import undo_note
+    from etcode.ui.tui.replay import COMPACTED, entries_of, notice_of
+
+    tools = [ToolSchema("Deploy", "Deploy the site.\nMore.", {}), ToolSchema("Ping", "", {})]
+    messages = [
+        Message.user("[etcode] is in my text, but later"),
+        announcement(tools),
+        summary_message("## Goal\nX", has_tail=True),
+        undo_note(["/p/a.py: restored", "/p/b.py: deleted (it did not exist before)"]),
+    ]
+    shown = [notice_of(entry) for entry in entries_of(messages)]
+    assert shown[0] is None  # typed by the user: stays a user message
+    assert shown[1] == "New tools available: Deploy, Ping"
+    assert shown[2] == COMPACTED
+    assert shown[3] == (
+        "Restored the last changed turn — /p/a.py: restored; /p/b.py: deleted (it did not exist before)"
+    )

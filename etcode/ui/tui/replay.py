@@ -65,21 +65,21 @@ def entries_of_transcript(stored: Sequence[Any]) -> list[Entry]:
 def notice_of(entry: Entry) -> str | None:
     """The notice that shows an internal message (None: an ordinary message)."""
     from etcode.session.compaction import ANNOUNCE_HEADER, NOTE_HEADER
+    from etcode.session.snapshots import UNDO_HEADER
 
     message = entry.message
     if entry.kind == "summary":
         return COMPACTED
-    if entry.kind != "note" and not (message.role == "user" and message.text.startswith(NOTE_HEADER)):
+    if message.role != "user" or not message.text.startswith(NOTE_HEADER):
         return None
     text = message.text
     lines = [line[2:].strip() for line in text.splitlines() if line.startswith("- ")]
-    if "undid your file changes" in text.split("\n", 1)[0]:
+    if text.startswith(UNDO_HEADER):
         return UNDONE + "; ".join(lines) if lines else UNDONE.rstrip(" —")
     if text.startswith(ANNOUNCE_HEADER):
         names = [line.split(":", 1)[0] for line in lines]
         return "New tools available: " + ", ".join(names) if names else "New tools available"
-    first = text[len(NOTE_HEADER) :].strip().split("\n", 1)[0]
-    return first or None
+    return None  # typed by the user (only etcode's own messages are notices)
 
 
 def _summaries() -> dict[str, Any]:
