@@ -139,6 +139,28 @@ async def test_turns_before_a_compaction_are_shown(project: Path, llm: FakeLLM) 
     await resumed(project, check)
 
 
+async def test_turns_before_a_clear_are_shown_after_its_notice(project: Path, llm: FakeLLM) -> None:
+    llm.script(Reply(text="Before."), Reply(text="After."))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_turn(pilot, app, "first")
+        await submit(pilot, app, "/clear")
+        await wait_for(pilot, lambda: "Context cleared." in notices(app), what="the clear")
+        await run_turn(pilot, app, "second")
+        await app.action_quit()
+
+    async def check(pilot, app) -> None:
+        shown = [
+            str(w.render())
+            for w in app.conversation.entries
+            if isinstance(w, UserMessage | Notice) and "compacted" not in str(w.render())
+        ]
+        assert shown == ["first", "Context cleared.", "second"]
+
+    await resumed(project, check)
+
+
 async def test_tables_keep_their_borders_in_a_resumed_session(project: Path, llm: FakeLLM) -> None:
     table = "Sizes:\n\n| Name | Size |\n|------|-----:|\n| a.py | 10 |\n| b.py | 200 |\n"
     llm.script(Reply(text=table), Reply(text="Second."), Reply(text="Third."))
