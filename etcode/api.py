@@ -240,6 +240,21 @@ class Agent:
         report, self.history = await self._session.undo(self.history, force=force)
         return report
 
+    async def transcript(self) -> list[Any]:
+        """Every stored message of the session, all batches, in order
+        (:class:`~etcode.session.store.StoredMessage`: with its batch and kind); [] without
+        a store or before the first save."""
+        store = self._session.store
+        if store is None:
+            return []
+        return list(await store.call(store.transcript, self.session_id))
+
+    def usage_now(self) -> Event | None:
+        """A ``UsageUpdate`` with the context size and cost as last known (a resumed
+        session's stored totals); None before :meth:`prepare`."""
+        window = self._session.window
+        return window.update() if window is not None else None
+
     def add_tools(self, tools: Iterable[Tool | Callable[..., Any]]) -> None:
         """Offer more tools from now on. Once the session has started they are announced to
         the model in an ordinary message at the next turn; the initial tools are unchanged."""

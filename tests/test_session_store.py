@@ -66,6 +66,32 @@ def test_round_trip_keeps_every_part(store: SessionStore) -> None:
     assert [m.seq for m in store.transcript("ses_a")] == [1, 2, 3, 4]
 
 
+def test_tool_results_keep_what_the_chat_showed_and_old_rows_still_load(store: SessionStore) -> None:
+    """The ``└`` line and the small data (an Edit's diff) are stored with the result, file
+    contents are not; a row without them (an older etcode) loads with None."""
+    from etcode.tools.shown import kept_data
+
+    new_session(store)
+    data = kept_data(
+        {"diff": "--- a\n+++ b\n-x\n+y\n", "additions": 1, "files": [{"content": "big"}], "long": "z" * 600}
+    )
+    assert data == {"diff": "--- a\n+++ b\n-x\n+y\n", "additions": 1}
+    shown = ToolResultPart("call_1", "Edit", "Edited a.py.", summary="Updated a.py (+1 -1)", data=data)
+    store.append_messages("ses_a", [Message("tool", [shown])], turn=1)
+    conn = sqlite3.connect(store.path)
+    conn.execute(
+        "INSERT INTO messages (session_id, seq, batch, turn, role, kind, parts, created) VALUES "
+        "('ses_a', 2, 0, 1, 'tool', 'message', ?, 0)",
+        ('[{"call_id":"c0","name":"Bash","output":"ok","is_error":false,"type":"tool_result"}]',),
+    )
+    conn.commit()
+    conn.close()
+    loaded = store.load_messages("ses_a")
+    assert loaded[0].parts == [shown]
+    old = loaded[1].parts[0]
+    assert isinstance(old, ToolResultPart) and old.summary is None and old.data is None
+
+
 def test_wal_mode_schema_version_and_migrations_table(store: SessionStore) -> None:
     conn = sqlite3.connect(store.path)
     try:

@@ -8,7 +8,7 @@ Messages formats; nothing here knows about either.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 Role = Literal["user", "assistant", "tool"]
@@ -54,11 +54,18 @@ class ToolCallPart:
 
 @dataclass
 class ToolResultPart:
+    """A tool's answer to a call. ``output`` is what the model sees. ``summary`` (the
+    ``└`` line) and ``data`` (small structured facts, e.g. an Edit's diff) are what the
+    chat showed; they are stored for replay and never sent to a model (None: not kept,
+    e.g. a result stored by an older etcode)."""
+
     call_id: str
     name: str
     output: str
     is_error: bool = False
     type: Literal["tool_result"] = "tool_result"
+    summary: str | None = None
+    data: dict[str, Any] | None = None
 
 
 Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart
@@ -98,15 +105,32 @@ class Message:
         return [p for p in self.parts if isinstance(p, ToolResultPart)]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"role": self.role, "parts": [asdict(p) for p in self.parts]}
+        return {"role": self.role, "parts": [_part_dict(p) for p in self.parts]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Message:
         parts: list[Part] = []
         for raw in data.get("parts", []):
             kind = _PART_TYPES[raw["type"]]
-            parts.append(kind(**{k: v for k, v in raw.items() if k != "type"}))
+            known = _FIELDS[kind]  # keys a newer etcode added are skipped, not fatal
+            parts.append(kind(**{k: v for k, v in raw.items() if k != "type" and k in known}))
         return cls(data["role"], parts)
+
+
+_FIELDS: dict[type, frozenset[str]] = {
+    kind: frozenset(f.name for f in fields(kind)) for kind in _PART_TYPES.values()
+}
+#: Optional display fields left out of the JSON when unset (old rows stay as they were).
+_OPTIONAL = ("summary", "data")
+
+
+def _part_dict(part: Part) -> dict[str, Any]:
+    raw = asdict(part)
+    if isinstance(part, ToolResultPart):
+        for key in _OPTIONAL:
+            if raw.get(key) is None:
+                raw.pop(key, None)
+    return raw
 
 
 @dataclass

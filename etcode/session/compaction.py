@@ -19,7 +19,7 @@ part of any batch: they are added to every request, so they are never lost or re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from etcode.provider.base import Provider
 from etcode.provider.errors import ContextOverflowError, ProviderError
@@ -242,7 +242,7 @@ def prune_outputs(messages: list[Message], min_chars: int = PRUNE_MIN_CHARS) -> 
                     f"{head}\n[... output pruned by compaction: {len(part.output):,} characters in all; "
                     "run the tool again if you need it]"
                 )
-                parts.append(ToolResultPart(part.call_id, part.name, note, part.is_error))
+                parts.append(replace(part, output=note))  # keeps what the chat showed
             else:
                 parts.append(part)
         out.append(Message(message.role, parts))

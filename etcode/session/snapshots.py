@@ -211,11 +211,15 @@ def restore(snapshots: list[Snapshot], *, force: bool = False, folder: Path | No
     return UndoReport(snapshots[0].turn if snapshots else 0, items)
 
 
+#: How the note telling the model about an undo begins (the chat's replay shows it as a notice).
+UNDO_HEADER = f"{NOTE_HEADER} The user undid your file changes"
+
+
 def undo_note(lines: list[str]) -> Message:
     """The message that tells the model its changes were undone (one line per file)."""
     listed = "\n".join(f"- {p}" for p in lines)
     return Message.user(
-        f"{NOTE_HEADER} The user undid your file changes from an earlier turn (the latest one that "
+        f"{UNDO_HEADER} from an earlier turn (the latest one that "
         f"changed files). Each file and what undo did with it (restored: back to its content before "
         f"that turn; deleted: that turn created it):\n{listed}"
     )

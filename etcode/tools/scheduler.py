@@ -18,6 +18,7 @@ from etcode.provider.types import ToolCallPart, ToolResultPart
 from etcode.session.events import ToolCallStart, ToolResultEvent
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.registry import ToolRegistry
+from etcode.tools.shown import kept_data
 from etcode.util.redact import redact, redact_known, redact_known_data
 from etcode.util.text import clean_text
 
@@ -96,7 +97,8 @@ class ToolScheduler:
         for call in calls:
             if call.id not in results:
                 output = INTERRUPTED if call.id in started else NOT_RUN
-                results[call.id] = ToolResultPart(call.id, call.name, output, is_error=True)
+                shown = "Interrupted" if call.id in started else None
+                results[call.id] = ToolResultPart(call.id, call.name, output, is_error=True, summary=shown)
                 if call.id in started:
                     self.emit(ToolResultEvent(call.id, call.name, True, "Interrupted", output))
         return [results[call.id] for call in calls]
@@ -134,8 +136,9 @@ class ToolScheduler:
             except Exception as err:  # a bug outside the tool (arguments, summaries...)
                 log.debug("running %s failed", call.name, exc_info=True)
                 message = f"{call.name} failed: {type(err).__name__}: {err}"
-                results[call.id] = ToolResultPart(call.id, call.name, message, is_error=True)
-                self.emit(ToolResultEvent(call.id, call.name, True, _first_line(message), message))
+                line = _first_line(message)
+                results[call.id] = ToolResultPart(call.id, call.name, message, is_error=True, summary=line)
+                self.emit(ToolResultEvent(call.id, call.name, True, line, message))
 
     async def execute(self, call: ToolCallPart, started: set[str] | None = None) -> ToolResultPart:
         """Run one call and turn every outcome (including bad input) into a result."""
@@ -191,15 +194,18 @@ class ToolScheduler:
                 output = f"{output}\n\n{note}"
         summary = _safe(lambda: tool.result_summary(raw_args, result), "Error" if result.is_error else "Done")
         self.emit(ToolResultEvent(call.id, call.name, result.is_error, summary, output, data))
-        return ToolResultPart(call.id, call.name, output, is_error=result.is_error)
+        return ToolResultPart(
+            call.id, call.name, output, is_error=result.is_error, summary=summary, data=kept_data(data)
+        )
 
     def _early_error(
         self, call: ToolCallPart, message: str, params: dict[str, Any] | None = None
     ) -> ToolResultPart:
         """A call that never ran: still shown (head + error line) and answered."""
         self.emit(ToolCallStart(call.id, call.name, params or {}, ""))
-        self.emit(ToolResultEvent(call.id, call.name, True, _first_line(message), message))
-        return ToolResultPart(call.id, call.name, message, is_error=True)
+        line = _first_line(message)
+        self.emit(ToolResultEvent(call.id, call.name, True, line, message))
+        return ToolResultPart(call.id, call.name, message, is_error=True, summary=line)
 
 
 def _first_line(text: str) -> str:

@@ -266,7 +266,12 @@ class EtcodeApp(App[int]):
             return
         agent = self.host.agent
         if agent.history:
-            await replay_history(self.conversation, agent.history)
+            transcript = getattr(agent, "transcript", None)  # every batch, with what was shown
+            stored = await transcript() if transcript is not None else None
+            await replay_history(self.conversation, agent.history, stored)
+        usage = getattr(agent, "usage_now", lambda: None)()
+        if usage is not None and (agent.history or usage.cost):  # the stored totals, at once
+            await self.feed.handle(usage)
         todos = getattr(agent.state.get("todos"), "items", None)
         if todos:
             self.todos.set_todos(list(todos))

@@ -1,11 +1,16 @@
 """Showing a resumed session's history: the stored messages rendered as finished entries.
 
-Tool lines use the tools' own summary generators (the same source as the live events).
+A tool result stored with its ``summary`` and ``data`` (what the live run showed) is shown
+the same way; one stored by an older etcode falls back to the tools' own summary
+generators. etcode's internal messages (compaction summaries, undo notes, tool
+announcements) become notices, as in the live chat; with the stored transcript, the turns
+of earlier batches (before a compaction or a clear) are shown too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from textual.widget import Widget
@@ -13,6 +18,19 @@ from textual.widget import Widget
 from etcode.ui.tui.widgets.conversation import Conversation
 
 ATTACHMENT_MARK = '\n\n<file path="'
+#: The notice where a batch began with a clear (the live chat says the same).
+CLEARED = "Context cleared."
+COMPACTED = "⟳ context compacted: the model sees a summary of the turns above"
+UNDONE = "Restored the last changed turn — "
+
+
+@dataclass
+class Entry:
+    """One message to show, with its place among the session's batches."""
+
+    message: Any  # provider.types.Message
+    batch: int = 0
+    kind: str = "message"  # as in the store: message, summary, note
 
 
 def user_text(text: str) -> tuple[str, list[str]]:
@@ -22,6 +40,46 @@ def user_text(text: str) -> tuple[str, list[str]]:
         return text, []
     paths = [chunk.split('"', 1)[0] for chunk in (sep + rest).split(ATTACHMENT_MARK) if chunk]
     return head, paths
+
+
+def entries_of(messages: Sequence[Any]) -> list[Entry]:
+    """Entries for one batch's messages (kinds told from the text)."""
+    from etcode.session.compaction import NOTE_HEADER, is_summary
+
+    def kind(m: Any) -> str:
+        if is_summary(m):
+            return "summary"
+        if m.role == "user" and m.text.startswith(NOTE_HEADER):
+            return "note"
+        return "message"
+
+    return [Entry(m, 0, kind(m)) for m in messages]
+
+
+def entries_of_transcript(stored: Sequence[Any]) -> list[Entry]:
+    """Entries for a stored transcript (``StoredMessage``s of every batch); the copies a
+    new batch keeps of earlier messages are shown once, where they first were."""
+    return [Entry(s.message, s.batch, s.kind) for s in stored if s.kind != "copy"]
+
+
+def notice_of(entry: Entry) -> str | None:
+    """The notice that shows an internal message (None: an ordinary message)."""
+    from etcode.session.compaction import ANNOUNCE_HEADER, NOTE_HEADER
+    from etcode.session.snapshots import UNDO_HEADER
+
+    message = entry.message
+    if entry.kind == "summary":
+        return COMPACTED
+    if message.role != "user" or not message.text.startswith(NOTE_HEADER):
+        return None
+    text = message.text
+    lines = [line[2:].strip() for line in text.splitlines() if line.startswith("- ")]
+    if text.startswith(UNDO_HEADER):
+        return UNDONE + "; ".join(lines) if lines else UNDONE.rstrip(" —")
+    if text.startswith(ANNOUNCE_HEADER):
+        names = [line.split(":", 1)[0] for line in lines]
+        return "New tools available: " + ", ".join(names) if names else "New tools available"
+    return None  # typed by the user (only etcode's own messages are notices)
 
 
 def _summaries() -> dict[str, Any]:
@@ -37,16 +95,25 @@ def _safe(fn: Any, default: str) -> str:
         return default
 
 
-async def replay_history(conversation: Conversation, messages: Sequence[Any]) -> None:
-    """Append ``messages`` (``provider.types.Message``) to the conversation, in one mount."""
-    await conversation.add_many(history_widgets(conversation, messages))
+async def replay_history(
+    conversation: Conversation, messages: Sequence[Any], transcript: Sequence[Any] | None = None
+) -> None:
+    """Append ``messages`` (``provider.types.Message``, the current batch) to the
+    conversation, in one mount; with ``transcript`` (the store's ``StoredMessage``s of
+    every batch) the whole session is shown instead."""
+    entries = entries_of_transcript(transcript) if transcript else entries_of(messages)
+    await conversation.add_many(entry_widgets(conversation, entries))
 
 
 def history_widgets(conversation: Conversation, messages: Sequence[Any]) -> list[Widget]:
-    """The finished entries showing ``messages``; the newest answers stay live Markdown."""
-    from etcode.tools.base import ToolResult
+    """The finished entries showing ``messages`` (one batch)."""
+    return entry_widgets(conversation, entries_of(messages))
+
+
+def entry_widgets(conversation: Conversation, entries: Sequence[Entry]) -> list[Widget]:
+    """The finished entries showing ``entries``; the newest answers stay live Markdown."""
     from etcode.ui.tui.widgets.conversation import LIVE_ANSWERS
-    from etcode.ui.tui.widgets.messages import ReasoningMessage, UserMessage
+    from etcode.ui.tui.widgets.messages import Notice, ReasoningMessage, UserMessage
     from etcode.ui.tui.widgets.tool import ToolMessage
 
     tools = _summaries()
@@ -54,10 +121,26 @@ def history_widgets(conversation: Conversation, messages: Sequence[Any]) -> list
     calls: dict[str, ToolMessage] = {}
     params: dict[str, dict[str, Any]] = {}
     answers = sum(
-        1 for m in messages if m.role == "assistant" for p in m.parts if p.type == "text" and p.text
+        1
+        for e in entries
+        if e.message.role == "assistant"
+        for p in e.message.parts
+        if p.type == "text" and p.text
     )
     seen = 0
-    for message in messages:
+    batch = entries[0].batch if entries else 0
+    for entry in entries:
+        message = entry.message
+        if entry.batch != batch:
+            batch = entry.batch
+            # a new batch: a compaction (its summary says so), a clear, or a repair
+            # (a rewritten tool message: nothing to say)
+            if entry.kind != "summary" and message.role != "tool":
+                widgets.append(Notice(CLEARED, "info"))
+        notice = notice_of(entry)
+        if notice is not None:
+            widgets.append(Notice(notice, "info"))
+            continue
         for part in message.parts:
             kind = part.type
             if kind == "text" and message.role == "user":
@@ -82,18 +165,27 @@ def history_widgets(conversation: Conversation, messages: Sequence[Any]) -> list
                 widget = calls.get(part.call_id)
                 if widget is None:
                     widget = ToolMessage(part.call_id, part.name, "", {})
+                    calls[part.call_id] = widget
                     widgets.append(widget)
-                tool = tools.get(part.name)
-                args = params.get(part.call_id, {})
-                result = ToolResult(part.output, part.is_error)
-                fallback = "Error" if part.is_error else "Done"
-                summary = (
-                    _safe(lambda t=tool, a=args, r=result: t.result_summary(a, r), fallback)
-                    if tool
-                    else fallback
-                )
-                widget.set_result(summary, part.output, is_error=part.is_error)
+                summary = part.summary
+                if summary is None:  # stored by an older etcode
+                    summary = _fallback_summary(tools.get(part.name), params.get(part.call_id, {}), part)
+                widget.set_result(summary, part.output, is_error=part.is_error, data=part.data)
+    for widget in calls.values():
+        if widget.result_summary is None:  # the process ended while it ran
+            widget.set_result("Interrupted", "", is_error=True)
     return widgets
+
+
+def _fallback_summary(tool: Any, args: dict[str, Any], part: Any) -> str:
+    """The ``└`` line for a result stored without one: the tool's generator on what is left."""
+    from etcode.tools.base import ToolResult
+
+    fallback = "Error" if part.is_error else "Done"
+    if tool is None:
+        return fallback
+    result = ToolResult(part.output, part.is_error)
+    return _safe(lambda: tool.result_summary(args, result), fallback)
 
 
 def _safe_args(part: Any) -> dict[str, Any]:

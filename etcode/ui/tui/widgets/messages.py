@@ -9,10 +9,12 @@ from collections.abc import Awaitable, Callable
 from typing import ClassVar
 
 from markdown_it.token import Token
+from rich import box
 from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
-from rich.markdown import CodeBlock, Heading
+from rich.markdown import CodeBlock, Heading, TableElement
 from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
+from rich.table import Table
 from rich.text import Text
 from textual.content import Content
 from textual.timer import Timer
@@ -185,7 +187,12 @@ class RenderedMarkdown:
         """Rich's Markdown of the source, parsed on first use (in the worker thread)."""
         if self._markdown is None:
             markdown = RichMarkdown(self.source, code_theme="ansi_dark", hyperlinks=False)
-            markdown.elements = {**markdown.elements, "heading_open": _LeftHeading, "fence": _CodeBlock}
+            markdown.elements = {
+                **markdown.elements,
+                "heading_open": _LeftHeading,
+                "fence": _CodeBlock,
+                "table_open": _BorderedTable,
+            }
             self._markdown = markdown
         return self._markdown
 
@@ -270,6 +277,23 @@ class _CodeBlock(CodeBlock):
     def create(cls, markdown: RichMarkdown, token: Token) -> CodeBlock:
         known = language_of(token.info)
         return cls(known if known is not None and LEXERS.ready(known) else "text", markdown.code_theme)
+
+
+class _BorderedTable(TableElement):
+    """Rich's table with the borders the live Markdown widget draws (a table looks the
+    same in a finished or resumed answer as while it streamed)."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        table = Table(box=box.SQUARE, show_lines=True, expand=True, style="markdown.table.border")
+        if self.header is not None and self.header.row is not None:
+            for column in self.header.row.cells:
+                heading = column.content.copy()
+                heading.stylize("markdown.table.header")
+                table.add_column(heading)
+        if self.body is not None:
+            for row in self.body.rows:
+                table.add_row(*(cell.content for cell in row.cells))
+        yield table
 
 
 class _LeftHeading(Heading):
