@@ -30,6 +30,7 @@ from etcode.ui.tui.asker import TuiAsker
 from etcode.ui.tui.collector import CollectorPolicy
 from etcode.ui.tui.controller import AgentHost, Unsupported
 from etcode.ui.tui.feed import EventFeed
+from etcode.ui.tui.goodbye import ExitState, exit_state_of
 from etcode.ui.tui.hangup import detach_from_terminal
 from etcode.ui.tui.highlight import LEXERS, PRELOAD
 from etcode.ui.tui.history import PromptHistory
@@ -93,6 +94,8 @@ class EtcodeApp(App[int]):
         self._quit_done = False
         self._lexer_listener: Callable[[str], None] = lambda language: None
         self.collector = CollectorPolicy()
+        #: The session and its messages when the app quit (printed by ``launch`` afterwards).
+        self.exit_state: ExitState | None = None
 
     # ---- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -378,6 +381,7 @@ class EtcodeApp(App[int]):
             return
         self._quit_done = True
         if self.host is not None:
+            self.exit_state = exit_state_of(self.host)
             with contextlib.suppress(Exception):  # closing must never keep the user in the app
                 await self.host.close()
         self.exit(self.exit_code)
