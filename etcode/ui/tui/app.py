@@ -59,6 +59,7 @@ class EtcodeApp(App[int]):
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
         Binding("ctrl+t", "toggle_todos", "Todos", show=False),
         Binding("ctrl+l", "focus_input", "Input", show=False),
+        Binding("ctrl+n", "cycle_agent", "Next agent", show=False),
     ]
 
     def __init__(
@@ -215,6 +216,7 @@ class EtcodeApp(App[int]):
             return
         for warning in self.host.warnings:
             await self.conversation.add_notice(f"warning: {warning}", "warning")
+        self.prompt.arguments.update(model=self.host.model_names, agent=self.host.agent_names)
         self._show_model()
         self.warm_up()
         LEXERS.request(*PRELOAD)  # after the first paint: start-up has the CPU to itself
@@ -392,6 +394,12 @@ class EtcodeApp(App[int]):
 
     def action_focus_input(self) -> None:
         self.prompt.input.focus()
+
+    async def action_cycle_agent(self) -> None:
+        """Ctrl+N: the next agent (build → plan → …) from the next turn on."""
+        from etcode.ui.tui.slash_actions import cycle_agent
+
+        await cycle_agent(self)
 
     # ---- slash commands --------------------------------------------------------------
     async def run_command(self, parsed: slash.ParsedCommand) -> None:
