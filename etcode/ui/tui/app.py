@@ -30,7 +30,7 @@ from etcode.ui.tui.asker import TuiAsker
 from etcode.ui.tui.collector import CollectorPolicy
 from etcode.ui.tui.controller import AgentHost, Unsupported
 from etcode.ui.tui.feed import EventFeed
-from etcode.ui.tui.goodbye import ExitState, exit_state_of
+from etcode.ui.tui.goodbye import ExitState, ToolLines, exit_state_of
 from etcode.ui.tui.hangup import detach_from_terminal
 from etcode.ui.tui.highlight import LEXERS, PRELOAD
 from etcode.ui.tui.history import PromptHistory
@@ -97,6 +97,7 @@ class EtcodeApp(App[int]):
         self.collector = CollectorPolicy()
         #: The session and its messages when the app quit (printed by ``launch`` afterwards).
         self.exit_state: ExitState | None = None
+        self.tool_lines = ToolLines()  # what the live run showed for each call (the transcript)
 
     # ---- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -319,6 +320,7 @@ class EtcodeApp(App[int]):
             if waiting and isinstance(event, StepStart):  # the request is on its way:
                 waiting = False  # tidy the heap while the model thinks
                 self.set_timer(REQUEST_HEADSTART, self.collector.turn_started)
+            self.tool_lines.note(event)
             await self.feed.handle(event)
 
     async def _busy(self, work: Awaitable[None]) -> None:
@@ -383,7 +385,7 @@ class EtcodeApp(App[int]):
             return
         self._quit_done = True
         if self.host is not None:
-            self.exit_state = exit_state_of(self.host)
+            self.exit_state = exit_state_of(self.host, self.tool_lines)
             with contextlib.suppress(Exception):  # closing must never keep the user in the app
                 await self.host.close()
         self.exit(self.exit_code)

@@ -22,21 +22,40 @@ INTERNAL_PREFIX = "[etcode]"
 
 
 @dataclass
+class ToolLines:
+    """The summaries the live events gave each tool call (``● Name (…)`` and ``└ …``), so
+    the transcript says what the screen said; calls of a resumed session fall back to the
+    tools' own summary functions."""
+
+    heads: dict[str, str] = field(default_factory=dict)
+    results: dict[str, str] = field(default_factory=dict)
+
+    def note(self, event: Any) -> None:
+        kind = getattr(event, "type", "")
+        if kind == "tool_call_start":
+            self.heads[event.call_id] = event.summary
+        elif kind == "tool_result":
+            self.results[event.call_id] = event.summary
+
+
+@dataclass
 class ExitState:
     """What the app knew when it quit: the session and its messages (taken before closing)."""
 
     session_id: str | None = None
     stored: bool = False
     messages: list[Any] = field(default_factory=list)
+    tool_lines: ToolLines = field(default_factory=ToolLines)
 
 
-def transcript(messages: Sequence[Any]) -> Iterator[RenderableType]:
+def transcript(messages: Sequence[Any], lines: ToolLines | None = None) -> Iterator[RenderableType]:
     """The conversation in ``messages`` (``provider.types.Message``) as Rich renderables."""
     from rich.markdown import Markdown
     from rich.text import Text
 
     from etcode.ui.tui.replay import user_text
 
+    lines = lines or ToolLines()
     tools = _tools()
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
     for message in messages:
@@ -60,20 +79,24 @@ def transcript(messages: Sequence[Any]) -> Iterator[RenderableType]:
                 calls[part.id] = (part.name, args)
             elif kind == "tool_result":
                 name, args = calls.pop(part.call_id, (part.name, {}))
-                yield from _tool_lines(tools.get(name), name, args, part)
+                yield from _tool_lines(tools.get(name), name, args, part, lines)
 
 
-def _tool_lines(tool: Any, name: str, args: dict[str, Any], part: Any) -> Iterator[Text]:
+def _tool_lines(tool: Any, name: str, args: dict[str, Any], part: Any, lines: ToolLines) -> Iterator[Text]:
     from rich.text import Text
 
     from etcode.tools.base import ToolResult
 
-    summary = _safe(lambda: tool.params_summary(args), "") if tool else ""
+    summary = lines.heads.get(part.call_id)
+    if summary is None:
+        summary = _safe(lambda: tool.params_summary(args), "") if tool else ""
     head = Text("● ", style="green")
     head.append(f"{name} ({summary})" if summary else name, style="bold")
     fallback = "Error" if part.is_error else "Done"
     result = ToolResult(part.output, part.is_error)
-    said = _safe(lambda: tool.result_summary(args, result), fallback) if tool else fallback
+    said = lines.results.get(part.call_id) or (
+        _safe(lambda: tool.result_summary(args, result), fallback) if tool else fallback
+    )
     tail = Text("  └ ")
     tail.append(f"⚠ {said}" if part.is_error else said, style="red" if part.is_error else "")
     yield head
@@ -132,7 +155,7 @@ def print_goodbye(state: ExitState | None, *, inline: bool, console: Console | N
         return
     console = console or Console()
     if inline and state.messages:
-        for renderable in transcript(state.messages):
+        for renderable in transcript(state.messages, state.tool_lines):
             console.print(renderable)
         console.print()
     hint = resume_hint(state)
@@ -140,11 +163,12 @@ def print_goodbye(state: ExitState | None, *, inline: bool, console: Console | N
         console.print(Text(hint, style="dim"))
 
 
-def exit_state_of(host: Any) -> ExitState:
+def exit_state_of(host: Any, tool_lines: ToolLines | None = None) -> ExitState:
     """The session of ``host`` (an ``AgentHost``) as it is when the app quits."""
     agent = host.agent
     return ExitState(
         session_id=getattr(agent, "session_id", None),
         stored=host.store is not None,
         messages=list(getattr(agent, "history", []) or []),
+        tool_lines=tool_lines or ToolLines(),
     )
