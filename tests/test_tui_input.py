@@ -115,7 +115,7 @@ async def test_slash_completion(app: EtcodeApp) -> None:
         assert app.prompt.completion.values == ["/model"]
         await pilot.press("tab")
         assert app.prompt.input.text == "/model "
-        assert not app.prompt.menu_open
+        assert app.prompt.completion.values[0] == "fake/test-model"  # now the models are offered
         app.prompt.input.load_text("")
         await type_text(pilot, "/he")
         await pilot.press("enter")  # a command without arguments runs at once

@@ -30,6 +30,7 @@ from etcode.ui.tui.asker import TuiAsker
 from etcode.ui.tui.collector import CollectorPolicy
 from etcode.ui.tui.controller import AgentHost, Unsupported
 from etcode.ui.tui.feed import EventFeed
+from etcode.ui.tui.goodbye import ExitState, ToolLines, exit_state_of
 from etcode.ui.tui.hangup import detach_from_terminal
 from etcode.ui.tui.highlight import LEXERS, PRELOAD
 from etcode.ui.tui.history import PromptHistory
@@ -58,6 +59,7 @@ class EtcodeApp(App[int]):
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
         Binding("ctrl+t", "toggle_todos", "Todos", show=False),
         Binding("ctrl+l", "focus_input", "Input", show=False),
+        Binding("ctrl+n", "cycle_agent", "Next agent", show=False),
     ]
 
     def __init__(
@@ -93,6 +95,9 @@ class EtcodeApp(App[int]):
         self._quit_done = False
         self._lexer_listener: Callable[[str], None] = lambda language: None
         self.collector = CollectorPolicy()
+        #: The session and its messages when the app quit (printed by ``launch`` afterwards).
+        self.exit_state: ExitState | None = None
+        self.tool_lines = ToolLines()  # what the live run showed for each call (the transcript)
 
     # ---- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -212,6 +217,7 @@ class EtcodeApp(App[int]):
             return
         for warning in self.host.warnings:
             await self.conversation.add_notice(f"warning: {warning}", "warning")
+        self.prompt.arguments.update(model=self.host.model_names, agent=self.host.agent_names)
         self._show_model()
         self.warm_up()
         LEXERS.request(*PRELOAD)  # after the first paint: start-up has the CPU to itself
@@ -319,6 +325,7 @@ class EtcodeApp(App[int]):
             if waiting and isinstance(event, StepStart):  # the request is on its way:
                 waiting = False  # tidy the heap while the model thinks
                 self.set_timer(REQUEST_HEADSTART, self.collector.turn_started)
+            self.tool_lines.note(event)
             await self.feed.handle(event)
 
     async def _busy(self, work: Awaitable[None]) -> None:
@@ -383,6 +390,7 @@ class EtcodeApp(App[int]):
             return
         self._quit_done = True
         if self.host is not None:
+            self.exit_state = exit_state_of(self.host, self.tool_lines)
             with contextlib.suppress(Exception):  # closing must never keep the user in the app
                 await self.host.close()
         self.exit(self.exit_code)
@@ -393,6 +401,12 @@ class EtcodeApp(App[int]):
 
     def action_focus_input(self) -> None:
         self.prompt.input.focus()
+
+    async def action_cycle_agent(self) -> None:
+        """Ctrl+N: the next agent (build → plan → …) from the next turn on."""
+        from etcode.ui.tui.slash_actions import cycle_agent
+
+        await cycle_agent(self)
 
     # ---- slash commands --------------------------------------------------------------
     async def run_command(self, parsed: slash.ParsedCommand) -> None:

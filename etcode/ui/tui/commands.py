@@ -23,7 +23,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("new", "Start a new session"),
     SlashCommand("sessions", "Pick a stored session to resume"),
     SlashCommand("agent", "Switch agent (build, plan, ...)", "NAME"),
-    SlashCommand("model", "Switch model", "PROVIDER/MODEL"),
+    SlashCommand("model", "Switch model (Tab completes)", "PROVIDER/MODEL"),
     SlashCommand("clear", "Clear the conversation (new context batch)"),
     SlashCommand("compact", "Summarise older history to free context"),
     SlashCommand("undo", "Restore files changed by the last turn", "[--force]"),
@@ -70,6 +70,7 @@ def help_text() -> str:
     keys = (
         "| `Enter` | send |\n| `Shift+Enter`, `Ctrl+J` | new line |\n| `Up`, `Down` | input history |\n"
         "| `@path` | attach a file (Tab completes) |\n| `Esc` | interrupt the running turn |\n"
-        "| `Ctrl+C`, `Ctrl+C` | quit |\n| `Ctrl+T` | show/hide the todo panel |"
+        "| `Ctrl+C`, `Ctrl+C` | quit |\n| `Ctrl+T` | show/hide the todo panel |\n"
+        "| `Ctrl+N` | next agent (build → plan → …) |"
     )
     return f"| command | what it does |\n|---|---|\n{rows}\n\n| key | action |\n|---|---|\n{keys}"

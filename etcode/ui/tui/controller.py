@@ -43,6 +43,7 @@ class AgentHost:
         self.agent_name = options.agent
         self.store: Any = None
         self.warnings: list[str] = []
+        self._model_choices: list[str] | None = None
         self.agent = self.make_agent(
             session_id=self.find_session(options.session_id) if options.session_id else None,
             continue_last=options.continue_last,
@@ -154,6 +155,30 @@ class AgentHost:
         self.agent_name = name
         await self._reconfigure()
         return name
+
+    def model_names(self) -> list[str]:
+        """Configured and known models (``/model`` completion), read once."""
+        if self._model_choices is None:
+            from etcode.ui.tui.model_choices import model_choices
+
+            try:
+                current: str | None = self.resolved_model()[0]
+            except Exception:  # no model configured: the catalog's models all the same
+                current = None
+            try:
+                self._model_choices = model_choices(self.config, current)
+            except Exception:  # completion is a convenience: never break the input
+                self._model_choices = [current] if current else []
+        return self._model_choices
+
+    async def cycle_agent(self) -> str:
+        """Switch to the agent after the current one (build → plan → … → build)."""
+        names = self.agent_names()
+        if not names:
+            raise UsageError("no agents to switch to")
+        current = self.resolved_agent()
+        following = names[(names.index(current) + 1) % len(names)] if current in names else names[0]
+        return await self.switch_agent(following)
 
     def agent_names(self) -> list[str]:
         """Agents a user can switch to (primary or all; not sub-agents)."""

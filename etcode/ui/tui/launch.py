@@ -53,7 +53,10 @@ def run_tui(options: TuiOptions) -> int:
             config=config,
             history=default_history(),
         )
-        result = app.run(inline=options.inline, inline_no_clear=options.inline)
+        result = app.run(inline=options.inline)  # the inline frame is cleared on exit
+        from etcode.ui.tui.goodbye import print_goodbye
+
+        print_goodbye(app.exit_state, inline=options.inline)
     return int(result or app.exit_code or 0)
 
 

@@ -90,6 +90,23 @@ async def _agent(app: EtcodeApp, args: str) -> None:
     await app.conversation.add_notice(f"Agent: {name}", "info")
 
 
+async def cycle_agent(app: EtcodeApp) -> None:
+    """Switch to the next agent; the status bar shows it, the next turn uses it."""
+    host = app.host
+    if host is None:
+        return
+    if app.busy:
+        app.notify("Agent: wait for the turn to finish (Esc interrupts it)", severity="warning", timeout=3)
+        return
+    try:
+        name = await host.cycle_agent()
+    except EtcodeError as err:
+        await app.conversation.add_notice(f"error: {err}", "error")
+        return
+    app.status_bar.update_info(agent=name)
+    app.notify(f"Agent: {name}", timeout=2)
+
+
 async def _model(app: EtcodeApp, args: str) -> None:
     assert app.host is not None
     if not args:

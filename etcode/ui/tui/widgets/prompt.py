@@ -7,6 +7,8 @@ Down on the last walk the history. Typing ``/`` at the start lists slash command
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from textual import events
@@ -20,6 +22,8 @@ from etcode.ui.tui.history import PromptHistory
 from etcode.ui.tui.mentions import FileIndex, mention_at
 
 NEWLINE_KEYS = ("shift+enter", "ctrl+j", "alt+enter", "ctrl+enter")
+#: ``/command ARG`` being typed: the argument is completed from the command's choices.
+ARGUMENT = re.compile(r"/(\w+) (\S*)$")
 
 
 @dataclass
@@ -29,6 +33,8 @@ class Completion:
     start: int
     end: int
     values: list[str]
+    #: Enter on a value sends the input at once (a ``/model`` or ``/agent`` choice).
+    submit: bool = False
 
 
 class CompletionMenu(OptionList):
@@ -79,8 +85,9 @@ class PromptInput(TextArea):
             elif key == "escape":
                 box.close_menu()
             else:
+                runs = box.completion is not None and box.completion.submit
                 value = box.accept_completion()
-                if key == "enter" and value is not None and _runs_at_once(value):
+                if key == "enter" and value is not None and (runs or _runs_at_once(value)):
                     self.submit()
             return
         if key in NEWLINE_KEYS:
@@ -141,6 +148,8 @@ class PromptBox(Vertical):
         self.menu = CompletionMenu()
         self.files = files
         self.completion: Completion | None = None
+        #: Choices for a command's argument by command name (``model``, ``agent``).
+        self.arguments: dict[str, Callable[[], list[str]]] = {}
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield self.menu
@@ -167,6 +176,8 @@ class PromptBox(Vertical):
             if commands and not (len(commands) == 1 and f"/{commands[0].name}" == text.strip()):
                 completion = Completion(0, cursor, [f"/{c.name}" for c in commands])
                 labels = [f"{c.label:<24} {c.help}" for c in commands]
+        elif (argument := self._argument_completion(text, cursor)) is not None:
+            completion, labels = argument
         else:
             mention = mention_at(text, cursor)
             if mention is not None and self.files is not None:
@@ -183,6 +194,24 @@ class PromptBox(Vertical):
         self.menu.set_options([Option(label) for label in labels])
         self.menu.highlighted = 0
         self.menu.display = True
+
+    def _argument_completion(self, text: str, cursor: int) -> tuple[Completion, list[str]] | None:
+        """``/model QUERY``, ``/agent QUERY``: the matching choices of that command."""
+        from etcode.ui.tui.commands import ALIASES
+        from etcode.ui.tui.model_choices import match_choices
+
+        found = ARGUMENT.match(text[:cursor]) if "\n" not in text else None
+        if found is None:
+            return None
+        name = found.group(1).lower()
+        source = self.arguments.get(ALIASES.get(name, name))
+        if source is None:
+            return None
+        query = found.group(2)
+        values = match_choices(source(), query)
+        if not values or values == [query]:
+            return None
+        return Completion(found.start(2), cursor, values, submit=True), list(values)
 
     def accept_completion(self) -> str | None:
         """Put the highlighted value in the input; returns it (None when nothing was open)."""
