@@ -248,3 +248,26 @@ async def test_no_color_leaves_no_colour(
             assert not colours, colours
         else:  # the same screen has colours without NO_COLOR (the check is meaningful)
             assert len(colours) >= 3, colours
+
+
+async def test_a_replayed_edit_shows_its_preview_too() -> None:
+    """A resumed session builds its tool blocks before mounting them (here: no app CSS,
+    so no border): the preview must
+    come with them."""
+    from textual.app import App
+
+    from etcode.tools.summary import unified_diff
+
+    diff = unified_diff("a.py", "x = 1\ny = 2\n", "x = 10\ny = 2\n")
+    app: App[None] = App()
+    async with app.run_test(size=(80, 20)) as pilot:
+        widget = ToolMessage("call-1", "Edit", "a.py", {"file_path": "a.py"})
+        widget.set_result("Updated a.py (+1 -1)", "model-facing text", is_error=False, data={"diff": diff})
+        failed = ToolMessage("call-2", "Edit", "b.py", {"file_path": "b.py"})
+        failed.set_result("old_string not found", "error", is_error=True, data={"diff": diff})
+        await app.mount_all([widget, failed])
+        await pilot.pause()
+        lines = [line.strip() for line in screen_lines(app)]  # type: ignore[arg-type]
+        assert "-x = 1" in lines and "+x = 10" in lines, lines
+        assert lines.count("-x = 1") == 1  # the failed edit shows no diff
+        assert not any("to expand" in line for line in lines)  # nothing more to show
