@@ -271,3 +271,21 @@ async def test_a_replayed_edit_shows_its_preview_too() -> None:
         assert "-x = 1" in lines and "+x = 10" in lines, lines
         assert lines.count("-x = 1") == 1  # the failed edit shows no diff
         assert not any("to expand" in line for line in lines)  # nothing more to show
+
+
+async def test_code_is_readable_on_the_light_theme(
+    project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Textual's code blocks keep light grey text on the light theme: plain code (no
+    language, or its lexer still loading) must be dark on the light background."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("ETCODE_THEME", "light")
+    llm.script(Reply(text="Run this:\n\n```\nplain_code_line = 1\n```\n"))
+    app = make_app(project)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        await run_turn(pilot, app, "show me")
+        code = next(s for s in screen_segments(app) if "plain_code_line" in s.text)
+        assert code.style is not None and code.style.color and code.style.bgcolor
+        fg, bg = code.style.color.get_truecolor(), code.style.bgcolor.get_truecolor()
+        assert sum(bg) - sum(fg) > 3 * 100, (fg, bg)  # dark text on a light background
