@@ -90,8 +90,8 @@ async def test_finished_answer_replayed_by_rich_looks_the_same(project: Path, ll
 
 
 async def test_narrow_terminal_gives_the_chat_the_width(project: Path, llm: FakeLLM) -> None:
-    todos = [
-        {"content": "Read the code", "status": "completed"},
+    todos = [{"content": f"Step {i}", "status": "completed"} for i in range(6)]
+    todos += [
         {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
         {"content": "Run the tests", "status": "pending"},
     ]
@@ -114,7 +114,8 @@ async def test_narrow_terminal_gives_the_chat_the_width(project: Path, llm: Fake
         todos = app.todos.region
         assert todos.width >= 70 and todos.y >= app.conversation.region.bottom  # under the chat
         lines = screen_lines(app)
-        assert any("▶ Fixing the bug" in line for line in lines)
+        shown = [line.strip() for line in lines[todos.y : todos.bottom]]
+        assert shown[1:] == ["Todos 6/8", "… 5 above", "✔ Step 5", "▶ Fixing the bug", "○ Run the tests"]
         status = lines[-1]
         assert status.endswith("● working"), f"status bar cut: {status!r}"
         assert status.startswith(" build · anthropic/claude-sonnet"), status
@@ -122,6 +123,7 @@ async def test_narrow_terminal_gives_the_chat_the_width(project: Path, llm: Fake
         await pilot.resize_terminal(120, 30)
         await pilot.pause()
         assert app.todos.region.x >= app.conversation.region.right  # wide: beside it again
+        assert "✔ Step 0" in app.todos.render().plain  # with every item
         assert screen_lines(app)[-1].endswith("/help · ctrl+c twice to quit")
 
 
