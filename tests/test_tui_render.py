@@ -146,9 +146,11 @@ async def test_edit_shows_its_first_changed_lines_without_a_key(project: Path, l
         # 20 changed lines (10 removed, then 10 added): the first 6 are shown
         assert all(f"│ -line{i} = {i}" in lines for i in range(6)), lines
         assert "│ -line6 = 6" not in lines
-        assert "│ … +14 lines (click or select + enter to expand)" in lines
+        assert "│ … +14 lines (click or shift+tab, enter to expand)" in lines
         assert "│ +line9 == 9" not in lines
-        tool.action_toggle()  # the expand key (Enter on the block) shows the whole diff
+        await pilot.press("shift+tab")  # the block is selected, Enter expands it
+        assert app.focused is tool
+        await pilot.press("enter")
         await pilot.pause()
         lines = [line.strip() for line in screen_lines(app)]
         assert "│ +line9 == 9" in lines
@@ -291,3 +293,17 @@ async def test_code_is_readable_on_the_light_theme(
         assert code.style is not None and code.style.color and code.style.bgcolor
         fg, bg = code.style.color.get_truecolor(), code.style.bgcolor.get_truecolor()
         assert sum(bg) - sum(fg) > 3 * 100, (fg, bg)  # dark text on a light background
+
+
+def test_diff_preview_counts_only_changed_lines() -> None:
+    from etcode.tools.summary import unified_diff
+    from etcode.ui.tui.widgets.tool import diff_preview
+
+    old = "".join(f"-- sql comment {i}\n" for i in range(7))
+    preview = diff_preview(unified_diff("q.sql", old, ""))  # 7 removed lines, all starting "--"
+    assert preview is not None
+    shown = preview.plain.splitlines()
+    assert shown == [f"--- sql comment {i}" for i in range(7)]  # 7 = 6 + 1: no hint for one line
+    assert diff_preview(unified_diff("q.sql", "same\n", "same\n")) is None
+    preview = diff_preview(unified_diff("q.sql", "", "".join(f"{i}\n" for i in range(9))))
+    assert preview is not None and preview.plain.splitlines()[-1].startswith("… +3 lines (")

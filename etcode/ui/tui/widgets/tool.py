@@ -27,7 +27,7 @@ from etcode.util.redact import redact
 MAX_DETAIL_LINES = 400
 #: Changed lines of a diff shown under a finished edit before it is expanded.
 PREVIEW_LINES = 6
-EXPAND_HINT = "click or select + enter to expand"
+EXPAND_HINT = "click or shift+tab, enter to expand"
 
 
 class ToolMessage(Widget, can_focus=True):
@@ -153,6 +153,8 @@ def diff_preview(diff: str, limit: int = PREVIEW_LINES) -> Text | None:
     changed = [line for line in lines[hunks:] if line.startswith(("+", "-"))]
     if not changed:
         return None
+    if len(changed) == limit + 1:  # the hint would take the line it hides
+        limit += 1
     text = Text()
     for line in changed[:limit]:
         text.append(line, style="green" if line.startswith("+") else "red")
