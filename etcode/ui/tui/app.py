@@ -45,6 +45,7 @@ from etcode.util.errors import EtcodeError
 QUIT_WINDOW = 2.0  # seconds between the two Ctrl+C presses
 REQUEST_HEADSTART = 0.02  # seconds a turn's request gets to go out before the heap is tidied
 SHUTDOWN_WAIT = 10.0  # seconds a finishing turn may take when quitting
+NARROW = 100  # columns: a narrower terminal puts the todo panel under the conversation
 
 
 class EtcodeApp(App[int]):
@@ -53,6 +54,9 @@ class EtcodeApp(App[int]):
     CSS_PATH = "etcode.tcss"
     TITLE = "etcode"
     ENABLE_COMMAND_PALETTE = True
+    #: Below ``NARROW`` columns the screen has the class ``-narrow`` (the todo panel moves
+    #: under the conversation, which keeps the whole width).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-wide")]
     BINDINGS = [
         Binding("escape", "interrupt", "Interrupt", show=False),
         Binding("ctrl+c", "ctrl_c", "Quit", show=False, priority=True),
@@ -71,6 +75,7 @@ class EtcodeApp(App[int]):
         max_widgets: int | None = None,
     ) -> None:
         super().__init__()
+        self._theme_problem = self._pick_theme()
         self.options = options or TuiOptions()
         self.directory = (self.options.directory or Path.cwd()).resolve()
         self.config = config
@@ -99,6 +104,21 @@ class EtcodeApp(App[int]):
         self.exit_state: ExitState | None = None
         self.tool_lines = ToolLines()  # what the live run showed for each call (the transcript)
 
+    def _pick_theme(self) -> str:
+        """Light or dark as the terminal is (``ETCODE_THEME``, ``COLORFGBG``, see
+        :mod:`etcode.ui.tui.theme`); the problem to report when the name is unknown."""
+        import os
+
+        from etcode.ui.tui.theme import DARK, pick_theme
+
+        name = pick_theme(os.environ)
+        if name not in self.available_themes:
+            known = ", ".join(["light", "dark", *sorted(self.available_themes)])
+            self.theme = DARK
+            return f"ETCODE_THEME: unknown theme {name!r} (known: {known})"
+        self.theme = name
+        return ""
+
     # ---- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -112,6 +132,8 @@ class EtcodeApp(App[int]):
             self.screen.styles.height = "70vh"
             self.screen.styles.min_height = 16
         self.prompt.input.focus()
+        if self._theme_problem:
+            self.notify(self._theme_problem, severity="warning", timeout=8)
         await self.conversation.add(
             Static(
                 f"etcode · {self.directory.name or self.directory} · /help for commands",

@@ -23,6 +23,7 @@ from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence, MarkdownStream
 
 from etcode.ui.tui.highlight import LEXERS, language_of
+from etcode.ui.tui.theme import code_theme
 
 
 class UserMessage(Static):
@@ -177,6 +178,7 @@ class RenderedMarkdown:
 
     def __init__(self, source: str) -> None:
         self.source = source
+        self.code_theme = code_theme()  # here, in the UI thread
         self._markdown: RichMarkdown | None = None
         self._lines: dict[int, list[list[Segment]]] = {}
         #: Languages of its code blocks whose lexers were not loaded yet (shown plain).
@@ -186,7 +188,7 @@ class RenderedMarkdown:
     def markdown(self) -> RichMarkdown:
         """Rich's Markdown of the source, parsed on first use (in the worker thread)."""
         if self._markdown is None:
-            markdown = RichMarkdown(self.source, code_theme="ansi_dark", hyperlinks=False)
+            markdown = RichMarkdown(self.source, code_theme=self.code_theme, hyperlinks=False)
             markdown.elements = {
                 **markdown.elements,
                 "heading_open": _LeftHeading,

@@ -21,6 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Static
 
 from etcode.permission.service import Decision, PermissionRequest
+from etcode.ui.tui.theme import code_theme
 from etcode.ui.tui.widgets.guard import GuardedModal, pass_on
 
 __all__ = ["PermissionScreen", "key_hint", "pass_on", "request_details", "request_title"]
@@ -40,7 +41,7 @@ def request_details(request: PermissionRequest) -> RenderableType:
     meta = request.metadata
     diff = meta.get("diff")
     if isinstance(diff, str) and diff.strip():
-        return Syntax(diff, "diff", theme="ansi_dark", word_wrap=True, background_color="default")
+        return Syntax(diff, "diff", theme=code_theme(), word_wrap=True, background_color="default")
     command = meta.get("command")
     if isinstance(command, str) and command:
         text = Text()

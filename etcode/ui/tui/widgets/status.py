@@ -23,6 +23,21 @@ def format_tokens(count: int) -> str:
     return f"{count / 1_000_000:.1f}M"
 
 
+def fit_line(left: Text, right: Text, width: int) -> Text:
+    """``left`` and ``right`` on one line of ``width`` cells, never wrapped or cut off at
+    the edge: when both do not fit, ``right`` keeps its first part (``⠋ working``, ``/help``)
+    and ``left`` is shortened with an ellipsis."""
+    if left.cell_len + right.cell_len + 1 > width:
+        right = right.split(" · ")[0] if right.plain.strip() else right
+    room = max(1, width - right.cell_len - 1)
+    line = left.copy()
+    if line.cell_len > room:
+        line.truncate(room, overflow="ellipsis")
+    line.append(" " * max(1, width - line.cell_len - right.cell_len))
+    line.append_text(right)
+    return line
+
+
 @dataclass
 class StatusInfo:
     """What the bar shows; each field comes from events (or the resolved config at start)."""
@@ -91,10 +106,7 @@ class StatusBar(Static):
             right = Text(f"{mark} working · esc to interrupt", style="bold")
         else:
             right = Text(self.info.note or "/help · ctrl+c twice to quit", style="dim")
-        width = max(0, (self.size.width or 80) - text.cell_len - right.cell_len - 2)
-        text.append(" " * max(1, width))
-        text.append_text(right)
-        self.update(text)
+        self.update(fit_line(text, right, self.size.width or 80))
 
     def on_resize(self) -> None:
         self.refresh_text()

@@ -10,11 +10,34 @@ from textual.widgets import Static
 MARKS = {"completed": "✔", "in_progress": "▶", "pending": "○"}
 
 
-def render_todos(todos: list[dict[str, Any]]) -> Text:
-    """The panel's text: a header with counts, then one line per item."""
+#: Items the panel shows when it sits under the conversation (a narrow terminal).
+COMPACT_ITEMS = 5
+
+
+def window(todos: list[dict[str, Any]], limit: int) -> tuple[int, int]:
+    """The slice of ``todos`` to show in ``limit`` lines (two of them kept for ``… N``
+    marks when it is cut), starting just before the item in progress (or the first pending)."""
+    if len(todos) <= limit:
+        return 0, len(todos)
+    size = max(1, limit - 2)
+    statuses = [t.get("status") for t in todos]
+    current = next(
+        (i for status in ("in_progress", "pending") for i, s in enumerate(statuses) if s == status),
+        len(todos) - 1,
+    )
+    start = max(0, min(current - 1, len(todos) - size))
+    return start, start + size
+
+
+def render_todos(todos: list[dict[str, Any]], limit: int | None = None) -> Text:
+    """The panel's text: a header with counts, then one line per item (at most ``limit``
+    lines of items, around the one in progress)."""
     done = sum(1 for t in todos if t.get("status") == "completed")
     text = Text(f"Todos {done}/{len(todos)}\n", style="bold")
-    for item in todos:
+    start, end = window(todos, limit) if limit else (0, len(todos))
+    if start:
+        text.append(f"… {start} above\n", style="dim")
+    for item in todos[start:end]:
         status = str(item.get("status", "pending"))
         label = str(item.get("content") or item.get("description") or "")
         if status == "in_progress":
@@ -23,6 +46,8 @@ def render_todos(todos: list[dict[str, Any]]) -> Text:
         text.append(f"{MARKS.get(status, '○')} ", style="dim" if status == "completed" else "")
         text.append(label, style=style)
         text.append("\n")
+    if end < len(todos):
+        text.append(f"… {len(todos) - end} more", style="dim")
     text.rstrip()
     return text
 
@@ -37,8 +62,21 @@ class TodoPanel(Static):
 
     def set_todos(self, todos: list[dict[str, Any]]) -> None:
         self.todos = [dict(t) for t in todos]
-        self.update(render_todos(self.todos))
+        self._show()
         self.display = bool(self.todos)
+
+    @property
+    def compact(self) -> bool:
+        """Under the conversation (the screen is ``-narrow``): a few items only."""
+        return self.is_attached and self.screen.has_class("-narrow")
+
+    def _show(self) -> None:
+        self.update(render_todos(self.todos, COMPACT_ITEMS if self.compact else None))
+
+    def on_resize(self) -> None:
+        """The layout changed (the terminal crossed the narrow width): fit the items."""
+        if self.todos:
+            self._show()
 
     @property
     def in_progress(self) -> str | None:

@@ -4,8 +4,9 @@
       └ executing...
 
 becomes ``└ Read 3 files (12.5 KB)`` or ``└ ⚠ <error>``. The strings are the ``summary``
-fields of the events (the summary generators), never computed here. Enter or a click
-expands the call to its full output: the diff of an Edit/WriteFile, the output of Bash.
+fields of the events (the summary generators), never computed here. An Edit/WriteFile
+shows its first changed lines at once (``PREVIEW_LINES``); Enter or a click expands the
+call to its full output: the whole diff of an Edit/WriteFile, the output of Bash.
 What it shows is redacted (API keys and key shapes), as ``etcode run`` prints it.
 """
 
@@ -20,9 +21,13 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Static
 
+from etcode.ui.tui.theme import code_theme
 from etcode.util.redact import redact
 
 MAX_DETAIL_LINES = 400
+#: Changed lines of a diff shown under a finished edit before it is expanded.
+PREVIEW_LINES = 6
+EXPAND_HINT = "click or shift+tab, enter to expand"
 
 
 class ToolMessage(Widget, can_focus=True):
@@ -47,10 +52,13 @@ class ToolMessage(Widget, can_focus=True):
         self._head = Static(self._head_text(), classes="tool-head", markup=False)
         self._line = Static(Text("└ executing...", style="dim"), classes="tool-line", markup=False)
         self._detail: Static | None = None
+        self._preview = Static("", classes="tool-preview", markup=False)
+        self._preview.display = False
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield self._head
         yield self._line
+        yield self._preview
 
     @property
     def title(self) -> str:
@@ -91,13 +99,26 @@ class ToolMessage(Widget, can_focus=True):
         self.line_text = f"  {line.plain}"
         if self._detail is not None:
             self._detail.update(self.detail_renderable())
+        self._show_preview()
+
+    @property
+    def diff(self) -> str:
+        """The diff of a successful edit (``""`` for other calls)."""
+        diff = (self.data or {}).get("diff")
+        return diff if isinstance(diff, str) and not self.is_error else ""
+
+    def _show_preview(self) -> None:
+        preview = diff_preview(redact(self.diff)) if self.diff.strip() else None
+        if preview is not None:
+            self._preview.update(preview)
+        self._preview.display = preview is not None and not self.expanded
 
     def detail_renderable(self) -> RenderableType:
         """The full output: a diff for edits, the output otherwise (capped)."""
         diff = (self.data or {}).get("diff")
         if isinstance(diff, str) and diff.strip():
             return Syntax(
-                _cap(redact(diff)), "diff", theme="ansi_dark", word_wrap=True, background_color="default"
+                _cap(redact(diff)), "diff", theme=code_theme(), word_wrap=True, background_color="default"
             )
         if self.result_summary is None:
             command = self.params.get("command")
@@ -109,6 +130,7 @@ class ToolMessage(Widget, can_focus=True):
 
     def action_toggle(self) -> None:
         self.expanded = not self.expanded
+        self._show_preview()
         if self.expanded:
             if self._detail is None:
                 self._detail = Static(self.detail_renderable(), classes="tool-detail", markup=False)
@@ -121,6 +143,27 @@ class ToolMessage(Widget, can_focus=True):
 
     def on_click(self) -> None:
         self.action_toggle()
+
+
+def diff_preview(diff: str, limit: int = PREVIEW_LINES) -> Text | None:
+    """The first ``limit`` changed lines of a unified diff (``+`` green, ``-`` red), then
+    ``… +N lines`` when there are more; None when nothing changed."""
+    lines = diff.splitlines()
+    hunks = next((i for i, line in enumerate(lines) if line.startswith("@@")), 0)  # after the headers
+    changed = [line for line in lines[hunks:] if line.startswith(("+", "-"))]
+    if not changed:
+        return None
+    if len(changed) == limit + 1:  # the hint would take the line it hides
+        limit += 1
+    text = Text()
+    for line in changed[:limit]:
+        text.append(line, style="green" if line.startswith("+") else "red")
+        text.append("\n")
+    rest = len(changed) - limit
+    if rest > 0:
+        text.append(f"… +{rest} line{'s' if rest != 1 else ''} ({EXPAND_HINT})", style="dim")
+    text.rstrip()
+    return text
 
 
 def _cap(text: str) -> str:
