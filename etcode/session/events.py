@@ -82,6 +82,22 @@ class ToolResultEvent(Event):
 
 
 @dataclass
+class ToolProgress(Event):
+    """A running tool's output so far (Bash): ``text`` is what it printed since the last
+    progress event of this call (coalesced, at most ~10 events a second; a lone ``\r``
+    starts the current line again), ``elapsed`` the seconds since it started and
+    ``skipped`` the characters left out of ``text`` to keep it short. Display only: the
+    tool's result carries the whole output."""
+
+    call_id: str
+    name: str
+    text: str
+    elapsed: float
+    skipped: int = 0
+    type: Literal["tool_progress"] = field(init=False, default="tool_progress")
+
+
+@dataclass
 class TodoUpdate(Event):
     todos: list[dict[str, Any]]
     type: Literal["todo_update"] = field(init=False, default="todo_update")

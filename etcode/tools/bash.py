@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
+from etcode.tools.progress import OutputProgress
 from etcode.tools.summary import plural, shorten
 from etcode.tools.truncate import truncate_output
 
@@ -122,11 +123,13 @@ class _Collector:
         self.buffer = bytearray()
         self.dropped = 0
 
-    async def read(self, stream: asyncio.StreamReader) -> None:
+    async def read(self, stream: asyncio.StreamReader, progress: OutputProgress | None = None) -> None:
         while True:
             chunk = await stream.read(65536)
             if not chunk:
                 return
+            if progress is not None:
+                progress.feed(chunk)
             self.buffer += chunk
             excess = len(self.buffer) - MAX_BUFFER_BYTES
             if excess > 0:
@@ -164,7 +167,8 @@ async def _execute(argv: list[str], env: dict[str, str], timeout_ms: int, ctx: T
     )
     collector = _Collector()
     assert proc.stdout is not None
-    reader = asyncio.create_task(collector.read(proc.stdout))
+    progress = OutputProgress(ctx.emit, ctx.call_id, "Bash")  # live output for front ends
+    reader = asyncio.create_task(collector.read(proc.stdout, progress))
     waiter = asyncio.create_task(_wait_exit(proc, reader))
     aborter = asyncio.create_task(ctx.abort.wait())
     timed_out = interrupted = False
@@ -190,6 +194,7 @@ async def _execute(argv: list[str], env: dict[str, str], timeout_ms: int, ctx: T
         except (TimeoutError, asyncio.CancelledError):
             reader.cancel()
             _close_pipes(proc)
+        progress.close()
     exit_code = proc.returncode if proc.returncode is not None else -1
     return _Run(collector.text().rstrip("\n"), exit_code, timed_out, interrupted)
 

@@ -9,10 +9,13 @@ pair, so parallel calls never interleave.
 from __future__ import annotations
 
 import os
+import shutil
+import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from etcode.session import events as ev
+from etcode.ui.live_tail import LiveTail, cut_to_cells, elapsed_text
 from etcode.util.redact import RedactingStream
 
 RESET = "\x1b[0m"
@@ -31,10 +34,15 @@ def _wants_color(stream: TextIO) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
+PROGRESS_EVERY = 0.25  # seconds between rewrites of a running call's "executing" line
+
+
 @dataclass
 class _Pending:
     head: str
     lines_after: int = 0  # lines written to stderr below this call's "executing" line
+    tail: LiveTail | None = None  # its output so far (tool_progress events)
+    shown_at: float = float("-inf")  # when its line was last rewritten
 
 
 class PlainRenderer:
@@ -101,6 +109,8 @@ class PlainRenderer:
             self._tool_start(event)
         elif isinstance(event, ev.ToolResultEvent):
             self._tool_result(event)
+        elif isinstance(event, ev.ToolProgress):
+            self._tool_progress(event)
         elif isinstance(event, ev.RetryEvent):
             self._notice(f"⟳ retrying in {event.delay:.1f}s (attempt {event.attempt}): {event.reason}", DIM)
         elif isinstance(event, ev.WarningEvent):
@@ -168,6 +178,29 @@ class PlainRenderer:
             self._pending[event.call_id] = _Pending(head, 0)
         else:
             self._pending[event.call_id] = _Pending(head, -1)
+
+    def _tool_progress(self, event: ev.ToolProgress) -> None:
+        """On a terminal, the call's ``executing`` line becomes ``running 3s · <last line>``
+        (rewritten in place, at most 4 times a second); elsewhere progress is not shown."""
+        pending = self._pending.get(event.call_id)
+        if not self.live or pending is None:
+            return
+        if pending.tail is None:
+            pending.tail = LiveTail(keep=1)
+        pending.tail.feed(event.text)
+        now = time.monotonic()
+        if pending.lines_after < 0 or self._err_mid_line or now - pending.shown_at < PROGRESS_EVERY:
+            return
+        pending.shown_at = now
+        width = shutil.get_terminal_size((80, 24)).columns
+        line = f"  └ running {elapsed_text(event.elapsed)}"
+        last = pending.tail.last_line().replace("\t", " ").strip()
+        room = width - len(line) - 4
+        if last and room > 8:
+            line += " · " + cut_to_cells(last, room)
+        up = pending.lines_after + 1
+        self.err.write(f"\x1b[{up}A\r\x1b[2K{self._style(line, DIM)}\x1b[{up}B\r")
+        self.err.flush()
 
     def _tool_result(self, event: ev.ToolResultEvent) -> None:
         self._end_reasoning()

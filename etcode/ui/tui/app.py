@@ -40,6 +40,7 @@ from etcode.ui.tui.widgets.conversation import Conversation
 from etcode.ui.tui.widgets.prompt import PromptBox, PromptInput
 from etcode.ui.tui.widgets.status import StatusBar
 from etcode.ui.tui.widgets.todo import TodoPanel
+from etcode.ui.tui.widgets.working import WorkingLine
 from etcode.util.errors import EtcodeError
 
 QUIT_WINDOW = 2.0  # seconds between the two Ctrl+C presses
@@ -90,6 +91,10 @@ class EtcodeApp(App[int]):
         self.todos = TodoPanel(id="todos")
         self.prompt = PromptBox(self.history, self.files)
         self.feed = EventFeed(self.conversation, self.status_bar, self.todos)
+        self.working = WorkingLine(id="working")  # ✻ Working… 12s · ↓ 340 tokens
+        self.feed.working = self.working
+        self.status_bar.tick_listeners.append(self.feed.tick)
+        self.status_bar.busy_listeners.append(self.feed.busy_changed)
         self.turn: Worker[None] | None = None
         self.queued: list[tuple[str, str, list[str]]] = []
         self.exit_code = 0
@@ -124,6 +129,7 @@ class EtcodeApp(App[int]):
         with Horizontal(id="body"):
             yield self.conversation
             yield self.todos
+        yield self.working
         yield self.prompt
         yield self.status_bar
 

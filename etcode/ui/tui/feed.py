@@ -9,6 +9,8 @@ from etcode.session import events as ev
 from etcode.ui.tui.widgets.conversation import Conversation
 from etcode.ui.tui.widgets.status import StatusBar
 from etcode.ui.tui.widgets.todo import TodoPanel
+from etcode.ui.tui.widgets.tool import ToolMessage
+from etcode.ui.tui.widgets.working import WorkingLine
 
 
 def context_of_usage(usage: dict[str, int]) -> int:
@@ -27,15 +29,47 @@ class EventFeed:
         self.last_result: dict[str, Any] | None = None
         #: True once the core sends ``usage`` events (context %, cost): StepFinish is then ignored.
         self.has_usage_events = False
+        #: ``✻ Working…`` above the input (set by the app); None: not shown.
+        self.working: WorkingLine | None = None
+        self._running: dict[str, ToolMessage] = {}  # tool calls not finished yet
+
+    def tick(self, frame: int) -> None:
+        """A spinner frame (the status bar's timer, only while busy): elapsed times."""
+        if self.working is not None:
+            self.working.tick(frame)
+        for widget in list(self._running.values()):
+            if widget.running:
+                widget.tick()
+            else:
+                self._running.pop(widget.call_id, None)
+
+    def busy_changed(self, busy: bool) -> None:
+        """A turn started or ended: the working line (only with the spinner: a still
+        screen, e.g. a snapshot, has no elapsed times)."""
+        if self.working is None:
+            return
+        if busy and self.status.spinner:
+            self.working.start()
+        elif not busy:
+            self.working.stop()
+            self._running.clear()
 
     async def handle(self, event: ev.Event) -> None:
         c = self.conversation
         if isinstance(event, ev.TextDeltaEvent):
+            self._count(event.text)
             await c.append_text(event.text)
         elif isinstance(event, ev.ReasoningDeltaEvent):
+            self._count(event.text)
             await c.append_reasoning(event.text)
         elif isinstance(event, ev.ToolCallStart):
-            await c.tool_started(event.call_id, event.name, event.summary, event.params)
+            self._count(event.params)
+            widget = await c.tool_started(event.call_id, event.name, event.summary, event.params)
+            self._running[event.call_id] = widget
+        elif isinstance(event, ev.ToolProgress):
+            running = self._running.get(event.call_id) or c.tools.get(event.call_id)
+            if running is not None:
+                running.add_output(event.text)
         elif isinstance(event, ev.ToolResultEvent):
             await c.tool_finished(
                 event.call_id,
@@ -50,6 +84,8 @@ class EventFeed:
         elif isinstance(event, ev.SessionStart):
             self.status.update_info(model=event.model, agent=event.agent)
         elif isinstance(event, ev.StepFinish):
+            if self.working is not None:
+                self.working.step_finished(int(event.usage.get("output_tokens") or 0))
             if not self.has_usage_events:
                 self.status.update_info(context_tokens=context_of_usage(event.usage))
         elif isinstance(event, ev.RetryEvent):
@@ -67,6 +103,11 @@ class EventFeed:
             await c.end_blocks()
         else:
             await self._handle_later_events(event)
+
+    def _count(self, streamed: Any) -> None:
+        """Model output streamed (text, reasoning, a call's arguments): the working line's tokens."""
+        if self.working is not None and self.working.active:
+            self.working.add_chars(len(streamed) if isinstance(streamed, str) else len(str(streamed)))
 
     async def _handle_later_events(self, event: Any) -> None:
         """Events added by later issues (usage, compaction, subagents, workflow), matched by

@@ -5,6 +5,7 @@ A spinner ticks only while a turn runs; idle, nothing is scheduled.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -76,6 +77,12 @@ class StatusBar(Static):
         self._timer: Timer | None = None
         #: False shows a still "●" while busy (snapshot tests; a calmer screen).
         self.spinner = True
+        self._ticks = 0
+        #: Called with a tick count at each spinner frame while busy (elapsed times, the
+        #: working line): the app's one timer, stopped when idle.
+        self.tick_listeners: list[Callable[[int], None]] = []
+        #: Called with the new state when a turn starts or ends.
+        self.busy_listeners: list[Callable[[bool], None]] = []
 
     def on_mount(self) -> None:
         self.refresh_text()
@@ -94,10 +101,15 @@ class StatusBar(Static):
             self._timer.stop()
             self._timer = None
         self.refresh_text()
+        for listener in self.busy_listeners:
+            listener(busy)
 
     def _tick(self) -> None:
         self._frame = (self._frame + 1) % len(SPINNER)
+        self._ticks += 1
         self.refresh_text()
+        for listener in self.tick_listeners:
+            listener(self._ticks)
 
     def refresh_text(self) -> None:
         text = self.info.left()

@@ -12,6 +12,7 @@ What it shows is redacted (API keys and key shapes), as ``etcode run`` prints it
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.console import RenderableType
@@ -21,6 +22,7 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Static
 
+from etcode.ui.live_tail import LiveTail, elapsed_text
 from etcode.ui.tui.theme import code_theme
 from etcode.util.redact import redact
 
@@ -28,13 +30,17 @@ MAX_DETAIL_LINES = 400
 #: Changed lines of a diff shown under a finished edit before it is expanded.
 PREVIEW_LINES = 6
 EXPAND_HINT = "click or shift+tab, enter to expand"
+LIVE_LINES = 5  # lines of a running command's output shown under its head
 
 
 class ToolMessage(Widget, can_focus=True):
     """One tool call. ``call_id`` is its key in the conversation."""
 
     BINDINGS = [Binding("enter,space", "toggle", "Expand", show=False)]
-    DEFAULT_CSS = "ToolMessage { height: auto; }"
+    DEFAULT_CSS = """
+    ToolMessage { height: auto; }
+    ToolMessage .tool-live { padding-left: 4; height: auto; color: $text-muted; }
+    """
 
     def __init__(self, call_id: str, name: str, summary: str, params: dict[str, Any] | None = None) -> None:
         super().__init__(classes="tool-message running")
@@ -54,11 +60,61 @@ class ToolMessage(Widget, can_focus=True):
         self._detail: Static | None = None
         self._preview = Static("", classes="tool-preview", markup=False)
         self._preview.display = False
+        self.started = time.monotonic()
+        #: While running: the last lines the command printed (``tool_progress`` events).
+        self._tail: LiveTail | None = None
+        self._live = Static("", classes="tool-live", markup=False)
+        self._live.display = False
+        self._progress = ""  # a sub-agent's current tool (set_progress)
+        self._shown_seconds = -1
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield self._head
+        yield self._live
         yield self._line
         yield self._preview
+
+    @property
+    def running(self) -> bool:
+        return self.result_summary is None
+
+    @property
+    def live_text(self) -> str:
+        """The live output lines shown while running (plain text), ``""`` when none."""
+        return "\n".join(self._tail.tail()) if self._tail is not None and self._live.display else ""
+
+    def add_output(self, text: str) -> None:
+        """Output the running command printed (a ``tool_progress`` event's ``text``): its
+        last lines show under the head until the result replaces them."""
+        if not self.running:
+            return
+        if self._tail is None:
+            self._tail = LiveTail(LIVE_LINES)
+        self._tail.feed(text)
+        lines = self._tail.tail()
+        if lines:
+            shown = Text(no_wrap=True, overflow="ellipsis", style="dim")
+            shown.append(redact("\n".join(lines)))
+            self._live.update(shown)
+            self._live.display = True
+        self.tick(force=True)
+
+    def tick(self, force: bool = False) -> None:
+        """Show the elapsed time (``└ running 12s``) once it is a second or more, or
+        output came; repaints only when the shown second changes."""
+        if not self.running:
+            return
+        seconds = int(time.monotonic() - self.started)
+        if seconds == self._shown_seconds and not force:
+            return
+        if seconds < 1 and self._tail is None:
+            return
+        self._shown_seconds = seconds
+        line = f"└ running {elapsed_text(seconds)}"
+        if self._progress:
+            line += f" · {self._progress}"
+        self._line.update(Text(line, style="dim"))
+        self.line_text = f"  {line}"
 
     @property
     def title(self) -> str:
@@ -74,7 +130,9 @@ class ToolMessage(Widget, can_focus=True):
     def set_progress(self, text: str) -> None:
         """While running: what the call is doing now (e.g. a sub-agent's current tool)."""
         if self.result_summary is None:
+            self._progress = text
             self._line.update(Text(f"└ executing... {text}", style="dim"))
+            self._shown_seconds = -1  # the next tick writes the elapsed time back
 
     def set_result(
         self, summary: str, output: str, *, is_error: bool, data: dict[str, Any] | None = None
@@ -85,6 +143,7 @@ class ToolMessage(Widget, can_focus=True):
         self.data = data
         self.is_error = is_error
         self.remove_class("running")
+        self._live.display = False  # the summary replaces the live output
         self.add_class("error" if is_error else "done")
         self._head.update(self._head_text())
         line = Text("└ ")
