@@ -138,7 +138,8 @@ async def test_commands_that_change_the_agent_wait_for_the_turn(project: Path, l
         await submit(pilot, app, "talk")
         await wait_for(pilot, lambda: app.busy)
         await submit(pilot, app, "/model fake/x")
-        assert any("wait for the turn" in n for n in notices(app))
+        assert any("wait for the turn" in n.message for n in app._notifications)  # a toast
+        assert not any("wait for the turn" in n for n in notices(app))  # not mid-answer
         app.action_interrupt()
         await wait_for(pilot, lambda: not app.busy)
 

@@ -16,11 +16,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Static
+from textual.widgets import Input, Static, TextArea
 from textual.worker import Worker
 
 from etcode.session.events import StepStart
@@ -108,6 +108,9 @@ class EtcodeApp(App[int]):
         #: The session and its messages when the app quit (printed by ``launch`` afterwards).
         self.exit_state: ExitState | None = None
         self.tool_lines = ToolLines()  # what the live run showed for each call (the transcript)
+        #: Keys and pastes that came before the input was mounted (see :meth:`on_event`).
+        self._typeahead: list[events.Key | events.Paste] = []
+        self.prompt.input.scroll_target = self.conversation
 
     def _pick_theme(self) -> str:
         """Light or dark as the terminal is (``ETCODE_THEME``, ``COLORFGBG``, see
@@ -138,6 +141,9 @@ class EtcodeApp(App[int]):
             self.screen.styles.height = "70vh"
             self.screen.styles.min_height = 16
         self.prompt.input.focus()
+        for early in self._typeahead:
+            self.prompt.input._forward_event(early)
+        self._typeahead.clear()
         if self._theme_problem:
             self.notify(self._theme_problem, severity="warning", timeout=8)
         await self.conversation.add(
@@ -311,14 +317,38 @@ class EtcodeApp(App[int]):
             self.todos.set_todos(list(todos))
 
     # ---- input -----------------------------------------------------------------------
+    async def on_event(self, event: events.Event) -> None:
+        """Typing is never lost: a printable key or a paste that no text field would take
+        (the focus on a tool block after Tab, or not yet on the input at launch) goes to
+        the input, in the order typed."""
+        if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded and self._stray(event):
+            if not self.prompt.input.is_mounted:
+                self._typeahead.append(event)
+                return
+            self.prompt.input.focus()
+            self.prompt.input._forward_event(event)
+            return
+        await super().on_event(event)
+
+    def _stray(self, event: events.Key | events.Paste) -> bool:
+        field = self.prompt.input
+        if not field.is_mounted:
+            return not self._screen_stack or len(self._screen_stack) == 1
+        focused = self.focused
+        if focused is field or len(self.screen_stack) > 1 or isinstance(focused, (TextArea, Input)):
+            return False
+        if isinstance(event, events.Paste):
+            return True
+        return event.is_printable and bool(event.character) and event.key not in self.screen.active_bindings
+
     async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
-        text = message.text
+        text = message.text  # as shown: a large paste is a label
         parsed = slash.parse_command(text)
         if parsed is not None:
             await self.run_command(parsed)
             return
         attachments = resolve_mentions(text, self.directory)
-        task = attach(text, attachments) if attachments else text
+        task = attach(message.full, attachments) if attachments else message.full
         shown = [a.path for a in attachments]
         if self.busy or (self.host is None and not self._agent_failed):
             self.queued.append((text, task, shown))
@@ -371,6 +401,7 @@ class EtcodeApp(App[int]):
             finally:
                 self.status_bar.set_busy(False)
                 self._turn_active = False
+                self.files.invalidate()  # the turn may have made files: offer them to @
         if self._quitting:
             self.call_later(self._finish_quit)
         elif self.queued:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,26 @@ class ParsedCommand:
 
 
 def is_command(text: str) -> bool:
-    """True when ``text`` is a slash command rather than a message (``//x`` is a message)."""
+    """True when ``text`` is a slash command rather than a message.
+
+    ``//x`` is a message, and so is a message that starts with a path: ``/tmp/a.py why?``
+    (a slash after the name) or ``/etc`` when that exists and is no command name.
+    """
     stripped = text.strip()
-    return stripped.startswith("/") and not stripped.startswith("//") and len(stripped) > 1
+    if not stripped.startswith("/") or stripped.startswith("//") or len(stripped) < 2:
+        return False
+    head = stripped[1:].split(maxsplit=1)[0]
+    if "/" in head:
+        return False
+    name = ALIASES.get(head.lower(), head.lower())
+    return name in _BY_NAME or not _exists(f"/{head}")
+
+
+def _exists(path: str) -> bool:
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
 
 
 def parse_command(text: str) -> ParsedCommand | None:

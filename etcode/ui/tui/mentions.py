@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import math
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +13,7 @@ from pathlib import Path
 MENTION = re.compile(r"(?:(?<=\s)|^)@([^\s@]+)")
 MAX_ATTACH_BYTES = 100 * 1024
 MAX_INDEX_FILES = 20_000
+MAX_INDEX_AGE = 5.0  # seconds a listing of the project's files is reused
 
 
 @dataclass
@@ -87,23 +91,30 @@ def mention_at(text: str, cursor: int) -> tuple[int, str] | None:
 
 
 class FileIndex:
-    """Project files for ``@`` completion, listed once (ripgrep when present) on first use."""
+    """Project files for ``@`` completion (ripgrep when present): listed on first use and
+    listed again when older than ``max_age`` seconds or after :meth:`invalidate` (the app
+    calls it after each turn), so files created since (by the agent too) are offered."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, max_age: float = MAX_INDEX_AGE) -> None:
         self.root = root
+        self.max_age = max_age
         self.paths: list[str] | None = None
+        self._loaded_at = 0.0
+
+    def invalidate(self) -> None:
+        """List the files again on the next use."""
+        self._loaded_at = -math.inf
 
     async def load(self) -> list[str]:
-        if self.paths is None:
+        if self.paths is None or time.monotonic() - self._loaded_at > self.max_age:
             from etcode.tools.ripgrep import list_files
 
             try:
                 files = await list_files(self.root, self.root)
             except Exception:  # completion is a convenience: never break the input
                 files = []
-            rel = sorted(_display(p, self.root) for p in files[:MAX_INDEX_FILES])
-            folders = sorted({str(Path(p).parent) + "/" for p in rel if "/" in p})
-            self.paths = folders + rel
+            self.paths = await asyncio.to_thread(_index, files, self.root)
+            self._loaded_at = time.monotonic()
         return self.paths
 
     def match(self, query: str, limit: int = 12) -> list[str]:
@@ -126,3 +137,10 @@ class FileIndex:
             scored.append((rank, len(path), path))
         scored.sort()
         return [path for _, _, path in scored[:limit]]
+
+
+def _index(files: list[Path], root: Path) -> list[str]:
+    """Folders (``src/``) then files, as paths relative to ``root``, sorted."""
+    rel = sorted(_display(p, root) for p in files[:MAX_INDEX_FILES])
+    folders = sorted({str(Path(p).parent) + "/" for p in rel if "/" in p})
+    return folders + rel

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from etcode.ui.tui.commands import ParsedCommand, help_text
 from etcode.ui.tui.controller import Unsupported
+from etcode.ui.tui.widgets.messages import HelpMessage, Notice
 from etcode.util.errors import EtcodeError
 
 if TYPE_CHECKING:
@@ -18,38 +19,42 @@ WHILE_BUSY = {"help", "exit", "export"}
 
 async def run_slash(app: EtcodeApp, parsed: ParsedCommand) -> None:
     """Run one parsed command, reporting problems in the conversation, never raising."""
-    c = app.conversation
     if parsed.command is None:
-        await c.add_notice(f"unknown command /{parsed.name} (see /help)", "warning")
+        await say(app, f"unknown command /{parsed.name} (see /help)", "warning")
         return
     name = parsed.name
     if name == "help":
-        await c.add_markdown(help_text())
+        await app.conversation.add_aside(HelpMessage(help_text()))
         return
     if name == "exit":
         await app.action_quit()
         return
-    if app.busy and name not in WHILE_BUSY:
-        await c.add_notice(f"/{name}: wait for the turn to finish (Esc interrupts it)", "warning")
+    if app.busy and name not in WHILE_BUSY:  # a toast: a notice would land mid-answer
+        app.notify(f"/{name}: wait for the turn to finish (Esc interrupts it)", severity="warning", timeout=5)
         return
     host = app.host
     if host is None:
-        await c.add_notice(f"/{name}: no agent (see the error above)", "error")
+        await say(app, f"/{name}: no agent (see the error above)", "error")
         return
     handler = _HANDLERS[name]
     try:
         await handler(app, parsed.args)
     except Unsupported as err:
-        await c.add_notice(str(err), "warning")
+        await say(app, str(err), "warning")
     except EtcodeError as err:
-        await c.add_notice(f"error: {err}", "error")
+        await say(app, f"error: {err}", "error")
+
+
+async def say(app: EtcodeApp, text: str, kind: str = "info") -> None:
+    """A command's output: in view, and after the answer when one is streaming."""
+    await app.conversation.add_aside(Notice(text, kind))
 
 
 async def _new(app: EtcodeApp, args: str) -> None:
     assert app.host is not None
     await app.host.new_session()
     await reset_view(app)
-    await app.conversation.add_notice("New session.", "info")
+    await say(app, "New session.", "info")
 
 
 async def reset_view(app: EtcodeApp) -> None:
@@ -65,7 +70,7 @@ async def _sessions(app: EtcodeApp, args: str) -> None:
     assert app.host is not None
     sessions = app.host.list_sessions()
     if not sessions:
-        await app.conversation.add_notice("No stored sessions for this project yet.", "info")
+        await say(app, "No stored sessions for this project yet.", "info")
         return
 
     async def chosen(session_id: str | None) -> None:
@@ -73,7 +78,7 @@ async def _sessions(app: EtcodeApp, args: str) -> None:
             return
         await app.host.resume(session_id)
         await reset_view(app)
-        await app.conversation.add_notice(f"Resumed session {session_id}.", "info")
+        await say(app, f"Resumed session {session_id}.", "info")
         app.warm_up()
 
     app.push_screen(SessionPicker(sessions), chosen)
@@ -83,11 +88,11 @@ async def _agent(app: EtcodeApp, args: str) -> None:
     assert app.host is not None
     if not args:
         names = ", ".join(app.host.agent_names())
-        await app.conversation.add_notice(f"agent: {app.host.resolved_agent()} (available: {names})", "info")
+        await say(app, f"agent: {app.host.resolved_agent()} (available: {names})", "info")
         return
     name = await app.host.switch_agent(args.split()[0])
     app.status_bar.update_info(agent=name)
-    await app.conversation.add_notice(f"Agent: {name}", "info")
+    await say(app, f"Agent: {name}", "info")
 
 
 async def cycle_agent(app: EtcodeApp) -> None:
@@ -110,19 +115,19 @@ async def cycle_agent(app: EtcodeApp) -> None:
 async def _model(app: EtcodeApp, args: str) -> None:
     assert app.host is not None
     if not args:
-        await app.conversation.add_notice(f"model: {app.status_bar.info.model}", "info")
+        await say(app, f"model: {app.status_bar.info.model}", "info")
         return
     full = await app.host.switch_model(args.split()[0])
     _, limit = app.host.resolved_model()
     app.status_bar.update_info(model=full, context_limit=limit)
-    await app.conversation.add_notice(f"Model: {full}", "info")
+    await say(app, f"Model: {full}", "info")
 
 
 async def _clear(app: EtcodeApp, args: str) -> None:
     assert app.host is not None
     await app.host.clear()
     await reset_view(app)
-    await app.conversation.add_notice("Context cleared.", "info")
+    await say(app, "Context cleared.", "info")
 
 
 async def _compact(app: EtcodeApp, args: str) -> None:
@@ -134,13 +139,13 @@ async def _undo(app: EtcodeApp, args: str) -> None:
     assert app.host is not None
     flag = args.strip()
     if flag not in ("", "--force"):
-        await app.conversation.add_notice(f"error: /undo takes only --force, not {flag!r}", "error")
+        await say(app, f"error: /undo takes only --force, not {flag!r}", "error")
         return
     restored = await app.host.undo(force=flag == "--force")  # UndoRefused: an error notice
     if restored:
-        await app.conversation.add_notice("Restored the last changed turn — " + "; ".join(restored), "info")
+        await say(app, "Restored the last changed turn — " + "; ".join(restored), "info")
     else:
-        await app.conversation.add_notice("Nothing to undo.", "info")
+        await say(app, "Nothing to undo.", "info")
 
 
 async def _export(app: EtcodeApp, args: str) -> None:
@@ -155,9 +160,9 @@ async def _export(app: EtcodeApp, args: str) -> None:
     try:
         target.write_text(text, encoding="utf-8")
     except OSError as err:
-        await app.conversation.add_notice(f"error: cannot write {target}: {err.strerror or err}", "error")
+        await say(app, f"error: cannot write {target}: {err.strerror or err}", "error")
         return
-    await app.conversation.add_notice(f"Transcript written to {target}", "info")
+    await say(app, f"Transcript written to {target}", "info")
 
 
 _HANDLERS = {

@@ -42,8 +42,10 @@ LIVE_ANSWERS = 2
 LIVE_ANSWER_CHARS = 4000
 
 
-class Conversation(VerticalScroll):
-    """Messages, tool calls and notices, newest at the bottom (anchored while streaming)."""
+class Conversation(VerticalScroll, can_focus=False):
+    """Messages, tool calls and notices, newest at the bottom (anchored while streaming).
+    Not focusable itself (Tab would leave the input for no visible place): the input's
+    PageUp/PageDown scroll it, and Tab reaches its tool blocks."""
 
     def __init__(self, *, max_widgets: int = MAX_WIDGETS, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -54,6 +56,8 @@ class Conversation(VerticalScroll):
         self._answers = 0
         self._reasoning: ReasoningMessage | None = None
         self._banner: Static | None = None
+        #: Entries kept back while a block streams (see :meth:`add_aside`).
+        self._pending: list[Widget] = []
 
     def on_mount(self) -> None:
         self.anchor()
@@ -82,6 +86,17 @@ class Conversation(VerticalScroll):
     async def add_notice(self, text: str, kind: str = "info") -> None:
         await self.end_blocks()
         await self.add(Notice(text, kind))
+
+    async def add_aside(self, widget: Widget) -> Widget:
+        """Add an entry that is no part of the turn (a slash command's output) and bring the
+        bottom into view. While an answer or reasoning streams it is kept back and added
+        after that block ends, so it never splits the block."""
+        if self._text is not None or self._reasoning is not None:
+            self._pending.append(widget)
+        else:
+            await self.add(widget)
+        self.anchor()
+        return widget
 
     async def add_markdown(self, markdown: str) -> None:
         await self.end_blocks()
@@ -185,6 +200,8 @@ class Conversation(VerticalScroll):
         """Close the streaming text and reasoning blocks (a tool call or a turn's end)."""
         await self._end_text()
         await self._end_reasoning()
+        while self._pending:
+            await self.add(self._pending.pop(0))
 
     async def _end_text(self) -> None:
         if self._text is not None:
@@ -203,6 +220,7 @@ class Conversation(VerticalScroll):
         self.tools.clear()
         self.pruned = 0
         self._banner = None
+        self._pending.clear()
         await self.remove_children()
 
     @property

@@ -3,6 +3,8 @@
 Enter sends; Shift+Enter, Ctrl+J or Alt+Enter insert a new line; Up on the first line and
 Down on the last walk the history. Typing ``/`` at the start lists slash commands and
 ``@`` lists project files; Tab (or Enter) accepts, Up/Down choose, Esc closes the list.
+PageUp/PageDown scroll the conversation. A large paste shows as ``[Pasted text #1 +N lines]``
+and is sent in full.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from textual import events
 from textual.containers import Vertical
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
@@ -24,6 +27,10 @@ from etcode.ui.tui.mentions import FileIndex, mention_at
 NEWLINE_KEYS = ("shift+enter", "ctrl+j", "alt+enter", "ctrl+enter")
 #: ``/command ARG`` being typed: the argument is completed from the command's choices.
 ARGUMENT = re.compile(r"/(\w+) (\S*)$")
+SCROLL_KEYS = ("pageup", "pagedown")
+#: A paste with more lines or characters than these is collapsed to a label in the input.
+PASTE_LINES = 10
+PASTE_CHARS = 1000
 
 
 @dataclass
@@ -50,9 +57,12 @@ class PromptInput(TextArea):
     """The text area itself; key handling is in ``_on_key`` (runs before TextArea's)."""
 
     class Submitted(Message):
-        def __init__(self, text: str) -> None:
+        """``text`` as shown in the input; ``full`` with collapsed pastes put back."""
+
+        def __init__(self, text: str, full: str | None = None) -> None:
             super().__init__()
             self.text = text
+            self.full = text if full is None else full
 
     def __init__(self, history: PromptHistory | None = None, id: str | None = None) -> None:
         super().__init__(
@@ -67,6 +77,10 @@ class PromptInput(TextArea):
         #: A steady cursor: a blinking one is a timer that repaints twice a second forever.
         self.cursor_blink = False
         self.placeholder = "Ask anything · / for commands · @ to attach a file"
+        #: Collapsed pastes: label in the input -> the pasted text.
+        self.pastes: dict[str, str] = {}
+        #: What PageUp/PageDown scroll (the app sets the conversation).
+        self.scroll_target: Widget | None = None
 
     @property
     def box(self) -> PromptBox | None:
@@ -89,6 +103,13 @@ class PromptInput(TextArea):
                 value = box.accept_completion()
                 if key == "enter" and value is not None and (runs or _runs_at_once(value)):
                     self.submit()
+            return
+        if key in SCROLL_KEYS and self.scroll_target is not None:
+            self._stop(event)
+            if key == "pageup":
+                self.scroll_target.scroll_page_up()
+            else:
+                self.scroll_target.scroll_page_down()
             return
         if key in NEWLINE_KEYS:
             self._stop(event)
@@ -115,6 +136,27 @@ class PromptInput(TextArea):
                 self.set_text(following)
             return
 
+    async def _on_paste(self, event: events.Paste) -> None:
+        """A large paste goes in as a one-line label (TextArea inserts a small one)."""
+        text = event.text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = len(text.splitlines())
+        if lines <= PASTE_LINES and len(text) <= PASTE_CHARS:
+            return
+        event.stop()
+        event.prevent_default()
+        size = f"+{lines} lines" if lines > 1 else f"{len(text)} chars"
+        label = f"[Pasted text #{len(self.pastes) + 1} {size}]"
+        self.pastes[label] = text
+        result = self.replace(label, *self.selection)
+        self.move_cursor(result.end_location)
+        self.focus()
+
+    def expand_pastes(self, text: str) -> str:
+        """``text`` with each paste label replaced by what was pasted."""
+        for label, pasted in self.pastes.items():
+            text = text.replace(label, pasted)
+        return text
+
     @staticmethod
     def _stop(event: events.Key) -> None:
         event.stop()
@@ -129,9 +171,11 @@ class PromptInput(TextArea):
         text = self.text
         if not text.strip():
             return
-        self.prompt_history.add(text)
+        full = self.expand_pastes(text)
+        self.prompt_history.add(full)
         self.load_text("")
-        self.post_message(self.Submitted(text))
+        self.pastes.clear()
+        self.post_message(self.Submitted(text, full))
 
     @property
     def cursor_offset(self) -> int:

@@ -1,0 +1,53 @@
+"""Issue 15 in a real terminal (tmux): keys typed right after launch, and after Tab /
+Shift+Tab, all land in the input, in order, and are sent."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fake_llm import FakeLLM, Reply
+from tests.test_tui_cli import _ENV_KEYS, Tmux, _quote
+from tests.tui_support import write_config
+
+
+@pytest.fixture
+def project(tmp_path: Path, llm: FakeLLM) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    write_config(folder, llm)
+    return folder
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_type_ahead_and_tab_keep_every_key(project: Path, llm: FakeLLM) -> None:
+    llm.script(Reply(text="Got every key."))
+    tmux = Tmux("keys")
+    env = " ".join(f"{k}={_quote(v)}" for k, v in os.environ.items() if k in _ENV_KEYS)
+    try:
+        tmux.start(f"env {env} TERM=xterm-256color {_quote(sys.executable)} -m etcode", project)
+        early = tmux.screen()
+        tmux.run("send-keys", "-t", "keys", "-l", "hello there")  # before the app is up
+        assert "Ask anything" not in early, "the app was up before the keys: the test proves nothing"
+        tmux.wait_for("hello there")  # the input shows it (the placeholder is gone)
+        tmux.run("send-keys", "-t", "keys", "Tab")
+        tmux.run("send-keys", "-t", "keys", "-l", " more")
+        tmux.run("send-keys", "-t", "keys", "BTab")
+        tmux.run("send-keys", "-t", "keys", "-l", " keys")
+        tmux.wait_for("hello there more keys")
+        tmux.run("send-keys", "-t", "keys", "Enter")
+        tmux.wait_for("Got every key.")
+        tmux.run("send-keys", "-t", "keys", "C-c")
+        tmux.run("send-keys", "-t", "keys", "C-c")
+        deadline = time.monotonic() + 15
+        while tmux.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        tmux.kill()
+    assert len(llm.requests) == 1
+    assert "hello there more keys" in str(llm.requests[0].body["messages"])
