@@ -106,7 +106,7 @@ async def cycle_agent(app: EtcodeApp) -> None:
     try:
         name = await host.cycle_agent()
     except EtcodeError as err:
-        await app.conversation.add_notice(f"error: {err}", "error")
+        await say(app, f"error: {err}", "error")
         return
     app.status_bar.update_info(agent=name)
     app.notify(f"Agent: {name}", timeout=2)
