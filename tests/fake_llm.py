@@ -354,6 +354,15 @@ class _Server(ThreadingHTTPServer):
             self.fake._conns.discard(request)
         super().shutdown_request(request)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (the run ended, a keep-alive connection closed) is not an
+        error of the server's: no traceback on the test's stderr."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
