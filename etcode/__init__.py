@@ -18,12 +18,35 @@ _LAZY = {
     "Tool": "etcode.api",
     "ToolResult": "etcode.api",
     "tool": "etcode.api",
+    "TodoItem": "etcode.tools.todo",
+    "TodoStore": "etcode.tools.todo",
+    "create_todo_tool": "etcode.tools.todo",
+    "TODO_UPDATE": "etcode.tools.todo",
+    "todo_update_event": "etcode.tools.todo",
+    "TodoUpdate": "etcode.session.events",
 }
 
-__all__ = ["Agent", "AgentResult", "LoopLimits", "RetryConfig", "Tool", "ToolResult", "__version__", "tool"]
+__all__ = [
+    "TODO_UPDATE",
+    "Agent",
+    "AgentResult",
+    "LoopLimits",
+    "RetryConfig",
+    "TodoItem",
+    "TodoStore",
+    "TodoUpdate",
+    "Tool",
+    "ToolResult",
+    "__version__",
+    "create_todo_tool",
+    "todo_update_event",
+    "tool",
+]
 
 if TYPE_CHECKING:  # pragma: no cover
     from etcode.api import Agent, AgentResult, LoopLimits, RetryConfig, Tool, ToolResult, tool
+    from etcode.session.events import TodoUpdate
+    from etcode.tools.todo import TODO_UPDATE, TodoItem, TodoStore, create_todo_tool, todo_update_event
 
 
 def __getattr__(name: str) -> Any:

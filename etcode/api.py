@@ -24,6 +24,7 @@ from etcode.provider.types import Message
 from etcode.session.events import Event, SessionStart
 from etcode.session.result import AgentResult, LoopLimits
 from etcode.tools.base import Tool, ToolResult, tool
+from etcode.tools.dict_tool import as_tool
 from etcode.util.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ class Agent:
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] = (),
+        tools: Iterable[Tool | dict[str, Any] | Callable[..., Any]] = (),
         builtin_tools: bool = True,
         system_prompt: str = "",
         name: str = "etcode",
@@ -113,7 +114,7 @@ class Agent:
         self.model = model
         self.api_key = api_key
         self.base_url = base_url
-        self.custom_tools = [t if isinstance(t, Tool) else tool(t) for t in tools]
+        self.custom_tools = [as_tool(t) for t in tools]
         self.builtin_tools = builtin_tools
         self.system_prompt = system_prompt
         self.name = name
@@ -255,10 +256,10 @@ class Agent:
         window = self._session.window
         return window.update() if window is not None else None
 
-    def add_tools(self, tools: Iterable[Tool | Callable[..., Any]]) -> None:
+    def add_tools(self, tools: Iterable[Tool | dict[str, Any] | Callable[..., Any]]) -> None:
         """Offer more tools from now on. Once the session has started they are announced to
         the model in an ordinary message at the next turn; the initial tools are unchanged."""
-        items = [t if isinstance(t, Tool) else tool(t) for t in tools]
+        items = [as_tool(t) for t in tools]
         self.custom_tools.extend(items)
         if self._runtime is not None:
             for item in items:

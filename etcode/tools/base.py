@@ -274,25 +274,38 @@ class FunctionTool(InstanceTool):
         return self._params_model
 
     async def run(self, params: Any, ctx: ToolContext) -> ToolResult:
-        kwargs = params.model_dump() if isinstance(params, BaseModel) else dict(params)
+        # dict(model) keeps each field as validated: a pydantic-model parameter arrives as
+        # that model's instance, not as a dict (model_dump would turn it into one).
+        kwargs = dict(params)
         if self._context_param:
             kwargs[self._context_param] = ctx
-        if inspect.iscoroutinefunction(self.func):
-            value = await self.func(**kwargs)
-        else:
-            value = await asyncio.to_thread(self.func, **kwargs)
-        if isinstance(value, ToolResult):
-            return value
-        if value is None:
-            return ToolResult("Done")
-        if isinstance(value, str):
-            return ToolResult(value)
-        import json
+        return as_tool_result(await call_function(self.func, kwargs))
 
-        try:
-            return ToolResult(json.dumps(value, ensure_ascii=False, default=str))
-        except TypeError:
-            return ToolResult(str(value))
+
+async def call_function(func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """Call a tool function: a coroutine function is awaited, a plain one runs in a worker
+    thread (it may block)."""
+    if inspect.iscoroutinefunction(func):
+        return await func(**kwargs)
+    value = await asyncio.to_thread(func, **kwargs)
+    return await value if inspect.isawaitable(value) else value
+
+
+def as_tool_result(value: Any) -> ToolResult:
+    """What a tool function returned, as a :class:`ToolResult`: as it is, ``"Done"`` for
+    None, a string as it is, anything else as JSON (else ``str``)."""
+    if isinstance(value, ToolResult):
+        return value
+    if value is None:
+        return ToolResult("Done")
+    if isinstance(value, str):
+        return ToolResult(value)
+    import json
+
+    try:
+        return ToolResult(json.dumps(value, ensure_ascii=False, default=str))
+    except TypeError:
+        return ToolResult(str(value))
 
 
 def tool(

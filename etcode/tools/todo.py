@@ -94,6 +94,15 @@ class TodoStore:
         return "\n".join(lines)
 
 
+#: The ``type`` of the event sent when the todo list changes (:class:`TodoUpdate`).
+TODO_UPDATE = "todo_update"
+
+
+def todo_update_event(items: list[dict[str, Any]]) -> TodoUpdate:
+    """The event that tells front ends the todo list is now ``items``."""
+    return TodoUpdate(todos=[dict(item) for item in items])
+
+
 class TodoWriteTool(Tool):
     name = "TodoWrite"
     description = (
@@ -115,10 +124,14 @@ class TodoWriteTool(Tool):
         schema = super()._build_schema()
         return ToolSchema(schema.name, schema.description, inline_refs(schema.parameters))
 
+    def __init__(self, store: TodoStore | None = None) -> None:
+        #: The list this tool writes; None: the session's own (``ctx.state["todos"]``).
+        self.store = store
+
     async def run(self, params: TodoWriteParams, ctx: ToolContext) -> ToolResult:
-        store = TodoStore.of(ctx.state)
+        store = self.store if self.store is not None else TodoStore.of(ctx.state)
         store.replace([item.model_dump() for item in params.todos])
-        ctx.emit(TodoUpdate(todos=[dict(item) for item in store.items]))
+        ctx.emit(todo_update_event(store.items))
         counts = store.counts()
         return ToolResult(
             "Todo list updated:\n" + store.format(),
@@ -141,3 +154,9 @@ class TodoWriteTool(Tool):
         if current:
             text += f" · {current.get('activeForm') or current['content']}"
         return text
+
+
+def create_todo_tool(store: TodoStore | None = None) -> TodoWriteTool:
+    """A ``TodoWrite`` tool writing ``store`` (one you can read from your program), or the
+    session's own list when None; usable with ``Agent(builtin_tools=False, tools=[...])``."""
+    return TodoWriteTool(store)
