@@ -189,13 +189,13 @@ def test_the_chat_asks_in_a_real_terminal(repo: Path, llm: FakeLLM, tmp_path: Pa
     """`etcode` in tmux: the dialog comes before the session; "continue without" keeps the
     MCP server from starting and the chat works; the next start asks again, and trusting
     starts it."""
-    from tests.test_tui_cli import _ENV_KEYS, Tmux, _quote
+    from tests.test_tui_cli import Tmux, _quote, tmux_env
 
     marker = tmp_path / "mcp-started"
     command = [sys.executable, "-c", f"open({str(marker)!r}, 'w').write('ran')"]
     write_config(repo, llm, mcp={"marker": {"command": command, "timeout": 20000}})
     llm.script(Reply(text="Answered without it."))
-    env = " ".join(f"{k}={_quote(v)}" for k, v in os.environ.items() if k in _ENV_KEYS)
+    env = tmux_env()
     chat = f"env {env} TERM=xterm-256color {_quote(sys.executable)} -m etcode"
     tmux = Tmux("trust")
     try:

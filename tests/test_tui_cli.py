@@ -98,7 +98,7 @@ def test_real_etcode_in_tmux(project: Path, llm: FakeLLM, monkeypatch: pytest.Mo
     llm.page("GET /props", {"default_generation_settings": {"n_ctx": 32768}})  # a llama.cpp server
     monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "60")  # its answer counts, also on a loaded machine
     tmux = Tmux("chat")
-    env = " ".join(f"{k}={_quote(v)}" for k, v in os.environ.items() if k in _ENV_KEYS)
+    env = tmux_env()
     command = f"env {env} TERM=xterm-256color {_quote(sys.executable)} -m etcode"
     try:
         tmux.start(command, project)
@@ -148,7 +148,7 @@ def test_typing_while_the_permission_dialog_appears_answers_nothing(project: Pat
 
     llm.script(held, _rm("dist"), Reply(text="All clean."))
     tmux = Tmux("typeahead")
-    env = " ".join(f"{k}={_quote(v)}" for k, v in os.environ.items() if k in _ENV_KEYS)
+    env = tmux_env()
     try:
         tmux.start(f"env {env} TERM=xterm-256color {_quote(sys.executable)} -m etcode", project)
         tmux.wait_for("Ask anything")
@@ -234,6 +234,12 @@ _ENV_KEYS = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_
              "TIKTOKEN_CACHE_DIR", "PYTHONPATH", "ETCODE_DISCOVERY_WAIT")  # fmt: skip
 
 
+def tmux_env() -> str:
+    """``K=V ...`` of the test's environment a process started in tmux needs (tmux gives it
+    the server's environment otherwise)."""
+    return " ".join(f"{k}={_quote(v)}" for k, v in os.environ.items() if k in _ENV_KEYS)
+
+
 def _quote(value: str) -> str:
     import shlex
 
@@ -261,7 +267,7 @@ def test_closing_the_terminal_ends_the_running_command(project: Path, llm: FakeL
         Reply(text="Waiting.", calls=[Call("Bash", {"command": f"echo $$ > {pid_file}; exec sleep 120"})])
     )
     tmux = Tmux("hangup")
-    env = " ".join(f"{k}={_quote(v)}" for k, v in os.environ.items() if k in _ENV_KEYS)
+    env = tmux_env()
     command = f"env {env} TERM=xterm-256color {_quote(sys.executable)} -m etcode"
     pid = 0
     chat_pid = 0

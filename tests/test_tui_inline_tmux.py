@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import sys
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_llm import FakeLLM, Reply
-from tests.test_tui_cli import _ENV_KEYS, Tmux
+from tests.test_tui_cli import Tmux, tmux_env
 from tests.tui_support import write_config
 
 DONE = "__etcode_exited__"
@@ -31,7 +30,7 @@ def project(tmp_path: Path, llm: FakeLLM) -> Path:
 def test_inline_chat_leaves_the_conversation_in_the_scrollback(project: Path, llm: FakeLLM) -> None:
     llm.script(Reply(text=ANSWER))
     tmux = Tmux("inline")
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in os.environ.items() if k in _ENV_KEYS)
+    env = tmux_env()
     etcode = (
         f"env -u COLUMNS -u LINES {env} TERM=xterm-256color {shlex.quote(sys.executable)} -m etcode --inline"
     )

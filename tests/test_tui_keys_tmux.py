@@ -3,7 +3,6 @@ Shift+Tab, all land in the input, in order, and are sent."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_llm import FakeLLM, Reply
-from tests.test_tui_cli import _ENV_KEYS, Tmux, _quote
+from tests.test_tui_cli import Tmux, _quote, tmux_env
 from tests.tui_support import write_config
 
 
@@ -28,7 +27,7 @@ def project(tmp_path: Path, llm: FakeLLM) -> Path:
 def test_type_ahead_and_tab_keep_every_key(project: Path, llm: FakeLLM) -> None:
     llm.script(Reply(text="Got every key."))
     tmux = Tmux("keys")
-    env = " ".join(f"{k}={_quote(v)}" for k, v in os.environ.items() if k in _ENV_KEYS)
+    env = tmux_env()
     try:
         tmux.start(f"env {env} TERM=xterm-256color {_quote(sys.executable)} -m etcode", project)
         early = tmux.screen()

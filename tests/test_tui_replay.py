@@ -15,7 +15,16 @@ from etcode.provider.types import Message, TextPart, ToolCallPart, ToolResultPar
 from etcode.session.store import SessionStore
 from etcode.ui.tui.widgets.messages import FrozenMarkdown, Notice, UserMessage, render_options
 from tests.fake_llm import Call, FakeLLM, Reply
-from tests.tui_support import SIZE, make_app, ready, run_turn, submit, wait_for, write_config
+from tests.tui_support import (
+    SIZE,
+    make_app,
+    ready,
+    run_turn,
+    submit,
+    wait_for,
+    write_config,
+    write_priced_config,
+)
 
 
 @pytest.fixture
@@ -184,21 +193,7 @@ async def test_tables_keep_their_borders_in_a_resumed_session(project: Path, llm
 
 
 async def test_status_bar_has_the_stored_tokens_and_cost_on_resume(project: Path, llm: FakeLLM) -> None:
-    provider = {
-        "id": "fake",
-        "type": "openai",
-        "baseURL": llm.openai_base_url,
-        "apiKey": "sk-test",
-        "models": {
-            "test-model": {
-                "limit": {"context": 100000, "output": 4000},
-                "cost": {"input": 3.0, "output": 15.0},
-            }
-        },
-    }
-    (project / "etcode.json").write_text(
-        json.dumps({"model": "fake/test-model", "provider": [provider]}), encoding="utf-8"
-    )
+    write_priced_config(project, llm)
     llm.script(Reply(text="Hi.", usage=(20000, 1000)))
     app = make_app(project)
     async with app.run_test(size=SIZE) as pilot:

@@ -11,7 +11,16 @@ import pytest
 from etcode.ui.tui.widgets.messages import AssistantMessage, Notice, UserMessage
 from etcode.ui.tui.widgets.sessions import SessionPicker
 from tests.fake_llm import Call, FakeLLM, Reply
-from tests.tui_support import SIZE, make_app, ready, run_turn, submit, wait_for, write_config
+from tests.tui_support import (
+    SIZE,
+    make_app,
+    ready,
+    run_turn,
+    submit,
+    wait_for,
+    write_config,
+    write_priced_config,
+)
 
 
 @pytest.fixture
@@ -149,21 +158,7 @@ async def test_compact_summarises_the_history(project: Path, llm: FakeLLM) -> No
 
 
 async def test_status_bar_shows_context_percent_and_cost(project: Path, llm: FakeLLM) -> None:
-    provider = {
-        "id": "fake",
-        "type": "openai",
-        "baseURL": llm.openai_base_url,
-        "apiKey": "sk-test",
-        "models": {
-            "test-model": {
-                "limit": {"context": 100000, "output": 4000},
-                "cost": {"input": 3.0, "output": 15.0},
-            }
-        },
-    }
-    (project / "etcode.json").write_text(
-        json.dumps({"model": "fake/test-model", "provider": [provider]}), encoding="utf-8"
-    )
+    write_priced_config(project, llm)
     llm.script(Reply(text="Hi.", usage=(20000, 1000)))
     app = make_app(project)
     async with app.run_test(size=SIZE) as pilot:

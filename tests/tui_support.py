@@ -27,6 +27,24 @@ def write_config(project: Path, llm: FakeLLM, **extra: Any) -> None:
     (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
 
 
+def write_priced_config(project: Path, llm: FakeLLM) -> None:
+    """Like :func:`write_config`, with a 100k window and prices ($3 / $15 per million)."""
+    provider = {
+        "id": "fake",
+        "type": "openai",
+        "baseURL": llm.openai_base_url,
+        "apiKey": "sk-test",
+        "models": {
+            "test-model": {
+                "limit": {"context": 100000, "output": 4000},
+                "cost": {"input": 3.0, "output": 15.0},
+            }
+        },
+    }
+    config = {"model": "fake/test-model", "provider": [provider]}
+    (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
+
+
 def make_app(project: Path, **options: Any) -> EtcodeApp:
     max_widgets = options.pop("max_widgets", None)
     return EtcodeApp(

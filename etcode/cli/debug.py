@@ -103,7 +103,7 @@ async def _window(config: Any, model_id: str) -> dict[str, Any]:
     """``{"window": {"context", "output", "source"}, "prompt": "lean" | "full"}`` for the
     model: the catalog's limits, else what its server says (asked, or cached)."""
     from etcode.provider.catalog import ModelCatalog
-    from etcode.provider.discovery import ServerProbe, server_kind
+    from etcode.provider.discovery import ask_all, server_kind
     from etcode.session.server_window import wants_lean
     from etcode.util.errors import EtcodeError
 
@@ -124,16 +124,8 @@ async def _window(config: Any, model_id: str) -> dict[str, Any]:
     entry = catalog.for_spec(spec) if spec is not None else catalog.get(provider_id, model)
     context, source = entry.context, ", ".join(entry.sources) or None
     if not context and spec is not None and server_kind(spec) is not None:
-        probe = ServerProbe(spec, grace=DISCOVERY_WAIT)
-        try:
-            facts = await probe.settle()
-        finally:
-            await probe.aclose()
+        [facts] = await ask_all([spec])
         if facts is not None and facts.context:
-            context, source = facts.context, f"server ({facts.server} {facts.source})"
+            context, source = facts.context, facts.label
     window = {"context": context, "output": entry.output, "source": source if context else None}
     return {"window": window, "prompt": "lean" if wants_lean(mode, context) else "full"}
-
-
-#: How long ``debug prompt`` waits for a model server's answer (seconds).
-DISCOVERY_WAIT = 3.0

@@ -238,7 +238,7 @@ def _ask_servers(config: Any, entries: list[CatalogModel]) -> None:
     import asyncio
 
     from etcode.config.resolve import resolve_model
-    from etcode.provider.discovery import ServerProbe, server_kind
+    from etcode.provider.discovery import ask_all, server_kind
     from etcode.util.errors import EtcodeError
 
     asking: list[tuple[CatalogModel, Any]] = []
@@ -253,22 +253,11 @@ def _ask_servers(config: Any, entries: list[CatalogModel]) -> None:
             asking.append((entry, spec))
     if not asking:
         return
-
-    async def ask_all() -> list[Any]:
-        probes = [ServerProbe(spec, grace=REQUEST_WAIT) for _, spec in asking]
-        try:
-            return list(await asyncio.gather(*(probe.settle() for probe in probes)))
-        finally:
-            await asyncio.gather(*(probe.aclose() for probe in probes))
-
-    for (entry, _), facts in zip(asking, asyncio.run(ask_all()), strict=True):
+    answers = asyncio.run(ask_all([spec for _, spec in asking]))
+    for (entry, _), facts in zip(asking, answers, strict=True):
         if facts is not None and facts.context:
             entry.context = facts.context
-            entry.sources.append(f"server ({facts.server or 'unknown'} {facts.source})".replace(" )", ")"))
-
-
-#: How long ``etcode models`` waits for the model servers' answers (seconds).
-REQUEST_WAIT = 3.0
+            entry.sources.append(facts.label)
 
 
 def _tokens(value: int | None) -> str:

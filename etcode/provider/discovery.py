@@ -37,6 +37,8 @@ REQUEST_TIMEOUT = 2.0
 CONNECT_TIMEOUT = 1.0
 #: A cached answer is trusted this long (seconds); an overflow error corrects it sooner.
 CACHE_TTL = 3600.0
+#: How long a command that shows the window (``etcode models``, ``debug prompt``) waits.
+SHOW_WAIT = 3.0
 #: Larger answers are not read (a hosted service's full model list).
 MAX_BODY = 2 * 1024 * 1024
 CACHE_FILE = "servers.json"
@@ -59,6 +61,13 @@ class ServerFacts:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def label(self) -> str:
+        """Where the window came from, as ``etcode models`` and ``debug prompt`` show it:
+        ``server (llama.cpp /props)``."""
+        said = " ".join(part for part in (self.server, self.source) if part)
+        return f"server ({said})" if said else "server"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerFacts:
@@ -401,3 +410,13 @@ class ServerProbe:
         if task is not None and not task.done():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+
+
+async def ask_all(specs: list[ProviderSpec], wait: float = SHOW_WAIT) -> list[ServerFacts | None]:
+    """What each server says (cached answers first), all asked at once, waiting at most
+    ``wait`` seconds; nothing is left running afterwards."""
+    probes = [ServerProbe(spec, grace=wait) for spec in specs]
+    try:
+        return list(await asyncio.gather(*(probe.settle() for probe in probes)))
+    finally:
+        await asyncio.gather(*(probe.aclose() for probe in probes))
