@@ -15,20 +15,36 @@ print(result.text)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from etcode.provider.spec import KNOWN_PROVIDERS, ProviderSpec, RetryConfig, default_base_url, env_key_for
+from etcode.prompt.system import DEFAULT_NAME
+from etcode.provider.spec import (
+    CUSTOM_PROVIDER,
+    KNOWN_PROVIDERS,
+    ProviderSpec,
+    RetryConfig,
+    default_base_url,
+    env_key_for,
+    provider_of,
+)
 from etcode.provider.types import Message
 from etcode.session.events import Event, SessionStart
 from etcode.session.result import AgentResult, LoopLimits
 from etcode.tools.base import Tool, ToolResult, tool
 from etcode.tools.dict_tool import as_tool
 from etcode.util.errors import ConfigError
+from etcode.util.sync_bridge import iterate_blocking, loop_running, run_blocking
 
 if TYPE_CHECKING:
+    from etcode.provider.chat_client import BaseLLMClient
+    from etcode.session.loop_events import LoopEvent
     from etcode.session.snapshots import UndoReport
+
+#: A conversation to continue from: etcode Messages or OpenAI Chat message dicts.
+HistoryInput = Sequence[Message] | Sequence[dict[str, Any]]
 
 __all__ = ["Agent", "AgentResult", "LoopLimits", "RetryConfig", "Tool", "ToolResult", "tool"]
 
@@ -36,12 +52,23 @@ __all__ = ["Agent", "AgentResult", "LoopLimits", "RetryConfig", "Tool", "ToolRes
 def spec_from_arguments(model: str, api_key: str | None, base_url: str | None) -> ProviderSpec:
     """A provider spec from explicit arguments, without any config file.
 
-    A well-known provider id uses its usual endpoint and key variable; an unknown id given
-    with a ``base_url`` is taken as OpenAI-compatible.
+    ``provider/model``: a well-known provider id uses its usual endpoint and key variable; an
+    unknown id given with a ``base_url`` is taken as OpenAI-compatible. A bare model id with a
+    ``base_url`` is sent as it is to that OpenAI-compatible server (provider ``custom``);
+    without one it goes to the provider of its family (``gpt-4o-mini`` → openai,
+    ``claude-…`` → anthropic, ``gemini-…`` → gemini).
     """
     provider_id, _, model_id = model.partition("/")
     if not model_id:
-        raise ConfigError(f'model "{model}" must be written as provider/model')
+        if base_url:
+            provider_id, model_id = CUSTOM_PROVIDER, model
+        else:
+            family = provider_of(model)
+            if family is None:
+                raise ConfigError(
+                    f'model "{model}": give its provider ("provider/{model}") or the server\'s base_url='
+                )
+            provider_id, model_id = family, model
     known = KNOWN_PROVIDERS.get(provider_id)
     if known is None and not base_url:
         raise ConfigError(
@@ -56,13 +83,48 @@ def spec_from_arguments(model: str, api_key: str | None, base_url: str | None) -
     return ProviderSpec(id=provider_id, type=wire, base_url=url, model=model_id, api_key=key)
 
 
+def _check_keywords(llm_kwargs: dict[str, Any]) -> None:
+    """A misspelt ``Agent`` keyword would otherwise travel on as a model option."""
+    import difflib
+
+    for key in llm_kwargs:
+        close = difflib.get_close_matches(key, _AGENT_KEYWORDS, n=1, cutoff=0.8)
+        if close:
+            raise TypeError(f"Agent got an unexpected keyword argument {key!r} (did you mean {close[0]!r}?)")
+
+
+def _client_model(model: str | None, llm: Any) -> str:
+    """``custom/<name>`` for a user's client: its ``model`` attribute names it when ``model``
+    does not."""
+    named = model or getattr(llm, "model", None)
+    label = named if isinstance(named, str) and named else type(llm).__name__
+    return label if "/" in label else f"{CUSTOM_PROVIDER}/{label}"
+
+
 class Agent:
     """A coding agent: a model, a system prompt, tools and a conversation.
 
-    ``model`` is ``"provider/model"``; when omitted it comes from ``etcode.json`` /
-    ``ETCODE_MODEL`` / the environment's API keys. Successive ``run`` calls continue
-    the same conversation (``reset()`` starts over). Built-in tools are included unless
-    ``builtin_tools=False``; ``tools`` adds plain typed functions or ``Tool`` objects.
+    ``Agent(model, api_key, base_url, llm, tools, system_prompt, name, limits, retry,
+    temperature, **llm_kwargs)``, positionally or by keyword:
+
+    - ``model``: ``"provider/model"``, or a bare id: with ``base_url`` any id of an
+      OpenAI-compatible server, without it a known family (``gpt-…``/``o1``/``o3``/``o4`` →
+      openai, ``claude-…`` → anthropic, ``gemini-…`` → gemini). When omitted it comes from
+      ``etcode.json`` / ``ETCODE_MODEL`` / the environment's API keys.
+    - ``llm``: your own client instead (:class:`~etcode.provider.chat_client.BaseLLMClient`:
+      ``async chat(messages, tools=None, **kwargs) -> LLMResponse`` in OpenAI Chat format).
+    - ``tools``: plain typed functions, ``Tool`` objects or dicts ``{"name", "description",
+      "parameters", "function"}``; built-in tools come too unless ``builtin_tools=False``
+      (``TodoWrite`` stays either way).
+    - ``system_prompt`` and ``name``: your instructions, and what the assistant calls itself
+      (in every prompt, ``etcode`` by default).
+    - ``temperature`` and ``**llm_kwargs`` (``top_p``, ``seed``, ``stop``…) go into every
+      model request; one the provider does not accept is an error before any request.
+
+    Successive runs continue the same conversation (``reset()`` starts over). ``run`` returns
+    the result from ordinary code and an awaitable inside ``async`` code; ``run_sync``,
+    ``arun``, ``stream`` (etcode's detailed events), ``arun_stream``/``run_stream``
+    (step-level :class:`~etcode.session.loop_events.LoopEvent` s) are the other forms.
 
     Sessions. ``store`` decides where the conversation is kept:
 
@@ -89,17 +151,18 @@ class Agent:
     def __init__(
         self,
         model: str | None = None,
-        *,
         api_key: str | None = None,
         base_url: str | None = None,
-        tools: Iterable[Tool | dict[str, Any] | Callable[..., Any]] = (),
-        builtin_tools: bool = True,
+        llm: BaseLLMClient | None = None,
+        tools: Iterable[Tool | dict[str, Any] | Callable[..., Any]] | None = None,
         system_prompt: str = "",
-        name: str = "etcode",
-        agent: str | None = None,
+        name: str = DEFAULT_NAME,
         limits: LoopLimits | None = None,
         retry: RetryConfig | None = None,
         temperature: float | None = None,
+        *,
+        builtin_tools: bool = True,
+        agent: str | None = None,
         max_tokens: int | None = None,
         directory: str | Path | None = None,
         config: Any = None,
@@ -110,11 +173,22 @@ class Agent:
         fork: bool = False,
         store: Any = None,
         on_event: Callable[[Event], None] | None = None,
+        **llm_kwargs: Any,
     ) -> None:
+        _check_keywords(llm_kwargs)
+        if llm is not None:
+            if provider is not None:
+                raise TypeError("Agent: pass llm= or provider=, not both")
+            from etcode.provider.chat_client import ChatClientProvider
+
+            provider = ChatClientProvider(llm, retry)
+            model = _client_model(model, llm)
         self.model = model
         self.api_key = api_key
         self.base_url = base_url
-        self.custom_tools = [as_tool(t) for t in tools]
+        self.llm = llm
+        self.llm_kwargs = llm_kwargs
+        self.custom_tools = [as_tool(t) for t in tools or ()]
         self.builtin_tools = builtin_tools
         self.system_prompt = system_prompt
         self.name = name
@@ -182,25 +256,76 @@ class Agent:
                 await session.save(self.history)
             self.last_result = loop.result
 
-    async def run(self, task: str) -> AgentResult:
-        """Run one task to the end and return its result."""
-        async for _ in self.stream(task):
-            pass
-        if self.last_result is None:  # pragma: no cover - the loop always sets it
-            raise RuntimeError("the run ended without a result")
-        return self.last_result
+    async def arun_stream(self, task: str, messages: HistoryInput | None = None) -> AsyncIterator[LoopEvent]:
+        """Run one task, yielding step-level events in the agent-loop design's shape
+        (``loop_start``, ``thought``, ``action``, ``observation``, ``todo_update``, ``error``,
+        ``loop_end``); ``messages`` replaces the conversation so far (Message objects or
+        OpenAI Chat dicts, e.g. an earlier result's ``messages``)."""
+        from etcode.session.loop_events import EventType, loop_events
 
-    def run_sync(self, task: str) -> AgentResult:
-        """``run`` for code that is not async (each call has its own event loop, so the
-        HTTP client is closed at the end; the conversation is kept)."""
+        self._adopt(messages)
+        async for event in loop_events(self.stream(task), task):
+            if event.type == EventType.LOOP_END and self._current is not None:
+                finished = self._current.result
+                if finished is not None:
+                    event.data["messages"] = list(finished.messages)
+            yield event
 
-        async def once() -> AgentResult:
+    def run_stream(self, task: str, messages: HistoryInput | None = None) -> Iterator[LoopEvent]:
+        """:meth:`arun_stream` for code that is not async: events arrive as they happen (the
+        run goes on a worker thread; leaving the loop early interrupts it)."""
+
+        async def events() -> AsyncIterator[LoopEvent]:
             try:
-                return await self.run(task)
+                async for event in self.arun_stream(task, messages):
+                    yield event
             finally:
                 await self.aclose()
 
-        return asyncio.run(once())
+        return iterate_blocking(events, self.interrupt)
+
+    async def arun(self, task: str, messages: HistoryInput | None = None) -> AgentResult:
+        """Run one task to the end and return its result (with its step-level ``events``)."""
+        events = [event async for event in self.arun_stream(task, messages)]
+        if self.last_result is None:  # pragma: no cover - the loop always sets it
+            raise RuntimeError("the run ended without a result")
+        self.last_result.events = events
+        return self.last_result
+
+    def run(self, task: str, messages: HistoryInput | None = None) -> AgentResult | Awaitable[AgentResult]:
+        """Run one task to the end. From ordinary code this returns the :class:`AgentResult`
+        (as :meth:`run_sync`); inside ``async`` code it returns an awaitable
+        (``await agent.run(task)``, as :meth:`arun`)."""
+        if loop_running():
+            return self.arun(task, messages)
+        return self.run_sync(task, messages)
+
+    def run_sync(self, task: str, messages: HistoryInput | None = None) -> AgentResult:
+        """``run`` for code that is not async (each call has its own event loop, so the
+        HTTP client is closed at the end; the conversation is kept). Works inside a running
+        loop too (a notebook): the run then goes on a worker thread."""
+
+        async def once() -> AgentResult:
+            try:
+                return await self.arun(task, messages)
+            finally:
+                await self.aclose()
+
+        return run_blocking(once)
+
+    def _adopt(self, messages: HistoryInput | None) -> None:
+        """Continue from ``messages`` instead of the conversation so far."""
+        if messages is None:
+            return
+        items = list(messages)
+        if all(isinstance(item, Message) for item in items):
+            self.history = cast("list[Message]", items)
+        elif all(isinstance(item, dict) for item in items):
+            from etcode.provider.chat_client import messages_from_openai
+
+            self.history = messages_from_openai(cast("list[dict[str, Any]]", items))
+        else:
+            raise TypeError("messages must be etcode Messages or OpenAI Chat message dicts, not a mix")
 
     def interrupt(self) -> None:
         """Stop the running task as soon as possible (the result says ``interrupted``)."""
@@ -297,3 +422,6 @@ class Agent:
             if loaded or self._session.info is not None:
                 self.history = loaded
         return self._runtime
+
+
+_AGENT_KEYWORDS = [name for name in inspect.signature(Agent.__init__).parameters if name not in ("self", "llm_kwargs")]

@@ -74,10 +74,29 @@ def test_bare_provider_without_model_is_an_error() -> None:
         resolve_model(config, "local")
 
 
-def test_bare_model_name_gets_a_hint() -> None:
+@pytest.mark.parametrize(
+    ("bare", "provider"),
+    [
+        ("gpt-4o-mini", "openai"),
+        ("chatgpt-4o-latest", "openai"),
+        ("o3-mini", "openai"),
+        ("o1", "openai"),
+        ("claude-sonnet-4-20250514", "anthropic"),
+        ("gemini-2.5-flash", "gemini"),
+    ],
+)
+def test_a_bare_model_id_resolves_by_its_family(bare: str, provider: str) -> None:
+    env = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k", "GEMINI_API_KEY": "k"}
+    spec = resolve_model(cfg(), bare, env=env)
+    assert (spec.id, spec.model) == (provider, bare)
+
+
+def test_a_bare_model_id_of_no_known_family_is_an_error() -> None:
     with pytest.raises(ConfigError) as info:
-        resolve_model(cfg(), "gpt-4o")
-    assert str(info.value) == 'model "gpt-4o" must look like "provider/model" (did you mean "openai/gpt-4o"?)'
+        resolve_model(cfg(), "llama3")
+    assert str(info.value) == 'model "llama3" must look like "provider/model"'
+    with pytest.raises(ConfigError, match='must look like "provider/model"'):
+        resolve_model(cfg(), "o5x")
     with pytest.raises(ConfigError, match='must look like "provider/model"'):
         resolve_model(cfg(), "anthropic/")
 

@@ -282,7 +282,7 @@ async def test_lean_system_prompt_replaces_only_the_provider_layer(tmp_path: Pat
     default = await SystemPrompt.build(get_agent("build"), "openai/gpt-4o", instructions)
     lean = await SystemPrompt.build(get_agent("build"), "openai/gpt-4o", instructions, lean=True)
     assert default[0].source == "provider/openai.txt"
-    assert lean[0].source == "provider/lean.txt" and lean[0].text == templates.load("provider/lean.txt")
+    assert lean[0].source == "provider/lean.txt" and lean[0].text == SystemPrompt.lean_provider().text
     assert [p.text for p in lean[1:]] == [p.text for p in default[1:]]
     # an agent with a prompt of its own keeps it in lean mode
     explore = await SystemPrompt.build(get_agent("explore"), "openai/gpt-4o", instructions, lean=True)

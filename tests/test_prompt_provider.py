@@ -68,13 +68,22 @@ def test_provider_part_uses_family_file(model_id: str, family: str) -> None:
     part = SystemPrompt.provider(model_id)
     assert part.layer == "provider"
     assert part.source == f"provider/{family}.txt"
-    assert part.text == templates.load(f"provider/{family}.txt")
+    assert part.text == templates.load(f"provider/{family}.txt").replace("{{name}}", "etcode")
+
+
+def test_the_assistant_name_shapes_every_provider_prompt() -> None:
+    for model_id in ("anthropic/claude-sonnet-4", "openai/gpt-4o", "gemini/gemini-2.5-pro", "x/llama"):
+        named = SystemPrompt.provider(model_id, "Research Helper").text
+        assert "You are Research Helper, a coding agent" in named
+        assert "You are etcode" not in named and "{{name}}" not in named
+    assert SystemPrompt.lean_provider("智能助理").text.startswith("You are 智能助理,")
 
 
 @pytest.mark.parametrize("family", ["anthropic", "openai", "gemini", "default"])
 def test_provider_prompts_are_real_and_expanded(family: str) -> None:
     text = templates.load(f"provider/{family}.txt")
-    assert "{{" not in text  # every module include was expanded
+    assert "{{" not in text.replace("{{name}}", "")  # every module include was expanded
+    text = templates.render(text, {"name": "etcode"})
     assert len(text.split()) > 600
     for needle in (
         "You are etcode",

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 
 from etcode.config.schema import Config
-from etcode.provider.spec import KNOWN_PROVIDERS, KnownProvider, ProviderSpec, RetryConfig
+from etcode.provider.spec import KNOWN_PROVIDERS, KnownProvider, ProviderSpec, RetryConfig, provider_of
 from etcode.util.errors import ConfigError
 
 #: The model picked when only a provider is known (env auto-detect, or a bare provider id).
@@ -29,10 +29,6 @@ NO_MODEL = (
     "No model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or add a "
     '"provider" entry to etcode.json (see etcode.example.json)'
 )
-
-_GUESSES = (("claude", "anthropic"), ("gpt-", "openai"), ("o1", "openai"), ("o3", "openai"),
-            ("o4", "openai"), ("gemini", "gemini"), ("deepseek", "deepseek"))  # fmt: skip
-
 
 def _key_from_env(known: KnownProvider | None, env: Mapping[str, str]) -> str | None:
     if known is None:
@@ -87,9 +83,10 @@ def _split(ref: str, config: Config, origin: str | None) -> tuple[str, str]:
             f'{_prefix(origin)}provider "{ref}" has no default "model": use "{ref}/<model>" '
             f'or set "model" in its "provider" entry'
         )
-    guess = next((p for start, p in _GUESSES if ref.lower().startswith(start)), None)
-    hint = f' (did you mean "{guess}/{ref}"?)' if guess else ""
-    raise ConfigError(f'{_prefix(origin)}model "{ref}" must look like "provider/model"{hint}')
+    family = provider_of(ref)
+    if family is not None:  # a bare id of a known family: "gpt-4o-mini" is OpenAI's
+        return family, ref
+    raise ConfigError(f'{_prefix(origin)}model "{ref}" must look like "provider/model"')
 
 
 def resolve_model(

@@ -65,6 +65,11 @@ def format_date(now: datetime) -> str:
     return f"{_DAYS[now.weekday()]} {_MONTHS[now.month - 1]} {now.day:02d} {now.year}"
 
 
+def _named(template: str, name: str | None) -> str:
+    """``template`` with its ``{{name}}`` slots filled (the assistant's name)."""
+    return templates.render(template, {"name": name or DEFAULT_NAME})
+
+
 def wrap_custom_prompt(prompt: str, name: str | None = None) -> str:
     """A user's or custom agent's prompt inside the ``system/custom_agent.txt`` template."""
     template = templates.load("system/custom_agent.txt")
@@ -75,16 +80,17 @@ class SystemPrompt:
     """Builders of the system prompt layers (all static)."""
 
     @staticmethod
-    def provider(model_id: str) -> PromptPart:
-        """The provider layer: the base prompt for ``model_id``'s model family."""
-        name = f"provider/{model_family(model_id)}.txt"
-        return PromptPart("provider", name, templates.load(name))
+    def provider(model_id: str, name: str | None = None) -> PromptPart:
+        """The provider layer: the base prompt for ``model_id``'s model family, naming the
+        assistant ``name`` (default ``etcode``)."""
+        source = f"provider/{model_family(model_id)}.txt"
+        return PromptPart("provider", source, _named(templates.load(source), name))
 
     @staticmethod
-    def lean_provider() -> PromptPart:
+    def lean_provider(name: str | None = None) -> PromptPart:
         """The lean provider layer for small windows: one short prompt for every model family."""
-        name = "provider/lean.txt"
-        return PromptPart("provider", name, templates.load(name))
+        source = "provider/lean.txt"
+        return PromptPart("provider", source, _named(templates.load(source), name))
 
     @staticmethod
     def environment(
@@ -163,7 +169,7 @@ class SystemPrompt:
         else:
             first = SystemPrompt.agent(agent, name) if agent is not None else None
         if first is None:
-            first = SystemPrompt.lean_provider() if lean else SystemPrompt.provider(model_full_id)
+            first = SystemPrompt.lean_provider(name) if lean else SystemPrompt.provider(model_full_id, name)
         parts = [first]
         git = is_git if is_git is not None else (instructions.worktree / ".git").exists()
         where = directory if directory is not None else instructions.directory

@@ -6,6 +6,7 @@ Kept free of httpx so the config layer and the CLI can build them cheaply.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -41,6 +42,25 @@ KNOWN_PROVIDERS: dict[str, KnownProvider] = {
     "ollama": KnownProvider("openai", "http://127.0.0.1:11434/v1", ("OLLAMA_API_KEY",), needs_key=False),
     "lmstudio": KnownProvider("openai", "http://127.0.0.1:1234/v1", ("LMSTUDIO_API_KEY",), needs_key=False),
 }
+
+
+#: Bare model ids whose family names their provider: ``gpt-4o-mini`` is OpenAI's.
+_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"claude"), "anthropic"),
+    (re.compile(r"(?:chat)?gpt-|o[134](?:-|$)"), "openai"),
+    (re.compile(r"gemini"), "gemini"),
+    (re.compile(r"deepseek"), "deepseek"),
+)
+
+#: The provider id of a bare model id given with its own ``base_url``: any server that
+#: speaks OpenAI Chat Completions.
+CUSTOM_PROVIDER = "custom"
+
+
+def provider_of(model_id: str) -> str | None:
+    """The provider a bare model id (no ``provider/``) belongs to by its family, if known."""
+    lowered = model_id.strip().lower()
+    return next((provider for pattern, provider in _FAMILIES if pattern.match(lowered)), None)
 
 
 @dataclass

@@ -77,6 +77,8 @@ class LoopSettings:
     limits: LoopLimits = field(default_factory=LoopLimits)
     temperature: float | None = None
     max_tokens: int | None = None
+    #: Extra request-body fields (``top_p``, ``seed``…), already checked for the provider.
+    extra: dict[str, Any] = field(default_factory=dict)
     check_permission: PermissionCheck = _allow_all
     decide_permission: PermissionDecide = _decide_allow
     instructions_for: Callable[[Path], Awaitable[str | None]] = _no_instructions
@@ -221,6 +223,7 @@ class AgentLoop(EventPump):
             tools=s.tools.schemas(),
             max_tokens=self._max_tokens(),
             temperature=s.temperature,
+            extra=dict(s.extra),
         )
 
     async def _stream_step(self) -> StreamEnd | None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from etcode.provider.types import Message, Usage
+
+if TYPE_CHECKING:
+    from etcode.provider.chat_client import TokenUsage
 
 
 @dataclass
@@ -35,6 +38,22 @@ class AgentResult:
     todos: list[dict[str, Any]] = field(default_factory=list)
     session_id: str = ""
     error: str | None = None
+    #: The run's step-level events (``LoopEvent``: thought, action, observation…), set by ``run``.
+    events: list[Any] = field(default_factory=list)
+
+    @property
+    def content(self) -> str:
+        """The final text (the agent-loop design's name for :attr:`text`)."""
+        return self.text
+
+    @property
+    def total_tokens(self) -> TokenUsage:
+        """Token use of the whole run in the design's shape (prompt, completion, total)."""
+        from etcode.provider.chat_client import TokenUsage
+
+        used = self.usage
+        prompt = used.input_tokens + used.cache_read_tokens + used.cache_write_tokens
+        return TokenUsage(prompt, used.output_tokens, prompt + used.output_tokens)
 
     @property
     def is_error(self) -> bool:

@@ -50,6 +50,8 @@ class Runtime:
     lean_system: list[str] | None = None
     #: The system prompt as assembled (``system`` is this or ``lean_system``).
     full_system: list[str] = field(default_factory=list)
+    #: Extra request-body fields (the ``Agent``'s model keywords: ``top_p``, ``seed``…).
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def directory(self) -> Path:
@@ -89,6 +91,7 @@ class Runtime:
             else _attr(self.agent_info, "temperature"),
             max_tokens=agent.max_tokens,
             state=agent.state,
+            extra=dict(self.extra),
         )
         if self.permission is not None:
             settings.check_permission = self.permission.check
@@ -145,6 +148,7 @@ class Runtime:
         agent_info = _agent_info(agent_name, config, instance)
         spec = _resolve_spec(agent, config, agent_info)
         _learn_secrets(config, spec)
+        extra = _request_extra(agent, spec)
         retry = agent.retry or _retry_config(config)
         owns_provider = agent.provider is None
         if agent.provider is not None:
@@ -193,6 +197,7 @@ class Runtime:
                 probe=probe,
                 lean_system=lean_system,
                 full_system=list(system),
+                extra=extra,
             )
             runtime.use_lean(_attr(config, "prompt") == "lean")
             _add_task_tool(agent, runtime)
@@ -342,6 +347,16 @@ def _resolve_spec(agent: Agent, config: Any, agent_info: Any) -> ProviderSpec:
     return resolve_model(config, model)
 
 
+def _request_extra(agent: Agent, spec: ProviderSpec) -> dict[str, Any]:
+    """The agent's model keywords for the request body: checked against the provider's wire
+    format, or passed as they are to a provider or client of the caller's own."""
+    if agent.provider is not None:
+        return dict(agent.llm_kwargs)
+    from etcode.provider.options import request_options
+
+    return request_options(spec.type, spec.id, agent.llm_kwargs)
+
+
 def _agent_info(name: str, config: Any, instance: InstanceInfo) -> Any:
     from etcode.agent.registry import get_agent
 
@@ -355,13 +370,18 @@ def _agent_info(name: str, config: Any, instance: InstanceInfo) -> Any:
 
 def _tools_for(agent: Agent, agent_info: Any) -> ToolRegistry:
     """Built-in tools the agent enables (``"tools": {"Bash": false, "*": false, ...}``),
-    then the caller's own tools, which are always offered."""
+    then the caller's own tools, which are always offered. Without the built-in set,
+    ``TodoWrite`` still comes (after the caller's tools): every agent can keep a todo list."""
     registry = ToolRegistry(builtin_tools() if agent.builtin_tools else [])
     for name in registry.names():
         if not agent_info.tool_enabled(name):
             registry.remove(name)
     for extra in agent.custom_tools:
         registry.add(extra)
+    if not agent.builtin_tools and registry.get("TodoWrite") is None and agent_info.tool_enabled("TodoWrite"):
+        from etcode.tools.todo import TodoWriteTool
+
+        registry.add(TodoWriteTool())
     return registry
 
 
@@ -441,10 +461,10 @@ async def _system_prompt(
     )
     warnings.extend(getattr(instructions, "warnings", []) or [])
     texts = [part.text for part in parts]
-    provider = SystemPrompt.provider(spec.full_id)
+    provider = SystemPrompt.provider(spec.full_id, agent.name)
     if not parts or parts[0].layer != "provider" or parts[0].text != provider.text:
         return texts, None  # not the provider layer, or a hook changed it: keep it as it is
-    return texts, [SystemPrompt.lean_provider().text, *texts[1:]]
+    return texts, [SystemPrompt.lean_provider(agent.name).text, *texts[1:]]
 
 
 def _permission_service(config: Any, agent_info: Any, asker: Any, instance: InstanceInfo) -> Any:

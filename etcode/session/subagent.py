@@ -134,6 +134,7 @@ class SubagentSpawner:
             provider=runtime.provider if same_provider else None,
             asker=parent.asker,
             store=_store_of(parent),
+            **(parent.llm_kwargs if same_provider else {}),
         )
         child.parent_session_id = parent.session_id
         child._runtime = await Runtime.create(child, parent=runtime)
