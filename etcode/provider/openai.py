@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from etcode.provider.errors import StreamParseError
+from etcode.provider.openai_format import messages_to_openai, system_message, tools_to_openai
 from etcode.provider.retry import RetryingHTTPProvider, error_from_payload
 from etcode.provider.shapes import as_dict, as_index, as_list, as_str, as_tokens
 from etcode.provider.sse import SSEEvent
@@ -48,43 +49,12 @@ _NOT_BODY = frozenset({"baseURL", "apiKey", "timeout", "headers"})
 
 def to_openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """The ``messages`` array: one system message, then the history."""
-    out: list[dict[str, Any]] = []
-    system = "\n\n".join(s for s in request.system if s and s.strip())
-    if system:
-        out.append({"role": "system", "content": system})
-    for message in request.messages:
-        text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
-        if message.role == "assistant":
-            calls = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments or "{}"},
-                }
-                for c in message.tool_calls
-            ]
-            if calls:
-                out.append({"role": "assistant", "content": text or None, "tool_calls": calls})
-            elif text:
-                out.append({"role": "assistant", "content": text})
-            continue
-        results = message.tool_results
-        for result in results:
-            out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.output})
-        if text or not results:
-            out.append({"role": "user", "content": text})
-    return out
+    return system_message(request.system) + messages_to_openai(request.messages)
 
 
 def to_openai_tools(request: ModelRequest) -> list[dict[str, Any]]:
     """Tool schemas as ``{"type": "function", "function": {...}}``."""
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-        }
-        for t in request.tools
-    ]
+    return tools_to_openai(request.tools)
 
 
 def _usage(raw: dict[str, Any]) -> Usage:

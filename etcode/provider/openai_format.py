@@ -1,0 +1,134 @@
+"""etcode messages to and from OpenAI Chat Completions message dicts (no HTTP here).
+
+The OpenAI adapter sends what :func:`messages_to_openai` builds; a user's own client
+(:mod:`etcode.provider.chat_client`) receives the same; :func:`messages_from_openai` reads a
+history in that format back (system messages skipped, reasoning is never sent).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from etcode.provider.types import Message, Part, TextPart, ToolCallPart, ToolResultPart, ToolSchema
+
+__all__ = ["messages_from_openai", "messages_to_openai", "system_message", "tools_to_openai"]
+
+
+def system_message(system: Iterable[str]) -> list[dict[str, Any]]:
+    """One system message of the non-blank texts joined by blank lines ([] when none)."""
+    text = "\n\n".join(s for s in system if s and s.strip())
+    return [{"role": "system", "content": text}] if text else []
+
+
+def messages_to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """The history as Chat Completions messages (user, assistant with ``tool_calls``, tool)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
+        if message.role == "assistant":
+            calls = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments or "{}"},
+                }
+                for c in message.tool_calls
+            ]
+            if calls:
+                out.append({"role": "assistant", "content": text or None, "tool_calls": calls})
+            elif text:
+                out.append({"role": "assistant", "content": text})
+            continue
+        results = message.tool_results
+        for result in results:
+            out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.output})
+        if text or not results:
+            out.append({"role": "user", "content": text})
+    return out
+
+
+def tools_to_openai(tools: Iterable[ToolSchema]) -> list[dict[str, Any]]:
+    """Tool schemas as ``{"type": "function", "function": {...}}``."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
+
+
+def _content_text(content: Any) -> str:
+    """A message's ``content``: a string, None, or a list of ``{"type": "text"}`` parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text"
+        )
+    return str(content)
+
+
+def _arguments_text(arguments: Any) -> str:
+    if arguments is None:
+        return ""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _call_part(raw: Any, index: int) -> ToolCallPart:
+    if not isinstance(raw, dict):
+        raise ValueError(f"tool call {index}: expected a dict, got {type(raw).__name__}")
+    function = raw.get("function")
+    fn: dict[str, Any] = function if isinstance(function, dict) else raw
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"tool call {index}: no function name")
+    call_id = raw.get("id")
+    return ToolCallPart(
+        call_id if isinstance(call_id, str) and call_id else f"call_{index}",
+        name,
+        _arguments_text(fn.get("arguments")),
+    )
+
+
+def messages_from_openai(items: Iterable[dict[str, Any]]) -> list[Message]:
+    """OpenAI Chat message dicts as etcode messages: ``system``/``developer`` are skipped
+    (etcode sends its own), consecutive ``tool`` messages become one tool-result message.
+    Raises ``ValueError`` naming the item at fault."""
+    out: list[Message] = []
+    names: dict[str, str] = {}  # call id -> tool name, for the results
+    calls = 0
+    for position, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ValueError(f"message {position}: expected a dict, got {type(item).__name__}")
+        role = item.get("role")
+        text = _content_text(item.get("content"))
+        if role in ("system", "developer"):
+            continue
+        if role == "user":
+            out.append(Message("user", [TextPart(text)]))
+        elif role == "assistant":
+            parts: list[Part] = [TextPart(text)] if text else []
+            for raw in item.get("tool_calls") or []:
+                call = _call_part(raw, calls)
+                calls += 1
+                names[call.id] = call.name
+                parts.append(call)
+            out.append(Message("assistant", parts))
+        elif role == "tool":
+            call_id = item.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise ValueError(f"message {position}: a tool message needs its tool_call_id")
+            name = item.get("name")
+            result = ToolResultPart(call_id, name if isinstance(name, str) else names.get(call_id, ""), text)
+            if out and out[-1].role == "tool":
+                out[-1].parts.append(result)
+            else:
+                out.append(Message("tool", [result]))
+        else:
+            raise ValueError(f"message {position}: unknown role {role!r}")
+    return out
