@@ -1,0 +1,257 @@
+"""Your own LLM client behind etcode's Agent, in the agent-loop design's interface.
+
+Subclass :class:`BaseLLMClient` and implement ``async chat(messages, tools=None, **kwargs)``:
+``messages`` are OpenAI Chat Completions dicts (system, user, assistant with ``tool_calls``,
+tool with ``tool_call_id``), ``tools`` are ``{"type": "function", "function": {...}}``, and
+the answer is an :class:`LLMResponse`. :class:`ChatClientProvider` turns such a client into
+an etcode provider (one answer per request, no streaming of its own).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import math
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from etcode.provider.cleaning import StreamCleaner
+from etcode.provider.errors import ProviderError
+from etcode.provider.openai_format import (
+    messages_from_openai,
+    messages_to_openai,
+    system_message,
+    tools_to_openai,
+)
+from etcode.provider.spec import CUSTOM_PROVIDER, RetryConfig
+from etcode.provider.types import (
+    Message,
+    ModelRequest,
+    Part,
+    StreamChunk,
+    StreamEnd,
+    TextDelta,
+    TextPart,
+    ToolCallArgsDelta,
+    ToolCallPart,
+    ToolCallStarted,
+    Usage,
+)
+
+__all__ = [
+    "BaseLLMClient",
+    "ChatClientProvider",
+    "LLMResponse",
+    "TokenUsage",
+    "ToolCall",
+    "messages_from_openai",
+    "messages_to_openai",
+]
+
+_MAX_MESSAGE = 300
+
+
+@dataclass
+class TokenUsage:
+    """Tokens one answer (or a whole run) used."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+    @classmethod
+    def zero(cls) -> TokenUsage:
+        return cls(0, 0, 0)
+
+
+@dataclass
+class ToolCall:
+    """A call the model made; ``id`` matches the ``tool`` message that answers it."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class LLMResponse:
+    """One answer of a client: text and/or tool calls, the usage, and the raw response."""
+
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage.zero)
+    raw: Any = None
+
+    @property
+    def has_tool_calls(self) -> bool:
+        return bool(self.tool_calls)
+
+
+class BaseLLMClient(ABC):
+    """What a client of your own implements to drive etcode's Agent."""
+
+    @abstractmethod
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> LLMResponse:
+        """One answer to ``messages`` (OpenAI Chat format) with ``tools`` (OpenAI function
+        format) on offer; ``kwargs`` are ``temperature``, ``max_tokens`` and model options."""
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
+
+
+def _tokens(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return int(value) if math.isfinite(value) and value > 0 else 0
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+class ChatClientProvider:
+    """An etcode provider that asks a :class:`BaseLLMClient` (or any object with an async
+    ``chat`` of the same shape). Connection errors, timeouts and other ``OSError``\\ s are
+    retried per ``retry``; any other failure ends the request as one
+    :class:`~etcode.provider.errors.ProviderError` line naming the client."""
+
+    id = CUSTOM_PROVIDER
+
+    def __init__(self, client: BaseLLMClient, retry: RetryConfig | None = None) -> None:
+        self.client = client
+        self.retry = retry or RetryConfig()
+        self._calls = 0  # for ids of calls the client left without one
+
+    @property
+    def _label(self) -> str:
+        return f"{type(self.client).__name__}.chat"
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
+        """Ask the client once (again after retryable failures); see
+        :class:`etcode.provider.base.Provider`."""
+        from etcode.provider.retry import stream_with_retries  # loads httpx: only when used
+
+        messages = system_message(request.system) + messages_to_openai(request.messages)
+        tools = tools_to_openai(request.tools) or None
+        kwargs: dict[str, Any] = {}
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            kwargs["max_tokens"] = request.max_tokens
+        kwargs.update(request.extra)
+        return stream_with_retries(lambda: self._attempt(messages, tools, kwargs), self.retry)
+
+    async def _attempt(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, kwargs: dict[str, Any]
+    ) -> AsyncIterator[StreamChunk]:
+        try:
+            # each attempt gets its own copies: a client may change what it was given
+            response = await self.client.chat(copy.deepcopy(messages), copy.deepcopy(tools), **kwargs)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self._failure(exc) from exc
+        cleaner = StreamCleaner()
+        for chunk in self._chunks(response):
+            for clean in cleaner.clean(chunk):
+                yield clean
+
+    def _failure(self, exc: Exception) -> ProviderError:
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        text = _one_line(f"{self._label} failed: {detail}")
+        if isinstance(exc, TimeoutError):
+            return ProviderError(text, kind="timeout", retryable=True, provider=self.id)
+        if isinstance(exc, OSError):  # ConnectionError and friends
+            return ProviderError(text, kind="connection", retryable=True, provider=self.id)
+        return ProviderError(text, kind="server", retryable=False, provider=self.id)
+
+    def _bad(self, what: str) -> ProviderError:
+        return ProviderError(_one_line(f"{self._label} {what}"), kind="bad_request", provider=self.id)
+
+    def _chunks(self, response: Any) -> list[StreamChunk]:
+        """The chunks of one answer, ending with its :class:`StreamEnd`."""
+        if isinstance(response, dict) or not (
+            hasattr(response, "content") and hasattr(response, "tool_calls")
+        ):
+            raise self._bad(
+                f"returned {type(response).__name__}, not an LLMResponse (content, tool_calls, usage)"
+            )
+        content = response.content
+        if content is not None and not isinstance(content, str):
+            raise self._bad(f"returned content of type {type(content).__name__}, not a str")
+        out: list[StreamChunk] = []
+        parts: list[Part] = []
+        if content:
+            out.append(TextDelta(content))
+            parts.append(TextPart(content))
+        raw_calls = response.tool_calls or []
+        if not isinstance(raw_calls, list | tuple):
+            raise self._bad(f"returned tool_calls of type {type(raw_calls).__name__}, not a list")
+        for index, raw in enumerate(raw_calls):
+            call = self._call(raw, index)
+            out.append(ToolCallStarted(index, call.id, call.name))
+            out.append(ToolCallArgsDelta(index, call.arguments))
+            parts.append(call)
+        usage = getattr(response, "usage", None)
+        prompt, completion = (
+            _tokens(_field(usage, "prompt_tokens")),
+            _tokens(_field(usage, "completion_tokens")),
+        )
+        stop = "tool_use" if raw_calls else "end_turn"
+        out.append(
+            StreamEnd(Message("assistant", parts), Usage(input_tokens=prompt, output_tokens=completion), stop)
+        )
+        return out
+
+    def _call(self, raw: Any, index: int) -> ToolCallPart:
+        """One tool call as a part: a :class:`ToolCall`, or a dict of the same fields (or in
+        OpenAI's ``{"id", "function": {"name", "arguments"}}`` shape)."""
+        fn = _field(raw, "function")
+        source = fn if isinstance(fn, dict) else raw
+        name = _field(source, "name")
+        if not isinstance(name, str) or not name:
+            raise self._bad(f"returned tool call {index} without a name")
+        arguments = _field(source, "arguments")
+        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+            text = "{}"
+        elif isinstance(arguments, str):  # JSON text, as some clients pass it on
+            text = arguments
+        elif isinstance(arguments, dict):
+            try:
+                text = json.dumps(arguments)
+            except (TypeError, ValueError) as exc:
+                raise self._bad(f"returned arguments for {name} that are not JSON: {exc}") from exc
+        else:
+            raise self._bad(f"returned arguments for {name} of type {type(arguments).__name__}, not a dict")
+        call_id = _field(raw, "id")
+        if not isinstance(call_id, str) or not call_id:
+            call_id = f"call_{self._calls}"
+        self._calls += 1
+        return ToolCallPart(call_id, name, text)
+
+    async def aclose(self) -> None:
+        """Close the client when it has ``aclose()`` or ``close()`` (awaited if async)."""
+        for name in ("aclose", "close"):
+            closer = getattr(self.client, name, None)
+            if callable(closer):
+                result = closer()
+                if inspect.isawaitable(result):
+                    await result
+                return
