@@ -1,0 +1,230 @@
+"""Models for your own tests: no network, no keys.
+
+``ScriptedModel`` answers with the replies you script, in order; ``TestModel`` calls the
+tools on offer with minimal valid arguments, then answers. Both record what they were asked::
+
+    from etcode import Agent
+    from etcode.testing import ScriptedModel, call, reply
+
+    model = ScriptedModel(reply(None, call("add", a=2, b=3)), "5")
+    agent = Agent(llm=model, builtin_tools=False, tools=[add])
+    assert agent.run_sync("2 + 3?").text == "5"
+    assert model.requests[1].messages[-1]["role"] == "tool"
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall
+
+__all__ = [
+    "ModelRequestRecord",
+    "ScriptExhausted",
+    "ScriptedModel",
+    "TestModel",
+    "arguments_for_schema",
+    "call",
+    "reply",
+]
+
+#: A scripted reply: a text answer, a whole response, or a function of the request.
+Reply = str | LLMResponse | Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], Any]
+
+
+@dataclass
+class ModelRequestRecord:
+    """One request a test model received (copies: later changes do not show here)."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t["function"]["name"] for t in self.tools or []]
+
+
+class ScriptExhausted(RuntimeError):
+    """A scripted model was asked more often than it has replies."""
+
+
+def call(name: str, /, **arguments: Any) -> ToolCall:
+    """A tool call for a script (its id is filled in when it is sent)."""
+    return ToolCall("", name, arguments)
+
+
+def reply(text: str | None = None, *calls: ToolCall) -> LLMResponse:
+    """A scripted answer: ``text`` and/or tool calls."""
+    return LLMResponse(text, list(calls), TokenUsage.zero())
+
+
+def _usage(messages: list[dict[str, Any]], answer: LLMResponse) -> TokenUsage:
+    """A rough count (words), so usage totals move in tests."""
+    prompt = sum(len(str(m.get("content") or "").split()) for m in messages)
+    completion = len((answer.content or "").split()) + sum(
+        1 + len(json.dumps(c.arguments).split()) for c in answer.tool_calls
+    )
+    return TokenUsage(prompt, completion, prompt + completion)
+
+
+class _Recording(BaseLLMClient):
+    """Records requests and gives tool calls without an id one (``call_<n>``)."""
+
+    def __init__(self) -> None:
+        self.requests: list[ModelRequestRecord] = []
+        self._ids = 0
+
+    def _record(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, kwargs: Any
+    ) -> None:
+        self.requests.append(ModelRequestRecord(copy.deepcopy(messages), copy.deepcopy(tools), dict(kwargs)))
+
+    def _with_ids(self, answer: LLMResponse) -> LLMResponse:
+        calls = []
+        for c in answer.tool_calls:
+            if not c.id:
+                c = ToolCall(f"call_{self._ids}", c.name, c.arguments)
+            self._ids += 1
+            calls.append(c)
+        return LLMResponse(answer.content, calls, answer.usage, answer.raw)
+
+
+class ScriptedModel(_Recording):
+    """Answers each request with the next of ``replies`` (``str``, :class:`LLMResponse`, or
+    ``f(messages, tools)`` returning either, possibly async). Running out raises
+    :class:`ScriptExhausted` (the run ends with an error naming it)."""
+
+    def __init__(self, *replies: Reply) -> None:
+        super().__init__()
+        self.replies: list[Reply] = list(replies)
+
+    async def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **kwargs: Any
+    ) -> LLMResponse:
+        self._record(messages, tools, kwargs)
+        number = len(self.requests)
+        if number > len(self.replies):
+            raise ScriptExhausted(f"request {number}, but only {len(self.replies)} replies were scripted")
+        scripted = self.replies[number - 1]
+        answer = scripted(messages, tools) if callable(scripted) else scripted
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if isinstance(answer, str):
+            answer = LLMResponse(answer, [], TokenUsage.zero())
+        if not isinstance(answer, LLMResponse):
+            raise TypeError(f"reply {number} gave {type(answer).__name__}, not a str or LLMResponse")
+        if answer.usage == TokenUsage.zero():
+            answer = LLMResponse(answer.content, answer.tool_calls, _usage(messages, answer), answer.raw)
+        return self._with_ids(answer)
+
+
+# ---- arguments from a JSON schema ---------------------------------------------------------
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for key in ref[2:].split("/"):
+            target = target.get(key, {}) if isinstance(target, dict) else {}
+        return target if isinstance(target, dict) else {}
+    return schema
+
+
+def _value(schema: Any, root: dict[str, Any], depth: int = 0) -> Any:
+    if not isinstance(schema, dict) or depth > 20:
+        return None
+    schema = _resolve(schema, root)
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options:
+            typed = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
+            return _value((typed or options)[0], root, depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "string":
+        return "a" * max(1, int(schema.get("minLength", 1)))
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum"))
+        if isinstance(low, int | float) and low > 0:
+            return low + (1 if "exclusiveMinimum" in schema and "minimum" not in schema else 0)
+        return 0
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        count = int(schema.get("minItems", 0))
+        return [_value(schema.get("items", {}), root, depth + 1) for _ in range(count)]
+    if kind == "object" or "properties" in schema:
+        return arguments_for_schema(schema, root, depth + 1)
+    if kind == "null":
+        return None
+    return "a"
+
+
+def arguments_for_schema(
+    schema: dict[str, Any], root: dict[str, Any] | None = None, depth: int = 0
+) -> dict[str, Any]:
+    """Minimal valid arguments for an object schema: required properties only (strings
+    ``"a"``, numbers 0, booleans False, enums their first value, arrays [], objects alike)."""
+    root = schema if root is None else root
+    schema = _resolve(schema, root)
+    properties = schema.get("properties") or {}
+    required = [name for name in schema.get("required") or [] if isinstance(name, str)]
+    return {name: _value(properties.get(name, {}), root, depth) for name in required}
+
+
+class TestModel(_Recording):
+    """Calls the offered tools once (all, or those named in ``call_tools``) with arguments
+    made from their schemas, then answers with ``custom_output_text`` or a JSON object of
+    the tool results by name. Every new user message starts over."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(
+        self, *, call_tools: Sequence[str] | Literal["all"] = "all", custom_output_text: str | None = None
+    ) -> None:
+        super().__init__()
+        self.call_tools = call_tools
+        self.custom_output_text = custom_output_text
+
+    async def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **kwargs: Any
+    ) -> LLMResponse:
+        self._record(messages, tools, kwargs)
+        if messages and messages[-1].get("role") == "tool":
+            answer = LLMResponse(self.custom_output_text or self._summary(messages), [])
+        else:
+            chosen = [t["function"] for t in tools or [] if self._wanted(t["function"]["name"])]
+            calls = [ToolCall("", f["name"], arguments_for_schema(f.get("parameters") or {})) for f in chosen]
+            text = None if calls else (self.custom_output_text or "success (no tool calls)")
+            answer = LLMResponse(text, calls)
+        answer.usage = _usage(messages, answer)
+        return self._with_ids(answer)
+
+    def _wanted(self, name: str) -> bool:
+        return self.call_tools == "all" or name in self.call_tools
+
+    @staticmethod
+    def _summary(messages: list[dict[str, Any]]) -> str:
+        """The results of the last round of calls, by tool name."""
+        names: dict[str, str] = {}
+        for m in messages:
+            for c in m.get("tool_calls") or []:
+                names[c["id"]] = c["function"]["name"]
+        results: dict[str, Any] = {}
+        for m in reversed(messages):
+            if m.get("role") != "tool":
+                break
+            results[names.get(m["tool_call_id"], m["tool_call_id"])] = m.get("content")
+        return json.dumps(dict(reversed(results.items())))
