@@ -105,7 +105,6 @@ def test_types_in_the_designs_shape() -> None:
 # ---- through an Agent -----------------------------------------------------------------
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_plain_text_answer_with_run_sync(project: Path) -> None:
     pytest.importorskip("etcode.session.loop_events")  # run_sync's step events (merged separately)
     client = MyLLM(LLMResponse("Hello from my model.", [], usage(7, 3)))
