@@ -1,0 +1,230 @@
+"""Step-level events in the agent-loop design's shape, derived from etcode's detailed stream.
+
+``loop_events(agent.stream(task), task)`` turns etcode's events (text deltas, tool calls,
+usage, retries...) into :class:`LoopEvent` s: one ``thought`` per step, an ``action`` and
+an ``observation`` per tool call, and ``loop_start``/``loop_end`` around the run. The
+design's data keys are all there; some events carry more (marked ``+``).
+
+======================  ===================  ==============================================
+etcode event            LoopEvent            data
+======================  ===================  ==============================================
+SessionStart            LOOP_START (step 0)  task, +session_id, +model, +agent
+StepStart               (none)               the step number: steps seen so far in the run
+TextDeltaEvent          THOUGHT              content: the step's text, one event per step,
+                                             sent before the step's first action, at
+                                             StepStart/StepFinish/Done and before any other
+                                             event; whitespace-only text is dropped
+RoleTextDelta           THOUGHT              content, +role (the workflow's planner,
+                                             executor, verifier); a new role flushes
+ToolCallStart           ACTION               tool, args (the params), +summary, +call_id
+ToolResultEvent         OBSERVATION          tool, result (the output the model saw),
+                                             duration (monotonic seconds since its ACTION),
+                                             +summary, +is_error, +call_id
+TodoUpdate              TODO_UPDATE          todos (in etcode's order: while the TodoWrite
+                                             call runs, so before its OBSERVATION)
+ErrorEvent              ERROR                error, fatal=True, +kind
+WarningEvent            ERROR                error, fatal=False, +kind="warning"
+RetryEvent              ERROR                error ("retrying in 2.0s (attempt 1): ..."),
+                                             fatal=False, +kind="retry", +attempt, +delay
+StoppedEvent            (on LOOP_END)        +stop_message on LOOP_END (see below)
+DoneEvent               LOOP_END             stop_reason, content (the final text),
+                                             messages=[], +steps, +usage, +todos, +error,
+                                             +stop_message
+anything else           (dropped)            usage, progress, reasoning, subagents,
+                                             compaction, workflow phases and verdicts
+======================  ===================  ==============================================
+
+No etcode event becomes ``SOFT_LIMIT``: in the design a soft limit warns the model and the
+run goes on, while etcode's ``StoppedEvent`` (max steps, time limit, interrupt, an answer
+cut at max tokens) means the run has ended. Its message therefore rides on ``LOOP_END``
+as ``stop_message``, beside ``stop_reason`` (etcode's: ``end_turn``, ``max_tokens``,
+``max_steps``, ``timeout``, ``interrupted``, ``error``), as the design does for its hard
+limits. ``messages`` is empty here; ``Agent.arun_stream`` fills in the conversation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from etcode.session import events as ev
+
+__all__ = ["EventType", "LoopEvent", "loop_events"]
+
+
+class EventType(StrEnum):
+    """The kinds of :class:`LoopEvent`; a ``str`` Enum (``EventType.THOUGHT == "thought"``)."""
+
+    LOOP_START = "loop_start"
+    THOUGHT = "thought"
+    ACTION = "action"
+    OBSERVATION = "observation"
+    SOFT_LIMIT = "soft_limit"
+    ERROR = "error"
+    LOOP_END = "loop_end"
+    TODO_UPDATE = "todo_update"  # the same string as etcode.tools.todo.TODO_UPDATE
+
+
+@dataclass
+class LoopEvent:
+    """One step-level event: its ``type``, the ``step`` it belongs to, its ``data``."""
+
+    type: EventType
+    step: int
+    data: dict[str, Any]
+    timestamp: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: ``{"type": "thought", "step": 1, "data": {...}, "timestamp": ...}``."""
+        return {"type": self.type.value, "step": self.step, "data": self.data, "timestamp": self.timestamp}
+
+    # ---- the design's factories (extra keyword arguments become extra data keys) ----
+    @classmethod
+    def thought(cls, step: int, content: str, **extra: Any) -> LoopEvent:
+        return cls(EventType.THOUGHT, step, {**extra, "content": content})
+
+    @classmethod
+    def action(cls, step: int, tool: str, args: dict[str, Any], **extra: Any) -> LoopEvent:
+        return cls(EventType.ACTION, step, {**extra, "tool": tool, "args": args})
+
+    @classmethod
+    def observation(cls, step: int, tool: str, result: str, duration: float, **extra: Any) -> LoopEvent:
+        data = {**extra, "tool": tool, "result": result, "duration": duration}
+        return cls(EventType.OBSERVATION, step, data)
+
+    @classmethod
+    def error(cls, step: int, error: str, fatal: bool = False, **extra: Any) -> LoopEvent:
+        return cls(EventType.ERROR, step, {**extra, "error": error, "fatal": fatal})
+
+    @classmethod
+    def loop_start(cls, task: str, **extra: Any) -> LoopEvent:
+        return cls(EventType.LOOP_START, 0, {**extra, "task": task})
+
+    @classmethod
+    def loop_end(
+        cls,
+        step: int,
+        stop_reason: str,
+        content: str = "",
+        messages: list[Any] | None = None,
+        **extra: Any,
+    ) -> LoopEvent:
+        data = {**extra, "stop_reason": stop_reason, "content": content, "messages": messages or []}
+        return cls(EventType.LOOP_END, step, data)
+
+    @classmethod
+    def soft_limit(cls, step: int, reason: str, prompt: str, **extra: Any) -> LoopEvent:
+        return cls(EventType.SOFT_LIMIT, step, {**extra, "reason": reason, "prompt": prompt})
+
+    @classmethod
+    def todo_update(cls, step: int, todos: list[dict[str, Any]], **extra: Any) -> LoopEvent:
+        return cls(EventType.TODO_UPDATE, step, {**extra, "todos": todos})
+
+
+class _Converter:
+    """The state of one conversion: the step, the text not yet sent, the running calls."""
+
+    def __init__(self, task: str) -> None:
+        self.task = task
+        self.step = 0
+        self.text: list[str] = []
+        self.role: str | None = None  # whose text is buffered (None: the agent's own)
+        self.started: dict[str, float] = {}  # call_id -> monotonic time of its ACTION
+        self.stop_message = ""
+
+    def flush(self) -> list[LoopEvent]:
+        """The buffered text as one THOUGHT (none if it is only whitespace)."""
+        content = "".join(self.text)
+        role, self.text, self.role = self.role, [], None
+        if not content.strip():
+            return []
+        extra = {"role": role} if role is not None else {}
+        return [LoopEvent.thought(self.step, content, **extra)]
+
+    def buffer(self, text: str, role: str | None) -> list[LoopEvent]:
+        out = self.flush() if self.text and role != self.role else []
+        self.text.append(text)
+        self.role = role
+        return out
+
+    def convert(self, event: ev.Event) -> list[LoopEvent]:
+        """What ``event`` becomes (often nothing; pending text comes first)."""
+        if isinstance(event, ev.TextDeltaEvent):
+            return self.buffer(event.text, None)
+        if isinstance(event, ev.RoleTextDelta):
+            return self.buffer(event.text, event.role)
+        if isinstance(event, ev.StepStart):
+            out = self.flush()
+            self.step += 1
+            return out
+        if isinstance(event, ev.StepFinish):
+            return self.flush()
+        made = self._event(event)
+        return [*self.flush(), made] if made is not None else []
+
+    def _event(self, event: ev.Event) -> LoopEvent | None:  # noqa: PLR0911 - one branch per kind
+        step = self.step
+        if isinstance(event, ev.SessionStart):
+            return LoopEvent.loop_start(
+                self.task, session_id=event.session_id, model=event.model, agent=event.agent
+            )
+        if isinstance(event, ev.ToolCallStart):
+            self.started[event.call_id] = time.monotonic()
+            return LoopEvent.action(
+                step, event.name, event.params, summary=event.summary, call_id=event.call_id
+            )
+        if isinstance(event, ev.ToolResultEvent):
+            began = self.started.pop(event.call_id, None)
+            duration = max(0.0, time.monotonic() - began) if began is not None else 0.0
+            return LoopEvent.observation(
+                step,
+                event.name,
+                event.output,
+                duration,
+                summary=event.summary,
+                is_error=event.is_error,
+                call_id=event.call_id,
+            )
+        if isinstance(event, ev.TodoUpdate):
+            return LoopEvent.todo_update(step, [dict(item) for item in event.todos])
+        if isinstance(event, ev.ErrorEvent):
+            return LoopEvent.error(step, event.message, fatal=True, kind=event.kind)
+        if isinstance(event, ev.WarningEvent):
+            return LoopEvent.error(step, event.message, fatal=False, kind="warning")
+        if isinstance(event, ev.RetryEvent):
+            text = f"retrying in {event.delay:.1f}s (attempt {event.attempt}): {event.reason}"
+            return LoopEvent.error(
+                step, text, fatal=False, kind="retry", attempt=event.attempt, delay=event.delay
+            )
+        if isinstance(event, ev.StoppedEvent):
+            self.stop_message = event.message
+            return None
+        if isinstance(event, ev.DoneEvent):
+            return self._end(event.result)
+        return None
+
+    def _end(self, result: dict[str, Any]) -> LoopEvent:
+        return LoopEvent.loop_end(
+            self.step,
+            str(result.get("stop_reason", "")),
+            str(result.get("result", "")),
+            [],
+            steps=result.get("steps", self.step),
+            usage=result.get("usage", {}),
+            todos=result.get("todos", []),
+            error=result.get("error"),
+            stop_message=self.stop_message,
+        )
+
+
+async def loop_events(native: AsyncIterator[ev.Event], task: str) -> AsyncIterator[LoopEvent]:
+    """The step-level events of ``native`` (``Agent.stream(task)``), as they happen."""
+    converter = _Converter(task)
+    async for event in native:
+        for made in converter.convert(event):
+            yield made
+    for made in converter.flush():  # a stream cut short: its text is not lost
+        yield made
