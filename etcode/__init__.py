@@ -24,14 +24,32 @@ _LAZY = {
     "TODO_UPDATE": "etcode.tools.todo",
     "todo_update_event": "etcode.tools.todo",
     "TodoUpdate": "etcode.session.events",
+    # A client of your own (``Agent(llm=...)``), in the agent-loop design's shapes.
+    "BaseLLMClient": "etcode.provider.chat_client",
+    "LLMResponse": "etcode.provider.chat_client",
+    "ToolCall": "etcode.provider.chat_client",
+    "TokenUsage": "etcode.provider.chat_client",
+    # Step-level events (``run_stream``/``arun_stream``) and their text renderer.
+    "LoopEvent": "etcode.session.loop_events",
+    "Event": "etcode.session.loop_events:LoopEvent",
+    "EventType": "etcode.session.loop_events",
+    "Renderer": "etcode.ui.loop_renderer",
 }
 
 __all__ = [
     "TODO_UPDATE",
     "Agent",
     "AgentResult",
+    "BaseLLMClient",
+    "Event",
+    "EventType",
+    "LLMResponse",
+    "LoopEvent",
     "LoopLimits",
+    "Renderer",
     "RetryConfig",
+    "TokenUsage",
+    "ToolCall",
     "TodoItem",
     "TodoStore",
     "TodoUpdate",
@@ -45,16 +63,21 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover
     from etcode.api import Agent, AgentResult, LoopLimits, RetryConfig, Tool, ToolResult, tool
+    from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall
     from etcode.session.events import TodoUpdate
+    from etcode.session.loop_events import EventType, LoopEvent
+    from etcode.session.loop_events import LoopEvent as Event
     from etcode.tools.todo import TODO_UPDATE, TodoItem, TodoStore, create_todo_tool, todo_update_event
+    from etcode.ui.loop_renderer import Renderer
 
 
 def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
+    target = _LAZY.get(name)
+    if target is None:
         raise AttributeError(f"module 'etcode' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module_name), name)
+    module_name, _, attribute = target.partition(":")
+    value = getattr(importlib.import_module(module_name), attribute or name)
     globals()[name] = value
     return value

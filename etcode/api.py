@@ -215,6 +215,7 @@ class Agent:
         self._runtime: Any = None
         self._preparing: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._current: Any = None
+        self._stop_requested = False
         #: The session that started this one (set for ``Task`` subagents).
         self.parent_session_id: str | None = None
 
@@ -223,6 +224,7 @@ class Agent:
         """Run one task, yielding every event; the last is ``DoneEvent``."""
         from etcode.session.loop import AgentLoop
 
+        self._stop_requested = False
         runtime = await self._prepare()
         session = self._session
         session.parent_id = self.parent_session_id
@@ -240,6 +242,8 @@ class Agent:
             session.configure(settings)
             loop = AgentLoop(settings, self.history, Message.user(task))
         self._current = loop
+        if self._stop_requested:  # interrupted while the run was being set up
+            loop.interrupt()
         try:
             yield SessionStart(
                 self.session_id, runtime.spec.full_id, runtime.agent_name, str(runtime.directory)
@@ -261,14 +265,15 @@ class Agent:
         (``loop_start``, ``thought``, ``action``, ``observation``, ``todo_update``, ``error``,
         ``loop_end``); ``messages`` replaces the conversation so far (Message objects or
         OpenAI Chat dicts, e.g. an earlier result's ``messages``)."""
+        from etcode.provider.chat_client import messages_to_openai
         from etcode.session.loop_events import EventType, loop_events
 
         self._adopt(messages)
         async for event in loop_events(self.stream(task), task):
             if event.type == EventType.LOOP_END and self._current is not None:
                 finished = self._current.result
-                if finished is not None:
-                    event.data["messages"] = list(finished.messages)
+                if finished is not None:  # the conversation in OpenAI Chat format, as the design has it
+                    event.data["messages"] = messages_to_openai(finished.messages)
             yield event
 
     def run_stream(self, task: str, messages: HistoryInput | None = None) -> Iterator[LoopEvent]:
@@ -329,6 +334,7 @@ class Agent:
 
     def interrupt(self) -> None:
         """Stop the running task as soon as possible (the result says ``interrupted``)."""
+        self._stop_requested = True  # seen by a run still being set up
         if self._current is not None:
             self._current.interrupt()
 
@@ -424,4 +430,6 @@ class Agent:
         return self._runtime
 
 
-_AGENT_KEYWORDS = [name for name in inspect.signature(Agent.__init__).parameters if name not in ("self", "llm_kwargs")]
+_AGENT_KEYWORDS = [
+    name for name in inspect.signature(Agent.__init__).parameters if name not in ("self", "llm_kwargs")
+]

@@ -97,7 +97,7 @@ async def test_stream_yields_typed_events_and_custom_tools(llm: FakeLLM, tmp_pat
     await agent.aclose()
     assert calls == ["k1"]
     names = [t["function"]["name"] for t in llm.requests[0].body["tools"]]
-    assert names == ["lookup", "Echo"]
+    assert names == ["lookup", "Echo", "TodoWrite"]  # TodoWrite comes even without the built-in set
     schema = llm.requests[0].body["tools"][0]["function"]["parameters"]
     assert schema["properties"]["key"]["description"] == "the key to find"
     assert isinstance(events[0], ev.SessionStart) and isinstance(events[-1], ev.DoneEvent)

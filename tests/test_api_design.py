@@ -62,7 +62,9 @@ def test_the_constructor_takes_the_designs_positional_order(llm: FakeLLM, projec
 
 def test_name_shapes_the_prompt_without_a_system_prompt(llm: FakeLLM, project: Path) -> None:
     llm.script(Reply(text="hi"), Reply(text="hi"))
-    Agent("openai/gpt-4o", "k", llm.openai_base_url, name="研究助手", directory=project, store=False).run("hi")
+    Agent("openai/gpt-4o", "k", llm.openai_base_url, name="研究助手", directory=project, store=False).run(
+        "hi"
+    )
     Agent("openai/gpt-4o", "k", llm.openai_base_url, directory=project, store=False).run("hi")
     named, default = (system_text(r.body) for r in llm.requests)
     assert "You are 研究助手," in named and "You are etcode" not in named
@@ -71,7 +73,9 @@ def test_name_shapes_the_prompt_without_a_system_prompt(llm: FakeLLM, project: P
 
 def test_a_bare_model_id_with_base_url_is_sent_as_it_is(llm: FakeLLM, project: Path) -> None:
     llm.script(Reply(text="hello"))
-    agent = Agent(model="deepseek-chat", api_key="k", base_url=llm.openai_base_url, directory=project, store=False)
+    agent = Agent(
+        model="deepseek-chat", api_key="k", base_url=llm.openai_base_url, directory=project, store=False
+    )
     assert agent.run("hi").content == "hello"
     assert llm.requests[0].path == "/v1/chat/completions"
     assert llm.requests[0].body["model"] == "deepseek-chat"
@@ -97,7 +101,9 @@ def test_a_bare_model_id_of_no_known_family_needs_a_base_url() -> None:
         spec_from_arguments("llama3", "k", None)
 
 
-def test_a_bare_claude_id_talks_anthropic(llm: FakeLLM, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bare_claude_id_talks_anthropic(
+    llm: FakeLLM, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", llm.anthropic_base_url)
     llm.script(Reply(text="from claude"))
     result = Agent("claude-sonnet-4-20250514", api_key="k", directory=project, store=False).run("hi")
@@ -136,7 +142,9 @@ def test_local_servers_take_their_own_samplers(llm: FakeLLM, project: Path) -> N
 
 
 def test_an_option_the_provider_does_not_take_fails_before_any_request(llm: FakeLLM, project: Path) -> None:
-    agent = Agent("anthropic/claude-sonnet-4", "k", llm.anthropic_base_url, directory=project, store=False, seed=1)
+    agent = Agent(
+        "anthropic/claude-sonnet-4", "k", llm.anthropic_base_url, directory=project, store=False, seed=1
+    )
     with pytest.raises(ConfigError) as info:
         agent.run("hi")
     message = str(info.value)
@@ -156,9 +164,14 @@ def test_a_misspelt_agent_keyword_is_not_taken_for_a_model_option() -> None:
 def test_todo_write_is_offered_without_the_built_in_tools(llm: FakeLLM, project: Path) -> None:
     todos = [{"content": "Add", "status": "in_progress"}, {"content": "Check", "status": "pending"}]
     llm.script(Reply(calls=[Call("TodoWrite", {"todos": todos})]), Reply(text="planned"))
-    result = Agent("openai/m", "k", llm.openai_base_url, directory=project, store=False, builtin_tools=False).run("x")
+    result = Agent(
+        "openai/m", "k", llm.openai_base_url, directory=project, store=False, builtin_tools=False
+    ).run("x")
     assert [t["function"]["name"] for t in llm.requests[0].body["tools"]] == ["TodoWrite"]
-    assert [(t["content"], t["status"]) for t in result.todos] == [("Add", "in_progress"), ("Check", "pending")]
+    assert [(t["content"], t["status"]) for t in result.todos] == [
+        ("Add", "in_progress"),
+        ("Check", "pending"),
+    ]
 
 
 async def test_run_is_awaitable_inside_async_code(llm: FakeLLM, project: Path) -> None:

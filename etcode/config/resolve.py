@@ -30,6 +30,7 @@ NO_MODEL = (
     '"provider" entry to etcode.json (see etcode.example.json)'
 )
 
+
 def _key_from_env(known: KnownProvider | None, env: Mapping[str, str]) -> str | None:
     if known is None:
         return None
