@@ -68,7 +68,9 @@ def main() -> None:
         tools=[weather, book_hotel, currency, Packing()],
         builtin_tools=False,
     )
-    result = agent.run_sync("Plan 2 nights in Lisbon: weather, a hotel, 100 EUR in USD at 1.08, what to pack.")
+    result = agent.run_sync(
+        "Plan 2 nights in Lisbon: weather, a hotel, 100 EUR in USD at 1.08, what to pack."
+    )
     print(result.content)
 
 

@@ -133,3 +133,15 @@ def test_prompts_dir_is_the_checkout_folder() -> None:
     folder = templates.prompts_dir()
     assert (folder / "provider" / "default.txt").is_file()
     assert (folder / "modules" / "role.md").is_file()
+
+
+@pytest.mark.parametrize("agent_name", ["build", "plan", "general", "explore", "workflow"])
+async def test_no_builtin_agent_prompt_leaves_the_name_slot_empty(agent_name: str, tmp_path: Path) -> None:
+    from etcode.agent.registry import get_agent
+    from etcode.prompt.instruction import InstructionPrompt
+
+    instructions = InstructionPrompt(tmp_path, tmp_path, global_dir=tmp_path / "g")
+    parts = await SystemPrompt.build(get_agent(agent_name), "openai/gpt-4o", instructions, name="Helper")
+    assert "{{name}}" not in parts[0].text
+    if "You are" in parts[0].text.split("\n", 1)[0] and parts[0].layer == "provider":
+        assert "You are Helper," in parts[0].text

@@ -127,7 +127,7 @@ class SystemPrompt:
             return None
         source = getattr(agent, "source", None)
         if getattr(agent, "prompt_builtin", False):
-            return PromptPart("agent", source, prompt)
+            return PromptPart("agent", source, _named(prompt, name))
         return PromptPart("agent", source, wrap_custom_prompt(prompt, name))
 
     @staticmethod
