@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -188,6 +189,28 @@ async def test_retries_run_out(project: Path) -> None:
     assert result.stop_reason == "error"
     assert result.error == "MyLLM.chat failed: TimeoutError: slow"
     assert len(client.calls) == 3  # the first try and max_retries=2 more
+
+
+async def test_a_client_that_never_answers_times_out(project: Path) -> None:
+    """A hung ``chat`` must not hang the run: it times out (retryable), then the run ends."""
+    never = asyncio.Event()
+
+    class Hung(BaseLLMClient):
+        async def chat(self, messages: Any, tools: Any = None, **kwargs: Any) -> LLMResponse:
+            await never.wait()
+            return LLMResponse("never")
+
+    agent = Agent(
+        "custom/m",
+        provider=ChatClientProvider(Hung(), RetryConfig(max_retries=1, initial_delay=0.001), timeout=0.05),
+        directory=project,
+        store=False,
+    )
+    events, result = await events_of(agent, "go")
+    await agent.aclose()
+    assert result.stop_reason == "error"
+    assert result.error is not None and result.error.startswith("Hung.chat failed: TimeoutError")
+    assert len([e for e in events if e.type == "retry"]) == 1
 
 
 async def test_other_errors_end_the_run_with_one_line(project: Path) -> None:

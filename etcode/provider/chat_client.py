@@ -9,10 +9,10 @@ an etcode provider (one answer per request, no streaming of its own).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import inspect
 import json
-import math
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -26,6 +26,7 @@ from etcode.provider.openai_format import (
     system_message,
     tools_to_openai,
 )
+from etcode.provider.shapes import as_tokens
 from etcode.provider.spec import CUSTOM_PROVIDER, RetryConfig
 from etcode.provider.types import (
     Message,
@@ -52,6 +53,8 @@ __all__ = [
 ]
 
 _MAX_MESSAGE = 300
+#: How long one answer of a client may take, as for etcode's own providers (``ProviderSpec.timeout``).
+DEFAULT_TIMEOUT = 600.0
 
 
 @dataclass
@@ -116,12 +119,6 @@ def _one_line(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
 
 
-def _tokens(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    return int(value) if math.isfinite(value) and value > 0 else 0
-
-
 def _field(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
@@ -134,9 +131,13 @@ class ChatClientProvider:
 
     id = CUSTOM_PROVIDER
 
-    def __init__(self, client: BaseLLMClient, retry: RetryConfig | None = None) -> None:
+    def __init__(
+        self, client: BaseLLMClient, retry: RetryConfig | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         self.client = client
         self.retry = retry or RetryConfig()
+        #: Seconds one ``chat`` call may take before it counts as a (retryable) timeout.
+        self.timeout = timeout
         self._calls = 0  # for ids of calls the client left without one
 
     @property
@@ -163,7 +164,8 @@ class ChatClientProvider:
     ) -> AsyncIterator[StreamChunk]:
         try:
             # each attempt gets its own copies: a client may change what it was given
-            response = await self.client.chat(copy.deepcopy(messages), copy.deepcopy(tools), **kwargs)
+            answer = self.client.chat(copy.deepcopy(messages), copy.deepcopy(tools), **kwargs)
+            response = await asyncio.wait_for(answer, self.timeout)
         except ProviderError:
             raise
         except Exception as exc:
@@ -211,8 +213,8 @@ class ChatClientProvider:
             parts.append(call)
         usage = getattr(response, "usage", None)
         prompt, completion = (
-            _tokens(_field(usage, "prompt_tokens")),
-            _tokens(_field(usage, "completion_tokens")),
+            as_tokens(_field(usage, "prompt_tokens")) or 0,
+            as_tokens(_field(usage, "completion_tokens")) or 0,
         )
         stop = "tool_use" if raw_calls else "end_turn"
         out.append(
