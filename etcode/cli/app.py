@@ -134,6 +134,29 @@ def build_app() -> typer.Typer:
         if code:
             raise SystemExit(code)
 
+    @app.command("acp", help="Speak the Agent Client Protocol on stdin/stdout (for editors: Zed, Toad, ...).")
+    def acp(
+        model: Annotated[str | None, typer.Option("--model", "-m", help="provider/model to use.")] = None,
+        agent: Annotated[
+            str | None, typer.Option("--agent", "-a", help="Agent (mode) sessions start in.")
+        ] = None,
+        sandbox: Annotated[
+            str | None,
+            typer.Option("--sandbox", help="Confine commands: off, workspace-write or read-only."),
+        ] = None,
+        trust: Annotated[
+            bool, typer.Option("--trust", help="Approve (and remember) projects' risky settings.")
+        ] = False,
+        debug: Annotated[
+            bool, typer.Option("--debug", help="Log the protocol and tracebacks on stderr.")
+        ] = False,
+    ) -> None:
+        from etcode.cli.acp import acp_command
+
+        code = acp_command(model=model, agent=agent, sandbox=sandbox, trust=trust, debug=debug)
+        if code:
+            raise SystemExit(code)
+
     _add_optional_groups(app)
     return app
 

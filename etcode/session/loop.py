@@ -299,6 +299,12 @@ class AgentLoop(EventPump):
         s = self.settings
 
         def make_context(call: ToolCallPart) -> ToolContext:
+            async def check_permission(
+                permission: str, patterns: list[str], metadata: dict[str, Any] | None = None
+            ) -> None:
+                # The call asking goes with the question (an editor shows it on that call).
+                await s.check_permission(permission, patterns, {"call_id": call.id, **(metadata or {})})
+
             return ToolContext(
                 session_id=s.session_id,
                 call_id=call.id,
@@ -306,7 +312,7 @@ class AgentLoop(EventPump):
                 worktree=s.worktree,
                 abort=self._abort,
                 emit=self.emit,
-                check_permission=s.check_permission,
+                check_permission=check_permission,
                 decide_permission=s.decide_permission,
                 instructions_for=s.instructions_for,
                 state=s.state,

@@ -1,0 +1,141 @@
+"""Files and commands through the editor, when it offers them (``fs`` and ``terminal``
+client capabilities): reads see unsaved buffers, writes land in the editor's buffers, and
+commands run in a terminal the editor shows. Every request has a time limit."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any
+
+from acp import helpers
+from acp.schema import EnvVariable
+
+from etcode.tools.client_io import ClientFileError, TerminalRun
+
+log = logging.getLogger("etcode.acp")
+
+#: How long one file request or terminal control request to the editor may take.
+REQUEST_SECONDS = 30.0
+#: Output the editor keeps of a command (the tail; etcode cuts it further for the model).
+OUTPUT_BYTE_LIMIT = 1024 * 1024
+
+
+class EditorFiles:
+    """``fs/read_text_file`` and ``fs/write_text_file`` of one session."""
+
+    def __init__(self, conn: Any, session_id: str, *, read: bool, write: bool) -> None:
+        self.conn = conn
+        self.session_id = session_id
+        self.can_read = read
+        self.can_write = write
+
+    async def read_text(self, path: Path) -> str:
+        if not self.can_read:
+            raise ClientFileError("the editor does not read files")
+        try:
+            response = await asyncio.wait_for(
+                self.conn.read_text_file(session_id=self.session_id, path=str(path)), REQUEST_SECONDS
+            )
+        except Exception as err:
+            raise ClientFileError(f"the editor could not read it ({_reason(err)})") from None
+        return str(response.content)
+
+    async def write_text(self, path: Path, text: str) -> None:
+        if not self.can_write:
+            raise ClientFileError("the editor does not write files")
+        try:
+            await asyncio.wait_for(
+                self.conn.write_text_file(session_id=self.session_id, path=str(path), content=text),
+                REQUEST_SECONDS,
+            )
+        except Exception as err:
+            raise ClientFileError(f"the editor could not write it ({_reason(err)})") from None
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, TimeoutError):
+        return f"no answer in {REQUEST_SECONDS:g} s"
+    return str(err) or type(err).__name__
+
+
+class EditorTerminal:
+    """Runs a command with ``terminal/create`` and shows the terminal on the tool call."""
+
+    def __init__(self, conn: Any, session_id: str) -> None:
+        self.conn = conn
+        self.session_id = session_id
+
+    async def _call(self, request: Any) -> Any:
+        return await asyncio.wait_for(request, REQUEST_SECONDS)
+
+    async def run(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        timeout_s: float,
+        abort: asyncio.Event,
+        call_id: str,
+    ) -> TerminalRun:
+        created = await self._call(
+            self.conn.create_terminal(
+                session_id=self.session_id,
+                command=argv[0],
+                args=argv[1:],
+                env=[EnvVariable(name=key, value=value) for key, value in env.items()],
+                cwd=str(cwd),
+                output_byte_limit=OUTPUT_BYTE_LIMIT,
+            )
+        )
+        terminal_id = str(created.terminal_id)
+        try:
+            await self.conn.session_update(
+                self.session_id,
+                helpers.update_tool_call(call_id, content=[helpers.tool_terminal_ref(terminal_id)]),
+            )
+            return await self._wait(terminal_id, timeout_s, abort)
+        finally:
+            with contextlib.suppress(Exception):
+                await self._call(
+                    self.conn.release_terminal(session_id=self.session_id, terminal_id=terminal_id)
+                )
+
+    async def _wait(self, terminal_id: str, timeout_s: float, abort: asyncio.Event) -> TerminalRun:
+        waiting = asyncio.ensure_future(
+            self.conn.wait_for_terminal_exit(session_id=self.session_id, terminal_id=terminal_id)
+        )
+        aborted = asyncio.ensure_future(abort.wait())
+        timed_out = interrupted = False
+        try:
+            done, _ = await asyncio.wait(
+                {waiting, aborted}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+            )
+            if waiting not in done:
+                interrupted = aborted in done
+                timed_out = not interrupted
+                with contextlib.suppress(Exception):
+                    await self._call(
+                        self.conn.kill_terminal(session_id=self.session_id, terminal_id=terminal_id)
+                    )
+        finally:
+            aborted.cancel()
+            if not waiting.done():
+                waiting.cancel()
+        output = await self._call(
+            self.conn.terminal_output(session_id=self.session_id, terminal_id=terminal_id)
+        )
+        status = output.exit_status
+        code = status.exit_code if status is not None and status.exit_code is not None else None
+        if code is None and waiting.done() and not waiting.cancelled() and waiting.exception() is None:
+            code = waiting.result().exit_code
+        return TerminalRun(
+            output=str(output.output),
+            exit_code=code if code is not None else -1,
+            timed_out=timed_out,
+            interrupted=interrupted,
+            truncated=bool(output.truncated),
+            terminal_id=terminal_id,
+        )

@@ -1,0 +1,68 @@
+"""``session/load``: a stored session's transcript replayed as ``session/update``s — what the
+user typed, the answers, the thinking, every tool call with its result — so the editor shows
+the conversation as it was."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from acp import helpers
+
+from etcode.acp.updates import Update, plan_of, tool_end, tool_start
+from etcode.provider.types import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+
+
+def _tools() -> dict[str, Any]:
+    from etcode.tools.registry import builtin_tools
+
+    return {tool.name: tool for tool in builtin_tools()}
+
+
+def _summary(tools: dict[str, Any], name: str, params: dict[str, Any]) -> str:
+    tool = tools.get(name)
+    if tool is None:
+        return ""
+    try:
+        return str(tool.params_summary(params))
+    except Exception:  # a stored call an older tool would not summarise: no summary
+        return ""
+
+
+def _params(call: ToolCallPart) -> dict[str, Any]:
+    try:
+        return call.parsed_arguments()
+    except ValueError:
+        return {}
+
+
+def replay_updates(
+    messages: Sequence[Message], directory: Path, todos: list[dict[str, Any]] | None = None
+) -> list[Update]:
+    """The updates that show ``messages`` (a transcript's, oldest first), then the plan."""
+    tools = _tools()
+    names: dict[str, str] = {}
+    out: list[Update] = []
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, TextPart) and part.text:
+                if message.role == "user":
+                    out.append(helpers.update_user_message_text(part.text))
+                else:
+                    out.append(helpers.update_agent_message_text(part.text))
+            elif isinstance(part, ReasoningPart) and part.text:
+                out.append(helpers.update_agent_thought_text(part.text))
+            elif isinstance(part, ToolCallPart):
+                params = _params(part)
+                names[part.id] = part.name
+                out.append(
+                    tool_start(part.id, part.name, params, _summary(tools, part.name, params), directory)
+                )
+            elif isinstance(part, ToolResultPart):
+                name = names.get(part.call_id, part.name)
+                summary = part.summary or ("failed" if part.is_error else "done")
+                out.append(tool_end(part.call_id, name, part.is_error, summary, part.output, part.data))
+    if todos:
+        out.append(plan_of(todos))
+    return out

@@ -1,0 +1,371 @@
+"""The ACP agent: sessions, prompts, modes and cancellation on top of :class:`etcode.api.Agent`.
+
+An ACP session is an etcode session (same id, same store): ``etcode sessions`` lists it and
+``etcode -c`` resumes it. Each session loads the config of its ``cwd`` as the CLI does, with
+the MCP servers the client passes added. A turn streams etcode's events as ``session/update``s
+(``updates.py``); ``ask`` rules become ``session/request_permission`` (``permission.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.schema import (
+    AgentCapabilities,
+    ClientCapabilities,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionMode,
+    SessionModeState,
+    SetSessionModeResponse,
+)
+
+from etcode import __version__
+from etcode.acp.permission import AcpAsker
+from etcode.acp.prompt_text import prompt_text
+from etcode.acp.updates import updates_of
+from etcode.session import events as ev
+from etcode.util.errors import EtcodeError
+
+log = logging.getLogger("etcode.acp")
+
+#: JSON-RPC error code of a request the session cannot take now (a prompt while one runs).
+SESSION_BUSY = -32000
+#: How long ``session/cancel`` waits for the turn to stop before the prompt answers anyway.
+CANCEL_GRACE_SECONDS = 15.0
+
+STOP_REASONS = {
+    "end_turn": "end_turn",
+    "max_tokens": "max_tokens",
+    "max_steps": "max_turn_requests",
+    "max_tool_calls": "max_turn_requests",
+    "interrupted": "cancelled",
+}
+
+
+@dataclass
+class AcpOptions:
+    """``etcode acp`` flags: defaults for every session."""
+
+    model: str | None = None
+    agent: str | None = None
+    sandbox: str | None = None
+    trust: bool = False
+
+
+@dataclass
+class SessionHandle:
+    """One open ACP session."""
+
+    id: str
+    directory: Path
+    host: Any  # etcode.ui.tui.controller.AgentHost: builds and reconfigures the Agent
+    asker: AcpAsker
+    turn: asyncio.Task[Any] | None = None
+    cancelled: bool = False
+    pending_mode: str | None = None
+    equip: Callable[[Any], None] = field(default=lambda agent: None)
+
+    @property
+    def agent(self) -> Any:
+        return self.host.agent
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__
+
+
+def _errors_as_rpc(err: BaseException) -> RequestError:
+    """etcode's one-line errors (config, model, trust, session lock) as JSON-RPC errors."""
+    if isinstance(err, RequestError):
+        return err
+    from etcode.util.redact import redact
+
+    return RequestError(-32603, redact(_one_line(err)))
+
+
+class EtcodeAcpAgent:
+    """Implements the ACP SDK's ``Agent`` interface."""
+
+    def __init__(self, options: AcpOptions | None = None) -> None:
+        self.options = options or AcpOptions()
+        self.conn: Any = None
+        self.client: ClientCapabilities = ClientCapabilities()
+        self.sessions: dict[str, SessionHandle] = {}
+        self._store: Any = None
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    # ---- set-up --------------------------------------------------------------------------
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        self.client = client_capabilities or ClientCapabilities()
+        log.debug("client %s, protocol %s", client_info, protocol_version)
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            agent_info=Implementation(name="etcode", title="etcode", version=__version__),
+            auth_methods=[],
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        return None  # providers' keys come from etcode's config and environment
+
+    def store(self) -> Any:
+        if self._store is None:
+            from etcode.session.store import SessionStore
+
+            self._store = SessionStore.open()
+        return self._store
+
+    # ---- sessions ------------------------------------------------------------------------
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        handle = await self._open(cwd, mcp_servers, None)
+        return NewSessionResponse(session_id=handle.id, modes=self._modes(handle))
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        if session_id in self.sessions:
+            await self._close(self.sessions.pop(session_id))
+        found = await asyncio.to_thread(self.store().find_session, session_id)
+        if found is None:
+            raise RequestError.invalid_params({"sessionId": f"no stored session {session_id}"})
+        handle = await self._open(cwd, mcp_servers, found.id)
+        from etcode.acp.replay import replay_updates
+
+        stored = await handle.agent.transcript()
+        messages = [item.message for item in stored if item.kind != "copy"]
+        todos = _todos(handle.agent)
+        for update in replay_updates(messages, handle.directory, todos):
+            await self.conn.session_update(handle.id, update)
+        return LoadSessionResponse(modes=self._modes(handle))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        from datetime import UTC, datetime
+
+        from etcode.instance import describe
+
+        store = self.store()
+        project = describe(Path(cwd)).project_id if cwd else None
+        found = await asyncio.to_thread(store.list_sessions, project, 200)
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=info.id,
+                    cwd=info.directory,
+                    title=info.title,
+                    updated_at=datetime.fromtimestamp(info.updated, UTC).isoformat(),
+                )
+                for info in found
+                if info.parent_id is None
+            ]
+        )
+
+    async def _open(self, cwd: str, mcp_servers: list[Any] | None, session_id: str | None) -> SessionHandle:
+        directory = Path(cwd)
+        if not directory.is_absolute() or not directory.is_dir():
+            raise RequestError.invalid_params({"cwd": f"{cwd} is not an absolute path of a folder"})
+        try:
+            return await self._build(directory.resolve(), mcp_servers or [], session_id)
+        except EtcodeError as err:
+            raise _errors_as_rpc(err) from None
+
+    async def _build(self, directory: Path, mcp_servers: list[Any], session_id: str | None) -> SessionHandle:
+        from etcode.acp.mcp_servers import with_client_servers
+        from etcode.config.loader import load_config
+        from etcode.config.trust import require_trust
+        from etcode.instance import Instance
+        from etcode.ui.tui.controller import AgentHost
+        from etcode.ui.tui.options import TuiOptions
+        from etcode.util.redact import register_config
+
+        options = self.options
+        with Instance.provide(directory) as instance:
+            flags = {"model": options.model, "agent": options.agent, "sandbox": options.sandbox}
+            config = await asyncio.to_thread(load_config, instance.directory, instance.worktree, flags=flags)
+            require_trust(config, trust=options.trust)
+            register_config(config)
+            config = with_client_servers(config, mcp_servers)
+            asker = AcpAsker(self.conn, session_id or "", instance.directory)
+            tui_options = TuiOptions(
+                directory=instance.directory,
+                model=options.model,
+                agent=options.agent,
+                session_id=session_id,
+                sandbox=options.sandbox,
+            )
+            host = AgentHost(tui_options, config, instance.directory, asker)
+            sid = str(host.agent.session_id)
+            asker.session_id = sid
+            handle = SessionHandle(sid, instance.directory, host, asker, equip=self._equipment(sid))
+            handle.equip(host.agent)
+            await host.prepare()
+        self.sessions[handle.id] = handle
+        return handle
+
+    def _equipment(self, session_id: str) -> Callable[[Any], None]:
+        """Puts the editor's files and terminal where the tools find them (when offered)."""
+        fs = self.client.fs
+        read, write = bool(fs and fs.read_text_file), bool(fs and fs.write_text_file)
+        terminal = bool(self.client.terminal)
+
+        def equip(agent: Any) -> None:
+            if not (read or write or terminal):
+                return
+            from etcode.acp.client_io import EditorFiles, EditorTerminal
+            from etcode.tools.client_io import FILES_KEY, TERMINAL_KEY
+
+            if read or write:
+                agent.state[FILES_KEY] = EditorFiles(self.conn, session_id, read=read, write=write)
+            if terminal:
+                agent.state[TERMINAL_KEY] = EditorTerminal(self.conn, session_id)
+
+        return equip
+
+    def _modes(self, handle: SessionHandle) -> SessionModeState:
+        from etcode.agent.registry import load_agents
+        from etcode.instance import describe
+
+        info = describe(handle.directory)
+        agents = load_agents(getattr(handle.host.config, "agent", None) or {}, info.directory, info.worktree)
+        modes = [
+            SessionMode(id=name, name=name, description=(agent.description or None))
+            for name, agent in agents.items()
+            if agent.mode != "subagent"
+        ]
+        return SessionModeState(current_mode_id=handle.host.resolved_agent(), available_modes=modes)
+
+    def _session(self, session_id: str) -> SessionHandle:
+        handle = self.sessions.get(session_id)
+        if handle is None:
+            raise RequestError.invalid_params(
+                {"sessionId": f"no open session {session_id} (session/new or session/load first)"}
+            )
+        return handle
+
+    async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> SetSessionModeResponse:
+        handle = self._session(session_id)
+        names = handle.host.agent_names()
+        if mode_id not in names:
+            raise RequestError.invalid_params(
+                {"modeId": f"unknown mode {mode_id}; modes: {', '.join(names)}"}
+            )
+        if handle.turn is not None:
+            handle.pending_mode = mode_id  # the running turn finishes with the agent it began with
+        else:
+            await self._switch(handle, mode_id)
+        return SetSessionModeResponse()
+
+    async def _switch(self, handle: SessionHandle, mode_id: str) -> None:
+        try:
+            await handle.host.switch_agent(mode_id)
+        except EtcodeError as err:
+            raise _errors_as_rpc(err) from None
+        handle.equip(handle.agent)
+
+    # ---- turns -----------------------------------------------------------------------------
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        handle = self._session(session_id)
+        if handle.turn is not None:
+            raise RequestError(
+                SESSION_BUSY, f"a prompt is already running in session {session_id}; cancel it first"
+            )
+        text = prompt_text(prompt)
+        if not text.strip():
+            raise RequestError.invalid_params({"prompt": "the prompt has no text"})
+        handle.turn = asyncio.current_task()
+        handle.cancelled = False
+        handle.asker.cancelled.clear()
+        try:
+            if handle.pending_mode is not None:
+                mode, handle.pending_mode = handle.pending_mode, None
+                await self._switch(handle, mode)
+            error = await self._stream(handle, text)
+        finally:
+            handle.turn = None
+        result = handle.agent.last_result
+        stop = result.stop_reason if result is not None else "error"
+        if handle.cancelled or stop == "interrupted":
+            return PromptResponse(stop_reason="cancelled")
+        if stop in STOP_REASONS:
+            return PromptResponse(stop_reason=STOP_REASONS[stop])  # type: ignore[arg-type]
+        raise RequestError(-32603, error or f"the turn ended: {stop}")
+
+    async def _stream(self, handle: SessionHandle, text: str) -> str | None:
+        """Run one turn, sending its events; returns the error it ended with, if any."""
+        error: str | None = None
+        async for event in handle.agent.stream(text):
+            if isinstance(event, ev.ErrorEvent):
+                error = event.message
+            for update in updates_of(event, handle.directory):
+                try:
+                    await self.conn.session_update(handle.id, update)
+                except ConnectionError:  # the client went away: stop the turn, keep what is done
+                    handle.agent.interrupt()
+        return error
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        handle = self.sessions.get(session_id)
+        if handle is None or handle.turn is None:
+            return
+        handle.cancelled = True
+        handle.asker.cancelled.set()
+        handle.agent.interrupt()
+
+    # ---- shutting down ---------------------------------------------------------------------
+    async def _close(self, handle: SessionHandle) -> None:
+        if handle.turn is not None:
+            handle.asker.cancelled.set()
+            handle.agent.interrupt()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(handle.turn), CANCEL_GRACE_SECONDS)
+        with contextlib.suppress(Exception):
+            await handle.agent.aclose()
+
+    async def aclose(self) -> None:
+        """Stop running turns (finished steps are saved) and release every session."""
+        handles, self.sessions = list(self.sessions.values()), {}
+        for handle in handles:
+            await self._close(handle)
+        if self._store is not None:
+            with contextlib.suppress(Exception):
+                self._store.release()
+
+
+def _todos(agent: Any) -> list[dict[str, Any]]:
+    from etcode.tools.todo import TodoStore
+
+    return [dict(item) for item in TodoStore.of(agent.state).items or []]

@@ -1,0 +1,210 @@
+"""etcode's events as ACP ``session/update`` payloads: message and thought chunks, tool calls
+(kind, title, locations, diffs, command output), the todo list as a plan.
+
+Pure functions of an event (no connection here): ``server.py`` sends what they return, and
+``replay.py`` uses the same shapes for a stored session.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from acp import helpers
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    ContentToolCallContent,
+    FileEditToolCallContent,
+    TerminalToolCallContent,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+    UserMessageChunk,
+)
+
+from etcode.session import events as ev
+
+Update = (
+    AgentMessageChunk
+    | AgentThoughtChunk
+    | UserMessageChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AgentPlanUpdate
+)
+ToolContent = ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent
+
+#: ACP tool kinds of the built-in tools (editors pick icons and grouping from them).
+TOOL_KINDS: dict[str, str] = {
+    "ReadFile": "read",
+    "ReadManyFiles": "read",
+    "ListFiles": "read",
+    "Edit": "edit",
+    "WriteFile": "edit",
+    "Grep": "search",
+    "Glob": "search",
+    "Bash": "execute",
+    "WebFetch": "fetch",
+    "TodoWrite": "think",
+}
+#: Tool output shown in the editor is cut here (the model saw all of it).
+MAX_SHOWN_OUTPUT = 20_000
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+_PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
+
+
+def tool_kind(name: str) -> Any:
+    """The ACP ``ToolKind`` of a tool (``other`` for Task, MCP and custom tools)."""
+    return TOOL_KINDS.get(name, "other")
+
+
+def tool_title(name: str, summary: str) -> str:
+    """``Name (summary)``, as every front end of etcode shows a call."""
+    return f"{name} ({summary})" if summary else name
+
+
+def tool_locations(params: dict[str, Any], directory: Path) -> list[ToolCallLocation]:
+    """The files a call touches, absolute, so the editor can follow the agent."""
+    found: list[ToolCallLocation] = []
+
+    def add(value: Any, line: Any = None) -> None:
+        if isinstance(value, str) and value and "*" not in value:
+            path = Path(value) if Path(value).is_absolute() else directory / value
+            found.append(ToolCallLocation(path=str(path), line=line if isinstance(line, int) else None))
+
+    add(params.get("file_path"), params.get("offset"))
+    add(params.get("path"))
+    for item in params.get("paths") or []:
+        add(item)
+    return found
+
+
+def diff_texts(diff: str) -> tuple[str, str] | None:
+    """The old and new text of a unified diff's hunks (context lines in both; hunks apart
+    joined by a ``⋯`` line). None when the diff has no hunk (e.g. too large to show)."""
+    old: list[str] = []
+    new: list[str] = []
+    hunks = 0
+    for line in diff.splitlines():
+        if _HUNK.match(line):
+            if hunks:
+                old.append("⋯")
+                new.append("⋯")
+            hunks += 1
+            if line.rstrip().endswith("too large to show line by line"):
+                return None
+            continue
+        if not hunks or line.startswith("\\"):
+            continue
+        tag, text = line[:1], line[1:]
+        if tag in (" ", "-"):
+            old.append(text)
+        if tag in (" ", "+"):
+            new.append(text)
+    if not hunks:
+        return None
+    return "\n".join(old), "\n".join(new)
+
+
+def diff_content(data: dict[str, Any]) -> list[ToolContent]:
+    """An Edit/WriteFile result's change as an ACP diff (a created file has no old text)."""
+    diff, path = data.get("diff"), data.get("path")
+    if not isinstance(diff, str) or not isinstance(path, str):
+        return []
+    texts = diff_texts(diff)
+    if texts is None:
+        return [helpers.tool_content(helpers.text_block(diff))] if diff else []
+    old, new = texts
+    return [helpers.tool_diff_content(path, new, None if data.get("created") else old)]
+
+
+def _fenced(text: str) -> str:
+    if len(text) > MAX_SHOWN_OUTPUT:
+        text = "… (earlier output cut)\n" + text[-MAX_SHOWN_OUTPUT:]
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return f"{fence}\n{text}\n{fence}"
+
+
+def result_content(name: str, output: str, data: dict[str, Any] | None) -> list[ToolContent]:
+    """What the editor shows under a finished call: the diff of an edit, the terminal of a
+    command run in the editor's terminal, else the output (commands' in a code block)."""
+    data = data or {}
+    if "diff" in data:
+        shown = diff_content(data)
+        if shown:
+            return shown
+    terminal = data.get("terminalId")
+    if isinstance(terminal, str) and terminal:
+        return [helpers.tool_terminal_ref(terminal)]
+    if not output:
+        return []
+    text = _fenced(output) if name == "Bash" else output[:MAX_SHOWN_OUTPUT]
+    return [helpers.tool_content(helpers.text_block(text))]
+
+
+def plan_of(todos: list[dict[str, Any]]) -> AgentPlanUpdate:
+    """The todo list as an ACP plan (a cancelled item shows as completed, struck by name)."""
+    entries = []
+    for item in todos:
+        status = str(item.get("status", "pending"))
+        content = str(item.get("content", ""))
+        if status not in _PLAN_STATUS:
+            content, status = f"{content} ({status})", "completed"
+        entries.append(helpers.plan_entry(content, status=_PLAN_STATUS[status]))  # type: ignore[arg-type]
+    return helpers.update_plan(entries)
+
+
+def tool_start(
+    call_id: str, name: str, params: dict[str, Any], summary: str, directory: Path
+) -> ToolCallStart:
+    return helpers.start_tool_call(
+        call_id,
+        tool_title(name, summary),
+        kind=tool_kind(name),
+        status="in_progress",
+        locations=tool_locations(params, directory),
+        raw_input=params,
+    )
+
+
+def tool_end(
+    call_id: str, name: str, is_error: bool, summary: str, output: str, data: dict[str, Any] | None
+) -> ToolCallProgress:
+    raw: dict[str, Any] = {"summary": summary}
+    if data:
+        raw["data"] = {key: value for key, value in data.items() if key != "diff"}
+    return helpers.update_tool_call(
+        call_id,
+        status="failed" if is_error else "completed",
+        content=result_content(name, output, data),
+        raw_output=raw,
+    )
+
+
+def updates_of(event: ev.Event, directory: Path) -> list[Update]:
+    """The ACP updates one etcode event becomes (most events: none)."""
+    if isinstance(event, ev.TextDeltaEvent):
+        return [helpers.update_agent_message_text(event.text)] if event.text else []
+    if isinstance(event, ev.ReasoningDeltaEvent):
+        return [helpers.update_agent_thought_text(event.text)] if event.text else []
+    if isinstance(event, ev.ToolCallStart):
+        return [tool_start(event.call_id, event.name, event.params, event.summary, directory)]
+    if isinstance(event, ev.ToolProgress):
+        if not event.text:
+            return []
+        block = helpers.text_block(_fenced(event.text) if event.name == "Bash" else event.text)
+        return [helpers.update_tool_call(event.call_id, content=[helpers.tool_content(block)])]
+    if isinstance(event, ev.ToolResultEvent):
+        return [tool_end(event.call_id, event.name, event.is_error, event.summary, event.output, event.data)]
+    if isinstance(event, ev.TodoUpdate):
+        return [plan_of(event.todos)]
+    if isinstance(event, ev.WarningEvent):
+        return [helpers.update_agent_thought_text(f"\n[etcode] {event.message}\n")]
+    if isinstance(event, ev.CompactionEvent) and event.phase == "done":
+        return [helpers.update_agent_thought_text("\n[etcode] context compacted\n")]
+    return []

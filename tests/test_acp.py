@@ -1,0 +1,220 @@
+"""``etcode acp`` driven by a client nobody here wrote: the ``agent-client-protocol`` SDK's
+client side, talking to ``python -m etcode acp`` over real pipes, with the fake LLM server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from acp import PROTOCOL_VERSION, RequestError, text_block
+
+from tests.acp_support import RecordingClient, acp_agent, capabilities, step
+from tests.cli_helpers import etcode, write_config
+from tests.fake_llm import Call, FakeLLM, Fault, Reply
+
+
+async def _start(conn, project: Path, fs: bool = False, terminal: bool = False) -> str:
+    init = await step(
+        conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities(fs, terminal))
+    )
+    assert init.agent_capabilities.load_session is True
+    session = await step(conn.new_session(cwd=str(project), mcp_servers=[]))
+    return session.session_id
+
+
+async def _prompt(conn, session_id: str, text: str):
+    return await step(conn.prompt(session_id=session_id, prompt=[text_block(text)]))
+
+
+async def test_tool_turn_streams_text_tool_call_and_diff(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    target = project / "app.py"
+    target.write_text("x = 1\nprint(x)\n", encoding="utf-8")
+    llm.script(
+        Reply(text="Editing now.", calls=[Call("Edit", {"file_path": "app.py", "old_string": "x = 1", "new_string": "x = 2"}, id="call_e1")]),
+        Reply(text="Done: x is 2."),
+    )  # fmt: skip
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        response = await _prompt(conn, session_id, "set x to 2")
+    assert response.stop_reason == "end_turn"
+    assert target.read_text(encoding="utf-8") == "x = 2\nprint(x)\n"
+    assert client.message_text() == "Editing now.Done: x is 2."
+    [start] = client.of_kind("tool_call")
+    assert start.tool_call_id == "call_e1" and start.kind == "edit" and start.status == "in_progress"
+    assert start.title.startswith("Edit") and start.locations[0].path == str(target.resolve())
+    end = client.tool_updates("call_e1")[-1]
+    assert end.status == "completed"
+    [diff] = end.content
+    assert diff.type == "diff" and diff.path == str(target.resolve())
+    assert "x = 1" in diff.old_text and "x = 2" in diff.new_text and "x = 1" not in diff.new_text
+    # The same session, in the CLI's store: listed, and resumed by `etcode run -c`.
+    listed = etcode("sessions", "list", "--json", cwd=project)
+    assert session_id in listed.stdout, listed.stderr
+    llm.script(Reply(text="resumed"))
+    resumed = etcode("run", "-c", "--format", "json", "what did you change?", cwd=project)
+    assert resumed.returncode == 0, resumed.stderr
+    history = json.dumps(llm.requests[-1].body["messages"])
+    assert "set x to 2" in history and "Done: x is 2." in history
+
+
+async def test_permission_asked_in_the_editor_allow_and_reject(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm, permission={"edit": "ask"})
+    a, b = project / "a.txt", project / "b.txt"
+    a.write_text("old a\n", encoding="utf-8")
+    b.write_text("old b\n", encoding="utf-8")
+    llm.script(
+        Reply(calls=[Call("Edit", {"file_path": "a.txt", "old_string": "old a", "new_string": "new a"}, id="call_a")]),
+        Reply(text="a done"),
+        Reply(calls=[Call("Edit", {"file_path": "b.txt", "old_string": "old b", "new_string": "new b"}, id="call_b")]),
+        Reply(text="b refused"),
+    )  # fmt: skip
+    client = RecordingClient(answers=["allow_once", "reject_once"])
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        first = await _prompt(conn, session_id, "change a")
+        second = await _prompt(conn, session_id, "change b")
+    assert first.stop_reason == second.stop_reason == "end_turn"
+    assert a.read_text(encoding="utf-8") == "new a\n"
+    assert b.read_text(encoding="utf-8") == "old b\n"
+    asked_a, asked_b = client.permission_requests
+    assert asked_a.tool_call_id == "call_a" and asked_b.tool_call_id == "call_b"
+    assert asked_a.content[0].type == "diff" and "new a" in asked_a.content[0].new_text
+    assert client.tool_updates("call_a")[-1].status == "completed"
+    assert client.tool_updates("call_b")[-1].status == "failed"
+    refusal = json.dumps(llm.requests[3].body["messages"])
+    assert "rejected by the user" in refusal
+
+
+async def test_allow_always_is_not_asked_again(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm, permission={"edit": "ask"})
+    (project / "a.txt").write_text("one\n", encoding="utf-8")
+    llm.script(
+        Reply(calls=[Call("Edit", {"file_path": "a.txt", "old_string": "one", "new_string": "two"})]),
+        Reply(calls=[Call("Edit", {"file_path": "a.txt", "old_string": "two", "new_string": "three"})]),
+        Reply(text="ok"),
+    )  # fmt: skip
+    client = RecordingClient(answers=["allow_always"])
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        assert (await _prompt(conn, session_id, "go")).stop_reason == "end_turn"
+    assert len(client.permission_requests) == 1
+    assert (project / "a.txt").read_text(encoding="utf-8") == "three\n"
+
+
+async def test_cancel_mid_stream_stops_the_turn_and_keeps_what_was_said(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    llm.script(
+        Fault(keepalive=0.05, cut_after=2, reply=Reply(text="partial answer that never ends", chunk_size=4))
+    )
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        running = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text_block("talk")]))
+        await step(client.update_seen.wait())
+        await conn.cancel(session_id=session_id)
+        response = await step(running, timeout=30)
+        assert response.stop_reason == "cancelled"
+        # The session takes the next prompt at once.
+        llm.script(Reply(text="next"))
+        assert (await _prompt(conn, session_id, "again")).stop_reason == "end_turn"
+    assert client.message_text().startswith("part")
+    assert "talk" in json.dumps(llm.requests[-1].body["messages"])
+
+
+async def test_cancel_while_a_permission_question_is_open(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm, permission={"edit": "ask"})
+    (project / "a.txt").write_text("one\n", encoding="utf-8")
+    llm.script(Reply(calls=[Call("Edit", {"file_path": "a.txt", "old_string": "one", "new_string": "two"})]))
+    client = RecordingClient(answers=["hold"])
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        running = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text_block("go")]))
+        await step(client.permission_asked.wait())
+        await conn.cancel(session_id=session_id)
+        response = await step(running, timeout=30)
+    assert response.stop_reason == "cancelled"
+    assert (project / "a.txt").read_text(encoding="utf-8") == "one\n"
+
+
+async def test_load_replays_the_stored_session(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    (project / "notes.md").write_text("# Notes\n", encoding="utf-8")
+    llm.script(
+        Reply(reasoning="let me look", calls=[Call("ReadFile", {"file_path": "notes.md"}, id="call_r")]),
+        Reply(text="The notes have a title."),
+        Reply(text="still here"),
+    )  # fmt: skip
+    first = RecordingClient()
+    async with acp_agent(first, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        await _prompt(conn, session_id, "what is in notes.md?")
+    second = RecordingClient()
+    async with acp_agent(second, project) as (conn, _proc):
+        await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
+        loaded = await step(conn.load_session(cwd=str(project), session_id=session_id, mcp_servers=[]))
+        replayed = list(second.kinds())
+        assert (await _prompt(conn, session_id, "and now?")).stop_reason == "end_turn"
+    assert replayed[:1] == ["user_message_chunk"]
+    assert second.message_text("user_message_chunk").startswith("what is in notes.md?")
+    assert "let me look" in second.message_text("agent_thought_chunk")
+    [call] = [u for u in second.of_kind("tool_call") if u.tool_call_id == "call_r"]
+    assert call.kind == "read"
+    assert second.tool_updates("call_r")[-1].status == "completed"
+    assert "The notes have a title." in second.message_text()
+    assert loaded.modes.current_mode_id == "build"
+    history = json.dumps(llm.requests[-1].body["messages"])
+    assert "what is in notes.md?" in history and "The notes have a title." in history
+
+
+async def test_modes_switch_agents(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    llm.script(Reply(text="planning"))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
+        session = await step(conn.new_session(cwd=str(project), mcp_servers=[]))
+        ids = [mode.id for mode in session.modes.available_modes]
+        assert session.modes.current_mode_id == "build" and "plan" in ids
+        await step(conn.set_session_mode(session_id=session.session_id, mode_id="plan"))
+        await _prompt(conn, session.session_id, "plan it")
+        with pytest.raises(RequestError) as bad:
+            await step(conn.set_session_mode(session_id=session.session_id, mode_id="nope"))
+    assert "unknown mode nope" in json.dumps(bad.value.data)
+    tools = [tool["function"]["name"] for tool in llm.requests[-1].body["tools"]]
+    assert "Edit" not in tools and "ReadFile" in tools
+
+
+async def test_a_prompt_while_one_runs_is_an_error_not_a_crash(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    llm.script(Fault(hang=True))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        running = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text_block("first")]))
+        while not llm.requests:  # the first turn has reached the model
+            await asyncio.sleep(0.02)
+        with pytest.raises(RequestError) as busy:
+            await _prompt(conn, session_id, "second")
+        assert "already running" in str(busy.value)
+        with pytest.raises(RequestError) as unknown:
+            await _prompt(conn, "ses_nope", "hello")
+        assert unknown.value.code == -32602
+        await conn.cancel(session_id=session_id)
+        assert (await step(running, timeout=30)).stop_reason == "cancelled"
+
+
+async def test_model_error_is_a_json_rpc_error_with_one_line(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm, provider={"options": {}})
+    llm.script(Fault(status=401))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        with pytest.raises(RequestError) as failed:
+            await _prompt(conn, session_id, "hi")
+    message = str(failed.value)
+    assert failed.value.code == -32603 and "\n" not in message
+    assert "401" in message or "API key" in message, message
