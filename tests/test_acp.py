@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
+from acp.schema import McpServerStdio
 
-from tests.acp_support import RecordingClient, acp_agent, capabilities, step
+from tests.acp_support import RecordingClient, acp_agent, agent_env, capabilities, step
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Fault, Reply
 
@@ -218,3 +221,123 @@ async def test_model_error_is_a_json_rpc_error_with_one_line(llm: FakeLLM, proje
     message = str(failed.value)
     assert failed.value.code == -32603 and "\n" not in message
     assert "401" in message or "API key" in message, message
+
+
+async def test_mcp_servers_passed_by_the_client_become_tools(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    llm.script(
+        Reply(calls=[Call("time_get_current_time", {"timezone": "UTC"}, id="call_t")]),
+        Reply(text="It is now."),
+    )  # fmt: skip
+    server = McpServerStdio(
+        name="time", command=sys.executable, args=["-m", "mcp_server_time", "--local-timezone", "UTC"], env=[]
+    )
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
+        session = await step(conn.new_session(cwd=str(project), mcp_servers=[server]))
+        assert (await _prompt(conn, session.session_id, "what time is it?")).stop_reason == "end_turn"
+    names = [tool["function"]["name"] for tool in llm.requests[0].body["tools"]]
+    assert any(name.startswith("time_") for name in names), names
+    result = client.tool_updates("call_t")[-1]
+    assert result.status == "completed" and "UTC" in json.dumps(result.model_dump(mode="json"))
+
+
+async def test_todo_list_is_sent_as_a_plan_and_bash_output_as_a_code_block(
+    llm: FakeLLM, project: Path
+) -> None:
+    write_config(project, llm)
+    todos = [
+        {"content": "Read the code", "status": "completed"},
+        {"content": "Fix the bug", "status": "in_progress"},
+        {"content": "Run the tests", "status": "pending"},
+    ]
+    llm.script(
+        Reply(calls=[Call("TodoWrite", {"todos": todos}, id="call_plan")]),
+        Reply(calls=[Call("Bash", {"command": "echo hello-from-bash", "description": "say hello"}, id="call_sh")]),
+        Reply(text="All done."),
+    )  # fmt: skip
+    client = RecordingClient(answers=["allow_once"])
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        assert (await _prompt(conn, session_id, "work")).stop_reason == "end_turn"
+    [plan] = client.of_kind("plan")
+    assert [(e.content, e.status) for e in plan.entries] == [(t["content"], t["status"]) for t in todos]
+    [shell] = [u for u in client.of_kind("tool_call") if u.tool_call_id == "call_sh"]
+    assert shell.kind == "execute" and "echo hello-from-bash" in shell.title
+    done = client.tool_updates("call_sh")[-1]
+    assert done.status == "completed"
+    assert (
+        done.content[0].content.text.startswith("```") and "hello-from-bash" in done.content[0].content.text
+    )
+
+
+def _raw_exchange(project: Path, lines: list[bytes], expect: int) -> tuple[list[dict], str]:
+    """Write raw lines to ``etcode acp``; read ``expect`` replies (then close stdin)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "etcode", "acp"], cwd=project, env=agent_env(),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"".join(line + b"\n" for line in lines))
+    proc.stdin.flush()
+    replies = []
+    for _ in range(expect):
+        line = proc.stdout.readline()
+        assert line, "etcode acp closed stdout early"
+        replies.append(json.loads(line))
+    proc.stdin.close()
+    rest = proc.stdout.read()
+    stderr = proc.stderr.read().decode() if proc.stderr else ""
+    assert proc.wait(timeout=60) == 0, stderr
+    assert rest.strip() == b"", rest  # nothing else on stdout
+    return replies, stderr
+
+
+def test_bad_input_gets_json_rpc_errors_and_the_agent_keeps_serving(project: Path) -> None:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "initialize",
+        "params": {"protocolVersion": PROTOCOL_VERSION},
+    }
+    lines = [
+        b"this is not json",
+        b"\xff\xfe{stray bytes}",
+        b"[1, 2]",
+        b'"just a string"',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "no/such_method", "params": {}}',
+        b'{"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": 42, "mcpServers": []}}',
+        b'{"jsonrpc": "2.0", "id": 3, "method": 7}',
+        b'{"jsonrpc": "2.0", "id": 4, "method": "session/new", "params": {"cwd": "relative/dir", "mcpServers": []}}',
+        json.dumps(init).encode(),
+    ]
+    replies, stderr = _raw_exchange(project, lines, expect=len(lines))
+    unnamed = [reply["error"]["code"] for reply in replies if reply.get("id") is None]
+    assert unnamed == [-32700, -32700, -32600, -32600]  # answered in order, as they arrive
+    named = {
+        reply["id"]: reply.get("error", {}).get("code") for reply in replies if reply.get("id") is not None
+    }
+    assert named == {1: -32601, 2: -32602, 3: -32600, 4: -32602, 9: None}
+    [ready] = [reply for reply in replies if reply.get("id") == 9]
+    assert ready["result"]["agentCapabilities"]["loadSession"] is True
+    assert "Traceback" not in stderr
+
+
+def test_untrusted_project_settings_are_a_clear_error(project: Path) -> None:
+    (project / "etcode.json").write_text(
+        json.dumps({"model": "fake/test-model", "provider": [{"id": "fake", "type": "openai", "baseURL": "http://127.0.0.1:9/v1", "apiKey": "k"}],
+                    "mcp": {"tool": {"type": "local", "command": ["true"]}}}),
+        encoding="utf-8",
+    )  # fmt: skip
+    new = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "session/new",
+        "params": {"cwd": str(project), "mcpServers": []},
+    }
+    replies, _ = _raw_exchange(project, [json.dumps(new).encode()], expect=1)
+    error = replies[0]["error"]
+    assert error["code"] == -32603 and "\n" not in error["message"]
+    assert "untrusted project config" in error["message"] and str(project / "etcode.json") in error["message"]
+    assert "etcode acp --trust" in error["message"]

@@ -47,6 +47,10 @@ log = logging.getLogger("etcode.acp")
 
 #: JSON-RPC error code of a request the session cannot take now (a prompt while one runs).
 SESSION_BUSY = -32000
+TRUST_HINT = (
+    "approve it by starting the agent as `etcode acp --trust` or with `etcode run --trust ...` "
+    "in that folder (remembered until the file changes)"
+)
 #: How long ``session/cancel`` waits for the turn to stop before the prompt answers anyway.
 CANCEL_GRACE_SECONDS = 15.0
 
@@ -206,7 +210,7 @@ class EtcodeAcpAgent:
     async def _build(self, directory: Path, mcp_servers: list[Any], session_id: str | None) -> SessionHandle:
         from etcode.acp.mcp_servers import with_client_servers
         from etcode.config.loader import load_config
-        from etcode.config.trust import require_trust
+        from etcode.config.trust import UntrustedConfigError, require_trust
         from etcode.instance import Instance
         from etcode.ui.tui.controller import AgentHost
         from etcode.ui.tui.options import TuiOptions
@@ -216,7 +220,11 @@ class EtcodeAcpAgent:
         with Instance.provide(directory) as instance:
             flags = {"model": options.model, "agent": options.agent, "sandbox": options.sandbox}
             config = await asyncio.to_thread(load_config, instance.directory, instance.worktree, flags=flags)
-            require_trust(config, trust=options.trust)
+            try:
+                require_trust(config, trust=options.trust)
+            except UntrustedConfigError as err:
+                data = {"settings": [str(item) for item in str(err).splitlines()[1:-1]]}
+                raise RequestError(-32603, f"{_one_line(err)}; {TRUST_HINT}", data) from None
             register_config(config)
             config = with_client_servers(config, mcp_servers)
             asker = AcpAsker(self.conn, session_id or "", instance.directory)
