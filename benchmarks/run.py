@@ -295,6 +295,31 @@ def mcp(runs: int) -> None:
     )
 
 
+def acp_session(runs: int) -> None:
+    """``etcode acp`` with the ACP SDK's client: start-up, first chunk, a 20-step loop."""
+    import bench_acp
+
+    env = {key: os.environ.get(key) for key in ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME")}
+    try:
+        figures = bench_acp.measure(runs)
+    finally:
+        for key, value in env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    init, first = figures["initialize"], figures["first chunk"]
+    row("etcode acp: spawn -> initialize answered", f"{init * 1000:.0f} ms", "< 2000 ms (own)", init < 2.0)
+    row("etcode acp: prompt -> first chunk", f"{first * 1000:.0f} ms", "< 300 ms (own)", first < 0.3)
+    loop = figures[f"{bench_acp.STEPS}-step loop"]
+    row(
+        f"etcode acp: {bench_acp.STEPS}-step tool loop",
+        f"{loop * 1000:.0f} ms",
+        "< 2000 ms (own)",
+        loop < 2.0,
+    )
+
+
 def prompt(runs: int) -> None:
     import contextlib
     import io
@@ -381,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         ("compaction", lambda: compaction(3 if quick else 7)),
         ("mcp", lambda: mcp(1 if quick else 3)),
         ("prompt", lambda: prompt(1 if quick else 3)),
+        ("acp", lambda: acp_session(2 if quick else 5)),
         ("request size", request_size),
         ("hardening", lambda: hardening(15 if quick else 40)),
     ]
