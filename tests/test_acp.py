@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -341,3 +343,88 @@ def test_untrusted_project_settings_are_a_clear_error(project: Path) -> None:
     assert error["code"] == -32603 and "\n" not in error["message"]
     assert "untrusted project config" in error["message"] and str(project / "etcode.json") in error["message"]
     assert "etcode acp --trust" in error["message"]
+
+
+async def test_list_sessions_and_unknown_or_busy_sessions(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    llm.script(Reply(text="one"), Fault(hang=True))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        await _prompt(conn, session_id, "first session")
+        listed = await step(conn.list_sessions(cwd=str(project)))
+        assert [s.session_id for s in listed.sessions] == [session_id]
+        assert listed.sessions[0].cwd == str(project.resolve())
+        with pytest.raises(RequestError) as unknown:
+            await step(conn.load_session(cwd=str(project), session_id="ses_missing", mcp_servers=[]))
+        assert unknown.value.code == -32602 and "ses_missing" in json.dumps(unknown.value.data)
+        # A turn still running in this session: another etcode may not open it meanwhile.
+        running = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text_block("hang")]))
+        while len(llm.requests) < 2:
+            await asyncio.sleep(0.02)
+        other = RecordingClient()
+        async with acp_agent(other, project) as (conn2, _proc2):
+            await step(
+                conn2.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities())
+            )
+            with pytest.raises(RequestError) as busy:
+                await step(conn2.load_session(cwd=str(project), session_id=session_id, mcp_servers=[]))
+        assert "\n" not in str(busy.value) and session_id in str(busy.value)
+        await conn.cancel(session_id=session_id)
+        assert (await step(running, timeout=30)).stop_reason == "cancelled"
+
+
+def test_client_going_away_mid_turn_ends_the_agent_and_keeps_finished_steps(
+    llm: FakeLLM, project: Path
+) -> None:
+    write_config(project, llm)
+    (project / "a.txt").write_text("alpha\n", encoding="utf-8")
+    llm.script(Reply(calls=[Call("ReadFile", {"file_path": "a.txt"}, id="call_keep")]), Fault(hang=True))
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": PROTOCOL_VERSION}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session/new",
+            "params": {"cwd": str(project), "mcpServers": []},
+        },
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "etcode", "acp"], cwd=project, env=agent_env(), bufsize=0,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        proc.stdin.flush()
+        replies = [json.loads(_read_line(proc)) for _ in range(2)]
+        session_id = next(r["result"]["sessionId"] for r in replies if r["id"] == 2)
+        prompt = {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                  "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "read a.txt"}]}}  # fmt: skip
+        proc.stdin.write(json.dumps(prompt).encode() + b"\n")
+        proc.stdin.flush()
+        while not ('"call_keep"' in (line := _read_line(proc)) and '"completed"' in line):
+            pass  # the tool ran and its step is finished
+        deadline = time.monotonic() + 60
+        while len(llm.requests) < 2 and time.monotonic() < deadline:  # the next model call hangs
+            time.sleep(0.02)
+        proc.stdin.close()  # the editor closed
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    shown = etcode("sessions", "export", session_id, cwd=project)
+    assert shown.returncode == 0, shown.stderr
+    assert "call_keep" in shown.stdout and "alpha" in shown.stdout
+
+
+def _read_line(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> str:
+    """One line of the agent's stdout (unbuffered, so ``select`` sees what is left), or a
+    failure when none comes in ``timeout`` seconds."""
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, "the agent wrote nothing"
+    line = proc.stdout.readline()
+    assert line, "the agent closed stdout"
+    return line.decode()
