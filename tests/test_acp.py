@@ -428,3 +428,35 @@ def _read_line(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> str:
     line = proc.stdout.readline()
     assert line, "the agent closed stdout"
     return line.decode()
+
+
+async def test_files_and_commands_go_through_the_editor_when_it_offers_them(
+    llm: FakeLLM, project: Path
+) -> None:
+    write_config(project, llm)
+    target = project / "app.py"
+    target.write_text("x = 1\n", encoding="utf-8")
+    unsaved = "x = 1\ny = 'only in the editor'\n"
+    llm.script(
+        Reply(calls=[Call("ReadFile", {"file_path": "app.py"}, id="call_r")]),
+        Reply(calls=[Call("Edit", {"file_path": "app.py", "old_string": "only in the editor", "new_string": "edited"}, id="call_e")]),
+        Reply(calls=[Call("Bash", {"command": "echo from-terminal; exit 4", "description": "say"}, id="call_t")]),
+        Reply(text="done"),
+    )  # fmt: skip
+    client = RecordingClient(answers=["allow_once"], buffers={str(target.resolve()): unsaved})
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project, fs=True, terminal=True)
+        assert (await _prompt(conn, session_id, "work")).stop_reason == "end_turn"
+    history = json.dumps(llm.requests[1].body["messages"])
+    assert "only in the editor" in history  # the model saw the unsaved buffer
+    assert ("read", str(target.resolve())) in client.fs_calls
+    assert ("write", str(target.resolve())) in client.fs_calls
+    assert client.buffers[str(target.resolve())] == "x = 1\ny = 'edited'\n"
+    [argv] = client.terminal_commands
+    assert argv[-1] == "echo from-terminal; exit 4"
+    done = client.tool_updates("call_t")[-1]
+    assert done.status == "completed"
+    [shown] = done.content
+    assert shown.type == "terminal" and shown.terminal_id == "term-1"
+    after_bash = json.dumps(llm.requests[3].body["messages"])
+    assert "from-terminal" in after_bash and "Exit code: 4" in after_bash

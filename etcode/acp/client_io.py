@@ -13,7 +13,7 @@ from typing import Any
 from acp import helpers
 from acp.schema import EnvVariable
 
-from etcode.tools.client_io import ClientFileError, TerminalRun
+from etcode.tools.client_io import ClientFileError, ClientTerminalError, TerminalRun
 
 log = logging.getLogger("etcode.acp")
 
@@ -80,16 +80,19 @@ class EditorTerminal:
         abort: asyncio.Event,
         call_id: str,
     ) -> TerminalRun:
-        created = await self._call(
-            self.conn.create_terminal(
-                session_id=self.session_id,
-                command=argv[0],
-                args=argv[1:],
-                env=[EnvVariable(name=key, value=value) for key, value in env.items()],
-                cwd=str(cwd),
-                output_byte_limit=OUTPUT_BYTE_LIMIT,
+        try:
+            created = await self._call(
+                self.conn.create_terminal(
+                    session_id=self.session_id,
+                    command=argv[0],
+                    args=argv[1:],
+                    env=[EnvVariable(name=key, value=value) for key, value in env.items()],
+                    cwd=str(cwd),
+                    output_byte_limit=OUTPUT_BYTE_LIMIT,
+                )
             )
-        )
+        except Exception as err:
+            raise ClientTerminalError(_reason(err)) from None
         terminal_id = str(created.terminal_id)
         try:
             await self.conn.session_update(
@@ -102,6 +105,10 @@ class EditorTerminal:
                 await self._call(
                     self.conn.release_terminal(session_id=self.session_id, terminal_id=terminal_id)
                 )
+
+    async def _kill(self, terminal_id: str) -> None:
+        with contextlib.suppress(Exception):
+            await self._call(self.conn.kill_terminal(session_id=self.session_id, terminal_id=terminal_id))
 
     async def _wait(self, terminal_id: str, timeout_s: float, abort: asyncio.Event) -> TerminalRun:
         waiting = asyncio.ensure_future(
@@ -116,10 +123,10 @@ class EditorTerminal:
             if waiting not in done:
                 interrupted = aborted in done
                 timed_out = not interrupted
-                with contextlib.suppress(Exception):
-                    await self._call(
-                        self.conn.kill_terminal(session_id=self.session_id, terminal_id=terminal_id)
-                    )
+                await self._kill(terminal_id)
+        except asyncio.CancelledError:  # the turn was stopped: the command must not run on
+            await asyncio.shield(self._kill(terminal_id))
+            raise
         finally:
             aborted.cancel()
             if not waiting.done():

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from etcode.tools import client_io
 from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
 from etcode.tools.progress import OutputProgress
 from etcode.tools.summary import plural, shorten
@@ -137,8 +138,7 @@ class _Collector:
                 self.dropped += excess
 
     def text(self) -> str:
-        text = self.buffer.decode("utf-8", errors="replace")
-        text = _ANSI.sub("", text).replace("\r\n", "\n")
+        text = _clean(self.buffer.decode("utf-8", errors="replace"))
         if self.dropped:
             text = f"[... {self.dropped} bytes of earlier output dropped ...]\n" + text
         return text
@@ -151,9 +151,34 @@ class _Run:
     timed_out: bool = False
     interrupted: bool = False
     unsandboxed: bool = False
+    #: The front end's terminal that ran it, when one did.
+    terminal_id: str = ""
+
+
+def _clean(text: str) -> str:
+    return _ANSI.sub("", text).replace("\r\n", "\n")
 
 
 async def _execute(argv: list[str], env: dict[str, str], timeout_ms: int, ctx: ToolContext) -> _Run:
+    """Run ``argv`` until it exits, times out or is interrupted: in the front end's
+    terminal when it offers one (an editor shows it), else here."""
+    terminal = client_io.client_terminal(ctx)
+    if terminal is not None:
+        try:
+            ran = await terminal.run(argv, env, ctx.directory, timeout_ms / 1000, ctx.abort, ctx.call_id)
+        except client_io.ClientTerminalError as err:
+            from etcode.session.events import WarningEvent
+
+            ctx.emit(WarningEvent(f"the editor could not run the command ({err}); running it here"))
+        else:
+            output = _clean(ran.output).rstrip("\n")
+            if ran.truncated:
+                output = "[... earlier output dropped by the editor ...]\n" + output
+            return _Run(output, ran.exit_code, ran.timed_out, ran.interrupted, terminal_id=ran.terminal_id)
+    return await _execute_here(argv, env, timeout_ms, ctx)
+
+
+async def _execute_here(argv: list[str], env: dict[str, str], timeout_ms: int, ctx: ToolContext) -> _Run:
     """Run ``argv`` in its own process group until it exits, times out or is interrupted
     (then the whole group is killed); its combined output, tail kept."""
     proc = await asyncio.create_subprocess_exec(
@@ -298,6 +323,8 @@ class BashTool(Tool):
             data["sandbox"] = "outside" if run.unsandboxed else policy.mode
         if cut.path:
             data["outputPath"] = cut.path
+        if run.terminal_id:
+            data["terminalId"] = run.terminal_id
         return ToolResult(cut.text, is_error=run.timed_out or run.interrupted, data=data)
 
     def params_summary(self, params: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from etcode.tools import client_io
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.edit_match import (
     AmbiguousMatchError,
@@ -17,11 +18,9 @@ from etcode.tools.edit_match import (
     replace,
 )
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
-from etcode.tools.snapshot import after_write, before_write
 from etcode.tools.summary import DIFF_LIMIT, changed_region, count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import (
     BOM,
-    atomic_write_bytes,
     is_binary_file,
     read_regular_bytes,
     special_kind,
@@ -127,14 +126,7 @@ class EditTool(Tool):
             await ctx.check_permission("read", names, {"tool": self.name, "path": str(path)})
         if await asyncio.to_thread(is_binary_file, path):
             raise ToolError(f"Cannot edit binary file: {shown}")
-        raw = await asyncio.to_thread(read_regular_bytes, path)
-        try:
-            original = raw.decode("utf-8")
-            lossy = False
-        except UnicodeDecodeError:  # keep stray bytes as surrogates: written back unchanged
-            original = raw.decode("utf-8", errors="surrogateescape")
-            lossy = True
-        del raw  # a large file: one copy fewer from here on
+        original, lossy = await self._read(ctx, path)
         bom = original.startswith(BOM)
         body = original[1:] if bom else original
         crlf = "\r\n" in body and body.count("\r\n") == body.count("\n")
@@ -159,13 +151,7 @@ class EditTool(Tool):
         await ctx.check_permission(
             "edit", rule_patterns(ctx, path), {"tool": self.name, "path": str(path), "diff": diff}
         )
-        data = ((BOM if bom else "") + final).encode("utf-8", errors="surrogateescape")
-        await before_write(ctx, path)
-        try:
-            await asyncio.to_thread(atomic_write_bytes, path, data)
-        except OSError as err:
-            raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
-        await after_write(ctx, path)
+        await client_io.save_text(ctx, path, (BOM if bom else "") + final, shown)
         added, removed = diff_stats(diff)
         how = "" if outcome.matcher == "exact" else f" (matched {outcome.matcher})"
         output = f"Edited {shown}: replaced {plural(outcome.count, 'occurrence')}{how}."
@@ -188,24 +174,17 @@ class EditTool(Tool):
         )
 
     async def _create(self, path: Path, shown: str, content: str, ctx: ToolContext) -> ToolResult:
-        old = ""
-        if path.exists():
-            old = (await asyncio.to_thread(read_regular_bytes, path)).decode("utf-8", errors="replace")
-            if old.strip():
-                raise ToolError(
-                    f"{shown} already exists and is not empty; give old_string to edit it, "
-                    "or use WriteFile to replace it."
-                )
+        old = await client_io.read_existing(ctx, path) or ""
+        if old.strip():
+            raise ToolError(
+                f"{shown} already exists and is not empty; give old_string to edit it, "
+                "or use WriteFile to replace it."
+            )
         diff = unified_diff(shown, old, content)
         await ctx.check_permission(
             "edit", rule_patterns(ctx, path), {"tool": self.name, "path": str(path), "diff": diff}
         )
-        await before_write(ctx, path)
-        try:
-            await asyncio.to_thread(atomic_write_bytes, path, content.encode("utf-8"))
-        except OSError as err:
-            raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
-        await after_write(ctx, path)
+        await client_io.save_text(ctx, path, content, shown)
         added, removed = diff_stats(diff)
         lines = count_lines(content)
         return ToolResult(
@@ -213,6 +192,19 @@ class EditTool(Tool):
             data={"path": str(path), "diff": diff, "additions": added, "deletions": removed, "created": True},
             summary=f"Created {shown} ({plural(lines, 'line')})",
         )
+
+    @staticmethod
+    async def _read(ctx: ToolContext, path: Path) -> tuple[str, bool]:
+        """The text to edit (the front end's copy when it serves files) and whether it had
+        stray bytes, kept as surrogates so they are written back unchanged."""
+        text = await client_io.read_text(ctx, path)
+        if text is not None:
+            return text, False
+        raw = await asyncio.to_thread(read_regular_bytes, path)
+        try:
+            return raw.decode("utf-8"), False
+        except UnicodeDecodeError:
+            return raw.decode("utf-8", errors="surrogateescape"), True
 
     @staticmethod
     def _no_match_message(shown: str, content: str, old: str) -> str:

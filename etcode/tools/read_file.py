@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import io
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from etcode.tools import client_io
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.summary import plural
@@ -41,29 +44,37 @@ class _Window:
         self.total = 0
         self.cut_lines = 0
         self.stopped_at_bytes = False
+        #: Where the text came from: "disk", or "client" (the front end's copy).
+        self.source = "disk"
 
 
 def read_window(path: Path, offset: int, limit: int) -> _Window:
     """Read lines ``offset .. offset+limit-1`` (1-based), counting every line of the file."""
+    with open(path, encoding="utf-8", errors="replace", newline="", opener=regular_opener) as handle:
+        return window_of(handle, offset, limit)
+
+
+def window_of(raw_lines: Iterable[str], offset: int, limit: int) -> _Window:
+    """The numbered window of ``raw_lines`` (each with its line ending, as a text file
+    opened with ``newline=""`` yields them)."""
     window = _Window()
     size = 0
-    with open(path, encoding="utf-8", errors="replace", newline="", opener=regular_opener) as handle:
-        for number, raw in enumerate(handle, start=1):
-            window.total = number
-            if number < offset or len(window.lines) >= limit or window.stopped_at_bytes:
-                continue
-            line = raw.rstrip("\r\n")
-            if number == 1 and line.startswith(BOM):
-                line = line[1:]
-            if len(line) > MAX_LINE_CHARS:
-                line = line[:MAX_LINE_CHARS] + f"... [line truncated: {len(line)} chars]"
-                window.cut_lines += 1
-            rendered = f"{number:>6}\t{line}"
-            size += len(rendered.encode("utf-8")) + 1
-            if size > MAX_OUTPUT_BYTES and window.lines:
-                window.stopped_at_bytes = True
-                continue
-            window.lines.append(rendered)
+    for number, raw in enumerate(raw_lines, start=1):
+        window.total = number
+        if number < offset or len(window.lines) >= limit or window.stopped_at_bytes:
+            continue
+        line = raw.rstrip("\r\n")
+        if number == 1 and line.startswith(BOM):
+            line = line[1:]
+        if len(line) > MAX_LINE_CHARS:
+            line = line[:MAX_LINE_CHARS] + f"... [line truncated: {len(line)} chars]"
+            window.cut_lines += 1
+        rendered = f"{number:>6}\t{line}"
+        size += len(rendered.encode("utf-8")) + 1
+        if size > MAX_OUTPUT_BYTES and window.lines:
+            window.stopped_at_bytes = True
+            continue
+        window.lines.append(rendered)
     return window
 
 
@@ -108,10 +119,7 @@ class ReadFileTool(Tool):
             await asyncio.to_thread(wait_saved, path)
         offset = params.offset or 1
         limit = params.limit or DEFAULT_LIMIT
-        try:
-            window = await asyncio.to_thread(read_window, path, offset, limit)
-        except OSError as err:
-            raise ToolError(f"Cannot read {shown}: {err.strerror or err}") from None
+        window = await self._window(ctx, path, shown, offset, limit)
 
         if window.total == 0:
             output = f"(File {shown} is empty)"
@@ -142,8 +150,23 @@ class ReadFileTool(Tool):
                 "lines": shown_lines,
                 "totalLines": window.total,
                 "isTruncated": offset + shown_lines - 1 < window.total,
+                **({"source": window.source} if window.source != "disk" else {}),
             },
         )
+
+    @staticmethod
+    async def _window(ctx: ToolContext, path: Path, shown: str, offset: int, limit: int) -> _Window:
+        """The window from the front end's copy (an editor's unsaved buffer) when it serves
+        files, else from the disk."""
+        text = await client_io.read_text(ctx, path)
+        if text is not None:
+            window = await asyncio.to_thread(window_of, io.StringIO(text, newline=""), offset, limit)
+            window.source = "client"
+            return window
+        try:
+            return await asyncio.to_thread(read_window, path, offset, limit)
+        except OSError as err:
+            raise ToolError(f"Cannot read {shown}: {err.strerror or err}") from None
 
     def params_summary(self, params: dict[str, Any]) -> str:
         text = str(params.get("file_path", ""))

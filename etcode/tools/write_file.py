@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from etcode.tools import client_io
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.edit import SECRET_OVERWRITE
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
-from etcode.tools.snapshot import after_write, before_write
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
-from etcode.util.fs import atomic_write_bytes, write_target
+from etcode.util.fs import write_target
 from etcode.util.redact import replaces_secret
 
 
@@ -24,12 +22,6 @@ class WriteFileParams(BaseModel):
         description="Path of the file to write, absolute or relative to the working directory."
     )
     content: str = Field(description="The complete new content of the file.")
-
-
-def _read_existing(path: Path) -> str | None:
-    if not path.exists():
-        return None
-    return path.read_bytes().decode("utf-8", errors="replace")
 
 
 class WriteFileTool(Tool):
@@ -50,7 +42,7 @@ class WriteFileTool(Tool):
 
     async def run(self, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
         try:
-            data = params.content.encode("utf-8")
+            params.content.encode("utf-8")  # a lone surrogate cannot be written
         except UnicodeEncodeError as err:
             raise ToolError(
                 f"content contains invalid Unicode (a lone surrogate at position {err.start}); "
@@ -67,7 +59,7 @@ class WriteFileTool(Tool):
         if path.exists() and not path.is_file():  # reading a device/FIFO would never end
             raise ToolError(f"{shown} is not a regular file (a device, FIFO or socket); not written.")
         try:
-            old = await asyncio.to_thread(_read_existing, path)
+            old = await client_io.read_existing(ctx, path)
         except OSError as err:
             raise ToolError(f"Cannot read {shown}: {err.strerror or err}") from None
         if old and replaces_secret(old, params.content):
@@ -78,12 +70,7 @@ class WriteFileTool(Tool):
             rule_patterns(ctx, path),
             {"tool": self.name, "path": str(path), "diff": diff},
         )
-        await before_write(ctx, path)
-        try:
-            await asyncio.to_thread(atomic_write_bytes, path, data)
-        except OSError as err:
-            raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
-        await after_write(ctx, path)
+        await client_io.save_text(ctx, path, params.content, shown)
         lines = count_lines(params.content)
         added, removed = diff_stats(diff)
         verb = "Created" if old is None else ("Overwrote" if old != params.content else "Rewrote (unchanged)")
