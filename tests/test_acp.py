@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -460,3 +461,22 @@ async def test_files_and_commands_go_through_the_editor_when_it_offers_them(
     assert shown.type == "terminal" and shown.terminal_id == "term-1"
     after_bash = json.dumps(llm.requests[3].body["messages"])
     assert "from-terminal" in after_bash and "Exit code: 4" in after_bash
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+async def test_a_session_from_the_editor_opens_in_the_chat_with_etcode_c(llm: FakeLLM, project: Path) -> None:
+    from tests.test_tui_cli import Tmux, _quote, tmux_env
+
+    write_config(project, llm)
+    llm.script(Reply(text="Answer given in the editor."))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        await _prompt(conn, session_id, "question asked in the editor")
+    tmux = Tmux("acp-continue")
+    try:
+        tmux.start(f"env {tmux_env()} TERM=xterm-256color {_quote(sys.executable)} -m etcode -c", project)
+        screen = await asyncio.to_thread(tmux.wait_for, "Answer given in the editor.", 60)
+        assert "question asked in the editor" in screen
+    finally:
+        tmux.kill()
