@@ -84,29 +84,37 @@ def tool_locations(params: dict[str, Any], directory: Path) -> list[ToolCallLoca
 
 def diff_texts(diff: str) -> tuple[str, str] | None:
     """The old and new text of a unified diff's hunks (context lines in both; hunks apart
-    joined by a ``⋯`` line). None when the diff has no hunk (e.g. too large to show)."""
+    joined by a ``⋯`` line), each line with its newline unless the diff says it has none.
+    None when the diff has no hunk (e.g. too large to show)."""
     old: list[str] = []
     new: list[str] = []
     hunks = 0
+    last_tag = ""
     for line in diff.splitlines():
         if _HUNK.match(line):
             if hunks:
-                old.append("⋯")
-                new.append("⋯")
+                old.append("⋯\n")
+                new.append("⋯\n")
             hunks += 1
             if line.rstrip().endswith("too large to show line by line"):
                 return None
             continue
-        if not hunks or line.startswith("\\"):
+        if not hunks:
+            continue
+        if line.startswith("\\"):  # "\ No newline at end of file": of the line before
+            for side, tags in ((old, " -"), (new, " +")):
+                if last_tag in tags and side:
+                    side[-1] = side[-1].removesuffix("\n")
             continue
         tag, text = line[:1], line[1:]
+        last_tag = tag
         if tag in (" ", "-"):
-            old.append(text)
+            old.append(text + "\n")
         if tag in (" ", "+"):
-            new.append(text)
+            new.append(text + "\n")
     if not hunks:
         return None
-    return "\n".join(old), "\n".join(new)
+    return "".join(old), "".join(new)
 
 
 def diff_content(data: dict[str, Any]) -> list[ToolContent]:

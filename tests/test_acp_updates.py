@@ -1,0 +1,31 @@
+"""What the editor is shown of a change: ``diff_texts`` turns etcode's unified diff into
+the old and new text of an ACP diff."""
+
+from __future__ import annotations
+
+from etcode.acp.updates import diff_texts
+from etcode.tools.summary import unified_diff
+
+
+def test_lines_keep_their_newlines() -> None:
+    assert diff_texts(unified_diff("a.py", "x = 1\nprint(x)\n", "x = 2\nprint(x)\n")) == (
+        "x = 1\nprint(x)\n",
+        "x = 2\nprint(x)\n",
+    )
+
+
+def test_a_last_line_without_newline_stays_without() -> None:
+    assert diff_texts(unified_diff("a.py", "x = 1\nend", "x = 1\nend\n")) == ("x = 1\nend", "x = 1\nend\n")
+
+
+def test_hunks_apart_are_joined_by_a_gap_line() -> None:
+    before = "".join(f"line {i}\n" for i in range(40))
+    after = before.replace("line 2\n", "line two\n").replace("line 35\n", "line thirty-five\n")
+    old, new = diff_texts(unified_diff("a.txt", before, after)) or ("", "")
+    assert old.count("⋯\n") == 1 and new.count("⋯\n") == 1
+    assert "line 2\n" in old and "line two\n" in new and "line thirty-five\n" in new
+
+
+def test_a_created_file_and_a_diff_without_hunks() -> None:
+    assert diff_texts(unified_diff("n.txt", "", "new\n")) == ("", "new\n")
+    assert diff_texts("") is None
