@@ -148,6 +148,9 @@ async def test_write_and_create_go_through_the_editor_and_diff_against_its_buffe
         EditTool(), make_ctx(tmp_path, files), file_path="fresh.py", old_string="", new_string="a = 1\n"
     )
     assert files.buffers[tmp_path / "fresh.py"] == "a = 1\n" and created.data["created"] is True
+    await run_tool(WriteFileTool(), make_ctx(tmp_path, files), file_path="new/dir/x.txt", content="x\n")
+    assert (tmp_path / "new" / "dir").is_dir()  # folders made as for a disk write; the editor writes the file
+    assert files.buffers[tmp_path / "new" / "dir" / "x.txt"] == "x\n"
 
 
 async def test_without_write_capability_edits_go_to_disk(tmp_path: Path) -> None:

@@ -107,6 +107,10 @@ async def write_text(ctx: ToolContext, path: Path, text: str, shown: str) -> boo
     except UnicodeEncodeError:  # stray bytes kept as surrogates: only the disk keeps them exactly
         return False
     try:
+        await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)  # as on disk
+    except OSError as err:
+        raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
+    try:
         await files.write_text(path, text)
     except ClientFileError as err:
         raise ToolError(f"Cannot write {shown}: {err}") from None
