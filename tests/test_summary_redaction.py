@@ -75,7 +75,7 @@ async def test_tui_live_and_replayed(configured: Path, llm: FakeLLM, monkeypatch
         live = list(app.conversation.tools.values())
         assert len(live) == 4
         for tool in live:
-            tool.action_toggle()  # the expanded output shows the command too
+            tool.action_toggle_detail()  # the expanded output shows the command too
         await pilot.pause()
         _assert_no_leak("\n".join(_shown(tool) for tool in live))
         await app.action_quit()

@@ -121,7 +121,7 @@ async def test_edit_tool_expands_to_its_diff(project: Path, llm: FakeLLM) -> Non
         (widget,) = app.conversation.tools.values()
         assert widget.title == "WriteFile (hello.py)"
         assert "print('hi')" in (widget.data or {}).get("diff", "")
-        widget.action_toggle()
+        widget.action_toggle_detail()
         await pilot.pause()
         assert widget.expanded and widget._detail is not None
 

@@ -149,7 +149,7 @@ def test_expanded_edit_shows_its_diff(snap_compare, project: Path, llm: FakeLLM)
         await calm(pilot, app)
         await run_turn(pilot, app, "change the return value")
         widget = next(iter(app.conversation.tools.values()))
-        widget.action_toggle()
+        widget.action_toggle_detail()
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -6,8 +6,6 @@ Textual is imported here, inside the command, never on the ``--help`` path.
 
 from __future__ import annotations
 
-import dataclasses
-
 
 def chat_command(
     *,
@@ -26,14 +24,15 @@ def chat_command(
     if not is_interactive():
         from etcode.cli.run import RunOptions, run_command
 
-        fields = {f.name for f in dataclasses.fields(RunOptions)}
-        extra = {"continue_last": continue_last, "session": session, "fork": fork, "sandbox": sandbox}
         options = RunOptions(
             message="",
             model=model,
             agent=agent,
             debug=debug,
-            **{key: value for key, value in extra.items() if key in fields and value},
+            continue_last=continue_last,
+            session=session,
+            fork=fork,
+            sandbox=sandbox,
         )
         return run_command(options)
     from etcode.ui.tui.launch import run_tui

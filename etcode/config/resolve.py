@@ -76,9 +76,9 @@ def _split(ref: str, config: Config, origin: str | None) -> tuple[str, str]:
             raise ConfigError(f'{_prefix(origin)}model "{ref}" must look like "provider/model"')
         return provider_id, model
     entry = config.provider_entry(ref)
-    model = (entry.model if entry else None) or DEFAULT_MODELS.get(ref)
-    if model:
-        return ref, model
+    default = (entry.model if entry else None) or DEFAULT_MODELS.get(ref)
+    if default:
+        return ref, default
     if entry or ref in KNOWN_PROVIDERS:
         raise ConfigError(
             f'{_prefix(origin)}provider "{ref}" has no default "model": use "{ref}/<model>" '

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import tempfile
 import time
@@ -206,13 +207,15 @@ class McpServer:
         headers = dict(self.spec.headers)
         modern = getattr(streamable_http, "streamable_http_client", None)
         if modern is None:  # mcp 1.x before streamable_http_client existed
-            async with streamable_http.streamablehttp_client(url, headers=headers) as streams:
+            legacy = getattr(streamable_http, "streamablehttp_client")  # noqa: B009 - absent from mcp 2
+            async with legacy(url, headers=headers) as streams:
                 yield streams
             return
+        http: Any
         try:
-            import httpx2 as http  # the SDK's HTTP client from mcp 2 on
+            http = importlib.import_module("httpx2")  # the SDK's HTTP client from mcp 2 on
         except ImportError:
-            import httpx as http
+            http = importlib.import_module("httpx")
         client = http.AsyncClient(headers=headers, timeout=http.Timeout(30, read=300), follow_redirects=True)
         async with client, modern(url, http_client=client) as streams:
             yield streams

@@ -260,7 +260,7 @@ class AnthropicProvider(RetryingHTTPProvider):
     def default_max_tokens(self) -> int:
         """``max_tokens`` when the request sets none: options, then model info, then 8192."""
         info = self.spec.model_info
-        limit = info.get("limit") if isinstance(info.get("limit"), dict) else {}
+        limit: dict[str, Any] = info["limit"] if isinstance(info.get("limit"), dict) else {}
         for value in (self.spec.options.get("max_tokens"), info.get("max_tokens"), limit.get("output")):
             if isinstance(value, int) and value > 0:
                 return value
@@ -273,7 +273,9 @@ class AnthropicProvider(RetryingHTTPProvider):
             "stream": True,
             "messages": to_anthropic_messages(request.messages),
         }
-        system = [{"type": "text", "text": s} for s in request.system if s and s.strip()]
+        system: list[dict[str, Any]] = [
+            {"type": "text", "text": s} for s in request.system if s and s.strip()
+        ]
         if system:
             system[-1]["cache_control"] = _EPHEMERAL
             body["system"] = system

@@ -274,8 +274,8 @@ def _merge_raw(entry: CatalogModel, raw: dict[str, Any], source: str) -> None:
     """Merge a models.dev-style ``{"name", "limit": {...}, "cost": {...}}`` object."""
     if isinstance(raw.get("name"), str) and raw["name"]:
         entry.name = raw["name"]
-    limit = raw.get("limit") if isinstance(raw.get("limit"), dict) else {}
-    cost = raw.get("cost") if isinstance(raw.get("cost"), dict) else {}
+    limit: dict[str, Any] = raw["limit"] if isinstance(raw.get("limit"), dict) else {}
+    cost: dict[str, Any] = raw["cost"] if isinstance(raw.get("cost"), dict) else {}
     changed = False
     for key in ("context", "output"):
         value = _positive_int(limit.get(key))
@@ -283,9 +283,9 @@ def _merge_raw(entry: CatalogModel, raw: dict[str, Any], source: str) -> None:
             setattr(entry, key, value)
             changed = True
     for key in ("input", "output", "cache_read", "cache_write"):
-        value = _price(cost.get(key))
-        if value is not None:
-            setattr(entry.price, key, value)
+        price = _price(cost.get(key))
+        if price is not None:
+            setattr(entry.price, key, price)
             changed = True
     if changed or entry.name:
         entry.sources.append(source)

@@ -14,7 +14,7 @@ import copy
 import inspect
 import json
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,7 +161,7 @@ class ChatClientProvider:
 
     async def _attempt(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, kwargs: dict[str, Any]
-    ) -> AsyncIterator[StreamChunk]:
+    ) -> AsyncGenerator[StreamChunk, None]:
         try:
             # each attempt gets its own copies: a client may change what it was given
             answer = self.client.chat(copy.deepcopy(messages), copy.deepcopy(tools), **kwargs)

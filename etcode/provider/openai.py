@@ -74,7 +74,8 @@ class _Call:
     __slots__ = ("id", "name", "args", "ordinal")
 
     def __init__(self, id: str, name: str, ordinal: int) -> None:
-        self.id, self.name, self.args, self.ordinal = id, name, [], ordinal
+        self.id, self.name, self.ordinal = id, name, ordinal
+        self.args: list[str] = []
 
 
 class OpenAIStream:

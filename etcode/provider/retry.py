@@ -20,7 +20,7 @@ import random
 import re
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import httpx
@@ -296,7 +296,7 @@ async def open_sse(
     timeout: httpx.Timeout,
     provider: str,
     secret: str | None = None,
-) -> AsyncIterator[SSEEvent]:
+) -> AsyncGenerator[SSEEvent, None]:
     """POST ``body`` and yield the SSE events of the answer. HTTP errors and transport
     failures are raised as :class:`ProviderError` (not retried here)."""
     in_body = False
@@ -322,7 +322,7 @@ async def open_sse(
 
 
 async def stream_with_retries(
-    attempt: Callable[[], AsyncIterator[StreamChunk]],
+    attempt: Callable[[], AsyncGenerator[StreamChunk, None]],
     config: RetryConfig,
     *,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
@@ -366,8 +366,15 @@ def _ssl_context(https: bool) -> ssl.SSLContext:
 class StreamState(Protocol):
     """Per-attempt decoder of one wire format's events into chunks."""
 
-    done: bool  # the terminal event arrived: stop reading
-    complete: bool  # the answer is whole (terminal event, or a finish signal)
+    @property
+    def done(self) -> bool:
+        """The terminal event arrived: stop reading."""
+        ...
+
+    @property
+    def complete(self) -> bool:
+        """The answer is whole (terminal event, or a finish signal)."""
+        ...
 
     def handle(self, event: SSEEvent) -> Iterable[StreamChunk]: ...
 
@@ -415,7 +422,9 @@ class RetryingHTTPProvider:
         headers = self.headers()
         return stream_with_retries(lambda: self._attempt(body, headers), self.retry)
 
-    async def _attempt(self, body: dict[str, Any], headers: dict[str, str]) -> AsyncIterator[StreamChunk]:
+    async def _attempt(
+        self, body: dict[str, Any], headers: dict[str, str]
+    ) -> AsyncGenerator[StreamChunk, None]:
         state = self.new_state()
         cleaner = StreamCleaner()
         events = open_sse(

@@ -26,6 +26,7 @@ from etcode.provider.errors import ContextOverflowError, ProviderError
 from etcode.provider.types import (
     Message,
     ModelRequest,
+    Part,
     StreamEnd,
     TextPart,
     ToolResultPart,
@@ -233,7 +234,7 @@ def prune_outputs(messages: list[Message], min_chars: int = PRUNE_MIN_CHARS) -> 
         if not any(len(r.output) > min_chars for r in results):
             out.append(message)
             continue
-        parts = []
+        parts: list[Part] = []
         for part in message.parts:
             if isinstance(part, ToolResultPart) and len(part.output) > min_chars:
                 pruned += 1

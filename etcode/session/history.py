@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from etcode.provider.types import Message, ToolResultPart
+from etcode.provider.types import Message, Part, ToolResultPart
 
 INTERRUPTED_RESULT = (
     "Tool call interrupted: etcode stopped before it finished (the process ended). "
@@ -32,7 +32,9 @@ def repair_dangling(messages: list[Message]) -> tuple[list[Message], str]:
         if not missing:
             i += 1
             continue
-        filler = [ToolResultPart(c.id, c.name, INTERRUPTED_RESULT, is_error=True) for c in missing]
+        filler: list[Part] = [
+            ToolResultPart(c.id, c.name, INTERRUPTED_RESULT, is_error=True) for c in missing
+        ]
         if following is not None and following.role == "tool":
             out.append(Message("tool", [*following.parts, *filler]))
             how = "rewrite"

@@ -72,7 +72,7 @@ class Runtime:
             correct_window(self.spec, context)
 
     def take_warnings(self) -> list[Event]:
-        items = [WarningEvent(w) for w in self.warnings]
+        items: list[Event] = [WarningEvent(w) for w in self.warnings]
         self.warnings = []
         return items
 

@@ -265,7 +265,7 @@ class FunctionTool(InstanceTool):
                 continue
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[pname] = (annotation, Field(default, description=doc_params.get(pname)))
-        self._params_model = create_model(  # type: ignore[call-overload]
+        self._params_model = create_model(
             f"{self._name}Params", __config__=ConfigDict(extra="forbid"), **fields
         )
 

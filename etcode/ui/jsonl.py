@@ -17,7 +17,9 @@ class JsonLinesRenderer:
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
-        self._streams: dict[type, tuple[StreamRedactor, ev.Event | None]] = {}
+        self._streams: dict[
+            type, tuple[StreamRedactor, ev.TextDeltaEvent | ev.ReasoningDeltaEvent | None]
+        ] = {}
 
     def write(self, data: dict[str, Any]) -> None:
         # "[REDACTED]" needs no JSON escaping, so the redacted line stays valid JSON
@@ -39,7 +41,7 @@ class JsonLinesRenderer:
                 continue
             rest = stream.drain()
             if rest and last is not None:
-                self.write(dataclasses.replace(last, text=rest).to_dict())  # type: ignore[type-var]
+                self.write(dataclasses.replace(last, text=rest).to_dict())
 
     def handle(self, event: ev.Event) -> None:
         if isinstance(event, ev.TextDeltaEvent | ev.ReasoningDeltaEvent):

@@ -80,7 +80,9 @@ def glob_static_prefix(pattern: str) -> tuple[str, str]:
 
 
 def _split_braces(body: str) -> list[str]:
-    items, depth, current = [], 0, []
+    items: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in body:
         if char == "," and depth == 0:
             items.append("".join(current))
@@ -368,13 +370,13 @@ class IgnoreMatcher:
                 if chain and self._chain_verdict(chain, entry.path, is_dir):
                     continue
                 if is_dir:
-                    rel = None if folder_rel is None else f"{folder_rel}/{name}" if folder_rel else name
+                    sub_rel = None if folder_rel is None else f"{folder_rel}/{name}" if folder_rel else name
                     sub_chain = chain
-                    if self._gitignore and rel is not None:
+                    if self._gitignore and sub_rel is not None:
                         spec = self._spec_for(entry.path)
                         if spec is not None:
                             sub_chain = [*chain, (entry.path, spec)]
-                    stack.append((entry.path, rel, sub_chain))
+                    stack.append((entry.path, sub_rel, sub_chain))
                 else:
                     yield entry
 

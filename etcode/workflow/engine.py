@@ -128,7 +128,8 @@ class WorkflowRun(EventPump):
 
     # ---- the workflow --------------------------------------------------------------
     async def _produce(self) -> None:
-        stop_reason, error, text, todos = "end_turn", None, "", []
+        stop_reason, error, text = "end_turn", None, ""
+        todos: list[dict[str, Any]] = []
         try:
             await self._checkpoint()
             text, todos = await self._cycles()

@@ -158,7 +158,7 @@ class ExecutorReport:
             task_completed=_bool(_get(data, "taskCompleted", "task_completed")),
             should_continue=_bool(_get(data, "shouldContinue", "should_continue")),
             next_action=action if action in NEXT_ACTIONS else None,
-            todos=[t for t in todos if isinstance(t, Mapping)] if isinstance(todos, list) else [],
+            todos=[dict(t) for t in todos if isinstance(t, Mapping)] if isinstance(todos, list) else [],
         )
 
     def todo_status(self, todo_id: str) -> str | None:

@@ -24,7 +24,7 @@ PROJECT_DIR = Path(".etcode") / "prompts"
 def _check(role: str) -> Role:
     if role not in ROLES:
         raise ValueError(f"unknown workflow role {role!r}; roles: {', '.join(ROLES)}")
-    return role  # type: ignore[return-value]
+    return role
 
 
 class PromptManager:

@@ -11,7 +11,7 @@ from typing import ClassVar
 from markdown_it.token import Token
 from rich import box
 from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
-from rich.markdown import CodeBlock, Heading, TableElement
+from rich.markdown import CodeBlock, Heading, MarkdownElement, TableElement
 from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.table import Table
@@ -188,14 +188,7 @@ class RenderedMarkdown:
     def markdown(self) -> RichMarkdown:
         """Rich's Markdown of the source, parsed on first use (in the worker thread)."""
         if self._markdown is None:
-            markdown = RichMarkdown(self.source, code_theme=self.code_theme, hyperlinks=False)
-            markdown.elements = {
-                **markdown.elements,
-                "heading_open": _LeftHeading,
-                "fence": _CodeBlock,
-                "table_open": _BorderedTable,
-            }
-            self._markdown = markdown
+            self._markdown = _ChatMarkdown(self.source, code_theme=self.code_theme, hyperlinks=False)
         return self._markdown
 
     def lines(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
@@ -304,6 +297,17 @@ class _LeftHeading(Heading):
     LEVEL_ALIGN: ClassVar[dict[str, JustifyMethod]] = dict.fromkeys(
         ("h1", "h2", "h3", "h4", "h5", "h6"), "left"
     )
+
+
+class _ChatMarkdown(RichMarkdown):
+    """Rich's Markdown with left-aligned headings, etcode's code blocks and bordered tables."""
+
+    elements: ClassVar[dict[str, type[MarkdownElement]]] = {
+        **RichMarkdown.elements,
+        "heading_open": _LeftHeading,
+        "fence": _CodeBlock,
+        "table_open": _BorderedTable,
+    }
 
 
 class ReasoningMessage(Collapsible):

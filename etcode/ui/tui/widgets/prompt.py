@@ -14,11 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from textual import events
+from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
+from textual.widgets.text_area import Document
 
 from etcode.ui.tui.commands import complete_command
 from etcode.ui.tui.history import PromptHistory
@@ -180,7 +182,7 @@ class PromptInput(TextArea):
     @property
     def cursor_offset(self) -> int:
         """The cursor as an offset into ``text``."""
-        return self.document.get_index_from_location(self.cursor_location)
+        return _document(self).get_index_from_location(self.cursor_location)
 
 
 class PromptBox(Vertical):
@@ -195,7 +197,7 @@ class PromptBox(Vertical):
         #: Choices for a command's argument by command name (``model``, ``agent``).
         self.arguments: dict[str, Callable[[], list[str]]] = {}
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield self.menu
         yield self.input
 
@@ -270,8 +272,15 @@ class PromptBox(Vertical):
         self.close_menu()
         cursor = completion.start + len(value) + len(suffix)
         self.input.load_text(new)
-        self.input.move_cursor(self.input.document.get_location_from_index(cursor))
+        self.input.move_cursor(_document(self.input).get_location_from_index(cursor))
         return value
+
+
+def _document(area: TextArea) -> Document:
+    """The plain-text document of a prompt box (no syntax highlighting: always a Document)."""
+    document = area.document
+    assert isinstance(document, Document)
+    return document
 
 
 def _runs_at_once(value: str) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Static
@@ -36,7 +37,7 @@ LIVE_LINES = 5  # lines of a running command's output shown under its head
 class ToolMessage(Widget, can_focus=True):
     """One tool call. ``call_id`` is its key in the conversation."""
 
-    BINDINGS = [Binding("enter,space", "toggle", "Expand", show=False)]
+    BINDINGS = [Binding("enter,space", "toggle_detail", "Expand", show=False)]
     DEFAULT_CSS = """
     ToolMessage { height: auto; }
     ToolMessage .tool-live { padding-left: 4; height: auto; color: $text-muted; }
@@ -68,7 +69,7 @@ class ToolMessage(Widget, can_focus=True):
         self._progress = ""  # a sub-agent's current tool (set_progress)
         self._shown_seconds = -1
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield self._head
         yield self._live
         yield self._line
@@ -187,7 +188,7 @@ class ToolMessage(Widget, can_focus=True):
             text = f"$ {self.params['command']}\n{text}"
         return Text(_cap(redact(text)))
 
-    def action_toggle(self) -> None:
+    def action_toggle_detail(self) -> None:
         self.expanded = not self.expanded
         self._show_preview()
         if self.expanded:
@@ -201,7 +202,7 @@ class ToolMessage(Widget, can_focus=True):
             self._detail.display = False
 
     def on_click(self) -> None:
-        self.action_toggle()
+        self.action_toggle_detail()
 
 
 def diff_preview(diff: str, limit: int = PREVIEW_LINES) -> Text | None:
