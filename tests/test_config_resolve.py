@@ -226,6 +226,10 @@ def test_nothing_configured() -> None:
     assert str(info.value) == NO_MODEL
     assert "\n" not in NO_MODEL
     assert "ANTHROPIC_API_KEY" in NO_MODEL and "etcode.json" in NO_MODEL
+    # An installed wheel has no example file: the line itself says what to write, a local server too.
+    assert "example" not in NO_MODEL and "llama.cpp" in NO_MODEL
+    hint = json.loads(NO_MODEL[NO_MODEL.index("{") :])
+    assert hint["model"].startswith(hint["provider"][0]["id"] + "/") and hint["provider"][0]["baseURL"]
 
 
 def test_api_overrides() -> None:

@@ -26,8 +26,10 @@ DEFAULT_MODELS: dict[str, str] = {
 }
 
 NO_MODEL = (
-    "No model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or add a "
-    '"provider" entry to etcode.json (see etcode.example.json)'
+    "No model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or for a local server "
+    "(llama.cpp, Ollama, vLLM, LM Studio) put in etcode.json "
+    '{"model": "local/NAME", "provider": [{"id": "local", "type": "openai", '
+    '"baseURL": "http://127.0.0.1:8080/v1"}]}'
 )
 
 
