@@ -112,13 +112,34 @@ async def test_two_step_tool_loop(tmp_path: Path) -> None:
 
 
 async def test_parallel_read_only_calls_run_concurrently_and_keep_order(tmp_path: Path) -> None:
-    calls = [("slow_read", {"name": f"f{i}", "seconds": 0.3 - i * 0.05}) for i in range(4)]
+    in_flight = 0
+    peak = 0
+    all_started = asyncio.Event()
+
+    @tool(read_only=True)
+    async def gated_read(name: str, seconds: float) -> str:
+        """Read something; finishes only once all four reads are running at the same time.
+
+        Args:
+            name: what to read
+            seconds: how long it takes after that
+        """
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        if peak == 4:
+            all_started.set()
+        # One at a time, the first read would wait here for ever: the limit ends the test.
+        await asyncio.wait_for(all_started.wait(), 30)
+        await asyncio.sleep(seconds)  # finishing in reverse order: results keep call order
+        in_flight -= 1
+        return f"content of {name}"
+
+    calls = [("gated_read", {"name": f"f{i}", "seconds": 0.2 - i * 0.05}) for i in range(4)]
     provider = ScriptedProvider(Answer("", calls), Answer("ok"))
-    loop = make_loop(tmp_path, provider, slow_read)
-    started = time.perf_counter()
+    loop = make_loop(tmp_path, provider, gated_read)
     await collect(loop)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 0.6, f"4 read-only calls of <=0.3 s took {elapsed:.2f}s: not concurrent"
+    assert peak == 4
     outputs = [r.output for r in provider.requests[1].messages[-1].tool_results]
     assert outputs == [f"content of f{i}" for i in range(4)]
 

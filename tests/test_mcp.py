@@ -169,7 +169,8 @@ async def test_hang_alone_is_bounded_by_its_timeout() -> None:
     server = McpServer(local("hang", "hang", timeout=1.0))
     started = time.monotonic()
     assert not await server.start()
-    assert time.monotonic() - started < 1.5
+    # Bounded by its 1 s timeout, not by the hanging server (which never answers): 5x margin.
+    assert time.monotonic() - started < 5.0
     await server.aclose()
 
 

@@ -484,7 +484,9 @@ async def test_fake_stops_promptly_with_a_hanging_request() -> None:
         await asyncio.sleep(0.005)
     started = time.perf_counter()
     await asyncio.to_thread(llm.stop)
-    assert time.perf_counter() - started < 1.0
+    # Stopping takes up to one 0.5 s poll of the server loop; a stop held up by the open
+    # stream would never end, so 10 s tells the two apart on any machine.
+    assert time.perf_counter() - started < 10.0
     with pytest.raises(ProviderError) as info:
         await task
     assert info.value.kind in ("connection", "stream")

@@ -127,16 +127,32 @@ async def test_cancel_kills(tmp_path: Path) -> None:
 
 
 async def test_event_loop_not_blocked(tmp_path: Path) -> None:
-    ticks = 0
+    """While a command runs the event loop keeps turning: a ticker every 10 ms never waits
+    a whole second (20x its worst normal delay on a loaded box), so a blocking sleep or a
+    blocking ``subprocess.run`` anywhere in the tool fails this."""
+    loop = asyncio.get_running_loop()
+    gaps: list[float] = []
+    running = True
+    started = asyncio.Event()
 
     async def ticker() -> None:
-        nonlocal ticks
-        for _ in range(10):
-            await asyncio.sleep(0.03)
-            ticks += 1
+        last = loop.time()
+        started.set()
+        while running:
+            await asyncio.sleep(0.01)
+            now = loop.time()
+            gaps.append(now - last)
+            last = now
 
-    await asyncio.gather(ticker(), bash(make_ctx(tmp_path), command="sleep 0.5"))
-    assert ticks == 10
+    ticking = asyncio.ensure_future(ticker())
+    await started.wait()  # ticking before the tool starts: its very first step counts too
+    try:
+        result = await bash(make_ctx(tmp_path), command="sleep 1.5; echo finished")
+    finally:
+        running = False
+        await ticking
+    assert result.output == "finished"
+    assert len(gaps) >= 10 and max(gaps) < 1.0, max(gaps)
 
 
 async def test_long_output_keeps_tail_and_saves_full(tmp_path: Path) -> None:
