@@ -45,7 +45,17 @@ def test_readme_example_runs_verbatim(llm: FakeLLM, tmp_path: Path, monkeypatch:
     assert proc.returncode == 0, proc.stderr
     assert "There are 4 words." in proc.stdout and "end_turn" in proc.stdout
     tool_result = json.dumps(llm.requests[1].body["messages"])
-    assert '"4"' in tool_result or "4" in tool_result
+    results = [
+        block
+        for message in llm.requests[1].body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert len(results) == 1, tool_result
+    content = results[0]["content"]
+    shown = content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+    assert shown.strip() == "4", tool_result
     assert llm.requests[0].headers["x-api-key"] == "sk-ant-test"
 
 

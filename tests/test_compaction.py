@@ -203,9 +203,18 @@ def test_split_keeps_tool_results_with_their_calls() -> None:
         Message.user("two"),
         Message("assistant", [TextPart("done two")]),
     ]
+    # Two turns asked for, but the older part is summarised whenever that leaves the newest
+    # message and a step of its turn: the first turn goes, its call and result together.
     older, tail = split_history(history, 2, None, est)
-    assert older == [] or older[-1].role != "assistant" or not older[-1].tool_calls
-    assert (older, tail) == ([], history) or tail[0].role != "tool"
+    assert older == history[:4] and tail == history[4:]
+    # A tight budget never cuts between the call and its result either.
+    for budget in range(10, 1600, 50):
+        older, tail = split_history(history, 2, budget, est)
+        assert sorted(map(id, older + tail)) == sorted(map(id, history)), budget  # each once
+        for part in (older, tail):
+            for i, message in enumerate(part):
+                if message.role == "tool":  # right after the call it answers, same part
+                    assert i > 0 and part[i - 1].tool_calls, (budget, part)
     older, tail = split_history(history, 1, None, est)
     assert tail == history[4:] and older == history[:4]
     older, tail = split_history(history, 2, 100, est)  # the big tool result does not fit the tail
