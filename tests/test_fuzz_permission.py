@@ -30,17 +30,51 @@ layered_rules_st = st.lists(st.builds(Rule, names, wild, actions, layers, vetoes
 GUARDS = ("external_directory", "private_network", "sandbox")
 
 
+def reference_match(text: str, pattern: str, ignore_case: bool = False) -> bool:
+    """The documented wildcard, written independently of the regex compiler: ``*`` any
+    text (``/`` and newlines included), ``?`` one character, everything else literal; a
+    trailing ``" *"`` also matches the text without it."""
+    if ignore_case:
+        text, pattern = text.lower(), pattern.lower()
+    if pattern.endswith(" *") and reference_match(text, pattern[:-2]):
+        return True
+
+    def match(t: int, p: int) -> bool:
+        if p == len(pattern):
+            return t == len(text)
+        if pattern[p] == "*":
+            return any(match(k, p + 1) for k in range(t, len(text) + 1))
+        if t < len(text) and (pattern[p] == "?" or pattern[p] == text[t]):
+            return match(t + 1, p + 1)
+        return False
+
+    return match(0, 0)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=texts, pattern=wild, ignore_case=st.booleans())
+def test_wildcard_match_agrees_with_the_reference(text: str, pattern: str, ignore_case: bool) -> None:
+    assert wildcard_match(text, pattern, ignore_case) == reference_match(text, pattern, ignore_case)
+
+
+def test_wildcard_examples() -> None:
+    assert wildcard_match("git", "git *") and wildcard_match("git status", "git *")
+    assert wildcard_match("a/b/c.py", "*.py") and not wildcard_match("a.pyc", "*.py")
+    assert wildcard_match("x", "?") and not wildcard_match("xy", "?")
+    assert wildcard_match("(a)[b]$^+\\", "(a)[b]$^+\\") and not wildcard_match("ab", "a.")
+
+
 def last_match(rules: list[Rule], permission: str, pattern: str, tool: str) -> Rule:
     """The rule order semantics, written the slow obvious way: the last matching rule wins;
     a rule named after the tool (not the permission) counts for a guard only if it denies."""
     found = Rule(permission, "*", "ask")
     for rule in rules:
         key = rule.permission.strip().lower()
-        by_permission = wildcard_match(permission.lower(), key, ignore_case=True)
-        by_tool = wildcard_match(tool.lower(), key, ignore_case=True)
+        by_permission = reference_match(permission.lower(), key, ignore_case=True)
+        by_tool = reference_match(tool.lower(), key, ignore_case=True)
         if by_tool and not by_permission and permission in GUARDS and rule.action != "deny":
             by_tool = False
-        if (by_permission or by_tool) and wildcard_match(pattern, rule.pattern):
+        if (by_permission or by_tool) and reference_match(pattern, rule.pattern):
             found = rule
     return found
 
