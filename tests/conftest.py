@@ -35,6 +35,7 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     for var in _KEY_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("ETCODE_TOKENIZER_DOWNLOAD", "0")  # no network in tests
     if SHARED_TIKTOKEN.is_dir():
         monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(SHARED_TIKTOKEN))
     return home

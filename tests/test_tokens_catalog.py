@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -46,6 +47,74 @@ def test_long_and_pathological_texts_do_not_crash() -> None:
     assert abs(tokens.count_tokens(text, "gpt-4o") - exact) < exact * 0.02
     assert tokens.count_tokens(" " * 1_000_000, "gpt-4o") > 0  # tiktoken alone overflows its stack
     assert tokens.count_tokens("a" * 200_000, "gpt-4o") > 0
+
+
+@pytest.fixture
+def file_server(tmp_path: Path):
+    """A local HTTP server for ``tmp_path / "served"`` (the encodings' stand-in origin)."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    root = tmp_path / "served"
+    root.mkdir()
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield root, f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _fetch_from(monkeypatch: pytest.MonkeyPatch, cache: Path, url: str) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    monkeypatch.setenv("ETCODE_TOKENIZER_DOWNLOAD", "1")
+    monkeypatch.setattr(tokens, "_fetching", {})
+    monkeypatch.setattr(tokens, "_SOURCES", {**tokens._SOURCES, "o200k_base": url})
+
+
+@needs_tiktoken_files
+def test_a_missing_encoding_is_fetched_once_in_the_background_then_counts_are_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file_server: tuple[Path, str]
+) -> None:
+    root, base = file_server
+    key = Path(hashlib.sha1(tokens._URLS["o200k_base"].encode()).hexdigest())
+    (root / "o200k.tiktoken").write_bytes((SHARED_TIKTOKEN / key.name).read_bytes())
+    cache = tmp_path / "cache"
+    _fetch_from(monkeypatch, cache, f"{base}/o200k.tiktoken")
+    assert tokens.tokenizer_for("gpt-4o") == "estimate"  # not there yet: estimate, fetch starts
+    thread = tokens._fetching["o200k_base"]
+    thread.join(60)
+    assert not thread.is_alive()
+    assert tokens.encoding_file("o200k_base") == cache / key.name
+    assert tokens.tokenizer_for("gpt-4o") == "o200k_base"
+    assert tokens.count_tokens("hello world", "gpt-4o") == 2
+    assert tokens.fetch_in_background("o200k_base") is None  # once per process
+    assert [p.name for p in cache.iterdir()] == [key.name]  # no partial file left
+
+
+def test_a_failed_fetch_leaves_the_estimate_and_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file_server: tuple[Path, str]
+) -> None:
+    _root, base = file_server
+    cache = tmp_path / "cache"
+    _fetch_from(monkeypatch, cache, f"{base}/missing.tiktoken")  # 404
+    assert tokens.tokenizer_for("gpt-4o") == "estimate"
+    tokens._fetching["o200k_base"].join(60)
+    assert tokens.tokenizer_for("gpt-4o") == "estimate" and tokens.encoding_file("o200k_base") is None
+    assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_the_fetch_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokens, "_fetching", {})
+    monkeypatch.setenv("ETCODE_TOKENIZER_DOWNLOAD", "0")
+    assert tokens.fetch_in_background("o200k_base") is None and tokens._fetching == {}
 
 
 def test_offline_without_the_encoding_file_is_an_estimate(

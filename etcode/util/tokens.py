@@ -3,9 +3,12 @@
 tiktoken's ``o200k_base`` (GPT-4o, GPT-4.1, o-series, GPT-5) or ``cl100k_base`` (other
 models, a fair stand-in) counts tokens when its encoding file is already on disk (in
 ``$TIKTOKEN_CACHE_DIR``, ``$DATA_GYM_CACHE_DIR`` or tiktoken's temp cache). Otherwise — offline,
-no file — the count is an estimate of one token per four UTF-8 bytes. Nothing here ever
-downloads: the file's presence is checked before tiktoken is asked for the encoding, and
-tiktoken is imported only then (``etcode --version`` never loads it).
+no file — the count is an estimate of one token per four UTF-8 bytes. The file's presence is
+checked before tiktoken is asked for the encoding (tiktoken itself would download it, and
+block), and tiktoken is imported only then (``etcode --version`` never loads it). A missing
+file is fetched once in a background thread into tiktoken's cache (a few seconds' limit;
+offline it just fails quietly): counts are exact from the moment it lands.
+``ETCODE_TOKENIZER_DOWNLOAD=0`` turns the fetch off.
 
 Counts are estimates either way (other vendors' tokenizers differ); the provider's reported
 usage replaces them after each request.
@@ -31,6 +34,11 @@ _URLS = {
     O200K: "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
     CL100K: "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
 }
+#: Where the files are fetched from (tests point this at a local server); the cache key is
+#: always the official URL, as tiktoken computes it.
+_SOURCES = dict(_URLS)
+FETCH_SECONDS = 20.0
+_fetching: dict[str, threading.Thread] = {}
 _O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")
 #: Texts are encoded in pieces of about this many characters: tiktoken's regex overflows
 #: its stack on a megabyte of spaces, and BPE is slow on one giant "word".
@@ -89,8 +97,48 @@ def _encoding(name: str) -> Any | None:
                 log.debug("tiktoken %s unavailable (%s); estimating tokens", name, err)
         else:
             log.debug("tiktoken %s not cached on disk; estimating tokens (4 bytes per token)", name)
+            fetch_in_background(name)
         _encodings[name] = encoding
         return encoding
+
+
+def fetch_in_background(name: str) -> threading.Thread | None:
+    """Start fetching encoding ``name`` into tiktoken's cache, once per process; None when
+    turned off, unknown or already under way. When it lands the next count uses it."""
+    if os.environ.get("ETCODE_TOKENIZER_DOWNLOAD", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    if name not in _URLS or name in _fetching:
+        return None
+    thread = threading.Thread(target=_fetch, args=(name,), name=f"tiktoken-{name}", daemon=True)
+    _fetching[name] = thread
+    thread.start()
+    return thread
+
+
+def _fetch(name: str) -> None:
+    """Download to a temporary file beside the target, then rename: a reader never sees half
+    a file. Any failure (offline, a proxy, a full disk) leaves the estimate in place."""
+    target = _cache_dirs()[0] / hashlib.sha1(_URLS[name].encode()).hexdigest()
+    partial = target.with_name(f"{target.name}.{os.getpid()}.part")
+    try:
+        import httpx
+
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with httpx.stream("GET", _SOURCES[name], timeout=FETCH_SECONDS, follow_redirects=True) as response:
+            response.raise_for_status()
+            with open(partial, "wb") as out:
+                for chunk in response.iter_bytes():
+                    out.write(chunk)
+        if partial.stat().st_size == 0:
+            raise OSError("empty download")
+        os.replace(partial, target)
+    except Exception as err:
+        log.debug("could not fetch tiktoken %s (%s); estimating tokens", name, err)
+        partial.unlink(missing_ok=True)
+        return
+    with _lock:
+        _encodings.pop(name, None)  # the next count loads the file
+    log.debug("fetched tiktoken %s into %s", name, target)
 
 
 def preload(model: str | None = None) -> bool:
