@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from textual.app import App, ComposeResult
 
 from etcode.ui.tui.widgets.messages import AssistantMessage
@@ -73,11 +74,24 @@ async def test_code_without_a_language_is_not_guessed(monkeypatch) -> None:  # t
         assert [fence.code.strip() for fence in fences] == ["$ ls -la\ntotal 0", "x = 1"]
 
 
-async def test_fences_are_highlighted_once_their_lexer_is_loaded() -> None:
+async def test_fences_are_highlighted_once_their_lexer_is_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from etcode.ui.tui import highlight
     from etcode.ui.tui.highlight import LexerLoader
     from etcode.ui.tui.widgets import messages
     from etcode.ui.tui.widgets.messages import CodeFence
 
+    # The lexer loads only when the test says so: "plain while it loads" is then certain,
+    # however fast the machine (it used to finish before the first look, now and then).
+    release = threading.Event()
+    load = highlight._load
+
+    def gated_load(language: str) -> None:
+        release.wait(30)
+        load(language)
+
+    monkeypatch.setattr(highlight, "_load", gated_load)
     loader = LexerLoader()
     ready = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -90,6 +104,7 @@ async def test_fences_are_highlighted_once_their_lexer_is_loaded() -> None:
             await pilot.pause(0.05)
             fence = message.query_one(CodeFence)
             assert fence._highlighted_code.spans == []  # plain while the lexer loads
+            release.set()
             await asyncio.wait_for(ready.wait(), 20)
             fence.rehighlight()
             assert fence._highlighted_code.spans  # coloured now
