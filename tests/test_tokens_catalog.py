@@ -99,12 +99,14 @@ def test_a_missing_encoding_is_fetched_once_in_the_background_then_counts_are_ex
     assert [p.name for p in cache.iterdir()] == [key.name]  # no partial file left
 
 
+@pytest.mark.parametrize("served", ["missing.tiktoken", "portal.html"])
 def test_a_failed_fetch_leaves_the_estimate_and_no_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file_server: tuple[Path, str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file_server: tuple[Path, str], served: str
 ) -> None:
-    _root, base = file_server
+    root, base = file_server
+    (root / "portal.html").write_text("<html>Sign in to the hotel Wi-Fi</html>")  # 200, wrong bytes
     cache = tmp_path / "cache"
-    _fetch_from(monkeypatch, cache, f"{base}/missing.tiktoken")  # 404
+    _fetch_from(monkeypatch, cache, f"{base}/{served}")  # a 404, or a page that is not the file
     assert tokens.tokenizer_for("gpt-4o") == "estimate"
     tokens._fetching["o200k_base"].join(60)
     assert tokens.tokenizer_for("gpt-4o") == "estimate" and tokens.encoding_file("o200k_base") is None

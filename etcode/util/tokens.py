@@ -37,6 +37,12 @@ _URLS = {
 #: Where the files are fetched from (tests point this at a local server); the cache key is
 #: always the official URL, as tiktoken computes it.
 _SOURCES = dict(_URLS)
+#: The files' SHA-256 (tiktoken's own ``expected_hash``): a proxy's error page saved in their
+#: place would make tiktoken delete it and download again, blocking a count.
+_SHA256 = {
+    O200K: "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    CL100K: "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+}
 FETCH_SECONDS = 20.0
 _fetching: dict[str, threading.Thread] = {}
 _O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")
@@ -124,13 +130,15 @@ def _fetch(name: str) -> None:
         import httpx
 
         target.parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
         with httpx.stream("GET", _SOURCES[name], timeout=FETCH_SECONDS, follow_redirects=True) as response:
             response.raise_for_status()
             with open(partial, "wb") as out:
                 for chunk in response.iter_bytes():
+                    digest.update(chunk)
                     out.write(chunk)
-        if partial.stat().st_size == 0:
-            raise OSError("empty download")
+        if digest.hexdigest() != _SHA256[name]:
+            raise OSError("the download is not the encoding file (checksum differs)")
         os.replace(partial, target)
     except Exception as err:
         log.debug("could not fetch tiktoken %s (%s); estimating tokens", name, err)
