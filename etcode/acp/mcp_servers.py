@@ -10,6 +10,11 @@ from acp.schema import HttpMcpServer, McpServerStdio
 
 log = logging.getLogger("etcode.acp")
 
+#: Start-up limit for a server the editor passes (ms). ACP gives the editor no way to set
+#: one, and a server started through ``npx``/``uvx`` often needs more than the 5 s that
+#: suits a configured server on first start, or on a loaded machine.
+CLIENT_SERVER_TIMEOUT_MS = 30_000
+
 
 def server_entry(server: Any) -> dict[str, Any] | None:
     """etcode's ``"mcp"`` entry for one ACP server description (None: a kind not supported)."""
@@ -18,12 +23,14 @@ def server_entry(server: Any) -> dict[str, Any] | None:
             "type": "local",
             "command": [server.command, *server.args],
             "environment": {item.name: item.value for item in server.env},
+            "timeout": CLIENT_SERVER_TIMEOUT_MS,
         }
     if isinstance(server, HttpMcpServer):
         return {
             "type": "remote",
             "url": server.url,
             "headers": {item.name: item.value for item in server.headers},
+            "timeout": CLIENT_SERVER_TIMEOUT_MS,
         }
     return None
 
