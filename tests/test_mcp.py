@@ -24,6 +24,8 @@ from tests.fake_llm import Call, FakeLLM, Reply
 
 SERVER = str(Path(__file__).resolve().parent / "mcp_servers" / "error_server.py")
 TIME = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
+#: The time server as config: 30 s to start, not the default 5 (a loaded CI box needs more).
+TIME_ENTRY = {"command": TIME, "timeout": 30_000}
 
 
 def local(name: str, *args: str, timeout: float = 20.0) -> McpServerSpec:
@@ -250,7 +252,7 @@ def test_run_offers_mcp_tools_routes_calls_and_reports_a_failed_server(tmp_path:
             tmp_path,
             llm,
             mcp={
-                "time": {"type": "local", "command": TIME},
+                "time": {"type": "local", **TIME_ENTRY},
                 "broken": {"command": [sys.executable, SERVER, "crash"]},
                 "off": {"command": ["etcode-no-such-binary"], "enabled": False},
             },
@@ -274,7 +276,7 @@ def test_run_offers_mcp_tools_routes_calls_and_reports_a_failed_server(tmp_path:
 
 def test_mcp_tools_obey_permission_rules(tmp_path: Path) -> None:
     with FakeLLM() as llm:
-        _config(tmp_path, llm, mcp={"time": {"command": TIME}}, permission={"time_*": "deny"})
+        _config(tmp_path, llm, mcp={"time": TIME_ENTRY}, permission={"time_*": "deny"})
         llm.script(Reply(calls=[Call("time_get_current_time", {"timezone": "UTC"})]), Reply(text="ok"))
         proc = _etcode("run", "--trust", "time?", cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
@@ -287,7 +289,7 @@ def test_mcp_list_shows_status_and_tools(tmp_path: Path) -> None:
         tmp_path,
         None,
         mcp={
-            "time": {"command": TIME},
+            "time": TIME_ENTRY,
             "hang": {"command": [sys.executable, SERVER, "hang"], "timeout": 1000},
             "docs": {"type": "remote", "url": "https://example.com/mcp", "enabled": False},
         },
