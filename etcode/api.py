@@ -21,66 +21,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from etcode.prompt.system import DEFAULT_NAME
-from etcode.provider.spec import (
-    CUSTOM_PROVIDER,
-    KNOWN_PROVIDERS,
-    ProviderSpec,
-    RetryConfig,
-    default_base_url,
-    env_key_for,
-    provider_of,
-)
+from etcode.provider.spec import CUSTOM_PROVIDER, RetryConfig
 from etcode.provider.types import Message
 from etcode.session.events import Event, SessionStart
 from etcode.session.result import AgentResult, LoopLimits
 from etcode.tools.base import Tool, ToolResult, tool
 from etcode.tools.dict_tool import as_tool
-from etcode.util.errors import ConfigError
 from etcode.util.sync_bridge import iterate_blocking, loop_running, run_blocking
 
 if TYPE_CHECKING:
     from etcode.provider.chat_client import BaseLLMClient
     from etcode.session.loop_events import LoopEvent
     from etcode.session.snapshots import UndoReport
+    from etcode.wiring.runtime import Runtime
 
 #: A conversation to continue from: etcode Messages or OpenAI Chat message dicts.
 HistoryInput = Sequence[Message] | Sequence[dict[str, Any]]
 
 __all__ = ["Agent", "AgentResult", "LoopLimits", "RetryConfig", "Tool", "ToolResult", "tool"]
-
-
-def spec_from_arguments(model: str, api_key: str | None, base_url: str | None) -> ProviderSpec:
-    """A provider spec from explicit arguments, without any config file.
-
-    ``provider/model``: a well-known provider id uses its usual endpoint and key variable; an
-    unknown id given with a ``base_url`` is taken as OpenAI-compatible. A bare model id with a
-    ``base_url`` is sent as it is to that OpenAI-compatible server (provider ``custom``);
-    without one it goes to the provider of its family (``gpt-4o-mini`` → openai,
-    ``claude-…`` → anthropic, ``gemini-…`` → gemini).
-    """
-    provider_id, _, model_id = model.partition("/")
-    if not model_id:
-        if base_url:
-            provider_id, model_id = CUSTOM_PROVIDER, model
-        else:
-            family = provider_of(model)
-            if family is None:
-                raise ConfigError(
-                    f'model "{model}": give its provider ("provider/{model}") or the server\'s base_url='
-                )
-            provider_id, model_id = family, model
-    known = KNOWN_PROVIDERS.get(provider_id)
-    if known is None and not base_url:
-        raise ConfigError(
-            f'unknown provider "{provider_id}" in model "{model}": pass base_url= (OpenAI-compatible) '
-            f"or use one of: {', '.join(KNOWN_PROVIDERS)}"
-        )
-    wire = known.type if known else "openai"
-    url = (base_url or default_base_url(provider_id) or "").rstrip("/")
-    key = api_key or env_key_for(provider_id)
-    if not key and known is not None and known.needs_key:
-        raise ConfigError(f'No API key for provider "{provider_id}": set {known.key_env[0]} or pass api_key=')
-    return ProviderSpec(id=provider_id, type=wire, base_url=url, model=model_id, api_key=key)
 
 
 def _check_keywords(llm_kwargs: dict[str, Any]) -> None:
@@ -397,6 +355,26 @@ class Agent:
                 self._runtime.tools.add(item)
             self._session.announce(items)
 
+    @property
+    def cost(self) -> float | None:
+        """What this session's model calls cost so far (None when the price is unknown)."""
+        meter = getattr(self._session.window, "meter", None)
+        if meter is None or meter.price is None or not meter.price.known:
+            return None
+        return float(meter.cost)
+
+    async def make_child(self, parent: Runtime, **settings: Any) -> Agent:
+        """A ready Task subagent of this agent (a :class:`~etcode.wiring.settings.ChildFactory`):
+        built from ``settings`` with its runtime from ``parent``'s, recorded as this session's
+        child and stored where this session is (in memory when this one is)."""
+        from etcode.wiring.runtime import Runtime
+
+        store = self._session.store
+        child = type(self)(store=store if store is not None else False, **settings)
+        child.parent_session_id = self.session_id
+        child._runtime = await Runtime.create(child, parent=parent, make_child=child.make_child)
+        return child
+
     async def aclose(self) -> None:
         await self._session.aclose()
         if self._runtime is not None:
@@ -419,9 +397,9 @@ class Agent:
 
     async def _prepare_once(self) -> Any:
         if self._runtime is None:
-            from etcode.session.runtime import Runtime
+            from etcode.wiring.runtime import Runtime
 
-            self._runtime = await Runtime.create(self)
+            self._runtime = await Runtime.create(self, make_child=self.make_child)
         if not self._session_open:
             self._session_open = True
             loaded = await self._session.open(self._runtime, self)

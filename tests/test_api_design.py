@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from etcode import Agent, AgentResult, LoopLimits, RetryConfig, tool
-from etcode.api import spec_from_arguments
+from etcode.config.resolve import spec_from_arguments
 from etcode.util.errors import ConfigError
 from tests.fake_llm import Call, FakeLLM, Reply
 

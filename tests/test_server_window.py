@@ -151,7 +151,7 @@ async def test_a_turn_started_during_the_warm_up_shares_its_runtime(
     second runtime (its own probe, HTTP client, MCP servers) and run with a half-open session
     that had no window yet: the status bar never showed the server's window."""
     from etcode.api import Agent
-    from etcode.session.runtime import Runtime
+    from etcode.wiring.runtime import Runtime
 
     llm.page("GET /props", props(32768)).script(Reply(text="hi"))
     write_config(project, llm)

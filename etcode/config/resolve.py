@@ -6,7 +6,16 @@ import os
 from collections.abc import Mapping
 
 from etcode.config.schema import Config
-from etcode.provider.spec import KNOWN_PROVIDERS, KnownProvider, ProviderSpec, RetryConfig, provider_of
+from etcode.provider.spec import (
+    CUSTOM_PROVIDER,
+    KNOWN_PROVIDERS,
+    KnownProvider,
+    ProviderSpec,
+    RetryConfig,
+    default_base_url,
+    env_key_for,
+    provider_of,
+)
 from etcode.util.errors import ConfigError
 
 #: The model picked when only a provider is known (env auto-detect, or a bare provider id).
@@ -150,3 +159,37 @@ def resolve_model(
 def retry_config(config: Config) -> RetryConfig:
     """The provider ``RetryConfig`` from the ``retry`` section."""
     return RetryConfig(max_retries=config.retry.max_retries)
+
+
+def spec_from_arguments(model: str, api_key: str | None, base_url: str | None) -> ProviderSpec:
+    """A provider spec from explicit arguments, without any config file.
+
+    ``provider/model``: a well-known provider id uses its usual endpoint and key variable; an
+    unknown id given with a ``base_url`` is taken as OpenAI-compatible. A bare model id with a
+    ``base_url`` is sent as it is to that OpenAI-compatible server (provider ``custom``);
+    without one it goes to the provider of its family (``gpt-4o-mini`` → openai,
+    ``claude-…`` → anthropic, ``gemini-…`` → gemini).
+    """
+    provider_id, _, model_id = model.partition("/")
+    if not model_id:
+        if base_url:
+            provider_id, model_id = CUSTOM_PROVIDER, model
+        else:
+            family = provider_of(model)
+            if family is None:
+                raise ConfigError(
+                    f'model "{model}": give its provider ("provider/{model}") or the server\'s base_url='
+                )
+            provider_id, model_id = family, model
+    known = KNOWN_PROVIDERS.get(provider_id)
+    if known is None and not base_url:
+        raise ConfigError(
+            f'unknown provider "{provider_id}" in model "{model}": pass base_url= (OpenAI-compatible) '
+            f"or use one of: {', '.join(KNOWN_PROVIDERS)}"
+        )
+    wire = known.type if known else "openai"
+    url = (base_url or default_base_url(provider_id) or "").rstrip("/")
+    key = api_key or env_key_for(provider_id)
+    if not key and known is not None and known.needs_key:
+        raise ConfigError(f'No API key for provider "{provider_id}": set {known.key_env[0]} or pass api_key=')
+    return ProviderSpec(id=provider_id, type=wire, base_url=url, model=model_id, api_key=key)

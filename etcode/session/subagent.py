@@ -1,10 +1,12 @@
 """Task subagents: child sessions run for the ``Task`` tool.
 
-A child is an ordinary :class:`~etcode.api.Agent` with the subagent's prompt, tools and
-permissions. It shares its parent's provider connection (when the model's provider is
-the same), configuration, permission asker and MCP servers, gets a session id of its
-own and records its parent's (``parent_session_id``; stored as the session's
-``parent_id`` when the parent has a session store). Nested ``Task`` is off in a child
+A child is an ordinary agent with the subagent's prompt, tools and permissions, built by
+the runtime's :class:`~etcode.wiring.settings.ChildFactory` (the public ``Agent`` gives its
+own; this module never imports ``etcode.api``). It shares its parent's provider
+connection (when the model's provider is the same), configuration, permission asker and
+MCP servers, gets a session id of its own and records its parent's
+(``parent_session_id``; stored as the session's ``parent_id`` when the parent has a
+session store). Nested ``Task`` is off in a child
 unless its agent enables ``Task`` explicitly, and never deeper than :data:`MAX_DEPTH`.
 An agent that may not write files (``plan``) is offered only read-only subagents.
 """
@@ -21,8 +23,8 @@ from etcode.tools.task import TaskTool
 
 if TYPE_CHECKING:
     from etcode.agent.registry import AgentInfo
-    from etcode.api import Agent
-    from etcode.session.runtime import Runtime
+    from etcode.wiring.runtime import Runtime
+    from etcode.wiring.settings import AgentSettings, ChildAgent
 
 #: Subagents may start subagents (when allowed) down to this depth.
 MAX_DEPTH = 3
@@ -70,7 +72,7 @@ def subagents_for(runtime: Runtime) -> dict[str, AgentInfo]:
 
     config = runtime.config
     agents = load_agents(
-        getattr(config, "agent", None) or {},
+        config.agent,
         directory=runtime.instance.directory,
         worktree=runtime.instance.worktree,
     )
@@ -79,7 +81,7 @@ def subagents_for(runtime: Runtime) -> dict[str, AgentInfo]:
     }
 
 
-def task_tool_for(agent: Agent, runtime: Runtime) -> TaskTool | None:
+def task_tool_for(agent: AgentSettings, runtime: Runtime) -> TaskTool | None:
     """The ``Task`` tool for this session, or None when the agent may not use it."""
     info = runtime.agent_info
     if runtime.depth >= MAX_DEPTH:
@@ -98,12 +100,12 @@ def task_tool_for(agent: Agent, runtime: Runtime) -> TaskTool | None:
 class SubagentSpawner:
     """Runs subagents for one parent session (the ``Task`` tool's runner)."""
 
-    def __init__(self, parent: Agent, runtime: Runtime, agents: Mapping[str, AgentInfo]) -> None:
+    def __init__(self, parent: AgentSettings, runtime: Runtime, agents: Mapping[str, AgentInfo]) -> None:
         self.parent = parent
         self.runtime = runtime
         self.agents = dict(agents)
         #: Child agents started so far (their ``session_id`` and ``parent_session_id``).
-        self.children: list[Agent] = []
+        self.children: list[ChildAgent] = []
 
     def catalog(self) -> dict[str, str]:
         return {name: info.description or "" for name, info in self.agents.items()}
@@ -112,16 +114,16 @@ class SubagentSpawner:
         info = self.agents.get(name)
         return info is not None and is_read_only_agent(info)
 
-    async def child(self, name: str) -> Agent:
+    async def child(self, name: str) -> ChildAgent:
         """A ready child agent for subagent ``name`` (its runtime built from the parent's)."""
-        from etcode.api import Agent
-        from etcode.session.runtime import Runtime
-
         info = self.agents[name]
         parent, runtime = self.parent, self.runtime
+        if runtime.make_child is None:
+            raise RuntimeError("this runtime builds no subagents")
         model = info.model or runtime.spec.full_id
         same_provider = model.partition("/")[0] == runtime.spec.id
-        child = Agent(
+        child = await runtime.make_child(
+            runtime,
             model=model,
             agent=name,
             tools=[t for t in parent.custom_tools if info.tool_enabled(t.name)],
@@ -133,11 +135,8 @@ class SubagentSpawner:
             config=runtime.config,
             provider=runtime.provider if same_provider else None,
             asker=parent.asker,
-            store=_store_of(parent),
             **(parent.llm_kwargs if same_provider else {}),
         )
-        child.parent_session_id = parent.session_id
-        child._runtime = await Runtime.create(child, parent=runtime)
         self.children.append(child)
         return child
 
@@ -153,31 +152,16 @@ class SubagentSpawner:
             await child.aclose()
         result = child.last_result
         if result is not None and ctx.add_usage is not None:  # the parent's totals include it
-            await ctx.add_usage(result.usage, _cost_of(child), child.model or "")
+            await ctx.add_usage(result.usage, child.cost, child.model or "")
         return _tool_result(name, child)
 
 
-def _store_of(parent: Agent) -> Any:
-    """The parent's session store (the child is stored there, with its parent id), else
-    False: a child of an in-memory session stays in memory too."""
-    store = getattr(getattr(parent, "_session", None), "store", None)
-    return store if store is not None else False
-
-
-def _cost_of(child: Agent) -> float | None:
-    """What the child session's calls cost (None when its model's price is unknown)."""
-    meter = getattr(getattr(child._session, "window", None), "meter", None)
-    if meter is None or meter.price is None or not meter.price.known:
-        return None
-    return float(meter.cost)
-
-
-async def _interrupt_on(abort: asyncio.Event, child: Agent) -> None:
+async def _interrupt_on(abort: asyncio.Event, child: ChildAgent) -> None:
     await abort.wait()
     child.interrupt()
 
 
-def _tool_result(name: str, child: Agent) -> ToolResult:
+def _tool_result(name: str, child: ChildAgent) -> ToolResult:
     result = child.last_result
     data: dict[str, Any] = {
         "agent": name,

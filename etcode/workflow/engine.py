@@ -36,8 +36,8 @@ from etcode.workflow.models import ExecutorReport, Plan, Todo, Verdict, todos_fr
 from etcode.workflow.prompts import PromptManager
 
 if TYPE_CHECKING:
-    from etcode.api import Agent
-    from etcode.session.runtime import Runtime
+    from etcode.wiring.runtime import Runtime
+    from etcode.wiring.settings import AgentSettings
 
 T = TypeVar("T")
 _PARTIAL_TRIGGERS = frozenset('",}]')
@@ -83,7 +83,7 @@ class WorkflowRun(EventPump):
     def __init__(
         self,
         runtime: Runtime,
-        agent: Agent,
+        agent: AgentSettings,
         history: list[Message],
         task: str,
         *,

@@ -1,4 +1,4 @@
-"""Turns an ``Agent``'s settings into a ready world: config, model, provider, agent
+"""Turns an agent's settings into a ready world: config, model, provider, agent
 definition, tools, system prompt and permissions. Built once per Agent, on first use."""
 
 from __future__ import annotations
@@ -14,44 +14,57 @@ from etcode.session.events import Event, WarningEvent
 from etcode.session.loop import LoopSettings
 from etcode.session.result import LoopLimits
 from etcode.tools.registry import ToolRegistry, builtin_tools
+from etcode.wiring.sandbox import sandbox_policy
 
 if TYPE_CHECKING:
-    from etcode.api import Agent
+    from etcode.agent.registry import AgentInfo
+    from etcode.config.schema import Config
+    from etcode.mcp.manager import McpManager
+    from etcode.permission.service import Asker, PermissionService
+    from etcode.prompt.instruction import InstructionPrompt
+    from etcode.provider.base import Provider
+    from etcode.provider.catalog import ModelCatalog
+    from etcode.provider.discovery import ServerProbe
+    from etcode.tools.sandbox import SandboxPolicy
+    from etcode.tools.shell_env import ShellEnvPolicy
+    from etcode.wiring.settings import AgentSettings, ChildFactory
 
 
 @dataclass
 class Runtime:
     instance: InstanceInfo
-    config: Any
+    config: Config
     spec: ProviderSpec
-    provider: Any
+    provider: Provider
     agent_name: str
-    agent_info: Any
+    agent_info: AgentInfo
     tools: ToolRegistry
     system: list[str]
     limits: LoopLimits
-    permission: Any
-    instructions: Any
+    permission: PermissionService
+    instructions: InstructionPrompt
     owns_provider: bool
     warnings: list[str] = field(default_factory=list)
-    #: The session's MCP servers (``etcode.mcp.McpManager``), None when none is configured.
-    mcp: Any = None
+    #: The session's MCP servers, None when none is configured.
+    mcp: McpManager | None = None
     #: False for a subagent's runtime, which borrows its parent's MCP servers.
     owns_mcp: bool = True
     #: 0 for a top-level session, parent depth + 1 for a Task subagent.
     depth: int = 0
-    #: How Bash commands are confined (``etcode.tools.sandbox.SandboxPolicy``).
-    sandbox: Any = None
+    #: How Bash commands are confined (None: not at all).
+    sandbox: SandboxPolicy | None = None
     #: The model catalog (limits, prices) the session's context window is built from.
-    catalog: Any = None
-    #: Asks the model server for its window (``discovery.ServerProbe``), None when not needed.
-    probe: Any = None
+    catalog: ModelCatalog | None = None
+    #: Asks the model server for its window, None when not needed.
+    probe: ServerProbe | None = None
     #: The system prompt with the lean provider layer (None: the same as ``system``).
     lean_system: list[str] | None = None
     #: The system prompt as assembled (``system`` is this or ``lean_system``).
     full_system: list[str] = field(default_factory=list)
     #: Extra request-body fields (the ``Agent``'s model keywords: ``top_p``, ``seed``…).
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Builds the Task tool's child agents (None: this runtime starts no subagents).
+    make_child: ChildFactory | None = None
 
     @property
     def directory(self) -> Path:
@@ -76,7 +89,7 @@ class Runtime:
         self.warnings = []
         return items
 
-    def loop_settings(self, agent: Agent) -> LoopSettings:
+    def loop_settings(self, agent: AgentSettings) -> LoopSettings:
         settings = LoopSettings(
             provider=self.provider,
             model=self.spec.model,
@@ -86,18 +99,14 @@ class Runtime:
             worktree=self.instance.worktree,
             session_id=agent.session_id,
             limits=self.limits,
-            temperature=agent.temperature
-            if agent.temperature is not None
-            else _attr(self.agent_info, "temperature"),
+            temperature=agent.temperature if agent.temperature is not None else self.agent_info.temperature,
             max_tokens=agent.max_tokens,
             state=agent.state,
             extra=dict(self.extra),
         )
-        if self.permission is not None:
-            settings.check_permission = self.permission.check
-            settings.decide_permission = self.permission.decide
-        if self.instructions is not None and hasattr(self.instructions, "nested_for"):
-            settings.instructions_for = self.instructions.nested_for
+        settings.check_permission = self.permission.check
+        settings.decide_permission = self.permission.decide
+        settings.instructions_for = self.instructions.nested_for
         settings.shell_env = _shell_env(self.config, self.spec)
         settings.sandbox = self.sandbox
         settings.on_call = _loop_detector().record
@@ -108,7 +117,7 @@ class Runtime:
         if self.probe is not None:
             probe, self.probe = self.probe, None
             await probe.aclose()
-        if self.owns_provider and hasattr(self.provider, "aclose"):
+        if self.owns_provider:
             await self.provider.aclose()
         if self.mcp is not None and self.owns_mcp:
             mcp, self.mcp = self.mcp, None
@@ -116,9 +125,12 @@ class Runtime:
 
     # ---- building ----------------------------------------------------------------
     @classmethod
-    async def create(cls, agent: Agent, *, parent: Runtime | None = None) -> Runtime:
+    async def create(
+        cls, agent: AgentSettings, *, parent: Runtime | None = None, make_child: ChildFactory | None = None
+    ) -> Runtime:
         """Build the world for ``agent``. A ``parent`` (a Task subagent's) lends its MCP
-        servers instead of starting them again."""
+        servers instead of starting them again; ``make_child`` builds Task subagents
+        (a child gets its parent's)."""
         instance = _instance_for(agent.directory)
         config = agent.config if agent.config is not None else _load_config(instance)
         mcp = _mcp_manager(config, instance, parent)
@@ -127,24 +139,27 @@ class Runtime:
         if mcp_start is not None:
             await asyncio.sleep(0)  # let it begin (its SDK import runs in a worker thread)
         try:
-            return await cls._build(agent, parent, instance, config, mcp, mcp_start)
+            runtime = await cls._build(agent, parent, instance, config, mcp, mcp_start)
         except BaseException:
-            if mcp_start is not None:
+            if mcp_start is not None and mcp is not None:
                 mcp_start.cancel()
                 await asyncio.shield(mcp.aclose())
             raise
+        runtime.make_child = make_child or (parent.make_child if parent is not None else None)
+        _add_task_tool(agent, runtime)
+        return runtime
 
     @classmethod
     async def _build(
         cls,
-        agent: Agent,
+        agent: AgentSettings,
         parent: Runtime | None,
         instance: InstanceInfo,
-        config: Any,
-        mcp: Any,
-        mcp_start: Any,
+        config: Config,
+        mcp: McpManager | None,
+        mcp_start: asyncio.Future[None] | None,
     ) -> Runtime:
-        agent_name = agent.agent_name or _attr(config, "default_agent") or "build"
+        agent_name = agent.agent_name or config.default_agent or "build"
         agent_info = _agent_info(agent_name, config, instance)
         spec = _resolve_spec(agent, config, agent_info)
         _learn_secrets(config, spec)
@@ -169,12 +184,12 @@ class Runtime:
                 await mcp_start
             _add_mcp_tools(tools, mcp, agent_info, warnings, owned=parent is None)
             limits = agent.limits or LoopLimits(
-                max_steps=_attr(agent_info, "steps") or _attr(config, "max_steps") or 50,
-                timeout=_attr(config, "timeout"),
-                max_tool_calls=_attr(config, "max_tool_calls") or 64,
+                max_steps=agent_info.steps or config.max_steps,
+                timeout=config.timeout,
+                max_tool_calls=config.max_tool_calls,
             )
             permission = _permission_service(config, agent_info, agent.asker, instance)
-            sandbox = await _sandbox_policy(config, agent_name, agent_info, instance.worktree, warnings)
+            sandbox = await sandbox_policy(config, agent_name, agent_info, instance.worktree, warnings)
             runtime = cls(
                 instance=instance,
                 config=config,
@@ -199,8 +214,7 @@ class Runtime:
                 full_system=list(system),
                 extra=extra,
             )
-            runtime.use_lean(_attr(config, "prompt") == "lean")
-            _add_task_tool(agent, runtime)
+            runtime.use_lean(config.prompt == "lean")
             return runtime
         except BaseException:
             if probe is not None:  # nothing is left running when the build fails
@@ -208,7 +222,7 @@ class Runtime:
             raise
 
 
-def _catalog_and_probe(config: Any, spec: ProviderSpec) -> tuple[Any, Any]:
+def _catalog_and_probe(config: Config, spec: ProviderSpec) -> tuple[ModelCatalog, ServerProbe | None]:
     """The model catalog, and a probe asking a local server for its window and tool support
     (begun now, so it runs while the prompt is assembled)."""
     from etcode.provider.catalog import ModelCatalog
@@ -218,87 +232,16 @@ def _catalog_and_probe(config: Any, spec: ProviderSpec) -> tuple[Any, Any]:
     return catalog, begin_probe(spec)
 
 
-def _learn_secrets(config: Any, spec: ProviderSpec) -> None:
+def _learn_secrets(config: Config, spec: ProviderSpec) -> None:
     """Teach the redactor the keys in play (config and the resolved provider key): tool
     output holding one is redacted before the model or the session store sees it."""
     from etcode.util.redact import register_config, register_secrets
 
     register_config(config)
-    register_secrets(getattr(spec, "api_key", None))
+    register_secrets(spec.api_key)
 
 
-def _attr(obj: Any, name: str, default: Any = None) -> Any:
-    if obj is None:
-        return default
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-async def _sandbox_policy(
-    config: Any, agent_name: str, agent_info: Any, worktree: Path, warnings: list[str]
-) -> Any:
-    """The sandbox of this session's commands: the ``--sandbox`` flag wins; otherwise the
-    stricter of the config's and the agent's. A mode the user asked for that cannot be had
-    here is an error; a built-in agent's default (plan: read-only) only warns."""
-    from etcode.config.loader import FLAGS_SOURCE
-    from etcode.tools.sandbox import (
-        STRICTNESS,
-        SandboxPolicy,
-        SandboxUnavailable,
-        as_mode,
-        config_dir_paths,
-        stricter,
-        unavailable_reason,
-    )
-
-    configured = _attr(config, "sandbox")
-    config_mode = configured.mode if configured is not None else None
-    agent_mode = _attr(agent_info, "sandbox")
-    agent_mode = _unloosened(agent_name, agent_mode, _attr(agent_info, "sandbox_source"), worktree, warnings)
-    from_flag = config is not None and hasattr(config, "origin") and config.origin("sandbox") == FLAGS_SOURCE
-    mode = (config_mode if from_flag else stricter(config_mode, agent_mode)) or "off"
-    if mode == "off":
-        return SandboxPolicy()
-    required = (config_mode is not None and STRICTNESS[config_mode] >= STRICTNESS[mode]) or (
-        _attr(agent_info, "sandbox_source") != "builtin"
-    )
-    problem = await asyncio.to_thread(unavailable_reason)
-    if problem is not None:
-        if required:
-            raise SandboxUnavailable(f"sandbox: {problem}")
-        warnings.append(
-            f"the {agent_name} agent runs commands without its {mode} sandbox: {problem}; its permission rules still apply"
-        )
-        return SandboxPolicy()
-    writable = tuple(Path(p).expanduser() for p in configured.writable) if configured is not None else ()
-    network = bool(configured.network) if configured is not None else False
-    return SandboxPolicy(as_mode(mode), network, writable, required, config_dir_paths())
-
-
-def _unloosened(
-    agent_name: str, mode: str | None, source: str | None, worktree: Path, warnings: list[str]
-) -> str | None:
-    """A built-in agent's sandbox (plan, explore: read-only) loosened by an agent file in
-    the project (``.etcode/agent/<name>.md``) stays as it was: a cloned repository must not
-    take a read-only agent out of its sandbox. (The config's ``agent`` key goes through
-    project trust; the user's global agent files may loosen it.)"""
-    from etcode.agent.registry import builtin_agents
-    from etcode.tools.sandbox import STRICTNESS
-
-    builtin = builtin_agents().get(agent_name)
-    default = builtin.sandbox if builtin is not None else None
-    if not default or mode is None or STRICTNESS.get(mode, 0) >= STRICTNESS[default]:
-        return mode
-    if source and source.endswith(".md") and Path(source).resolve().is_relative_to(worktree.resolve()):
-        warnings.append(
-            f"{source}: a project file cannot take the {agent_name} agent out of its {default} sandbox"
-        )
-        return default
-    return mode
-
-
-def _shell_env(config: Any, spec: ProviderSpec) -> Any:
+def _shell_env(config: Config, spec: ProviderSpec) -> ShellEnvPolicy:
     """What Bash commands inherit: the config's ``shell.env``, never the session's keys."""
     from etcode.tools.shell_env import ShellEnvPolicy
     from etcode.util.redact import secrets_from_config
@@ -315,24 +258,22 @@ def _instance_for(directory: Path | None) -> InstanceInfo:
     return describe(directory)
 
 
-def _load_config(instance: InstanceInfo) -> Any:
+def _load_config(instance: InstanceInfo) -> Config:
     from etcode.config.loader import load_config
 
     return load_config(instance.directory, instance.worktree)
 
 
-def _retry_config(config: Any) -> RetryConfig:
-    if config is None:
-        return RetryConfig()
+def _retry_config(config: Config) -> RetryConfig:
     from etcode.config.resolve import retry_config
 
     return retry_config(config)
 
 
-def _resolve_spec(agent: Agent, config: Any, agent_info: Any) -> ProviderSpec:
-    from etcode.api import spec_from_arguments
+def _resolve_spec(agent: AgentSettings, config: Config, agent_info: AgentInfo) -> ProviderSpec:
+    from etcode.config.resolve import spec_from_arguments
 
-    model = agent.model or _attr(agent_info, "model")
+    model = agent.model or agent_info.model
     if agent.api_key or agent.base_url:
         if not model:
             from etcode.util.errors import ConfigError
@@ -347,7 +288,7 @@ def _resolve_spec(agent: Agent, config: Any, agent_info: Any) -> ProviderSpec:
     return resolve_model(config, model)
 
 
-def _request_extra(agent: Agent, spec: ProviderSpec) -> dict[str, Any]:
+def _request_extra(agent: AgentSettings, spec: ProviderSpec) -> dict[str, Any]:
     """The agent's model keywords for the request body: checked against the provider's wire
     format, or passed as they are to a provider or client of the caller's own."""
     if agent.provider is not None:
@@ -357,18 +298,18 @@ def _request_extra(agent: Agent, spec: ProviderSpec) -> dict[str, Any]:
     return request_options(spec.type, spec.id, agent.llm_kwargs)
 
 
-def _agent_info(name: str, config: Any, instance: InstanceInfo) -> Any:
+def _agent_info(name: str, config: Config, instance: InstanceInfo) -> AgentInfo:
     from etcode.agent.registry import get_agent
 
     return get_agent(
         name,
-        config_agents=_attr(config, "agent") or {},
+        config_agents=config.agent,
         directory=instance.directory,
         worktree=instance.worktree,
     )
 
 
-def _tools_for(agent: Agent, agent_info: Any) -> ToolRegistry:
+def _tools_for(agent: AgentSettings, agent_info: AgentInfo) -> ToolRegistry:
     """Built-in tools the agent enables (``"tools": {"Bash": false, "*": false, ...}``),
     then the caller's own tools, which are always offered. Without the built-in set,
     ``TodoWrite`` still comes (after the caller's tools): every agent can keep a todo list."""
@@ -385,12 +326,12 @@ def _tools_for(agent: Agent, agent_info: Any) -> ToolRegistry:
     return registry
 
 
-def _mcp_manager(config: Any, instance: InstanceInfo, parent: Runtime | None) -> Any:
+def _mcp_manager(config: Config, instance: InstanceInfo, parent: Runtime | None) -> McpManager | None:
     """The parent's MCP servers, or a manager for this session's own (not started yet);
     None when no server is enabled (then the ``mcp`` SDK is never imported)."""
     if parent is not None:
         return parent.mcp
-    servers = _attr(config, "mcp") or {}
+    servers = config.mcp
     if not servers:
         return None
     from etcode.mcp.config import server_specs
@@ -403,7 +344,9 @@ def _mcp_manager(config: Any, instance: InstanceInfo, parent: Runtime | None) ->
     return McpManager(specs, instance.directory)
 
 
-def _add_mcp_tools(tools: ToolRegistry, mcp: Any, agent_info: Any, warnings: list[str], owned: bool) -> None:
+def _add_mcp_tools(
+    tools: ToolRegistry, mcp: McpManager | None, agent_info: AgentInfo, warnings: list[str], owned: bool
+) -> None:
     """Offer the connected servers' tools the agent enables; report servers that failed."""
     if mcp is None:
         return
@@ -414,9 +357,10 @@ def _add_mcp_tools(tools: ToolRegistry, mcp: Any, agent_info: Any, warnings: lis
             tools.add(item)
 
 
-def _add_task_tool(agent: Agent, runtime: Runtime) -> None:
-    """The ``Task`` tool, when the agent enables it (a subagent only when it asks for it)."""
-    if not agent.builtin_tools:
+def _add_task_tool(agent: AgentSettings, runtime: Runtime) -> None:
+    """The ``Task`` tool, when the agent enables it (a subagent only when it asks for it)
+    and the runtime can build children."""
+    if not agent.builtin_tools or runtime.make_child is None:
         return
     from etcode.session.subagent import task_tool_for
 
@@ -425,25 +369,25 @@ def _add_task_tool(agent: Agent, runtime: Runtime) -> None:
         runtime.tools.add(task)
 
 
-def _instruction_prompt(config: Any, instance: InstanceInfo) -> Any:
+def _instruction_prompt(config: Config, instance: InstanceInfo) -> InstructionPrompt:
     from etcode.prompt.instruction import InstructionPrompt
 
     return InstructionPrompt(
         instance.directory,
         instance.worktree,
-        instructions=list(_attr(config, "instructions") or []),
-        compat=_attr(config, "instructions_compat", True) is not False,
+        instructions=list(config.instructions),
+        compat=config.instructions_compat,
     )
 
 
 async def _system_prompt(
-    agent: Agent,
-    agent_info: Any,
+    agent: AgentSettings,
+    agent_info: AgentInfo,
     spec: ProviderSpec,
     instance: InstanceInfo,
-    instructions: Any,
+    instructions: InstructionPrompt,
     warnings: list[str],
-    config: Any = None,
+    config: Config,
 ) -> tuple[list[str], list[str] | None]:
     """The system prompt's texts, and the same with the lean provider layer (None when the
     first layer is not the provider's: an agent's or the caller's own prompt)."""
@@ -457,9 +401,9 @@ async def _system_prompt(
         is_git=instance.is_git,
         system_prompt=agent.system_prompt or None,
         name=agent.name,
-        transforms=list(_attr(config, "plugin") or []),
+        transforms=list(config.plugin),
     )
-    warnings.extend(getattr(instructions, "warnings", []) or [])
+    warnings.extend(instructions.warnings)
     texts = [part.text for part in parts]
     provider = SystemPrompt.provider(spec.full_id, agent.name)
     if not parts or parts[0].layer != "provider" or parts[0].text != provider.text:
@@ -467,14 +411,12 @@ async def _system_prompt(
     return texts, [SystemPrompt.lean_provider(agent.name).text, *texts[1:]]
 
 
-def _permission_service(config: Any, agent_info: Any, asker: Any, instance: InstanceInfo) -> Any:
+def _permission_service(
+    config: Config, agent_info: AgentInfo, asker: Asker | None, instance: InstanceInfo
+) -> PermissionService:
     from etcode.permission.service import DenyAsker, PermissionService, rules_from_config
 
-    rules = rules_from_config(
-        _attr(config, "permission"),
-        _attr(agent_info, "permission"),
-        getattr(config, "permission_files", None) or (),
-    )
+    rules = rules_from_config(config.permission, agent_info.permission, config.permission_files)
     return PermissionService(rules, asker or DenyAsker(), instance.worktree)
 
 
