@@ -33,6 +33,7 @@ from etcode.provider.types import (
 from etcode.session import events as ev
 from etcode.session.compaction import NOTHING_OLDER
 from etcode.session.pump import EventPump
+from etcode.session.recording import LoopWindow, Recorder, record_safely
 from etcode.session.result import AgentResult, LoopLimits
 from etcode.tools.base import (
     PermissionCheck,
@@ -93,9 +94,9 @@ class LoopSettings:
     output_filter: Callable[[str, str], str] | None = None
     on_call: Callable[[str, str], str | None] | None = None
     #: Persists the session as it runs (``etcode.session.recorder.SessionRecorder``).
-    recorder: Any = None
+    recorder: Recorder | None = None
     #: Context budget, usage/cost accounting and compaction (``etcode.session.window.ContextWindow``).
-    window: Any = None
+    window: LoopWindow | None = None
 
 
 class AgentLoop(EventPump):
@@ -332,7 +333,7 @@ class AgentLoop(EventPump):
         self._usage.add(usage)
         window = self.settings.window
         update = window.add_usage(usage, cost) if window is not None else None
-        await self._record("usage_added", usage, cost, model)
+        await self._record(lambda recorder: recorder.usage_added(usage, cost, model))
         if update is not None:
             self.emit(update)
 
@@ -342,25 +343,17 @@ class AgentLoop(EventPump):
         await self._checkpoint()
 
     # ---- session: persistence, context window, compaction ------------------------
-    async def _record(self, method: str, *args: Any) -> None:
-        """Call a recorder method; a store failure becomes one warning, then recording stops."""
-        recorder = self.settings.recorder
-        if recorder is None:
-            return
-        try:
-            await getattr(recorder, method)(*args)
-        except EtcodeError as err:
-            self.settings.recorder = None
-            self.emit(ev.WarningEvent(f"the session is no longer being saved: {err}"))
+    async def _record(self, call: Callable[[Recorder], Awaitable[None]]) -> None:
+        await record_safely(self.settings, self.emit, call)
 
     async def _checkpoint(self) -> None:
-        await self._record("checkpoint", self.messages)
+        await self._record(lambda recorder: recorder.checkpoint(self.messages))
 
     async def _account(self, end: StreamEnd) -> ev.Event | None:
         """Cost and context size of the call that just ended; stores its usage."""
         window = self.settings.window
         cost, update = window.record(end.usage, self.messages) if window is not None else (None, None)
-        await self._record("step_finished", self._steps, end.usage, cost)
+        await self._record(lambda recorder: recorder.step_finished(self._steps, end.usage, cost))
         return update
 
     async def _auto_compact(self) -> None:
@@ -374,7 +367,7 @@ class AgentLoop(EventPump):
         tokens = window.needs_compaction(self.settings.system, self.settings.tools.schemas(), self.messages)
         if tokens is not None:
             try:
-                await self._compact("auto", tokens)
+                await self._compact(window, "auto", tokens)
             except ProviderError as err:
                 self.emit(ev.CompactionEvent("auto", "failed", tokens_before=tokens, message=str(err)))
 
@@ -390,19 +383,19 @@ class AgentLoop(EventPump):
                 self.emit(window.update())
             window.check_newest(self.settings.system, self.settings.tools.schemas(), self.messages, err)
             try:
-                compacted = await self._compact("overflow")
+                compacted = await self._compact(window, "overflow")
             except ProviderError as failure:
                 self.emit(ev.CompactionEvent("overflow", "failed", message=str(failure)))
                 raise err from None
             return await self._stream_step() if compacted else None
 
-    async def _compact(self, reason: str, tokens: int | None = None) -> bool:
+    async def _compact(self, window: LoopWindow, reason: str, tokens: int | None = None) -> bool:
         """Replace the history by a compacted batch (events: compaction start/done, usage).
         Returns False when the user interrupted it (the history is then unchanged)."""
         s = self.settings
         self.emit(ev.CompactionEvent(reason, "start", tokens_before=tokens or 0))
         work = asyncio.ensure_future(
-            s.window.compact(
+            window.compact(
                 self.messages,
                 reason=reason,
                 provider=s.provider,
@@ -429,14 +422,14 @@ class AgentLoop(EventPump):
             return True
         self.messages = result.messages
         self._compacted_at = len(self.messages)
-        if s.window.budget.exceeded(result.tokens_after):  # it cannot help: do not repeat it
+        if window.budget.exceeded(result.tokens_after):  # it cannot help: do not repeat it
             self._compacted_at = 1 << 30
         self._usage.add(result.usage)
-        await self._record("batch_started", self.messages, reason)
+        await self._record(lambda recorder: recorder.batch_started(self.messages, reason))
         if result.usage.input_tokens or result.usage.output_tokens:
-            await self._record("step_finished", 0, result.usage, result.cost)
+            await self._record(lambda recorder: recorder.step_finished(0, result.usage, result.cost))
         self.emit(result.done_event(reason))
-        self.emit(s.window.update())
+        self.emit(window.update())
         return True
 
     def _make_result(self, stop_reason: str, error: str | None) -> AgentResult:

@@ -18,17 +18,17 @@ role turns' model calls count in the session's usage and cost (``_RoleRecorder``
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from etcode.provider.types import Message, TextPart, Usage
+from etcode.provider.types import Message, TextPart, ToolSchema, Usage
 from etcode.session import events as ev
 from etcode.session.loop import AgentLoop, LoopSettings
 from etcode.session.pump import EventPump
+from etcode.session.recording import LoopWindow, Recorder, record_safely
 from etcode.session.result import AgentResult, LoopLimits
 from etcode.tools.registry import ToolRegistry
-from etcode.util.errors import EtcodeError
 from etcode.workflow import requests, steps
 from etcode.workflow.cache import ToolCache, cached_registry
 from etcode.workflow.jsonparse import JsonAnswerError, parse_object, parse_partial
@@ -36,6 +36,9 @@ from etcode.workflow.models import ExecutorReport, Plan, Todo, Verdict, todos_fr
 from etcode.workflow.prompts import PromptManager
 
 if TYPE_CHECKING:
+    from etcode.provider.errors import ContextOverflowError
+    from etcode.session.compaction import CompactionResult
+    from etcode.session.context import ContextBudget
     from etcode.wiring.runtime import Runtime
     from etcode.wiring.settings import AgentSettings
 
@@ -342,18 +345,10 @@ class WorkflowRun(EventPump):
         await self._checkpoint()
 
     async def _checkpoint(self) -> None:
-        await self._record("checkpoint", self.messages)
+        await self._record(lambda recorder: recorder.checkpoint(self.messages))
 
-    async def _record(self, method: str, *args: Any) -> None:
-        """Call a recorder method; a store failure becomes one warning, then recording stops."""
-        recorder = self.base.recorder
-        if recorder is None:
-            return
-        try:
-            await getattr(recorder, method)(*args)
-        except EtcodeError as err:
-            self.base.recorder = None
-            self.emit(ev.WarningEvent(f"the session is no longer being saved: {err}"))
+    async def _record(self, call: Callable[[Recorder], Awaitable[None]]) -> None:
+        await record_safely(self.base, self.emit, call)
 
     def _system(self, role: str) -> list[str]:
         base = self.runtime.system[
@@ -407,27 +402,51 @@ class _RoleRecorder:
         return None
 
     async def step_finished(self, step: int, usage: Usage, cost: float | None) -> None:
-        await self.run._record("step_finished", self.run._steps + step, usage, cost)
+        steps = self.run._steps + step
+        await self.run._record(lambda recorder: recorder.step_finished(steps, usage, cost))
 
     async def usage_added(self, usage: Usage, cost: float | None, model: str) -> None:
-        await self.run._record("usage_added", usage, cost, model)
+        await self.run._record(lambda recorder: recorder.usage_added(usage, cost, model))
 
 
 class _RoleWindow:
     """The context window a role turn's loop sees: its calls count in the session's cost
     and totals, but do not describe the session's context (and are never compacted)."""
 
-    auto = False
-
-    def __init__(self, window: Any) -> None:
+    def __init__(self, window: LoopWindow) -> None:
         self.window = window
 
     @property
-    def max_output(self) -> int:
-        return int(self.window.max_output)
+    def auto(self) -> bool:
+        return False
 
-    def needs_compaction(self, *args: Any) -> int | None:
+    @property
+    def max_output(self) -> int:
+        return self.window.max_output
+
+    @property
+    def budget(self) -> ContextBudget:
+        return self.window.budget
+
+    def needs_compaction(
+        self, system: list[str], tools: list[ToolSchema], messages: list[Message]
+    ) -> int | None:
         return None
+
+    def check_newest(
+        self,
+        system: list[str],
+        tools: list[ToolSchema],
+        messages: list[Message],
+        overflow: ContextOverflowError | None = None,
+    ) -> None:
+        return None
+
+    def learn_window(self, context: int, source: str = "overflow error") -> bool:
+        return False
+
+    async def compact(self, messages: list[Message], **request: Any) -> CompactionResult:
+        raise RuntimeError("a workflow role turn is never compacted (its window is not auto)")
 
     def record(self, usage: Usage, messages: list[Message]) -> tuple[float | None, ev.UsageUpdate]:
         return self.window.record(usage, [])
