@@ -249,3 +249,42 @@ async def test_step_hook_sees_every_finished_step(tmp_path: Path) -> None:
     loop.settings.on_step = on_step
     await collect(loop)
     assert seen == [3, 4]  # user, assistant+call, tool result | final assistant
+
+
+class _FailingStore:
+    """A recorder whose store fails on the second checkpoint (a full disk, say)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def checkpoint(self, messages: list[Message]) -> None:
+        self.calls.append(f"checkpoint {len(messages)}")
+        if sum(call.startswith("checkpoint") for call in self.calls) == 2:
+            from etcode.util.errors import EtcodeError
+
+            raise EtcodeError("disk full")
+
+    async def batch_started(self, messages: list[Message], reason: str) -> None:
+        self.calls.append("batch_started")
+
+    async def step_finished(self, step: int, usage: object, cost: float | None) -> None:
+        self.calls.append(f"step_finished {step}")
+
+    async def usage_added(self, usage: object, cost: float | None, model: str) -> None:
+        self.calls.append("usage_added")
+
+
+async def test_a_failing_store_is_one_warning_and_the_run_goes_on(tmp_path: Path) -> None:
+    provider = ScriptedProvider(Answer("", [("shout", {"text": "hi"})]), Answer("Done: HI"))
+    loop = make_loop(tmp_path, provider, shout)
+    store = _FailingStore()
+    loop.settings.recorder = store
+    events = await collect(loop)
+    warnings = [e.message for e in events if isinstance(e, ev.WarningEvent)]
+    assert warnings == ["the session is no longer being saved: disk full"]
+    # Stored up to the failure (the prompt, the first step, the answer), nothing asked after.
+    assert store.calls == ["checkpoint 1", "step_finished 1", "checkpoint 2"]
+    assert (
+        loop.result is not None and loop.result.stop_reason == "end_turn" and loop.result.text == "Done: HI"
+    )
+    assert loop.settings.recorder is None
