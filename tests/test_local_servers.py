@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from etcode.provider.errors import ContextOverflowError
-from etcode.provider.retry import error_from_response
+from etcode.provider.http_errors import error_from_response
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import FakeLLM, Fault, Reply
 from tests.test_fault_matrix import error_line, ok

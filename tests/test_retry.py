@@ -11,13 +11,15 @@ import pytest
 from etcode.provider.anthropic import AnthropicProvider
 from etcode.provider.errors import ContextOverflowError, ProviderError
 from etcode.provider.factory import make_provider
-from etcode.provider.openai import OpenAIProvider
-from etcode.provider.retry import (
-    backoff_delay,
+from etcode.provider.http_errors import (
     error_from_exception,
     error_from_payload,
     error_from_response,
     is_context_overflow,
+)
+from etcode.provider.openai import OpenAIProvider
+from etcode.provider.retry import (
+    backoff_delay,
     parse_retry_after,
     retry_delay,
     should_retry,
@@ -278,3 +280,13 @@ def test_factory_import_is_light() -> None:
     code = "import sys, etcode.provider.factory; print('httpx' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_retry_policy_loads_no_http_client() -> None:
+    """``chat_client`` (an ``llm=`` client of the caller's) retries through it without httpx."""
+    import subprocess
+    import sys
+
+    code = "import sys, etcode.provider.retry, etcode.provider.chat_client; print('httpx' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "False", proc.stderr

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from etcode.provider.errors import StreamParseError
-from etcode.provider.retry import RetryingHTTPProvider, error_from_payload
+from etcode.provider.http_errors import error_from_payload
+from etcode.provider.http_provider import RetryingHTTPProvider
 from etcode.provider.shapes import as_dict, as_index, as_str, as_tokens
 from etcode.provider.sse import SSEEvent
 from etcode.provider.types import (

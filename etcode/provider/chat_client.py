@@ -147,7 +147,7 @@ class ChatClientProvider:
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
         """Ask the client once (again after retryable failures); see
         :class:`etcode.provider.base.Provider`."""
-        from etcode.provider.retry import stream_with_retries  # loads httpx: only when used
+        from etcode.provider.retry import stream_with_retries
 
         messages = system_message(request.system) + messages_to_openai(request.messages)
         tools = tools_to_openai(request.tools) or None

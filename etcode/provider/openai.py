@@ -15,8 +15,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from etcode.provider.errors import StreamParseError
+from etcode.provider.http_errors import error_from_payload
+from etcode.provider.http_provider import RetryingHTTPProvider
 from etcode.provider.openai_format import messages_to_openai, system_message, tools_to_openai
-from etcode.provider.retry import RetryingHTTPProvider, error_from_payload
 from etcode.provider.shapes import as_dict, as_index, as_list, as_str, as_tokens
 from etcode.provider.sse import SSEEvent
 from etcode.provider.types import (
