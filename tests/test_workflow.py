@@ -225,7 +225,12 @@ async def test_happy_path(llm: FakeLLM, tmp_path: Path) -> None:
     first_full = next(
         i for i, u in enumerate(updates) if len(u) == 2 and u[1]["description"] == "Read notes.txt"
     )
-    assert any(len(u) == 1 or (u and u[0]["description"] != "Write answer.txt") for u in updates[:first_full])
+    partial = updates[:first_full]  # before it: the first todo alone, its text growing
+    assert partial and all(
+        len(u) <= 1 and all(t["id"] == "2" and "Write answer.txt".startswith(t["description"]) for t in u)
+        for u in partial
+    )
+    assert any(len(u) == 1 for u in partial)
     assert updates[-1][0]["status"] == "completed" and updates[-1][1]["status"] == "completed"
     assert {t["id"] for t in result.todos} == {"1", "2"}
     # Identical read-only calls: the repeat before the write and the one after it.

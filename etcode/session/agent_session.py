@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from etcode.provider.types import Message, Usage
 from etcode.session import events as ev
-from etcode.session.compaction import NOTHING_OLDER, announcement, is_announcement
+from etcode.session.compaction import announcement, is_announcement
 from etcode.session.history import repair_dangling
 from etcode.session.lock import SessionLock
 from etcode.session.recorder import SessionRecorder
@@ -29,6 +29,7 @@ from etcode.util.ids import new_id
 from etcode.util.tokens import preload
 
 if TYPE_CHECKING:
+    from etcode.session.compaction import CompactionResult
     from etcode.session.window import ContextWindow
 
 log = logging.getLogger("etcode.session")
@@ -356,34 +357,31 @@ class AgentSession:
         if not history or self.window is None:
             emit(ev.CompactionEvent(reason, "done", message="nothing to compact"))
             return history
+        from etcode.session.window import compact_with_events
+
         system, tools = runtime.system, runtime.tools.schemas()
-        tokens = self.window.estimate(system, tools, history)
-        emit(ev.CompactionEvent(reason, "start", tokens_before=tokens))
-        try:
-            result = await self.window.compact(
-                history,
-                reason=reason,
-                provider=runtime.provider,
-                model=runtime.spec.model,
-                system=system,
-                tools=tools,
-                tokens_before=tokens,
-            )
-        except Exception as err:
-            emit(ev.CompactionEvent(reason, "failed", tokens_before=tokens, message=str(err)))
-            raise
-        if result.messages is history:  # only the newest turn: it stays word for word
-            emit(ev.CompactionEvent(reason, "done", message=NOTHING_OLDER))
-            return history
-        if self._created:
-            await self.recorder.batch_started(result.messages, reason)
-            if result.usage.input_tokens or result.usage.output_tokens:
-                await self.recorder.step_finished(0, result.usage, result.cost)
-        else:
-            self.recorder.assume_stored(result.messages)
-        emit(result.done_event(reason))
-        emit(self.window.update())
-        return result.messages
+
+        async def store(result: CompactionResult) -> None:
+            if self._created:
+                await self.recorder.batch_started(result.messages, reason)
+                if result.usage.input_tokens or result.usage.output_tokens:
+                    await self.recorder.step_finished(0, result.usage, result.cost)
+            else:
+                self.recorder.assume_stored(result.messages)
+
+        result = await compact_with_events(
+            self.window,
+            history,
+            reason=reason,
+            provider=runtime.provider,
+            model=runtime.spec.model,
+            system=system,
+            tools=tools,
+            emit=emit,
+            store=store,
+            tokens_before=self.window.estimate(system, tools, history),
+        )
+        return result.messages if result is not None else history
 
     async def undo(
         self, history: list[Message], *, force: bool = False

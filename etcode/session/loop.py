@@ -9,6 +9,7 @@ every tool call still gets a result, and the run ends with ``stop_reason="interr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -31,7 +32,6 @@ from etcode.provider.types import (
     Usage,
 )
 from etcode.session import events as ev
-from etcode.session.compaction import NOTHING_OLDER
 from etcode.session.pump import EventPump
 from etcode.session.recording import LoopWindow, Recorder, record_safely
 from etcode.session.result import AgentResult, LoopLimits
@@ -48,6 +48,7 @@ from etcode.tools.scheduler import ToolScheduler
 from etcode.util.errors import EtcodeError
 
 if TYPE_CHECKING:
+    from etcode.session.compaction import CompactionResult
     from etcode.tools.sandbox import SandboxPolicy
     from etcode.tools.shell_env import ShellEnvPolicy
 
@@ -366,10 +367,8 @@ class AgentLoop(EventPump):
             return
         tokens = window.needs_compaction(self.settings.system, self.settings.tools.schemas(), self.messages)
         if tokens is not None:
-            try:
+            with contextlib.suppress(ProviderError):  # reported as a failed compaction; the run goes on
                 await self._compact(window, "auto", tokens)
-            except ProviderError as err:
-                self.emit(ev.CompactionEvent("auto", "failed", tokens_before=tokens, message=str(err)))
 
     async def _stream_step_compacting(self) -> StreamEnd | None:
         """``_stream_step``; on a context overflow, compact and try the step once more."""
@@ -384,52 +383,43 @@ class AgentLoop(EventPump):
             window.check_newest(self.settings.system, self.settings.tools.schemas(), self.messages, err)
             try:
                 compacted = await self._compact(window, "overflow")
-            except ProviderError as failure:
-                self.emit(ev.CompactionEvent("overflow", "failed", message=str(failure)))
+            except ProviderError:  # reported as a failed compaction: the overflow ends the run
                 raise err from None
             return await self._stream_step() if compacted else None
 
     async def _compact(self, window: LoopWindow, reason: str, tokens: int | None = None) -> bool:
         """Replace the history by a compacted batch (events: compaction start/done, usage).
         Returns False when the user interrupted it (the history is then unchanged)."""
+        from etcode.session.window import compact_with_events
+
         s = self.settings
-        self.emit(ev.CompactionEvent(reason, "start", tokens_before=tokens or 0))
-        work = asyncio.ensure_future(
-            window.compact(
-                self.messages,
-                reason=reason,
-                provider=s.provider,
-                model=s.model,
-                system=s.system,
-                tools=s.tools.schemas(),
-                tokens_before=tokens,
-            )
+
+        async def store(result: CompactionResult) -> None:
+            await self._record(lambda recorder: recorder.batch_started(result.messages, reason))
+            if result.usage.input_tokens or result.usage.output_tokens:
+                await self._record(lambda recorder: recorder.step_finished(0, result.usage, result.cost))
+
+        result = await compact_with_events(
+            window,
+            self.messages,
+            reason=reason,
+            provider=s.provider,
+            model=s.model,
+            system=s.system,
+            tools=s.tools.schemas(),
+            emit=self.emit,
+            store=store,
+            tokens_before=tokens,
+            abort=self._abort,
         )
-        abort_wait = asyncio.ensure_future(self._abort.wait())
-        try:
-            await asyncio.wait({work, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            abort_wait.cancel()
-        if not work.done():
-            work.cancel()
-            await asyncio.gather(work, return_exceptions=True)
-            self.emit(ev.CompactionEvent(reason, "failed", tokens_before=tokens or 0, message="interrupted"))
+        if result is None:
             return False
-        result = work.result()
-        if result.messages is self.messages:  # nothing older than the kept messages
-            self._compacted_at = len(self.messages)
-            self.emit(ev.CompactionEvent(reason, "done", message=NOTHING_OLDER))
-            return True
-        self.messages = result.messages
-        self._compacted_at = len(self.messages)
-        if window.budget.exceeded(result.tokens_after):  # it cannot help: do not repeat it
-            self._compacted_at = 1 << 30
-        self._usage.add(result.usage)
-        await self._record(lambda recorder: recorder.batch_started(self.messages, reason))
-        if result.usage.input_tokens or result.usage.output_tokens:
-            await self._record(lambda recorder: recorder.step_finished(0, result.usage, result.cost))
-        self.emit(result.done_event(reason))
-        self.emit(window.update())
+        self._compacted_at = len(result.messages)
+        if result.messages is not self.messages:
+            self.messages = result.messages
+            self._usage.add(result.usage)
+            if window.budget.exceeded(result.tokens_after):  # it cannot help: do not repeat it
+                self._compacted_at = 1 << 30
         return True
 
     def _make_result(self, stop_reason: str, error: str | None) -> AgentResult:

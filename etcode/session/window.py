@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from etcode.provider.base import Provider
 from etcode.provider.catalog import CatalogModel, ModelCatalog
@@ -11,6 +12,7 @@ from etcode.provider.errors import ContextOverflowError
 from etcode.provider.types import Message, ToolSchema, Usage
 from etcode.session.compaction import (
     DEFAULT_KEEP_TURNS,
+    NOTHING_OLDER,
     CompactionResult,
     Compactor,
     is_announcement,
@@ -26,7 +28,10 @@ from etcode.session.context import (
     answer_size,
     budget_for,
 )
-from etcode.session.events import UsageUpdate
+from etcode.session.events import CompactionEvent, Event, UsageUpdate
+
+if TYPE_CHECKING:
+    from etcode.session.recording import LoopWindow
 
 
 class ContextWindow:
@@ -192,3 +197,63 @@ class ContextWindow:
         if cost:
             self.meter.cost += cost
         return self.meter.update()
+
+
+async def compact_with_events(
+    window: LoopWindow,
+    messages: list[Message],
+    *,
+    reason: str,
+    provider: Provider,
+    model: str,
+    system: list[str],
+    tools: list[ToolSchema],
+    emit: Callable[[Event], None],
+    store: Callable[[CompactionResult], Awaitable[None]],
+    tokens_before: int | None = None,
+    abort: asyncio.Event | None = None,
+) -> CompactionResult | None:
+    """The one compaction sequence (a run's auto/overflow compaction and ``/compact``):
+    a ``start`` event, the summarising call, then ``store`` the new batch and a ``done``
+    event with the usage update — or ``done`` "nothing older" when only the newest turn
+    is left (``result.messages is messages``). A failure is a ``failed`` event and is
+    raised; an ``abort`` while it runs is a ``failed`` "interrupted" event and None (the
+    history is unchanged)."""
+    emit(CompactionEvent(reason, "start", tokens_before=tokens_before or 0))
+    work = asyncio.ensure_future(
+        window.compact(
+            messages,
+            reason=reason,
+            provider=provider,
+            model=model,
+            system=system,
+            tools=tools,
+            tokens_before=tokens_before,
+        )
+    )
+    waits: set[asyncio.Future[Any]] = {work}
+    if abort is not None:
+        waits.add(asyncio.ensure_future(abort.wait()))
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waits - {work}:
+            waiter.cancel()
+        if not work.done():  # aborted, or this task was cancelled: the call must not run on
+            work.cancel()
+            await asyncio.gather(work, return_exceptions=True)
+    if work.cancelled():
+        emit(CompactionEvent(reason, "failed", tokens_before=tokens_before or 0, message="interrupted"))
+        return None
+    failure = work.exception()
+    if failure is not None:
+        emit(CompactionEvent(reason, "failed", tokens_before=tokens_before or 0, message=str(failure)))
+        raise failure
+    result = work.result()
+    if result.messages is messages:
+        emit(CompactionEvent(reason, "done", message=NOTHING_OLDER))
+        return result
+    await store(result)
+    emit(result.done_event(reason))
+    emit(window.update())
+    return result
