@@ -8,13 +8,13 @@ wins). A markdown file's YAML front matter holds the settings; its body is the p
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from etcode.util.errors import ConfigError, UsageError
+from etcode.util.wildcard import wildcard_match
 
 Mode = Literal["primary", "subagent", "all"]
 MODES: tuple[str, ...] = ("primary", "subagent", "all")
@@ -76,13 +76,18 @@ class AgentInfo:
     source: str | None = None
     prompt_builtin: bool = False
 
-    def tool_enabled(self, tool_name: str) -> bool:
-        """Whether ``tool_name`` is on for this agent (last matching key wins)."""
-        enabled = True
+    def tool_setting(self, tool_name: str) -> bool | None:
+        """What the agent's ``tools`` settings say of ``tool_name`` (the last key that names
+        it or matches it as a wildcard wins), None when none does."""
+        found: bool | None = None
         for pattern, value in self.tools.items():
-            if pattern == tool_name or fnmatch.fnmatchcase(tool_name, pattern):
-                enabled = bool(value)
-        return enabled
+            if pattern == tool_name or wildcard_match(tool_name, pattern):
+                found = bool(value)
+        return found
+
+    def tool_enabled(self, tool_name: str) -> bool:
+        """Whether ``tool_name`` is on for this agent (on unless its settings say off)."""
+        return self.tool_setting(tool_name) is not False
 
     def filter_tools(self, names: Iterable[str]) -> list[str]:
         """The subset of ``names`` this agent may use, in the given order."""

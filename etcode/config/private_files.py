@@ -9,10 +9,11 @@ author's content, whatever its name. Outside a git work tree only the name is kn
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import subprocess
 from pathlib import Path
+
+from etcode.util.wildcard import wildcard_match
 
 #: Names of files that hold secrets (the ``read`` permission asks for the ``.env`` ones).
 SECRET_NAMES: tuple[str, ...] = (
@@ -29,14 +30,18 @@ GIT_TIMEOUT = 5.0
 
 def secret_name(name: str) -> bool:
     """Does a file name (or a glob's last segment) name a secrets file?"""
-    if any(fnmatch.fnmatchcase(name, t) for t in TEMPLATES):
+    if any(wildcard_match(name, t) for t in TEMPLATES):
         return False
-    if any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_NAMES):
+    if any(wildcard_match(name, pattern) for pattern in SECRET_NAMES):
         return True
     # a glob such as ".env*" or ".*" that would pick such files up (glob matches hidden
     # files only with a pattern that starts with ".")
     hidden = (".env", ".envrc", ".env.local", ".netrc", ".npmrc", ".pypirc", ".pgpass")
-    return name.startswith(".") and any(fnmatch.fnmatchcase(example, name) for example in hidden)
+    if not name.startswith("."):
+        return False
+    from etcode.util.ignore import glob_match  # the Glob tool's own semantics
+
+    return any(glob_match(name, example) for example in hidden)
 
 
 def _git(root: Path, *args: str) -> int | None:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal, cast
 
 from etcode.util.errors import ConfigError
+from etcode.util.wildcard import regex_source, wildcard_match
 
 Action = Literal["allow", "ask", "deny"]
 ACTIONS: tuple[str, ...] = ("allow", "ask", "deny")
@@ -70,34 +70,6 @@ DEFAULT_RULES: tuple[Rule, ...] = (
 )
 
 
-def _source(pattern: str) -> str:
-    """The regex (without anchors) of a wildcard pattern."""
-    out = []
-    for char in pattern:
-        if char == "*":
-            out.append(".*")
-        elif char == "?":
-            out.append(".")
-        else:
-            out.append(re.escape(char))
-    regex = "".join(out)
-    # "git *" also matches plain "git" (a command without arguments).
-    if pattern.endswith(" *"):
-        regex = regex[: -len(re.escape(" ") + ".*")] + r"(?: .*)?"
-    return regex
-
-
-@lru_cache(maxsize=1024)
-def _compile(pattern: str, ignore_case: bool) -> re.Pattern[str]:
-    return re.compile(_source(pattern) + r"\Z", re.DOTALL | (re.IGNORECASE if ignore_case else 0))
-
-
-def wildcard_match(text: str, pattern: str, ignore_case: bool = False) -> bool:
-    """``*`` matches any text (``/`` included), ``?`` one character; a trailing ``" *"``
-    also matches the text without it (``"git *"`` matches ``"git"``)."""
-    return _compile(pattern, ignore_case).match(text) is not None
-
-
 def _normalize_name(name: str) -> str:
     return name.strip().lower()
 
@@ -139,7 +111,7 @@ class RuleMatcher:
     def __init__(self, rules: list[Rule], permission: str) -> None:
         self.rules = rules
         self.fallback = Rule(permission, "*", "ask")
-        alternatives = [f"(?P<r{index}>{_source(rule.pattern)})" for index, rule in enumerate(rules)]
+        alternatives = [f"(?P<r{index}>{regex_source(rule.pattern)})" for index, rule in enumerate(rules)]
         alternatives.reverse()
         self._regex = re.compile(r"(?:" + "|".join(alternatives) + r")\Z", re.DOTALL) if rules else None
 

@@ -37,13 +37,7 @@ _WRITERS = ("WriteFile", "Edit")
 def explicitly_enabled(info: AgentInfo, tool_name: str) -> bool:
     """Whether the agent's ``tools`` settings name ``tool_name`` (or a pattern for it)
     and the last such setting enables it."""
-    import fnmatch
-
-    found: bool | None = None
-    for pattern, value in info.tools.items():
-        if pattern == tool_name or fnmatch.fnmatchcase(tool_name, pattern):
-            found = bool(value)
-    return bool(found)
+    return info.tool_setting(tool_name) is True
 
 
 def _tool_off(info: AgentInfo, tool: str) -> bool:
