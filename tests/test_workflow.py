@@ -103,6 +103,13 @@ def test_parse_partial_grows_with_the_stream() -> None:
     assert all(value is None or isinstance(value, dict) for value in seen)
 
 
+def test_parse_partial_takes_what_models_send_and_refuses_what_is_not_a_plan() -> None:
+    assert parse_partial('{"todos": [{"id": "1"},], "more": tr') == {"todos": [{"id": "1"}]}  # trailing comma
+    assert parse_partial('Here it is: {"summary": "x"} and that is all.') == {"summary": "x"}
+    assert parse_partial('{"a": ' * 100_000) is None  # nested absurdly deep
+    assert parse_partial('["not", "an object"]') is None and parse_partial("no JSON yet") is None
+
+
 def test_executor_completion_precedence() -> None:
     assert (
         ExecutorReport.from_dict({"taskCompleted": False, "nextAction": "complete"}).completed("1") is False

@@ -4,7 +4,7 @@ commas — and partial JSON while the answer is still streaming.
 ``parse_object(text)`` returns the first JSON object found or raises
 :class:`JsonAnswerError` with a message fit to send back to the model.
 ``parse_partial(text)`` returns the best object a truncated answer allows (open
-strings closed, the unfinished last member dropped), or None.
+strings closed, the unfinished last member dropped; pydantic-core reads it), or None.
 """
 
 from __future__ import annotations
@@ -65,40 +65,6 @@ def parse_object(text: str) -> dict[str, Any]:
 # ---- partial JSON (streaming) ---------------------------------------------------------
 
 
-def _scan(text: str) -> tuple[list[str], bool, bool, list[int]]:
-    """(open brackets, inside a string, after a backslash, delimiter positions)."""
-    stack: list[str] = []
-    in_string = escaped = False
-    cuts: list[int] = []
-    for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-            continue
-        if char == '"':
-            in_string = True
-        elif char in "{[":
-            stack.append("}" if char == "{" else "]")
-            cuts.append(index)
-        elif char in "}]":
-            if stack:
-                stack.pop()
-        elif char == ",":
-            cuts.append(index)
-    return stack, in_string, escaped, cuts
-
-
-def _close(text: str) -> str:
-    stack, in_string, escaped, _ = _scan(text)
-    if in_string:
-        text = (text[:-1] if escaped else text) + '"'
-    return text + "".join(reversed(stack))
-
-
 def _partial_start(text: str) -> int:
     fence = _FENCE.search(text)
     if fence is not None:
@@ -109,7 +75,11 @@ def _partial_start(text: str) -> int:
 
 
 def parse_partial(text: str) -> dict[str, Any] | None:
-    """The object a streaming (possibly cut) answer holds so far, or None."""
+    """The object a streaming (possibly cut) answer holds so far, or None: pydantic-core's
+    partial JSON reader (an open string kept as far as it goes, an unfinished member
+    dropped), after the fence and trailing commas are taken off."""
+    from pydantic_core import from_json
+
     start = _partial_start(text)
     if start < 0:
         return None
@@ -117,24 +87,8 @@ def parse_partial(text: str) -> dict[str, Any] | None:
     fence_end = body.find("```")
     if fence_end >= 0:
         body = body[:fence_end]
-    for _ in range(200):
-        body = body.rstrip()
-        if not body:
-            return None
-        try:
-            value = json.loads(_TRAILING_COMMA.sub(r"\1", _close(body)))
-        except RecursionError:  # nested absurdly deep: not a plan
-            return None
-        except json.JSONDecodeError:
-            value = None
-        else:
-            return value if isinstance(value, dict) else None
-        _, _, _, cuts = _scan(body)
-        if not cuts:
-            return None
-        cut = cuts[-1]
-        shorter = body[:cut] if body[cut] == "," else body[: cut + 1]
-        if shorter == body:  # ends with an opening bracket that still does not parse
-            shorter = body[:cut]
-        body = shorter
-    return None
+    try:
+        value = from_json(_TRAILING_COMMA.sub(r"\1", body), allow_partial="trailing-strings")
+    except ValueError:  # not JSON, or nested too deeply
+        return None
+    return value if isinstance(value, dict) else None
