@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,35 +185,23 @@ def _one_line(text: str, width: int = 80) -> str:
 
 # ---- tools from plain functions ---------------------------------------------------
 
-_ARG_LINE = re.compile(r"^\s*(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
-
-
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a Google/numpy-ish docstring into (description, {param: description})."""
-    lines = inspect.cleandoc(doc).splitlines()
-    description: list[str] = []
-    params: dict[str, str] = {}
-    in_args = False
-    current: str | None = None
-    for line in lines:
-        stripped = line.strip()
-        if stripped.lower() in {"args:", "arguments:", "parameters:", "params:"}:
-            in_args = True
-            continue
-        if in_args:
-            if stripped.lower() in {"returns:", "raises:", "yields:", "examples:"}:
-                in_args = False
-                current = None
-                continue
-            match = _ARG_LINE.match(line)
-            if match:
-                current = match.group(1)
-                params[current] = match.group(2).strip()
-            elif current and stripped:
-                params[current] += " " + stripped
-            continue
-        description.append(line)
-    return "\n".join(description).strip(), params
+    """(description, {param: description}) of a Google, NumPy, reST or Epydoc docstring
+    (docstring-parser detects the style). A docstring it cannot read is all description."""
+    if not doc.strip():
+        return "", {}
+    from docstring_parser import ParseError, parse
+
+    try:
+        parsed = parse(doc)
+    except ParseError:
+        return inspect.cleandoc(doc), {}
+    parts = (parsed.short_description, parsed.long_description)
+    description = "\n\n".join(part.strip() for part in parts if part and part.strip())
+    params = {
+        item.arg_name: " ".join(item.description.split()) for item in parsed.params if item.description
+    }
+    return description, params
 
 
 class InstanceTool(Tool):
