@@ -65,14 +65,15 @@ def startup(runs: int) -> None:
     row(
         "etcode --version",
         f"{version * 1000:.0f} ms ({version / base:.1f}x)",
-        "<= 3x python",
-        version <= 3 * base,
+        "<= 2x python",
+        version <= 2 * base,
     )
 
 
 def first_request_and_memory(runs: int) -> None:
     """``etcode run`` in a subprocess: time to the first model request, and its peak RSS."""
     firsts: list[float] = []
+    totals: list[float] = []
     peaks: list[float] = []
     with FakeLLM() as llm, tempfile.TemporaryDirectory(prefix="etcode-bench-") as tmp:
         project = Path(tmp) / "project"
@@ -104,11 +105,15 @@ def first_request_and_memory(runs: int) -> None:
             _, status, usage = os.wait4(proc.pid, 0)
             proc.returncode = os.waitstatus_to_exitcode(status)
             assert proc.returncode == 0 and seen, "etcode run failed"
+            totals.append(time.perf_counter() - started)
             firsts.append(seen[0] - started)
             peaks.append(usage.ru_maxrss / 1024)  # KiB on Linux
-    firsts, peaks = firsts[1:], peaks[1:]
+    firsts, totals, peaks = firsts[1:], totals[1:], peaks[1:]
     first = median(firsts)
     row("etcode run -> first request", f"{first * 1000:.0f} ms", "< 1000 ms (own)", first < 1.0)
+    total = median(totals)
+    # Claude Code answered the same one-line run in 0.71 s.
+    row("etcode run, one answer (whole process)", f"{total * 1000:.0f} ms", "<= 400 ms", total <= 0.4)
     peak = median(peaks)
     row("peak RSS of `etcode run`", f"{peak:.0f} MB", "< 200 MB (own)", peak < 200)
 

@@ -23,7 +23,7 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from etcode.config.jsonc import parse_jsonc
 from etcode.config.schema import Config, key_path, validate
@@ -126,7 +126,9 @@ def read_reference(path: Path) -> str:
     return data.decode("utf-8")
 
 
-def substitute(value: Any, *, env: Mapping[str, str], base_dir: Path, source: str, loc: tuple = ()) -> Any:
+def substitute(
+    value: Any, *, env: Mapping[str, str], base_dir: Path, source: str, loc: tuple[Any, ...] = ()
+) -> Any:
     """Replace ``{env:VAR}`` and ``{file:path}`` in every string value (not in keys)."""
     if isinstance(value, dict):
         return {
@@ -214,7 +216,7 @@ def drop_keys(data: dict[str, Any], locs: Sequence[Loc]) -> dict[str, Any]:
             del parent[last]
         elif isinstance(parent, list) and isinstance(last, int) and 0 <= last < len(parent):
             parent[last] = _DROPPED
-    return _without_dropped(out)
+    return cast(dict[str, Any], _without_dropped(out))
 
 
 _DROPPED = object()

@@ -311,7 +311,7 @@ class _Scan:
                 self._rules(agent.get("permission"), ("agent", name, "permission"))
 
     def _rules(self, value: Any, loc: Loc) -> None:
-        from etcode.permission.rules import wildcard_match
+        from etcode.util.wildcard import wildcard_match
 
         def allows(action: Any) -> bool:
             return isinstance(action, str) and action.strip().lower() == "allow"

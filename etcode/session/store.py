@@ -604,7 +604,7 @@ class SessionStore:
             row = conn.execute("SELECT batch FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 raise SessionNotFoundError(f"no session {session_id}")
-            batch = row[0] + 1
+            batch = int(row[0]) + 1
             new = self._insert(conn, session_id, messages, kinds, batch=batch, turn=turn, now=now)
             conn.execute(
                 "UPDATE sessions SET batch = ?, message_count = message_count + ?, updated = ? WHERE id = ?",

@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, get_type_hints
+from typing import TYPE_CHECKING, Any, ClassVar, cast, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -129,7 +129,7 @@ class Tool:
         """The tool as the model sees it (computed once per tool object)."""
         cached = self.__dict__.get("_schema_cache")
         if cached is not None:
-            return cached
+            return cast(ToolSchema, cached)
         schema = self._build_schema()
         self.__dict__["_schema_cache"] = schema
         return schema
@@ -185,6 +185,7 @@ def _one_line(text: str, width: int = 80) -> str:
 
 # ---- tools from plain functions ---------------------------------------------------
 
+
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     """(description, {param: description}) of a Google, NumPy, reST or Epydoc docstring
     (docstring-parser detects the style). A docstring it cannot read is all description."""
@@ -198,9 +199,7 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
         return inspect.cleandoc(doc), {}
     parts = (parsed.short_description, parsed.long_description)
     description = "\n\n".join(part.strip() for part in parts if part and part.strip())
-    params = {
-        item.arg_name: " ".join(item.description.split()) for item in parsed.params if item.description
-    }
+    params = {item.arg_name: " ".join(item.description.split()) for item in parsed.params if item.description}
     return description, params
 
 
@@ -252,7 +251,7 @@ class FunctionTool(InstanceTool):
                 continue
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[pname] = (annotation, Field(default, description=doc_params.get(pname)))
-        self._params_model = create_model(
+        self._params_model: type[BaseModel] = create_model(
             f"{self._name}Params", __config__=ConfigDict(extra="forbid"), **fields
         )
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from etcode.permission.rules import wildcard_match
+from etcode.util.wildcard import wildcard_match
 
 Inherit = Literal["all", "core", "none"]
 

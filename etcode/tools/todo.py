@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,7 +29,7 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             return [walk(item) for item in node]
         return node
 
-    return walk(schema)
+    return cast(dict[str, Any], walk(schema))
 
 
 class TodoItem(BaseModel):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from collections.abc import Awaitable
 from html.parser import HTMLParser
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urljoin
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,6 +24,8 @@ MAX_TIMEOUT = 120.0
 MAX_RESPONSE_BYTES = 5 * 1024 * 1024
 MAX_REDIRECTS = 10
 USER_AGENT = "Mozilla/5.0 (compatible; etcode; +https://github.com/etcode)"
+
+T = TypeVar("T")
 
 Format = Literal["markdown", "text", "html"]
 _ACCEPT = {
@@ -362,7 +365,7 @@ class _Fetch:
             raise ToolError(f"Fetch failed for {address.url}: {err}") from None
         raise ToolError(f"Too many redirects (over {MAX_REDIRECTS}) from {self.params.url}")
 
-    async def _timed(self, awaitable: Any) -> Any:
+    async def _timed(self, awaitable: Awaitable[T]) -> T:
         """Await ``awaitable`` within what is left of the time limit."""
         loop = asyncio.get_running_loop()
         started = loop.time()
