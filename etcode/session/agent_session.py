@@ -19,7 +19,6 @@ from etcode.session.compaction import announcement, is_announcement
 from etcode.session.history import repair_dangling
 from etcode.session.lock import SessionLock
 from etcode.session.recorder import SessionRecorder
-from etcode.session.snapshot_copies import DEFAULT_MAX_FILE_BYTES
 from etcode.session.snapshots import FileSnapshots, UndoReport, undo_note
 from etcode.session.store import SessionInfo, SessionNotFoundError, SessionStore
 from etcode.session.title import generate_title, title_from_text
@@ -31,6 +30,8 @@ from etcode.util.tokens import preload
 if TYPE_CHECKING:
     from etcode.session.compaction import CompactionResult
     from etcode.session.window import ContextWindow
+    from etcode.wiring.runtime import Runtime
+    from etcode.wiring.settings import AgentSettings
 
 log = logging.getLogger("etcode.session")
 
@@ -149,7 +150,7 @@ class AgentSession:
         return session
 
     # ---- opening -----------------------------------------------------------------------
-    async def open(self, runtime: Any, agent: Any) -> list[Message]:
+    async def open(self, runtime: Runtime, agent: AgentSettings) -> list[Message]:
         """Load the stored history (after forking), restore todos, set up the recorder,
         the snapshots and the context window. Returns the history of the current batch."""
         store = self.store
@@ -183,12 +184,8 @@ class AgentSession:
         self.recorder.ensure = self._ensure_created
         if how == "rewrite":
             await self.recorder.batch_started(history, "repair")
-        snapshot_config = getattr(runtime.config, "snapshot", None)
         self.snapshots = FileSnapshots(
-            store,
-            self.session_id,
-            turn,
-            max_file_bytes=getattr(snapshot_config, "max_file_bytes", DEFAULT_MAX_FILE_BYTES),
+            store, self.session_id, turn, max_file_bytes=runtime.config.snapshot.max_file_bytes
         )
         self.install(agent.state)
         from etcode.session.window import ContextWindow
@@ -244,7 +241,7 @@ class AgentSession:
         self._created = True
 
     # ---- turns -------------------------------------------------------------------------
-    async def begin_turn(self, task: str, runtime: Any, history: list[Message]) -> list[Message]:
+    async def begin_turn(self, task: str, runtime: Runtime, history: list[Message]) -> list[Message]:
         """Start a turn: number it, title a new session, add pending tool announcements.
         Returns the history to run with."""
         await self.flush()
@@ -285,13 +282,13 @@ class AgentSession:
         except Exception as err:  # pragma: no cover - generate_title never raises
             log.debug("title task failed: %s", err)
 
-    def _start_title(self, runtime: Any, task: str) -> None:
-        small = getattr(runtime.config, "small_model", None)
+    def _start_title(self, runtime: Runtime, task: str) -> None:
+        small = runtime.config.small_model
         if not small or self.store is None:
             return
         self._title_task = asyncio.create_task(self._model_title(runtime, small, task))
 
-    async def _model_title(self, runtime: Any, small_model: str, task: str) -> None:
+    async def _model_title(self, runtime: Runtime, small_model: str, task: str) -> None:
         try:
             from etcode.config.resolve import resolve_model
             from etcode.provider.factory import make_provider
@@ -350,7 +347,7 @@ class AgentSession:
             self._pending_tools.append(announcement(schemas))
 
     async def compact(
-        self, history: list[Message], runtime: Any, emit: EventSink, reason: str = "manual"
+        self, history: list[Message], runtime: Runtime, emit: EventSink, reason: str = "manual"
     ) -> list[Message]:
         """Compact now; returns the new batch. Emits compaction and usage events."""
         await self.flush()

@@ -10,16 +10,21 @@ turn, before the first request, :func:`apply_server_facts` waits for it at most
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from etcode.provider.spec import ProviderSpec
 from etcode.session.events import Event, WarningEvent
+
+if TYPE_CHECKING:
+    from etcode.provider.discovery import ServerFacts, ServerProbe
+    from etcode.session.window import ContextWindow
+    from etcode.wiring.runtime import Runtime
 
 #: Windows up to this size (tokens) get the lean prompt, unless ``"prompt": "full"``.
 LEAN_WINDOW = 16_384
 
 
-def begin_probe(spec: ProviderSpec) -> Any:
+def begin_probe(spec: ProviderSpec) -> ServerProbe | None:
     """A ``discovery.ServerProbe`` for ``spec`` when its server is one to ask (a local or
     self-hosted one), else None. Asked even when the catalog (or the config) knows the window:
     the server also says whether its chat template can use tools (a window the catalog knows
@@ -38,7 +43,7 @@ def wants_lean(prompt_mode: str | None, context: int | None) -> bool:
     return context is not None and context <= LEAN_WINDOW
 
 
-async def apply_server_facts(runtime: Any, window: Any) -> list[Event]:
+async def apply_server_facts(runtime: Runtime, window: ContextWindow | None) -> list[Event]:
     """Bring ``runtime`` and ``window`` up to date with what the server said so far:
     the window size (and a ``UsageUpdate`` so the status bar shows it), the tools (not
     offered when the server's chat template drops them, with a warning once), and the
@@ -54,11 +59,11 @@ async def apply_server_facts(runtime: Any, window: Any) -> list[Event]:
         runtime.tools.offered = False
         events.append(WarningEvent(_no_tools_warning(runtime.spec, facts)))
     context = window.budget.context if window is not None else None
-    runtime.use_lean(wants_lean(getattr(runtime.config, "prompt", None), context))
+    runtime.use_lean(wants_lean(runtime.config.prompt, context))
     return events
 
 
-def _no_tools_warning(spec: ProviderSpec, facts: Any) -> str:
+def _no_tools_warning(spec: ProviderSpec, facts: ServerFacts) -> str:
     hint = (
         "start llama-server with --jinja and a tool-capable --chat-template-file"
         if facts.server == "llama.cpp"
