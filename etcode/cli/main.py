@@ -21,6 +21,9 @@ def entry() -> None:
         return
     debug = _debug_enabled(argv)
     from etcode.util.errors import EtcodeError
+    from etcode.util.httpx_cli import defer_httpx_cli
+
+    defer_httpx_cli()
 
     try:
         from etcode.cli.app import build_app
