@@ -71,7 +71,10 @@ def startup(runs: int) -> None:
 
 
 def first_request_and_memory(runs: int) -> None:
-    """``etcode run`` in a subprocess: time to the first model request, and its peak RSS."""
+    """``etcode run`` in a subprocess: time to the first model request, to its exit, and its
+    peak RSS."""
+    import bench_startup
+
     firsts: list[float] = []
     totals: list[float] = []
     peaks: list[float] = []
@@ -83,7 +86,12 @@ def first_request_and_memory(runs: int) -> None:
             "provider": [{"id": "fake", "type": "openai", "baseURL": llm.openai_base_url, "apiKey": "k"}],
         }
         (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
-        env = {**os.environ, "HOME": tmp, "XDG_DATA_HOME": f"{tmp}/data", "XDG_CONFIG_HOME": f"{tmp}/config"}
+        env = {
+            **bench_startup.ENV,
+            "HOME": tmp,
+            "XDG_DATA_HOME": f"{tmp}/data",
+            "XDG_CONFIG_HOME": f"{tmp}/config",
+        }
         env.update({"XDG_CACHE_HOME": f"{tmp}/cache", "XDG_STATE_HOME": f"{tmp}/state"})
         for _ in range(runs + 1):  # the first run creates the database; not counted
             seen: list[float] = []
