@@ -370,7 +370,7 @@ class Agent:
         from etcode.wiring.runtime import Runtime
 
         store = self._session.store
-        child = type(self)(store=store if store is not None else False, **settings)
+        child = Agent(store=store if store is not None else False, **settings)
         child.parent_session_id = self.session_id
         child._runtime = await Runtime.create(child, parent=parent, make_child=child.make_child)
         return child
