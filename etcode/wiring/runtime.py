@@ -146,7 +146,11 @@ class Runtime:
                 await asyncio.shield(mcp.aclose())
             raise
         runtime.make_child = make_child or (parent.make_child if parent is not None else None)
-        _add_task_tool(agent, runtime)
+        try:
+            _add_task_tool(agent, runtime)
+        except BaseException:  # nothing is left running when the build fails
+            await asyncio.shield(runtime.aclose())
+            raise
         return runtime
 
     @classmethod
