@@ -11,9 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pathspec
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
@@ -30,6 +29,9 @@ from etcode.util.ignore import (
     glob_to_regex,
     has_glob,
 )
+
+if TYPE_CHECKING:
+    import pathspec
 
 MAX_LINES = 2000
 MAX_LINE_CHARS = 2000

@@ -11,8 +11,10 @@ import re
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:  # imported on first use: ~12 ms that a run without file tools never needs
+    import pathspec
 
 #: Folders and files no file tool should wander into unless asked (gitignore syntax).
 DEFAULT_EXCLUDES: tuple[str, ...] = (
@@ -151,6 +153,8 @@ def _translate(pattern: str) -> str:
 def gitignore_spec(lines: Iterable[str]) -> pathspec.GitIgnoreSpec:
     """A gitignore spec of ``lines``, skipping lines git would not use (``!`` alone, ``/``):
     one bad line in a .gitignore must not break every file tool."""
+    import pathspec
+
     lines = list(lines)
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines)
