@@ -30,9 +30,10 @@ def _run(argv: list[str]) -> None:
         return
     debug = _debug_enabled(argv)
     from etcode.util.errors import EtcodeError
-    from etcode.util.httpx_cli import defer_httpx_cli
+    from etcode.util.lean_imports import defer_httpx_cli, skip_trio
 
     defer_httpx_cli()
+    skip_trio()
 
     try:
         _dispatch(argv)

@@ -1,11 +1,19 @@
-"""httpx's ``__init__`` imports its command-line client (``httpx._main``), and that
+"""What httpx would import that etcode's command line never uses; the CLI calls both
+functions at start, before httpx is imported, and library users are left alone.
+
+httpx's ``__init__`` imports its command-line client (``httpx._main``), and that
 pulls in click, ``rich.progress``, ``rich.syntax`` and Pygments whenever they are
 installed — as they are beside etcode: about 110 ms of every ``etcode run`` (measured
 with ``-X importtime``), for a client etcode never uses.
 
 :func:`defer_httpx_cli` puts a stand-in for that module in place before httpx is first
 imported; its ``main`` loads the real module on the first call, so ``httpx.main`` still
-works. The CLI calls it at start; library users are left alone.
+works.
+
+httpcore imports trio whenever it is installed, to serve programs running on trio: trio and
+its dependencies (attrs, outcome, sortedcontainers) took ~50 ms of a one-answer ``etcode
+run`` here. etcode's command line runs on asyncio only; :func:`skip_trio` marks trio as not
+installed for this process, and httpcore takes its asyncio path.
 """
 
 from __future__ import annotations
@@ -43,4 +51,13 @@ def defer_httpx_cli() -> bool:
 
     stand_in.main = main  # type: ignore[attr-defined]
     sys.modules[MODULE] = stand_in
+    return True
+
+
+def skip_trio() -> bool:
+    """Mark trio as not installed for this process (``import trio`` then raises ImportError);
+    False (nothing done) when trio is already imported."""
+    if "trio" in sys.modules:
+        return False
+    sys.modules["trio"] = None  # type: ignore[assignment]  # the import system's "not found"
     return True
