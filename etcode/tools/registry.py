@@ -51,27 +51,10 @@ class ToolRegistry:
 
 
 def builtin_tools() -> list[Tool]:
-    """Fresh instances of every built-in tool, in the order the model sees them."""
-    from etcode.tools.bash import BashTool
-    from etcode.tools.edit import EditTool
-    from etcode.tools.glob_tool import GlobTool
-    from etcode.tools.grep import GrepTool
-    from etcode.tools.list_files import ListFilesTool
-    from etcode.tools.read_file import ReadFileTool
-    from etcode.tools.read_many_files import ReadManyFilesTool
-    from etcode.tools.todo import TodoWriteTool
-    from etcode.tools.web_fetch import WebFetchTool
-    from etcode.tools.write_file import WriteFileTool
+    """Fresh instances of every built-in tool, in the order the model sees them. Each is
+    offered from the generated catalog (``tools/catalog.py``) and its module imported on
+    its first call: a run that never edits a file never imports the Edit tool."""
+    from etcode.tools.catalog import builtin_catalog
+    from etcode.tools.lazy import LazyTool
 
-    return [
-        ReadFileTool(),
-        ReadManyFilesTool(),
-        ListFilesTool(),
-        GlobTool(),
-        GrepTool(),
-        WriteFileTool(),
-        EditTool(),
-        BashTool(),
-        WebFetchTool(),
-        TodoWriteTool(),
-    ]
+    return [LazyTool(entry) for entry in builtin_catalog()]
