@@ -113,6 +113,88 @@ def test_a_failed_fetch_leaves_the_estimate_and_no_file(
     assert not cache.exists() or list(cache.iterdir()) == []
 
 
+@pytest.fixture
+def stalling_server():
+    """A server that sends the head and the first KB of a 10 MB body, then nothing more
+    until the test ends."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    release = threading.Event()
+
+    class Stall(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(10_000_000))
+            self.end_headers()
+            self.wfile.write(b"x" * 1024)
+            self.wfile.flush()
+            release.wait(60)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Stall)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/o200k.tiktoken"
+    finally:
+        release.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+EXIT_MID_DOWNLOAD = """
+import os, sys, time
+from pathlib import Path
+from etcode.util import tokens
+tokens._SOURCES["o200k_base"] = sys.argv[1]
+tokens.fetch_in_background("o200k_base")
+cache = Path(os.environ["TIKTOKEN_CACHE_DIR"])
+deadline = time.monotonic() + 30
+while not list(cache.glob("*.part")):
+    if time.monotonic() > deadline:
+        sys.exit("no partial file appeared")
+    time.sleep(0.01)
+print("exiting mid-download")
+"""
+
+
+def test_a_process_that_exits_mid_download_leaves_no_partial_file(
+    tmp_path: Path, stalling_server: str
+) -> None:
+    cache = tmp_path / "cache"
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(cache), "ETCODE_TOKENIZER_DOWNLOAD": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", EXIT_MID_DOWNLOAD, stalling_server],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "exiting mid-download", proc.stderr
+    assert list(cache.iterdir()) == []
+
+
+def test_the_next_fetch_removes_the_partial_files_of_killed_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file_server: tuple[Path, str]
+) -> None:
+    _, base = file_server
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    key = hashlib.sha1(tokens._URLS["o200k_base"].encode()).hexdigest()
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()
+    (cache / f"{key}.{finished.pid}.part").write_bytes(b"half a file")  # its process is gone
+    running = cache / f"{key}.{os.getppid()}.part"  # a process still downloading
+    running.write_bytes(b"a file on its way")
+    _fetch_from(monkeypatch, cache, f"{base}/missing.tiktoken")
+    assert tokens.tokenizer_for("gpt-4o") == "estimate"
+    tokens._fetching["o200k_base"].join(60)
+    assert list(cache.iterdir()) == [running]
+
+
 def test_the_fetch_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tokens, "_fetching", {})
     monkeypatch.setenv("ETCODE_TOKENIZER_DOWNLOAD", "0")

@@ -16,6 +16,7 @@ usage replaces them after each request.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import math
@@ -123,13 +124,17 @@ def fetch_in_background(name: str) -> threading.Thread | None:
 
 def _fetch(name: str) -> None:
     """Download to a temporary file beside the target, then rename: a reader never sees half
-    a file. Any failure (offline, a proxy, a full disk) leaves the estimate in place."""
+    a file. Any failure (offline, a proxy, a full disk) leaves the estimate in place. A
+    process that exits mid-download removes its partial file (or, killed, the next fetch
+    does)."""
     target = _cache_dirs()[0] / hashlib.sha1(_URLS[name].encode()).hexdigest()
     partial = target.with_name(f"{target.name}.{os.getpid()}.part")
+    atexit.register(partial.unlink, missing_ok=True)
     try:
         import httpx
 
         target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_orphaned_partials(target)
         digest = hashlib.sha256()
         with httpx.stream("GET", _SOURCES[name], timeout=FETCH_SECONDS, follow_redirects=True) as response:
             response.raise_for_status()
@@ -147,6 +152,24 @@ def _fetch(name: str) -> None:
     with _lock:
         _encodings.pop(name, None)  # the next count loads the file
     log.debug("fetched tiktoken %s into %s", name, target)
+
+
+def _remove_orphaned_partials(target: Path) -> None:
+    """Delete the partial downloads of ``target`` whose process is gone (killed mid-fetch)."""
+    for leftover in target.parent.glob(f"{target.name}.*.part"):
+        pid = leftover.name.removeprefix(f"{target.name}.").removesuffix(".part")
+        if pid.isdigit() and not _process_alive(int(pid)):
+            leftover.unlink(missing_ok=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 def preload(model: str | None = None) -> bool:
