@@ -10,11 +10,19 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING
 
 from etcode.util.errors import UsageError
+
+if TYPE_CHECKING:
+    from etcode.api import Agent
+    from etcode.config.schema import Config
+    from etcode.session.store import SessionStore
+    from etcode.ui.jsonl import JsonLinesRenderer
+    from etcode.ui.plain import PlainRenderer
 
 FORMATS = ("text", "json")
 
@@ -36,7 +44,7 @@ class RunOptions:
     sandbox: str | None = None
 
 
-def read_task(message: str, stdin: Any = None) -> str:
+def read_task(message: str, stdin: IO[str] | None = None) -> str:
     """The task: the message, plus stdin's text when stdin is not a terminal."""
     from etcode.util.text import clean_text
 
@@ -52,7 +60,7 @@ def read_task(message: str, stdin: Any = None) -> str:
     return message
 
 
-def _read_piped(stdin: Any) -> str:
+def _read_piped(stdin: IO[str]) -> str:
     """All of stdin as text; bytes that are not UTF-8 become U+FFFD (a diff with a Latin-1
     line must not end the run, nor be dropped)."""
     from etcode.util.text import clean_text, decode_bytes
@@ -64,7 +72,7 @@ def _read_piped(stdin: Any) -> str:
         return ""
 
 
-def _is_tty(stream: Any) -> bool:
+def _is_tty(stream: IO[str]) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
@@ -148,8 +156,8 @@ async def _run(task: str, options: RunOptions) -> int:
 
             agent.limits = LoopLimits(
                 max_steps=options.max_steps,
-                timeout=getattr(config, "timeout", None),
-                max_tool_calls=getattr(config, "max_tool_calls", 64),
+                timeout=config.timeout,
+                max_tool_calls=config.max_tool_calls,
             )
         renderer = _renderer(options.output_format)
         restore = _install_interrupt(agent)
@@ -163,7 +171,7 @@ async def _run(task: str, options: RunOptions) -> int:
         return exit_code_for(result.stop_reason if result else "error")
 
 
-def _check_trust(config: Any, options: RunOptions) -> None:
+def _check_trust(config: Config, options: RunOptions) -> None:
     """A project config's risky settings need ``--trust`` (remembered) or ``--yes`` (this run)."""
     from etcode.config.trust import describe, require_trust
 
@@ -174,7 +182,7 @@ def _check_trust(config: Any, options: RunOptions) -> None:
         sys.stderr.write("".join(f"{line}\n" for line in lines))
 
 
-def _existing_session(store: Any, session: str | None) -> str | None:
+def _existing_session(store: SessionStore, session: str | None) -> str | None:
     """The full id of ``--session ID`` (a unique prefix is enough); an unknown id is an error."""
     if not session:
         return None
@@ -186,7 +194,7 @@ def _existing_session(store: Any, session: str | None) -> str | None:
     return found.id
 
 
-def _renderer(output_format: str) -> Any:
+def _renderer(output_format: str) -> PlainRenderer | JsonLinesRenderer:
     if output_format == "json":
         from etcode.ui.jsonl import JsonLinesRenderer
 
@@ -201,7 +209,7 @@ def _renderer(output_format: str) -> Any:
 STOP_GRACE_SECONDS = 15.0
 
 
-def _install_interrupt(agent: Any) -> Any:
+def _install_interrupt(agent: Agent) -> Callable[[], None]:
     """First Ctrl-C, SIGTERM or SIGHUP (the terminal closed) stops the turn cleanly: the
     stream ends, running commands are ended, finished steps are saved. A second signal, or
     a run that has not stopped ``STOP_GRACE_SECONDS`` later, quits at once."""
