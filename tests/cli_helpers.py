@@ -50,6 +50,20 @@ def etcode(
     )
 
 
+def etcode_imports(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """Run ``python -X importtime -m etcode ARGS`` in ``cwd``: the process and the modules its
+    import statements loaded (``importlib.import_module`` calls are not listed)."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "etcode", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    return proc, imported
+
+
 def result_line(proc: subprocess.CompletedProcess) -> dict[str, Any]:
     """The final ``{"type": "result", ...}`` line of a ``--format json`` run."""
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import write_config
+from tests.cli_helpers import etcode_imports, write_config
 from tests.fake_llm import FakeLLM, Reply
 
 DEFERRED = """
@@ -75,16 +75,9 @@ def test_a_run_with_trio_kept_out_talks_to_the_server(project: Path, llm: FakeLL
     was imported on the way."""
     write_config(project, llm)
     llm.script(Reply(text="over asyncio"))
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "etcode", "run", "say it"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc, imported = etcode_imports("run", "say it", cwd=project)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout == "over asyncio\n"
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
     assert "httpcore" in imported
     # ("trio" itself is listed: the refused import attempt; its package would load these)
     assert (

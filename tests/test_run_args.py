@@ -6,8 +6,6 @@ whatever it reads must come out exactly as Typer would read it.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,7 @@ import etcode.cli.run as run_module
 from etcode.cli.app import build_app
 from etcode.cli.run import RunOptions
 from etcode.cli.run_args import RUN_OPTIONS, parse_run_args
-from tests.cli_helpers import write_config
+from tests.cli_helpers import etcode_imports, write_config
 from tests.fake_llm import FakeLLM, Reply
 
 
@@ -140,15 +138,8 @@ def test_whatever_it_reads_typer_reads_the_same(items: list[tuple[str, ...]]) ->
 def test_a_plain_run_never_imports_typer(project: Path, llm: FakeLLM) -> None:
     write_config(project, llm)
     llm.script(Reply(text="done"))
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "etcode", "run", "--format", "text", "say done"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc, imported = etcode_imports("run", "--format", "text", "say done", cwd=project)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout == "done\n"
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
     assert "etcode.cli.run" in imported  # the measurement itself works
     assert sorted(name for name in imported if name.split(".")[0] in ("typer", "click")) == []
