@@ -294,3 +294,18 @@ def test_snapshots_from_before_the_migration_still_undo(tmp_path: Path) -> None:
         assert edited.read_text() == "before\n" and same.read_text() == "as before\n"
     finally:
         store.close()
+
+
+def test_a_full_disk_does_not_stop_the_session_lock(tmp_path: Path) -> None:
+    """The lock file's pid is for messages only: on a full disk the lock is still taken."""
+    from etcode.session.lock import SessionLock
+
+    with small_tmpfs(tmp_path / "data", size="512k") as data:
+        locks = data / "locks"
+        SessionLock.acquire(locks, "ses_a").release()  # the (empty) lock file exists now
+        with pytest.raises(OSError), (data / "filler").open("wb") as handle:
+            while True:
+                handle.write(b"\0" * 4096)
+                handle.flush()
+        lock = SessionLock.acquire(locks, "ses_a")
+        lock.release()

@@ -70,8 +70,9 @@ class SessionLock:
             except OSError:  # a file system without locks: run without one
                 os.close(fd)
                 return cls(path)
-            os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode("ascii"))
+            with contextlib.suppress(OSError):  # the pid is for messages; a full disk loses it
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode("ascii"))
             _HELD[path] = _Held(fd, 1)
             return cls(path)
 
