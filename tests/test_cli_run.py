@@ -282,3 +282,14 @@ def test_plan_agent_cannot_write(project: Path, llm: FakeLLM) -> None:
     assert "WriteFile" not in offered and "Edit" not in offered and "ReadFile" in offered
     assert not (project / "x.txt").exists()
     assert "Unknown tool 'WriteFile'" in json.dumps(llm.requests[1].body["messages"][-1])
+
+
+def test_a_run_closes_the_session_database(project: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    """The store is closed when the run ends, not left to the interpreter: the last close
+    folds the write-ahead log into the database and removes it."""
+    data = tmp_path / "data"
+    write_config(project, llm)
+    llm.script(Reply(text="saved"))
+    proc = etcode("run", "hello", cwd=project, env={"XDG_DATA_HOME": str(data)})
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (data / "etcode").iterdir() if p.is_file()) == ["etcode.db"]

@@ -231,3 +231,22 @@ def test_export_and_show_redact_the_configured_api_key(project: Path, llm: FakeL
     assert secret not in export.stdout and "[REDACTED]" in export.stdout
     show = etcode("sessions", "show", sid, cwd=project)
     assert secret not in show.stdout
+
+
+def test_every_command_leaves_the_session_database_closed(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """Commands that open the store without closing it (listing, showing sessions) still
+    close it at exit: no write-ahead log is left beside the database."""
+    data = tmp_path / "data"
+    env = {"XDG_DATA_HOME": str(data)}
+    write_config(project, llm)
+    llm.script(Reply(text="saved"))
+    proc = etcode("run", "--format", "json", "hello", cwd=project, env=env)
+    assert proc.returncode == 0, proc.stderr
+    session_id = result_line(proc)["session_id"]
+    for command in (["sessions", "list"], ["sessions", "show", session_id]):
+        proc = etcode(*command, cwd=project, env=env)
+        assert proc.returncode == 0, proc.stderr
+        files = sorted(p.name for p in (data / "etcode").iterdir() if p.is_file())
+        assert files == ["etcode.db"], command

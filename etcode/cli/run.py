@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from etcode.ui.plain import PlainRenderer
 
 FORMATS = ("text", "json")
+#: How long the end of a run waits for the session database to close (seconds).
+STORE_CLOSE_SECONDS = 10.0
 
 
 @dataclass
@@ -115,7 +117,6 @@ def run_command(options: RunOptions) -> int:
 
 
 async def _run(task: str, options: RunOptions) -> int:
-    from etcode.api import Agent
     from etcode.config.loader import load_config
     from etcode.instance import Instance
 
@@ -135,40 +136,55 @@ async def _run(task: str, options: RunOptions) -> int:
         from etcode.session.store import SessionStore
 
         store = SessionStore.open()
-        asker = None
-        if options.yes:
-            from etcode.permission.service import AllowAsker
-
-            asker = AllowAsker()
-        agent = Agent(
-            model=options.model,
-            agent=options.agent,
-            config=config,
-            asker=asker,
-            directory=instance.directory,
-            store=store,
-            session_id=_existing_session(store, options.session),
-            continue_last=options.continue_last,
-            fork=options.fork,
-        )
-        if options.max_steps is not None:
-            from etcode.session.result import LoopLimits
-
-            agent.limits = LoopLimits(
-                max_steps=options.max_steps,
-                timeout=config.timeout,
-                max_tool_calls=config.max_tool_calls,
-            )
-        renderer = _renderer(options.output_format)
-        restore = _install_interrupt(agent)
         try:
-            async for event in agent.stream(task):
-                renderer.handle(event)
+            return await _run_agent(task, options, config, instance.directory, store)
         finally:
-            restore()
-            await agent.aclose()
-        result = agent.last_result
-        return exit_code_for(result.stop_reason if result else "error")
+            # closed here, not left to the collector: the last connection's close folds the
+            # write-ahead log back into the database (a close stuck on a hung disk is left
+            # to the runner, which ends the process without it)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.to_thread(store.close), STORE_CLOSE_SECONDS)
+
+
+async def _run_agent(
+    task: str, options: RunOptions, config: Config, directory: Path, store: SessionStore
+) -> int:
+    from etcode.api import Agent
+
+    asker = None
+    if options.yes:
+        from etcode.permission.service import AllowAsker
+
+        asker = AllowAsker()
+    agent = Agent(
+        model=options.model,
+        agent=options.agent,
+        config=config,
+        asker=asker,
+        directory=directory,
+        store=store,
+        session_id=_existing_session(store, options.session),
+        continue_last=options.continue_last,
+        fork=options.fork,
+    )
+    if options.max_steps is not None:
+        from etcode.session.result import LoopLimits
+
+        agent.limits = LoopLimits(
+            max_steps=options.max_steps,
+            timeout=config.timeout,
+            max_tool_calls=config.max_tool_calls,
+        )
+    renderer = _renderer(options.output_format)
+    restore = _install_interrupt(agent)
+    try:
+        async for event in agent.stream(task):
+            renderer.handle(event)
+    finally:
+        restore()
+        await agent.aclose()
+    result = agent.last_result
+    return exit_code_for(result.stop_reason if result else "error")
 
 
 def _check_trust(config: Config, options: RunOptions) -> None:

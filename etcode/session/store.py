@@ -26,6 +26,7 @@ import shutil
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -264,6 +265,10 @@ class SessionStore:
         self._conn = conn
         self._lock = threading.RLock()
         self._executor: ThreadPoolExecutor | None = None
+        # The connection is closed by close(), else when the store is dropped, else as the
+        # process exits: the last close folds the write-ahead log into the database. Left to
+        # the interpreter, that waits on the garbage collector, which the CLI skips at exit.
+        self._close_connection = weakref.finalize(self, conn.close)
 
     # ---- opening ----------------------------------------------------------------------
     @classmethod
@@ -374,7 +379,7 @@ class SessionStore:
             self._executor.shutdown(wait=True)
             self._executor = None
         with self._lock:
-            self._conn.close()
+            self._close_connection()
 
     def release(self) -> None:
         """Let the writer thread end once its queued writes are done (it starts again on
