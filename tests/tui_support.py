@@ -114,7 +114,25 @@ async def permission_dialog(pilot: Any, app: EtcodeApp, *, armed: bool = True, t
             isinstance(screen, PermissionScreen) and (not armed or getattr(screen, "armed", True)) and screen
         )
 
-    return await wait_for(pilot, shown, timeout, "the permission dialog" + (" to arm" if armed else ""))
+    try:
+        return await wait_for(pilot, shown, timeout, "the permission dialog" + (" to arm" if armed else ""))
+    except AssertionError as timed_out:
+        raise AssertionError(f"{timed_out}; {_dialog_state(app)}") from None
+
+
+def _dialog_state(app: EtcodeApp) -> str:
+    """What the app shows, for a failed wait on the permission dialog."""
+    screen = app.screen
+    state = {
+        "screen": type(screen).__name__,
+        "stack": [type(s).__name__ for s in app.screen_stack],
+        "armed": getattr(screen, "armed", None),
+        "shown_at": getattr(screen, "shown_at", None),
+        "busy": app.busy,
+        "turn": app.turn is not None,
+        "asked": [request.permission for request in app.asker.asked],
+    }
+    return ", ".join(f"{key}={value!r}" for key, value in state.items())
 
 
 async def settle(seconds: float = 0.05) -> None:
