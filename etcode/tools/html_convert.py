@@ -16,6 +16,9 @@ _BLOCK = {
 }  # fmt: skip
 _VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
 
+#: Inline tags whose markdown is the same before and after the text.
+_INLINE_MARKS = {"code": "`", "strong": "**", "b": "**", "em": "*", "i": "*"}
+
 
 @dataclass
 class _ListLevel:
@@ -44,6 +47,13 @@ class _Converter(HTMLParser):
     def _emit(self, text: str) -> None:
         if self.skip_depth == 0:
             self.out.append(text)
+
+    def _inline_mark(self, tag: str) -> str:
+        """The markdown written on both sides of inline ``tag`` ("" for none, plain text, or
+        code inside ``<pre>``, which is fenced already)."""
+        if not self.md or (tag == "code" and self.pre_depth):
+            return ""
+        return _INLINE_MARKS.get(tag, "")
 
     def _block(self, blank: bool = True) -> None:
         """End the current block: make the output end with one (or two, ``blank``) newlines."""
@@ -80,12 +90,8 @@ class _Converter(HTMLParser):
             self.pre_depth += 1
             if md:
                 self._emit("```\n")
-        elif tag == "code" and not self.pre_depth and md:
-            self._emit("`")
-        elif tag in ("strong", "b") and md:
-            self._emit("**")
-        elif tag in ("em", "i") and md:
-            self._emit("*")
+        elif mark := self._inline_mark(tag):
+            self._emit(mark)
         elif tag == "blockquote":
             self._block()
             if md:
@@ -134,12 +140,8 @@ class _Converter(HTMLParser):
                 self._emit("\n```")
             self.pre_depth = max(self.pre_depth - 1, 0)
             self._block()
-        elif tag == "code" and not self.pre_depth and md:
-            self._emit("`")
-        elif tag in ("strong", "b") and md:
-            self._emit("**")
-        elif tag in ("em", "i") and md:
-            self._emit("*")
+        elif mark := self._inline_mark(tag):
+            self._emit(mark)
         elif tag in ("ul", "ol"):
             if self.lists:
                 self.lists.pop()
