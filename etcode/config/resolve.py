@@ -14,6 +14,7 @@ from etcode.provider.spec import (
     RetryConfig,
     default_base_url,
     env_key_for,
+    known_base_url,
     provider_of,
 )
 from etcode.util.errors import ConfigError
@@ -46,11 +47,6 @@ def _key_from_env(known: KnownProvider | None, env: Mapping[str, str]) -> str | 
     if known is None:
         return None
     return next((env[name] for name in known.key_env if env.get(name)), None)
-
-
-def _known_url(provider_id: str, known: KnownProvider, env: Mapping[str, str]) -> str:
-    """The well-known endpoint; ``<ID>_BASE_URL`` (``ANTHROPIC_BASE_URL``...) overrides it."""
-    return env.get(f"{provider_id.upper()}_BASE_URL") or known.base_url
 
 
 def detect_model(env: Mapping[str, str] | None = None) -> str | None:
@@ -112,9 +108,9 @@ def resolve_model(
     """Resolve ``model_ref`` (else ``config.model``, a provider's model, or env) to a spec.
 
     Base URL: ``base_url`` argument, else the entry's ``baseURL``, else for a well-known id
-    ``<ID>_BASE_URL`` from the environment, else its usual endpoint. ``api_key``/``base_url``
-    override the config (the Python API uses them); an unknown provider id given with a
-    ``base_url`` is taken as OpenAI-compatible.
+    ``<ID>_BASE_URL`` from the environment (then ``OLLAMA_HOST`` for ``ollama``), else its
+    usual endpoint. ``api_key``/``base_url`` override the config (the Python API uses them);
+    an unknown provider id given with a ``base_url`` is taken as OpenAI-compatible.
     """
     env = os.environ if env is None else env
     origin: str | None = None
@@ -131,7 +127,7 @@ def resolve_model(
             f'in etcode.json "provider" with "type" and "baseURL" (known: {names})'
         )
     custom_url = base_url or (entry.base_url if entry else None)
-    url = custom_url or (_known_url(provider_id, known, env) if known else None)
+    url = custom_url or known_base_url(provider_id, env)
     if not url:
         raise ConfigError(
             f'{_prefix(config.origin(f"provider.{provider_id}"))}provider "{provider_id}" needs '

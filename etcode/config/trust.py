@@ -38,7 +38,7 @@ from typing import Any
 
 from etcode.config.loader import ConfigFile, Loc, substitute
 from etcode.config.schema import key_path
-from etcode.provider.spec import KNOWN_PROVIDERS
+from etcode.provider.spec import KNOWN_PROVIDERS, known_base_url
 from etcode.util.errors import ConfigError
 from etcode.util.paths import data_dir
 
@@ -167,9 +167,9 @@ class _Scan:
                 url = _get(entry, "baseURL", "base_url")
                 if isinstance(url, str) and url:
                     return url, file.project
-        known = KNOWN_PROVIDERS.get(provider_id)
+        known = known_base_url(provider_id, self.env)
         if known is not None:
-            return self.env.get(f"{provider_id.upper()}_BASE_URL") or known.base_url, False
+            return known, False
         return "(no baseURL)", True
 
     def _user_key(self, provider_id: str) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -98,14 +99,53 @@ class ProviderSpec:
         return f"{self.id}/{self.model}"
 
 
-def default_base_url(provider_id: str) -> str | None:
-    """A well-known provider's endpoint; ``<ID>_BASE_URL`` (e.g. ``ANTHROPIC_BASE_URL``,
-    ``OPENAI_BASE_URL``, as the official SDKs read) overrides it."""
+def _ollama_host(value: str) -> str | None:
+    """Ollama's own ``OLLAMA_HOST`` (``host``, ``host:port``, ``http://host:port``) as an
+    OpenAI-compatible base URL, read as the ``ollama`` command reads it: scheme ``http``
+    unless given, port 11434 without a scheme (80/443 with one); an address to listen on
+    (``0.0.0.0``, ``::``) means this machine."""
+    value = value.strip()
+    if not value:
+        return None
+    scheme, sep, rest = value.partition("://")
+    if not sep:
+        scheme, rest, port = "http", value, "11434"
+    else:
+        port = "443" if scheme == "https" else "80"
+    hostport, _, path = rest.partition("/")
+    host = hostport
+    if hostport.startswith("["):  # [::1]:11434
+        host, _, tail = hostport[1:].partition("]")
+        port = tail[1:] if tail.startswith(":") and tail[1:].isdigit() else port
+    elif hostport.count(":") == 1:
+        name, _, maybe_port = hostport.partition(":")
+        host, port = name, maybe_port if maybe_port.isdigit() else port
+    if host in ("", "0.0.0.0", "::"):
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    root = f"{scheme}://{host}:{port}" + (f"/{path.strip('/')}" if path.strip("/") else "")
+    return f"{root}/v1"
+
+
+def known_base_url(provider_id: str, env: Mapping[str, str] | None = None) -> str | None:
+    """A well-known provider's endpoint: ``<ID>_BASE_URL`` from ``env`` (``ANTHROPIC_BASE_URL``,
+    ``OPENAI_BASE_URL``, as the official SDKs read; ``OLLAMA_BASE_URL``), for ``ollama`` then
+    ``OLLAMA_HOST`` (Ollama's own variable), else its usual address. None for other ids."""
     known = KNOWN_PROVIDERS.get(provider_id)
     if known is None:
         return None
-    override = os.environ.get(f"{provider_id.upper()}_BASE_URL")
-    return (override or known.base_url).rstrip("/")
+    env = os.environ if env is None else env
+    override = env.get(f"{provider_id.upper()}_BASE_URL")
+    if not override and provider_id == "ollama":
+        override = _ollama_host(env.get("OLLAMA_HOST", ""))
+    return override or known.base_url
+
+
+def default_base_url(provider_id: str) -> str | None:
+    """:func:`known_base_url` from the process environment, without a trailing slash."""
+    url = known_base_url(provider_id)
+    return url.rstrip("/") if url else None
 
 
 def env_key_for(provider_id: str) -> str | None:
