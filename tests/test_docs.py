@@ -56,6 +56,7 @@ MACHINE_CODES = {"etcode doctor": {0, 1}}
 _TAG = re.compile(r"<!--\s*needs:\s*([\w-]+)\s*-->")
 _FENCE = re.compile(r"^(`{3,})\s*([\w-]*)(.*)$")
 _EXIT = re.compile(r"#\s*exit\s+(\d+)\s*$")
+_NEEDS_SESSION = re.compile(r"\bID\b|\bses_|\s-c\b|--continue|\bundo\b|\bsessions\b")
 
 
 @dataclass(frozen=True)
@@ -212,11 +213,9 @@ def make_project(tmp_path: Path, llm: FakeLLM, *, session: bool = True) -> Proje
     if not session:
         return project
     serve(llm)
-    made = run_line('etcode run "make a first session"', project)
+    made = run_line('etcode run --format json "make a first session"', project)
     assert made.returncode == 0, made.stderr
-    listed = run_line("etcode sessions list --json", project)
-    assert listed.returncode == 0, listed.stderr
-    project.session = json.loads(listed.stdout)[0]["id"]
+    project.session = json.loads(made.stdout.strip().splitlines()[-1])["session_id"]
     return project
 
 
@@ -261,9 +260,10 @@ def _blocks_param(blocks: list[Block]) -> list[Any]:
 
 @pytest.mark.parametrize("block", _blocks_param(SHELL_BLOCKS))
 def test_shell_block_runs(block: Block, llm: FakeLLM, tmp_path: Path) -> None:
-    project = make_project(tmp_path, llm)
     commands = commands_of(block)
     assert commands, f"{block}: a shell block without a command"
+    # A session to continue, show or undo, made first (only where a line needs one: it costs a run).
+    project = make_project(tmp_path, llm, session=any(_NEEDS_SESSION.search(c) for c in commands))
     for command in commands:
         line = substitute(command, project.session)
         serve(llm)
