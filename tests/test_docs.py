@@ -77,7 +77,7 @@ class Block:
         return f"{self.file}:{self.line}"
 
 
-def blocks_of(path: Path) -> list[Block]:
+def blocks_of(path: Path, root: Path = REPO) -> list[Block]:
     """The fenced blocks of one Markdown file, each with the tag of the comments before it."""
     lines = path.read_text(encoding="utf-8").splitlines()
     found: list[Block] = []
@@ -93,7 +93,7 @@ def blocks_of(path: Path) -> list[Block]:
                 len(lines),
             )
             text = "\n".join(lines[index + 1 : end])
-            found.append(Block(str(path.relative_to(REPO)), index + 1, lang, text, tag))
+            found.append(Block(str(path.relative_to(root)), index + 1, lang, text, tag))
             tag = None
             index = end + 1
             continue
@@ -127,8 +127,10 @@ def commands_of(block: Block) -> list[str]:
             line = line.removeprefix("$ ")
         if not pending and (not line.strip() or line.lstrip().startswith("#")):
             continue
+        if pending:
+            line = line.lstrip()
         if line.endswith("\\"):
-            pending += line[:-1] + " "
+            pending += line[:-1].rstrip() + " "
             continue
         commands.append(pending + line)
         pending = ""
@@ -345,3 +347,21 @@ def test_the_readme_first_screen_is_short_and_holds_the_setup_lines() -> None:
         in setup
     )
     assert "--model ollama/" in first_screen and "etcode doctor" in first_screen
+
+
+def test_tags_apply_to_the_next_block_only_and_lines_are_read_as_documented(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- needs: network -->\n<!-- setup:begin -->\n```sh\ncurl x\n```\n\n"
+        "<!-- needs: terminal -->\nA paragraph ends the tag.\n\n```console\n$ etcode run \\\n  hi\nhello\n"
+        "$ etcode sessions show ID   # exit 1\n```\n",
+        encoding="utf-8",
+    )
+    first, second = blocks_of(page, root=tmp_path)
+    assert (first.tag, second.tag) == ("network", None)
+    assert commands_of(second) == ["etcode run hi", "etcode sessions show ID   # exit 1"]
+    assert expected_codes(commands_of(second)[1]) == {1}
+    assert expected_codes("etcode doctor --json") == {0, 1}
+    assert substitute("etcode --session ses_01a2… show ID", "ses_0123456789abcdef") == (
+        "etcode --session ses_01234567 show ses_0123456789abcdef"
+    )
