@@ -157,6 +157,25 @@ def build_app() -> typer.Typer:
         if code:
             raise SystemExit(code)
 
+    @app.command("doctor", help="Check the setup: config and trust, model, key, server, sandbox, terminal.")
+    def doctor(
+        model: Annotated[
+            str | None,
+            typer.Option("--model", "-m", help="provider/model to check (default: the configured one)."),
+        ] = None,
+        as_json: Annotated[
+            bool,
+            typer.Option("--json", help='Print {"ok", "checks": [{"name", "status", "detail", "fix"}]}.'),
+        ] = False,
+        offline: Annotated[bool, typer.Option("--offline", help="Do not ask the model's server.")] = False,
+    ) -> None:
+        """One line per check with its fix; exit code 1 when any check failed (warnings pass)."""
+        from etcode.cli.doctor import doctor_command
+
+        code = doctor_command(model=model, as_json=as_json, offline=offline)
+        if code:
+            raise SystemExit(code)
+
     _add_optional_groups(app)
     return app
 
