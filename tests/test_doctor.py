@@ -63,9 +63,9 @@ def test_all_pass_against_a_running_server(served: Path, llm: FakeLLM) -> None:
     assert proc.returncode == 0, proc.stdout
     config = served / "etcode.json"
     assert line(proc, "config") == f"✓ config     {config} (project, nothing in it needs trust)"
-    assert line(proc, "model").startswith(
-        f"✓ model      fake/test-model (openai wire) at {llm.openai_base_url};"
-    )
+    model = line(proc, "model")
+    assert model.startswith(f"✓ model      fake/test-model (openai wire) at {llm.openai_base_url};")
+    assert model.endswith(f"; set in {config}")
     assert line(proc, "key") == f'✓ key        fake: set, from "apiKey" in {config} (not shown)'
     assert re.fullmatch(
         rf"✓ reachable  {re.escape(llm.openai_base_url)}/models answered in \d+ ms; test-model is served",
@@ -233,6 +233,16 @@ def test_a_hosted_model_without_its_key_says_which_variable_to_set(project: Path
     assert line(proc, "reachable") == "- reachable  not asked: no model with a key"
 
 
+def test_a_model_picked_by_its_key_says_so(project: Path) -> None:
+    proc = doctor(project, "--offline", env={"ANTHROPIC_API_KEY": REAL_KEY})
+    assert proc.returncode == 0, proc.stdout
+    model = line(proc, "model")
+    assert model.startswith(
+        "✓ model      anthropic/claude-sonnet-4-20250514 (anthropic wire) at https://api.anthropic.com;"
+    )
+    assert model.endswith("; picked because ANTHROPIC_API_KEY is set")
+
+
 def test_no_model_at_all_says_how_to_configure_one(project: Path) -> None:
     proc = doctor(project)
     assert proc.returncode == 1
@@ -249,6 +259,8 @@ def test_the_key_is_never_printed(project: Path, as_json: bool) -> None:
     assert REAL_KEY not in proc.stdout + proc.stderr
     assert REAL_KEY[4:20] not in proc.stdout  # nor a piece of it
     if as_json:
+        [model] = checks(proc)["model"]
+        assert model["detail"].endswith("; set by --model")
         [key] = checks(proc)["key"]
         assert key == {
             "name": "key",

@@ -18,7 +18,7 @@ def _version_callback(value: bool) -> None:
 def build_app() -> typer.Typer:
     app = typer.Typer(
         name="etcode",
-        help='etcode: a terminal coding agent. `etcode` opens the chat; `etcode run "task"` for scripts; `etcode debug prompt` to inspect.',
+        help='etcode: a terminal coding agent. `etcode` opens the chat; `etcode run "task"` for scripts; `etcode doctor` when something is off.',
         no_args_is_help=False,
         add_completion=False,
         pretty_exceptions_enable=False,
@@ -157,7 +157,7 @@ def build_app() -> typer.Typer:
         if code:
             raise SystemExit(code)
 
-    @app.command("doctor", help="Check the setup: config and trust, model, key, server, sandbox, terminal.")
+    @app.command("doctor", help="Check config, model, key, sandbox, terminal.")
     def doctor(
         model: Annotated[
             str | None,

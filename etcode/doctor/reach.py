@@ -45,14 +45,13 @@ def request_headers(spec: ProviderSpec) -> dict[str, str]:
 async def check_reach(spec: ProviderSpec, key_source: str | None, timeout: float = TIMEOUT) -> Check:
     """The ``reachable`` line: never longer than ``timeout`` plus a second."""
     url = models_url(spec)
-    started = time.monotonic()
     try:
-        status, body = await asyncio.wait_for(_get(spec, url, timeout), timeout + 1.0)
+        status, body, seconds = await asyncio.wait_for(_get(spec, url, timeout), timeout + 1.0)
     except TimeoutError:
         return fail("reachable", f"{url}: no answer within {timeout:g} s", _start_fix(spec))
     except _Unreachable as err:
         return fail("reachable", str(err), _start_fix(spec))
-    elapsed = f"{(time.monotonic() - started) * 1000:.0f} ms"
+    elapsed = f"{seconds * 1000:.0f} ms"
     if status in (401, 403):
         where = key_source or "its key"
         return fail(
@@ -136,18 +135,21 @@ class _Unreachable(Exception):
     """No HTTP answer: the message says why, naming the URL."""
 
 
-async def _get(spec: ProviderSpec, url: str, timeout: float) -> tuple[int, bytes]:
+async def _get(spec: ProviderSpec, url: str, timeout: float) -> tuple[int, bytes, float]:
+    """Status, body (at most ``MAX_BODY``) and seconds to the answer's headers."""
     import httpx
 
     from etcode.provider.transport import ssl_context
 
     limits = httpx.Timeout(timeout)
     verify = ssl_context(url.startswith("https:"))
+    started = time.monotonic()
     try:
         async with (
             httpx.AsyncClient(timeout=limits, verify=verify) as client,
             client.stream("GET", url, headers=request_headers(spec)) as response,
         ):
+            seconds = time.monotonic() - started
             chunks: list[bytes] = []
             size = 0
             async for chunk in response.aiter_bytes():
@@ -155,7 +157,7 @@ async def _get(spec: ProviderSpec, url: str, timeout: float) -> tuple[int, bytes
                 if size > MAX_BODY:
                     break
                 chunks.append(chunk)
-            return response.status_code, b"".join(chunks)
+            return response.status_code, b"".join(chunks), seconds
     except httpx.ConnectError as err:
         reason = _cause(err)
         raise _Unreachable(f"nothing answers at {spec.base_url}: {reason} (GET {url})") from None

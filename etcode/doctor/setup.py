@@ -189,14 +189,14 @@ def _describe(spec: ProviderSpec, config: Config, model: str | None, env: Mappin
     """``fake/m (openai wire) at URL, window 128,000 tokens (catalog); from FILE``."""
     entry = config.provider_entry(spec.id)
     if model:
-        origin = "--model"
+        origin = "set by --model"
     elif config.model:
-        origin = config.origin("model") or "config"
+        origin = f"set in {config.origin('model') or 'the configuration'}"
     elif entry is not None and entry.model:
-        origin = config.origin(f"provider.{spec.id}") or "config"
+        origin = f"set in {config.origin(f'provider.{spec.id}') or 'the configuration'}"
     else:
-        origin = f"found {_env_key_name(spec.id, env) or 'a key'} in the environment"
-    return f"{spec.full_id} ({spec.type} wire) at {spec.base_url}; {_window(spec, config)}; from {origin}"
+        origin = f"picked because {_env_key_name(spec.id, env) or 'its key'} is set"
+    return f"{spec.full_id} ({spec.type} wire) at {spec.base_url}; {_window(spec, config)}; {origin}"
 
 
 def _window(spec: ProviderSpec, config: Config) -> str:
