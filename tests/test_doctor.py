@@ -243,6 +243,20 @@ def test_a_model_picked_by_its_key_says_so(project: Path) -> None:
     assert model.endswith("; picked because ANTHROPIC_API_KEY is set")
 
 
+def test_etcode_variables_are_a_layer_of_their_own(project: Path) -> None:
+    proc = doctor(project, "--offline", env={"ETCODE_MODEL": "ollama/qwen2.5-coder:7b"})
+    assert proc.returncode == 0, proc.stdout
+    config = lines(proc, "config")
+    assert config[0].startswith("✓ config     no etcode.json found")
+    assert config[1:] == ["✓ config     ETCODE_MODEL=ollama/qwen2.5-coder:7b (environment)"]
+    model = line(proc, "model")
+    assert model.startswith(
+        "✓ model      ollama/qwen2.5-coder:7b (openai wire) at http://127.0.0.1:11434/v1;"
+    )
+    assert model.endswith("; set in ETCODE_MODEL")
+    assert line(proc, "key") == "✓ key        ollama: none needed (a local server)"
+
+
 def test_no_model_at_all_says_how_to_configure_one(project: Path) -> None:
     proc = doctor(project)
     assert proc.returncode == 1
@@ -435,3 +449,21 @@ def test_outside_tmux_there_is_no_tmux_line(project: Path) -> None:
         env=env,
     )
     assert lines(proc, "tmux") == [] and lines(proc, "terminal")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_in_a_real_terminal_inside_tmux(project: Path) -> None:
+    """A tmux pane is a terminal (its size is read) and the pane's TMUX leads to the tmux
+    server's own extended-keys (off by default)."""
+    from tests.test_tui_cli import Tmux, _quote, tmux_env
+
+    tmux = Tmux("doctor")
+    command = f"env {tmux_env()} TERM=xterm-256color {_quote(sys.executable)} -m etcode doctor --offline"
+    try:
+        tmux.start(f"{command} --model ollama/qwen; echo DOCTOR-EXIT-$?; sleep 60", project)
+        screen = tmux.wait_for("DOCTOR-EXIT-")
+        assert "DOCTOR-EXIT-0" in screen, screen
+        assert "✓ terminal   TERM=xterm-256color, no colours (NO_COLOR is set), 120x40" in screen, screen
+        assert "! tmux       extended-keys off: Shift+Enter arrives as Enter" in screen, screen
+    finally:
+        tmux.kill()
