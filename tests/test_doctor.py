@@ -85,7 +85,9 @@ def test_the_anthropic_wire_is_asked_with_its_own_headers(project: Path, llm: Fa
     llm.expected_key = TEST_KEY
     proc = doctor(project)
     assert proc.returncode == 0, proc.stdout
-    assert line(proc, "reachable").startswith(f"✓ reachable  {llm.anthropic_base_url}/v1/models answered")
+    assert line(proc, "reachable").startswith(
+        f"✓ reachable  {llm.anthropic_base_url}/v1/models?limit=1000 answered"
+    )
     sent = llm.side_headers[0]
     assert sent["x-api-key"] == TEST_KEY and sent["anthropic-version"] and "authorization" not in sent
 
@@ -122,6 +124,23 @@ def test_a_model_the_server_does_not_list_is_a_warning(served: Path, llm: FakeLL
     assert reach.startswith("! reachable")
     assert "does not list test-model (it lists qwen2.5-coder:7b, llama3.2:latest)" in reach
     assert "--model fake/NAME" in reach
+
+
+def test_an_alias_of_a_listed_model_is_served(project: Path, llm: FakeLLM) -> None:
+    """Anthropic lists dated ids; ``claude-sonnet-4-0`` is an alias of one."""
+    config = {
+        "model": "anthropic/claude-sonnet-4-0",
+        "provider": [{"id": "anthropic", "baseURL": llm.anthropic_base_url, "apiKey": TEST_KEY}],
+    }
+    (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
+    llm.listed_models = ["claude-opus-4-20250514", "claude-sonnet-4-20250514"]
+    proc = doctor(project)
+    assert proc.returncode == 0, proc.stdout
+    assert line(proc, "reachable").endswith("; claude-sonnet-4-0 is served")
+    llm.listed_models = ["claude-opus-4-20250514"]
+    missing = doctor(project)
+    assert "does not list claude-sonnet-4-0 (it lists claude-opus-4-20250514)" in line(missing, "reachable")
+    assert "or check the model's name" in line(missing, "reachable")
 
 
 def test_a_server_that_does_not_answer_is_given_up_on(served: Path, llm: FakeLLM) -> None:

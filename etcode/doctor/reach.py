@@ -24,7 +24,7 @@ SHOWN = 5
 
 def models_url(spec: ProviderSpec) -> str:
     base = spec.base_url.rstrip("/")
-    return f"{base}/v1/models" if spec.type == "anthropic" else f"{base}/models"
+    return f"{base}/v1/models?limit=1000" if spec.type == "anthropic" else f"{base}/models"
 
 
 def request_headers(spec: ProviderSpec) -> dict[str, str]:
@@ -71,25 +71,41 @@ async def check_reach(spec: ProviderSpec, key_source: str | None, timeout: float
 
 
 def _listed(spec: ProviderSpec, url: str, body: bytes, elapsed: str) -> Check:
-    """200: does the list hold the model? (A one-model server, such as llama.cpp's, answers
-    to any name; Ollama's ``NAME:latest`` is ``NAME``.)"""
+    """200: does the list hold the model? (A local one-model server, such as llama.cpp's,
+    answers to any name; Ollama's ``NAME:latest`` is ``NAME``.)"""
     ids = _ids(body)
     head = f"{url} answered in {elapsed}"
     if ids is None:
         return ok("reachable", head)
-    if not ids or len(ids) == 1 or _has(ids, spec.model):
+    from etcode.provider.discovery import server_kind
+
+    kind = server_kind(spec)
+    if not ids or (len(ids) == 1 and kind is not None) or _has(ids, spec.model):
         return ok("reachable", f"{head}; {spec.model} is served" if ids else head)
     listed = ", ".join(ids[:SHOWN]) + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
+    load = (
+        f"or `ollama pull {spec.model}`"
+        if kind == "ollama"
+        else "or load the model into the server"
+        if kind is not None
+        else "or check the model's name"
+    )
     return warn(
         "reachable",
         f"{head}, but does not list {spec.model} (it lists {listed})",
-        f"use one of them (--model {spec.id}/NAME), or load the model into the server (ollama pull {spec.model})",
+        f"use one of them (--model {spec.id}/NAME), {load}",
     )
 
 
 def _has(ids: list[str], model: str) -> bool:
+    """Is ``model`` among ``ids``: by its name, Ollama's ``NAME:latest``, the part after a
+    ``vendor/``, or as an alias of a dated id (``claude-sonnet-4-0``, ``...-latest``)."""
     names = {model, f"{model}:latest", model.removesuffix(":latest")}
-    return any(i in names or i.rsplit("/", 1)[-1] == model.rsplit("/", 1)[-1] for i in ids)
+    base = model.rsplit("/", 1)[-1]
+    stem = base.removesuffix("-latest").removesuffix("-0") + "-"
+    return any(
+        i in names or i.rsplit("/", 1)[-1] == base or i.rsplit("/", 1)[-1].startswith(stem) for i in ids
+    )
 
 
 def _ids(body: bytes) -> list[str] | None:
