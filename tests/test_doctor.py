@@ -486,3 +486,13 @@ def test_in_a_real_terminal_inside_tmux(project: Path) -> None:
         assert "! tmux       extended-keys off: Shift+Enter arrives as Enter" in screen, screen
     finally:
         tmux.kill()
+
+
+def test_offline_loads_no_http_client_nor_the_chat(project: Path) -> None:
+    from tests.cli_helpers import etcode_imports
+
+    proc, imported = etcode_imports("doctor", "--offline", "--model", "ollama/qwen", cwd=project)
+    assert proc.returncode == 0, proc.stdout
+    assert "etcode.doctor" in imported  # the measurement itself works
+    heavy = {"textual", "tiktoken", "mcp", "httpx", "etcode.ui", "etcode.acp"}
+    assert sorted(m for m in imported if any(m == h or m.startswith(f"{h}.") for h in heavy)) == []
