@@ -12,7 +12,9 @@ The path picks the format: ``POST /v1/chat/completions`` answers with OpenAI Cha
 Completions SSE chunks, ``POST /v1/messages`` with Anthropic Messages SSE events, in the
 shapes the real services send. Queue entries are :class:`Reply`, :class:`Fault` or a
 callable ``fn(recorded) -> Reply | Fault``. An empty queue answers 400
-``fake server: no scripted reply left``; any other path or method gets 404.
+``fake server: no scripted reply left``. ``GET /v1/models`` lists ``listed_models`` in the
+shape of the wire that asks (a 401 without ``expected_key`` when that is set); other paths
+answer from ``page(...)``, else 404.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ __all__ = ["Call", "FakeLLM", "Fault", "Recorded", "Reply", "anthropic_events", 
 Format = Literal["openai", "anthropic"]
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
+MODELS_ROUTE = "GET /v1/models"
 NO_REPLY_LEFT = "fake server: no scripted reply left"
 
 
@@ -377,9 +380,13 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
         with fake._lock:
             fake.side_requests.append(f"{self.command} {path}")
+            fake.side_headers.append(headers)
             page = fake.pages.get(f"{self.command} {path}")
+        if page is None and f"{self.command} {path}" == MODELS_ROUTE:
+            page = fake._models_page(headers)
         if page is None:
             self._not_found(body_read=True)
             return
@@ -533,8 +540,15 @@ class FakeLLM:
     def __init__(self, model: str = "fake-model") -> None:
         self.model = model
         self.requests: list[Recorded] = []
-        #: Requests to other paths (``"GET /props"``), answered from ``pages`` or with 404.
+        #: Requests to other paths (``"GET /props"``), answered from ``pages`` or with 404
+        #: (``GET /v1/models`` lists ``listed_models``); ``side_headers`` their headers.
         self.side_requests: list[str] = []
+        self.side_headers: list[dict[str, str]] = []
+        #: What ``GET /v1/models`` lists (default: ``[model]``), in the shape of the wire
+        #: the request speaks (``anthropic-version`` header: Anthropic's, else OpenAI's).
+        self.listed_models: list[str] | None = None
+        #: When set, ``GET /v1/models`` without this key (``Bearer`` or ``x-api-key``) is a 401.
+        self.expected_key: str | None = None
         self.pages: dict[str, tuple[int, Any, float]] = {}
         self._queue: collections.deque[Entry] = collections.deque()
         self._lock = threading.Lock()
@@ -636,6 +650,34 @@ class FakeLLM:
         return ProviderSpec(**values)
 
     # -- internals
+
+    def _models_page(self, headers: dict[str, str]) -> tuple[int, Any, float]:
+        """``GET /v1/models`` as OpenAI (``{"object": "list", "data": [...]}``) or Anthropic
+        (``{"data": [...], "has_more": ...}``) answer it, or their 401 for a wrong key."""
+        anthropic = "anthropic-version" in headers
+        sent = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+        if self.expected_key is not None and sent != self.expected_key:
+            wire: Format = "anthropic" if anthropic else "openai"
+            message = "invalid x-api-key" if anthropic else "Incorrect API key provided."
+            return 401, error_object(wire, 401, message), 0.0
+        names = self.listed_models if self.listed_models is not None else [self.model]
+        if anthropic:
+            data = [
+                {"type": "model", "id": n, "display_name": n, "created_at": "2025-05-22T00:00:00Z"}
+                for n in names
+            ]
+            return (
+                200,
+                {
+                    "data": data,
+                    "has_more": False,
+                    "first_id": names[0] if names else None,
+                    "last_id": names[-1] if names else None,
+                },
+                0.0,
+            )
+        data = [{"id": n, "object": "model", "created": 1686935002, "owned_by": "fake"} for n in names]
+        return 200, {"object": "list", "data": data}, 0.0
 
     def _take(self, recorded: Recorded) -> Reply | Fault | None:
         with self._lock:

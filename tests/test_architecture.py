@@ -9,7 +9,19 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "etcode"
 #: The rooms below the composition root (``wiring``) and the public API.
-CORE = ("session", "tools", "provider", "prompt", "config", "permission", "agent", "mcp", "workflow", "util")
+CORE = (
+    "session",
+    "tools",
+    "provider",
+    "prompt",
+    "config",
+    "permission",
+    "agent",
+    "mcp",
+    "workflow",
+    "util",
+    "doctor",
+)
 FRONT_ENDS = ("etcode.ui", "etcode.cli", "etcode.acp")
 ABOVE_CORE = ("etcode.api", "etcode.wiring", "etcode.testing")
 

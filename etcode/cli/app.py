@@ -18,7 +18,7 @@ def _version_callback(value: bool) -> None:
 def build_app() -> typer.Typer:
     app = typer.Typer(
         name="etcode",
-        help='etcode: a terminal coding agent. `etcode` opens the chat; `etcode run "task"` for scripts; `etcode debug prompt` to inspect.',
+        help='etcode: a terminal coding agent. `etcode` opens the chat; `etcode run "task"` for scripts; `etcode doctor` when something is off.',
         no_args_is_help=False,
         add_completion=False,
         pretty_exceptions_enable=False,
@@ -154,6 +154,25 @@ def build_app() -> typer.Typer:
         from etcode.cli.acp import acp_command
 
         code = acp_command(model=model, agent=agent, sandbox=sandbox, trust=trust, debug=debug)
+        if code:
+            raise SystemExit(code)
+
+    @app.command("doctor", help="Check config, model, key, sandbox, terminal.")
+    def doctor(
+        model: Annotated[
+            str | None,
+            typer.Option("--model", "-m", help="provider/model to check (default: the configured one)."),
+        ] = None,
+        as_json: Annotated[
+            bool,
+            typer.Option("--json", help='Print {"ok", "checks": [{"name", "status", "detail", "fix"}]}.'),
+        ] = False,
+        offline: Annotated[bool, typer.Option("--offline", help="Do not ask the model's server.")] = False,
+    ) -> None:
+        """One line per check with its fix; exit code 1 when any check failed (warnings pass)."""
+        from etcode.cli.doctor import doctor_command
+
+        code = doctor_command(model=model, as_json=as_json, offline=offline)
         if code:
             raise SystemExit(code)
 

@@ -99,8 +99,9 @@ def bwrap_path() -> str | None:
 
 
 @lru_cache(maxsize=4)
-def _probe(bwrap: str) -> str | None:
-    """None when ``bwrap`` can build a sandbox here, else its one-line complaint."""
+def probe_bwrap(bwrap: str) -> str | None:
+    """None when ``bwrap`` can build a sandbox here (it runs ``true`` in one, 10 s at most),
+    else its one-line complaint. Cached per executable for the process."""
     try:
         proc = subprocess.run(
             [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "--", "true"],
@@ -124,7 +125,7 @@ def unavailable_reason() -> str | None:
     bwrap = bwrap_path()
     if bwrap is None:
         return 'bubblewrap (bwrap) is not installed; install the Debian package bubblewrap or set "sandbox": "off"'
-    problem = _probe(bwrap)
+    problem = probe_bwrap(bwrap)
     if problem is not None:
         return f'bubblewrap cannot create a sandbox here ({problem}); set "sandbox": "off"'
     return None

@@ -74,6 +74,11 @@ def _cache_dirs() -> list[Path]:
     return [Path(tempfile.gettempdir()) / "data-gym-cache"]
 
 
+def cache_folder() -> Path:
+    """The folder tiktoken reads encoding files from (and a fetch writes them to)."""
+    return _cache_dirs()[0]
+
+
 def encoding_file(name: str) -> Path | None:
     """Where tiktoken keeps encoding ``name`` when it is cached on disk, else None."""
     url = _URLS.get(name)
