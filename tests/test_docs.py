@@ -47,8 +47,6 @@ TAGGED = {
     ("docs/usage.md", "terminal", "etcode"),
 }  # fmt: skip
 
-#: Commands that land on another branch: their blocks may fail until it is merged.
-NOT_YET = {"etcode doctor": "doctor lands on another branch"}
 #: Commands whose exit status depends on the machine, not on the docs: `etcode doctor` exits 1
 #: when any check fails (no bubblewrap, no terminal...). They must still print their report.
 MACHINE_CODES = {"etcode doctor": {0, 1}}
@@ -249,15 +247,7 @@ def test_every_document_has_blocks_and_the_tagged_ones_are_listed() -> None:
 
 
 def _blocks_param(blocks: list[Block]) -> list[Any]:
-    params = []
-    for block in blocks:
-        marks = [
-            pytest.mark.xfail(reason=reason, strict=False)
-            for command, reason in NOT_YET.items()
-            if command in block.text
-        ]
-        params.append(pytest.param(block, id=str(block), marks=marks))
-    return params
+    return [pytest.param(block, id=str(block)) for block in blocks]
 
 
 @pytest.mark.parametrize("block", _blocks_param(SHELL_BLOCKS))
