@@ -25,6 +25,37 @@ def entry() -> None:
 
 
 def _run(argv: list[str]) -> None:
+    try:
+        _run_command(argv)
+        sys.stdout.flush()  # a reader gone by now is found here, not at the interpreter's exit
+    except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise
+        _quiet_exit_for_a_gone_reader()
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe nobody reads any more (``etcode … | head -1``)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(mask & select.POLLERR for _, mask in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def _quiet_exit_for_a_gone_reader() -> None:
+    """The reader left: nothing is wrong with etcode, so no error line; exit 1 as the output was
+    not all delivered. Stdout points at /dev/null so the interpreter's last flush cannot fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    sys.exit(1)
+
+
+def _run_command(argv: list[str]) -> None:
     if argv in (["--version"], ["-V"]):  # fast path: no Typer, nothing heavy
         sys.stdout.write(f"etcode {__version__}\n")
         return
@@ -47,6 +78,10 @@ def _run(argv: list[str]) -> None:
         sys.exit(err.exit_code)
     except SystemExit:
         raise
+    except BrokenPipeError:
+        if _stdout_reader_gone():
+            raise  # handled in _run, after anything still buffered
+        _report_unexpected(BrokenPipeError(), debug)
     except Exception as err:  # click usage errors and genuine bugs
         _report_unexpected(err, debug)
 
