@@ -137,6 +137,13 @@ def test_a_prefix_of_several_sessions_names_them(project: Path, llm: FakeLLM) ->
     # the chat on a terminal: refused before its screen opens (a usage error there, as for an unknown id)
     code, output = on_a_terminal(["--session", "ses_01a2"], cwd=project)
     assert code == 2 and output.strip() == f"error: --session {expected}"
+    for prefix in ("ses_01a2", ids[1][:-3]):  # delete takes the whole id only, and says so
+        refused = etcode("sessions", "delete", prefix, cwd=project)
+        assert refused.returncode == 1
+        assert (
+            refused.stderr.strip()
+            == f"error: no session {prefix} (give the full id; see: etcode sessions list)"
+        )
     one = etcode("sessions", "export", ids[1][:-3], cwd=project)  # a unique prefix still works
     assert one.returncode == 0, one.stderr
     assert json.loads(one.stdout)["session"]["id"] == ids[1]

@@ -44,7 +44,7 @@ def find(store: SessionStore, session_id: str, *, exact: bool = False, flag: str
         return store.resolve_session(session_id, flag=flag)
     info = store.get_session(session_id)
     if info is None:
-        raise SessionNotFoundError(f"no session {session_id} (see: etcode sessions list)")
+        raise SessionNotFoundError(f"no session {session_id} (give the full id; see: etcode sessions list)")
     return info
 
 
