@@ -91,7 +91,11 @@ async def http_loop(llm: FakeLLM, directory: Path) -> float:
 
 
 async def main() -> None:
-    directory = Path(tempfile.mkdtemp())
+    with tempfile.TemporaryDirectory(prefix="etcode-bench-") as tmp:  # removed at the end
+        await measure(Path(tmp))
+
+
+async def measure(directory: Path) -> None:
     in_process = [await run_loop(ScriptedProvider(*scripted_answers()), directory) for _ in range(RUNS)]
     with FakeLLM() as llm:
         await raw_requests(llm)  # warm up connection and imports

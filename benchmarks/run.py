@@ -140,8 +140,8 @@ def loop_overhead(runs: int) -> None:
     import bench_loop
 
     async def measure() -> tuple[float, float]:
-        directory = Path(tempfile.mkdtemp(prefix="etcode-bench-"))
-        with FakeLLM() as llm:
+        with FakeLLM() as llm, tempfile.TemporaryDirectory(prefix="etcode-bench-") as tmp:
+            directory = Path(tmp)
             await bench_loop.raw_requests(llm)  # warm up connection and imports
             raw = [await bench_loop.raw_requests(llm) for _ in range(runs)]
             http = [await bench_loop.http_loop(llm, directory) for _ in range(runs)]

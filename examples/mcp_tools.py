@@ -15,9 +15,18 @@ from etcode import Agent, EventType
 
 
 def main() -> None:
-    project = Path(tempfile.mkdtemp(prefix="etcode-mcp-"))
+    with tempfile.TemporaryDirectory(prefix="etcode-mcp-") as folder:  # removed at the end
+        ask(Path(folder))
+
+
+def ask(project: Path) -> None:
     config = {
-        "mcp": {"time": {"command": [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]}},
+        "mcp": {
+            "time": {
+                "command": [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"],
+                "timeout": 30000,  # ms to start and list its tools (a Python server is slow on a busy machine)
+            }
+        },
         "permission": {"time_*": "allow"},  # the library never asks: allow these tools up front
     }
     (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")

@@ -13,7 +13,14 @@ from etcode import Agent, EventType
 
 
 def main() -> None:
-    directory = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="etcode-workflow-"))
+    if len(sys.argv) > 1:
+        work_in(Path(sys.argv[1]))
+        return
+    with tempfile.TemporaryDirectory(prefix="etcode-workflow-") as folder:  # removed at the end
+        work_in(Path(folder))
+
+
+def work_in(directory: Path) -> None:
     (directory / "notes.txt").write_text("the number is 7\n", encoding="utf-8")
     agent = Agent(
         os.getenv("ETCODE_EXAMPLE_MODEL", "gpt-4o-mini"),

@@ -51,10 +51,14 @@ def llm():
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """An empty project folder (not a git repository)."""
+def project(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """A project folder (not a git repository): empty, or filled as the module's ``PROJECT``
+    says (tests/project_support.py)."""
+    from tests.project_support import fill_project
+
     folder = tmp_path / "project"
     folder.mkdir()
+    fill_project(folder, request)
     return folder
 
 

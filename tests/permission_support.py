@@ -7,6 +7,7 @@ from typing import Any
 
 from etcode.permission import Decision, DenyAsker, PermissionRequest, PermissionService, rules_from_config
 from etcode.tools.base import ToolContext
+from tests.tool_support import make_ctx
 
 
 class Answer:
@@ -27,15 +28,7 @@ def ruled_context(
     """A context in ``root`` whose checks go through the default rules, ``permission`` (as
     in etcode.json) and ``agent`` rules; ``asker`` answers what asks (default: no)."""
     service = PermissionService(rules_from_config(permission, agent), asker or DenyAsker(), root)
-    return ToolContext(
-        session_id="s",
-        call_id="c",
-        directory=root,
-        worktree=root,
-        check_permission=service.check,
-        decide_permission=service.decide,
-        **fields,
-    )
+    return make_ctx(root, check_permission=service.check, decide_permission=service.decide, **fields)
 
 
 def command_decision(directory: Path, permission: Any, command: str, agent: Any = None) -> str:

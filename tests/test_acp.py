@@ -359,6 +359,16 @@ async def test_list_sessions_and_unknown_or_busy_sessions(llm: FakeLLM, project:
         with pytest.raises(RequestError) as unknown:
             await step(conn.load_session(cwd=str(project), session_id="ses_missing", mcp_servers=[]))
         assert unknown.value.code == -32602 and "ses_missing" in json.dumps(unknown.value.data)
+        from etcode.session.store import SessionStore
+
+        store = SessionStore.open()  # two ids sharing a prefix ('p' is no hex digit: no real id has it)
+        for sid in ("ses_0acp1", "ses_0acp2"):
+            store.create_session(sid, project_id="p", directory=str(project))
+        store.close()
+        with pytest.raises(RequestError) as ambiguous:
+            await step(conn.load_session(cwd=str(project), session_id="ses_0acp", mcp_servers=[]))
+        assert ambiguous.value.code == -32602
+        assert "ses_0acp matches 2 sessions: ses_0acp1, ses_0acp2" in json.dumps(ambiguous.value.data)
         # A turn still running in this session: another etcode may not open it meanwhile.
         running = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text_block("hang")]))
         while len(llm.requests) < 2:

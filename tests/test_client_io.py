@@ -23,6 +23,7 @@ from etcode.tools.client_io import (
 from etcode.tools.edit import EditTool
 from etcode.tools.read_file import ReadFileTool
 from etcode.tools.write_file import WriteFileTool
+from tests.tool_support import make_ctx
 
 
 class Buffers:
@@ -75,15 +76,14 @@ class Terminal:
         return self.result
 
 
-def make_ctx(tmp_path: Path, files: Any = None, terminal: Any = None, **kw: Any) -> ToolContext:
+def client_ctx(tmp_path: Path, files: Any = None, terminal: Any = None, **kw: Any) -> ToolContext:
+    """A context whose tools use the editor's ``files`` and ``terminal`` (when given)."""
     state: dict[str, Any] = {}
     if files is not None:
         state[FILES_KEY] = files
     if terminal is not None:
         state[TERMINAL_KEY] = terminal
-    return ToolContext(
-        session_id="s", call_id="call_1", directory=tmp_path, worktree=tmp_path, state=state, **kw
-    )
+    return make_ctx(tmp_path, call_id="call_1", state=state, **kw)
 
 
 async def run_tool(tool: Any, ctx: ToolContext, **args: Any) -> Any:
@@ -94,20 +94,20 @@ async def test_read_sees_the_unsaved_buffer_with_the_same_numbering(tmp_path: Pa
     target = tmp_path / "a.py"
     target.write_text("saved = 1\n", encoding="utf-8")
     files = Buffers({target: "\ufeffunsaved = 2\r\nsecond\r\n" + "x" * 3000 + "\n"})
-    result = await run_tool(ReadFileTool(), make_ctx(tmp_path, files), file_path="a.py")
+    result = await run_tool(ReadFileTool(), client_ctx(tmp_path, files), file_path="a.py")
     lines = result.output.splitlines()
     assert lines[:2] == ["     1\tunsaved = 2", "     2\tsecond"]
     assert "line truncated: 3000 chars" in lines[2]
     assert result.data["source"] == "client" and result.data["totalLines"] == 3
     assert "saved = 1" not in result.output
-    window = await run_tool(ReadFileTool(), make_ctx(tmp_path, files), file_path="a.py", offset=2, limit=1)
+    window = await run_tool(ReadFileTool(), client_ctx(tmp_path, files), file_path="a.py", offset=2, limit=1)
     assert window.output.splitlines()[0] == "     2\tsecond" and "use offset=3" in window.output
 
 
 async def test_read_falls_back_to_disk_when_the_editor_cannot_read(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("from disk\n", encoding="utf-8")
     files = Buffers(fail="read")
-    result = await run_tool(ReadFileTool(), make_ctx(tmp_path, files), file_path="a.txt")
+    result = await run_tool(ReadFileTool(), client_ctx(tmp_path, files), file_path="a.txt")
     assert result.output == "     1\tfrom disk" and "source" not in result.data
     assert files.calls == [("read", tmp_path / "a.txt")]
 
@@ -117,7 +117,7 @@ async def test_edit_changes_the_buffer_not_the_disk_behind_it(tmp_path: Path) ->
     target.write_text("x = 1\n", encoding="utf-8")
     files = Buffers({target: "x = 1\ny = 5  # unsaved\n"})
     result = await run_tool(
-        EditTool(), make_ctx(tmp_path, files), file_path="app.py", old_string="y = 5", new_string="y = 6"
+        EditTool(), client_ctx(tmp_path, files), file_path="app.py", old_string="y = 5", new_string="y = 6"
     )
     assert files.buffers[target] == "x = 1\ny = 6  # unsaved\n"
     assert target.read_text(encoding="utf-8") == "x = 1\n"  # the editor saves it, not etcode
@@ -131,10 +131,14 @@ async def test_a_refused_write_is_a_tool_error_and_leaves_the_disk_alone(tmp_pat
     files = Buffers(fail="write")
     with pytest.raises(ToolError, match=r"Cannot write app\.py: the editor refused it"):
         await run_tool(
-            EditTool(), make_ctx(tmp_path, files), file_path="app.py", old_string="x = 1", new_string="x = 2"
+            EditTool(),
+            client_ctx(tmp_path, files),
+            file_path="app.py",
+            old_string="x = 1",
+            new_string="x = 2",
         )
     with pytest.raises(ToolError, match="Cannot write new.txt"):
-        await run_tool(WriteFileTool(), make_ctx(tmp_path, files), file_path="new.txt", content="hi\n")
+        await run_tool(WriteFileTool(), client_ctx(tmp_path, files), file_path="new.txt", content="hi\n")
     assert target.read_text(encoding="utf-8") == "x = 1\n" and not (tmp_path / "new.txt").exists()
 
 
@@ -142,13 +146,15 @@ async def test_write_and_create_go_through_the_editor_and_diff_against_its_buffe
     target = tmp_path / "notes.md"
     target.write_text("on disk\n", encoding="utf-8")
     files = Buffers({target: "in the buffer\n"})
-    result = await run_tool(WriteFileTool(), make_ctx(tmp_path, files), file_path="notes.md", content="new\n")
+    result = await run_tool(
+        WriteFileTool(), client_ctx(tmp_path, files), file_path="notes.md", content="new\n"
+    )
     assert files.buffers[target] == "new\n" and "-in the buffer" in result.data["diff"]
     created = await run_tool(
-        EditTool(), make_ctx(tmp_path, files), file_path="fresh.py", old_string="", new_string="a = 1\n"
+        EditTool(), client_ctx(tmp_path, files), file_path="fresh.py", old_string="", new_string="a = 1\n"
     )
     assert files.buffers[tmp_path / "fresh.py"] == "a = 1\n" and created.data["created"] is True
-    await run_tool(WriteFileTool(), make_ctx(tmp_path, files), file_path="new/dir/x.txt", content="x\n")
+    await run_tool(WriteFileTool(), client_ctx(tmp_path, files), file_path="new/dir/x.txt", content="x\n")
     assert (tmp_path / "new" / "dir").is_dir()  # folders made as for a disk write; the editor writes the file
     assert files.buffers[tmp_path / "new" / "dir" / "x.txt"] == "x\n"
 
@@ -158,7 +164,7 @@ async def test_without_write_capability_edits_go_to_disk(tmp_path: Path) -> None
     target.write_text("x = 1\n", encoding="utf-8")
     files = Buffers(write=False)
     await run_tool(
-        EditTool(), make_ctx(tmp_path, files), file_path="app.py", old_string="x = 1", new_string="x = 2"
+        EditTool(), client_ctx(tmp_path, files), file_path="app.py", old_string="x = 1", new_string="x = 2"
     )
     assert target.read_text(encoding="utf-8") == "x = 2\n"
     assert [kind for kind, _ in files.calls] == ["read"]
@@ -167,7 +173,7 @@ async def test_without_write_capability_edits_go_to_disk(tmp_path: Path) -> None
 async def test_bash_runs_in_the_editor_terminal(tmp_path: Path) -> None:
     terminal = Terminal()
     result = await run_tool(
-        BashTool(), make_ctx(tmp_path, terminal=terminal), command="echo ok; exit 3", timeout=5000
+        BashTool(), client_ctx(tmp_path, terminal=terminal), command="echo ok; exit 3", timeout=5000
     )
     [run] = terminal.runs
     assert run["argv"][-1] == "echo ok; exit 3" and run["cwd"] == tmp_path and run["timeout_s"] == 5
@@ -181,7 +187,7 @@ async def test_bash_reports_a_timeout_from_the_editor_terminal(tmp_path: Path) -
         TerminalRun(output="partial", exit_code=-1, timed_out=True, truncated=True, terminal_id="t")
     )
     result = await run_tool(
-        BashTool(), make_ctx(tmp_path, terminal=terminal), command="sleep 100", timeout=1000
+        BashTool(), client_ctx(tmp_path, terminal=terminal), command="sleep 100", timeout=1000
     )
     assert result.is_error and "timed out after 1 s" in result.output
     assert "earlier output dropped by the editor" in result.output
@@ -190,7 +196,7 @@ async def test_bash_reports_a_timeout_from_the_editor_terminal(tmp_path: Path) -
 async def test_bash_runs_here_when_the_editor_cannot_start_it(tmp_path: Path) -> None:
     events: list[Any] = []
     terminal = Terminal(fail=True)
-    ctx = make_ctx(tmp_path, terminal=terminal, emit=events.append)
+    ctx = client_ctx(tmp_path, terminal=terminal, emit=events.append)
     result = await run_tool(BashTool(), ctx, command="echo local")
     assert result.output == "local" and "terminalId" not in result.data
     assert any(isinstance(e, WarningEvent) and "terminals are disabled" in e.message for e in events)

@@ -13,8 +13,11 @@ from tests.fake_llm import Call, FakeLLM, Reply
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def run_example(name: str, llm: FakeLLM | None, cwd: Path, *args: str) -> str:
+def run_example(name: str, llm: FakeLLM | None, cwd: Path, *args: str, tmpdir: Path | None = None) -> str:
+    """Run ``examples/NAME ARGS`` (with ``tmpdir`` as its TMPDIR when given): its stdout."""
     env = {**os.environ, "ETCODE_EXAMPLE_MODEL": "test-model", "API_KEY": "k"}
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
     if llm is not None:
         env["BASE_URL"] = llm.openai_base_url
     proc = subprocess.run(
@@ -28,6 +31,11 @@ def run_example(name: str, llm: FakeLLM | None, cwd: Path, *args: str) -> str:
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     return proc.stdout
+
+
+def leftovers(folder: Path) -> list[str]:
+    """What a run left in its private TMPDIR (etcode's own folders and files)."""
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("etcode"))
 
 
 def offered(llm: FakeLLM, index: int = 0) -> list[str]:
@@ -112,7 +120,8 @@ def test_todo_tracking(llm: FakeLLM, project: Path) -> None:
     assert offered(llm) == ["draft", "TodoWrite"]
 
 
-def test_workflow(llm: FakeLLM, project: Path) -> None:
+def _workflow_replies() -> list[Reply]:
+    """The Planner's plan, the Executor's calls and report, the Verifier's verdict."""
     plan = {
         "summary": "Copy the number",
         "needsMorePlanning": False,
@@ -133,7 +142,7 @@ def test_workflow(llm: FakeLLM, project: Path) -> None:
         "improvements": [],
         "tasks": [{"id": "1", "completed": True, "feedback": "checked"}],
     }
-    llm.script(
+    return [
         Reply(text=json.dumps(plan)),
         Reply(
             calls=[
@@ -143,7 +152,11 @@ def test_workflow(llm: FakeLLM, project: Path) -> None:
         ),
         Reply(text=json.dumps({"summary": "wrote answer.txt", "taskCompleted": True})),
         Reply(text=json.dumps(verdict)),
-    )
+    ]
+
+
+def test_workflow(llm: FakeLLM, project: Path) -> None:
+    llm.script(*_workflow_replies())
     out = run_example("workflow.py", llm, project, str(project))
     assert "plan: Write the number to answer.txt" in out
     assert "● WriteFile" in out
@@ -152,12 +165,27 @@ def test_workflow(llm: FakeLLM, project: Path) -> None:
     assert (project / "answer.txt").read_text(encoding="utf-8") == "7\n"
 
 
+def test_workflow_in_a_temporary_folder_leaves_none_behind(
+    llm: FakeLLM, project: Path, tmp_path: Path
+) -> None:
+    """Without a directory argument the example works in a temporary folder, removed at the end."""
+    llm.script(*_workflow_replies())
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    out = run_example("workflow.py", llm, project, tmpdir=private_tmp)
+    assert "answer.txt: 7" in out
+    assert leftovers(private_tmp) == []
+
+
 def test_mcp_tools(llm: FakeLLM, project: Path) -> None:
     llm.script(
         Reply(calls=[Call("time_get_current_time", {"timezone": "Asia/Tokyo"})]),
         Reply(text="It is evening in Tokyo."),
     )
-    out = run_example("mcp_tools.py", llm, project)
+    private_tmp = project.parent / "tmp"  # the example's TMPDIR: what it leaves there is its own
+    private_tmp.mkdir()
+    out = run_example("mcp_tools.py", llm, project, tmpdir=private_tmp)
+    assert leftovers(private_tmp) == []  # its etcode-mcp-* folder is gone
     assert "● time_get_current_time {'timezone': 'Asia/Tokyo'}" in out
     assert "Asia/Tokyo" in out.splitlines()[1]
     assert out.strip().endswith("It is evening in Tokyo.")

@@ -19,9 +19,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from etcode.tools.base import ToolContext, ToolError
+from etcode.tools.base import ToolError
 from etcode.tools.edit import EditTool
 from etcode.tools.edit_match import AmbiguousMatchError, EditMatchError, replace
+from tests.tool_support import make_ctx
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -130,7 +131,7 @@ def test_replace_never_raises_anything_else_and_exact_matches_behave_like_str_re
 
 
 def run_edit(root: Path, **args: Any) -> Any:
-    ctx = ToolContext(session_id="s", call_id="c", directory=root, worktree=root)
+    ctx = make_ctx(root)
     tool = EditTool()
     return asyncio.run(tool.run(tool.parse(args), ctx))
 

@@ -29,13 +29,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from etcode.tools.base import PermissionDenied, ToolContext, ToolError
+from etcode.tools.base import PermissionDenied, ToolError
 from etcode.tools.edit import EditTool
 from etcode.tools.glob_tool import GlobTool
 from etcode.tools.list_files import ListFilesTool
 from etcode.tools.read_file import ReadFileTool
 from etcode.tools.read_many_files import ReadManyFilesTool
 from etcode.tools.write_file import WriteFileTool
+from tests.tool_support import make_ctx
 
 SECRET = "OUTSIDE-SECRET-CONTENT"
 HIDDEN_NAME = "zq_hidden"
@@ -182,7 +183,7 @@ def concretize(args: dict[str, Any], wt: Path) -> dict[str, Any]:
 
 async def run_tool(name: str, args: dict[str, Any], wt: Path, recorder: Recorder) -> tuple[str, str | None]:
     tool = TOOLS[name]
-    ctx = ToolContext(session_id="s", call_id="c", directory=wt, worktree=wt, check_permission=recorder)
+    ctx = make_ctx(wt, check_permission=recorder)
     try:
         result = await tool.run(tool.parse(args), ctx)
     except ToolError as err:  # PermissionDenied included; anything else is a bug

@@ -21,8 +21,9 @@ from etcode.permission import (
     rules_from_config,
     wildcard_match,
 )
-from etcode.tools.base import PermissionDenied, ToolContext
+from etcode.tools.base import PermissionDenied
 from etcode.tools.bash import BashTool
+from tests.tool_support import make_ctx
 
 
 @pytest.mark.parametrize(
@@ -196,9 +197,7 @@ async def test_absolute_paths_relative_to_worktree(tmp_path: Path) -> None:
 
 async def test_service_wired_into_bash_tool(tmp_path: Path) -> None:
     service = PermissionService(rules_from_config({"bash": {"git *": "allow", "rm *": "deny", "*": "ask"}}))
-    ctx = ToolContext(
-        session_id="s", call_id="c", directory=tmp_path, worktree=tmp_path, check_permission=service.check
-    )
+    ctx = make_ctx(tmp_path, check_permission=service.check)
     (tmp_path / "keep").write_text("x")
     tool = BashTool()
     with pytest.raises(PermissionDenied, match="rm"):
@@ -214,9 +213,7 @@ async def test_tool_read_env_asks_by_default(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("SECRET=1\n")
     (tmp_path / "a.txt").write_text("ok\n")
     service = PermissionService(rules_from_config(None), DenyAsker(), tmp_path)
-    ctx = ToolContext(
-        session_id="s", call_id="c", directory=tmp_path, worktree=tmp_path, check_permission=service.check
-    )
+    ctx = make_ctx(tmp_path, check_permission=service.check)
     tool = ReadFileTool()
     assert "ok" in (await tool.run(tool.parse({"file_path": "a.txt"}), ctx)).output
     with pytest.raises(PermissionDenied, match="non-interactive"):

@@ -43,6 +43,7 @@ from etcode.util.redact import (
     secrets_from_env,
 )
 from tests.fake_llm import Call, FakeLLM, Fault, Reply
+from tests.tool_support import make_ctx
 
 #: A distinctive key that matches no well-known shape: only knowing it can hide it.
 KEY = "etc0de-distinctive-KEY-7f3a9b2c51"
@@ -385,13 +386,6 @@ def assert_clean(proc: subprocess.CompletedProcess) -> None:
         assert secret not in proc.stderr, proc.stderr
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
-
-
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 def test_json_debug_run_never_shows_the_key(project: Path, llm: FakeLLM, wire: str) -> None:
     # The key is also in the URL's user info, which httpx writes to its --debug log line.
@@ -476,13 +470,15 @@ def test_key_in_the_environment_only_is_redacted_in_plain_output(project: Path, 
 # ---- .env files ---------------------------------------------------------------------------------------
 
 
-def make_ctx(root: Path, calls: list[tuple[str, list[str]]], deny: str = "read") -> ToolContext:
+def asking_ctx(root: Path, calls: list[tuple[str, list[str]]], deny: str = "read") -> ToolContext:
+    """A context that records each permission asked and refuses ``deny`` for ``.env*`` files."""
+
     async def check(permission: str, patterns: list[str], metadata: dict[str, Any]) -> None:
         calls.append((permission, list(patterns)))
         if permission == deny and any(p.rsplit("/", 1)[-1].startswith(".env") for p in patterns):
             raise PermissionDenied("asked and refused")
 
-    return ToolContext(session_id="s", call_id="c", directory=root, worktree=root, check_permission=check)
+    return make_ctx(root, check_permission=check)
 
 
 @pytest.fixture
@@ -499,19 +495,19 @@ def env_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def test_glob_skips_env_files_unless_named(env_project: Path) -> None:
     tool = GlobTool()
     calls: list[tuple[str, list[str]]] = []
-    result = await tool.run(tool.parse({"pattern": "**/*"}), make_ctx(env_project, calls))
+    result = await tool.run(tool.parse({"pattern": "**/*"}), asking_ctx(env_project, calls))
     assert result.data["files"] == ["app/main.py"]
-    result = await tool.run(tool.parse({"pattern": "**/.env*"}), make_ctx(env_project, calls))
+    result = await tool.run(tool.parse({"pattern": "**/.env*"}), asking_ctx(env_project, calls))
     assert sorted(result.data["files"]) == [".env", "app/.env.local"]  # names only, nothing read
 
 
 async def test_read_many_files_skips_env_and_asks_for_a_named_one(env_project: Path) -> None:
     tool = ReadManyFilesTool()
     calls: list[tuple[str, list[str]]] = []
-    result = await tool.run(tool.parse({"paths": ["**"]}), make_ctx(env_project, calls))
+    result = await tool.run(tool.parse({"paths": ["**"]}), asking_ctx(env_project, calls))
     assert [f["path"] for f in result.data["files"]] == ["app/main.py"]
     assert KEY not in result.output
-    result = await tool.run(tool.parse({"paths": [".env", "app/main.py"]}), make_ctx(env_project, calls))
+    result = await tool.run(tool.parse({"paths": [".env", "app/main.py"]}), asking_ctx(env_project, calls))
     assert ("read", [".env"]) in calls
     assert KEY not in result.output and "asked and refused" in result.output
 
@@ -521,11 +517,11 @@ async def test_grep_skips_env_and_asks_before_searching_one(env_project: Path) -
     calls: list[tuple[str, list[str]]] = []
     for include in (None, ".env*", "*"):
         args = {"pattern": "API_KEY"} | ({"include": include} if include else {})
-        result = await tool.run(tool.parse(args), make_ctx(env_project, calls))
+        result = await tool.run(tool.parse(args), asking_ctx(env_project, calls))
         assert KEY not in result.output, include
         assert ("main.py" in result.output) == (include != ".env*"), include
     with pytest.raises(PermissionDenied):
-        await tool.run(tool.parse({"pattern": "API_KEY", "path": ".env"}), make_ctx(env_project, calls))
+        await tool.run(tool.parse({"pattern": "API_KEY", "path": ".env"}), asking_ctx(env_project, calls))
     assert ("read", [".env"]) in calls
 
 
@@ -534,7 +530,7 @@ async def test_read_file_asks_for_env_files(env_project: Path) -> None:
     calls: list[tuple[str, list[str]]] = []
     for name in (".env", "app/.env.local"):
         with pytest.raises(PermissionDenied):
-            await tool.run(tool.parse({"file_path": name}), make_ctx(env_project, calls))
+            await tool.run(tool.parse({"file_path": name}), asking_ctx(env_project, calls))
     assert ("read", [".env"]) in calls and ("read", ["app/.env.local"]) in calls
 
 

@@ -18,6 +18,7 @@ from etcode.tools.write_file import WriteFileTool
 from etcode.util.redact import REDACTED, register_secrets, reset_redactor
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
+from tests.tool_support import make_ctx
 
 KEY = "sk-proj-Zq9XwV7bN3mK8pL2rT6yH4jD1fG5sA0c"
 ENV_VALUE = "tok-4Hq8Wd2Lm7Rb9Xc3Vn6"  # no known key shape: found by value only
@@ -127,7 +128,7 @@ def test_short_or_path_like_values_are_never_redacted() -> None:
 
 
 def _ctx(root: Path) -> ToolContext:
-    return ToolContext(session_id="s", call_id="c", directory=root, worktree=root)
+    return make_ctx(root)
 
 
 async def test_writing_redacted_text_back_over_a_key_is_refused(tmp_path: Path) -> None:

@@ -19,6 +19,39 @@ from tests.cli_helpers import etcode, result_line, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
 
 
+def on_a_terminal(argv: list[str], cwd: Path, timeout: float = 60) -> tuple[int, str]:
+    """Run ``etcode ARGV`` with a pseudo-terminal as stdin, stdout and stderr (the chat's
+    path) until it exits: its exit code and what it wrote."""
+    import pty
+    import select
+
+    main_fd, child_fd = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "etcode", *argv], cwd=cwd, stdin=child_fd, stdout=child_fd, stderr=child_fd
+    )
+    os.close(child_fd)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if select.select([main_fd], [], [], 0.5)[0]:
+                try:
+                    data = os.read(main_fd, 65536)
+                except OSError:  # EIO: the child's side is closed
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            elif proc.poll() is not None:
+                break
+        return proc.wait(timeout=max(1.0, deadline - time.monotonic())), b"".join(chunks).decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(main_fd)
+
+
 def user_texts(body: dict) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "user"]
 
@@ -73,6 +106,47 @@ def test_bad_session_flags(project: Path, llm: FakeLLM) -> None:
     proc = etcode("run", "--session", "ses_nope", "hi", cwd=project)
     assert proc.returncode == 1
     assert proc.stderr.strip() == "error: no session ses_nope (see: etcode sessions list)"
+    assert llm.requests == []
+
+
+def test_a_prefix_of_several_sessions_names_them(project: Path, llm: FakeLLM) -> None:
+    """The README's ``--session ses_01a2…``: a prefix that starts several ids says so, in
+    every command that reads one, instead of 'no session'."""
+    from etcode.instance import describe
+    from etcode.session.store import SessionStore
+
+    write_config(project, llm)
+    ids = [f"ses_01a2{n}0000000000000000"[:24] for n in (3, 4, 5)]
+    store = SessionStore.open()
+    try:
+        for sid in ids:
+            store.create_session(sid, project_id=describe(project).project_id, directory=str(project))
+    finally:
+        store.close()
+    expected = f"ses_01a2 matches 3 sessions: {', '.join(ids)} — give more of the id"
+    for argv, flag, code in (
+        (["run", "--session", "ses_01a2", "hi"], "--session", 1),
+        (["undo", "--session", "ses_01a2"], "--session", 1),
+        (["sessions", "show", "ses_01a2"], "session", 1),
+        (["sessions", "export", "ses_01a2"], "session", 1),
+        (["--session", "ses_01a2"], "--session", 1),  # the chat in a pipe is etcode run
+    ):
+        proc = etcode(*argv, cwd=project, stdin="hi")
+        assert proc.returncode == code, (argv, proc.stderr)
+        assert proc.stderr.strip() == f"error: {flag} {expected}"
+    # the chat on a terminal: refused before its screen opens (a usage error there, as for an unknown id)
+    code, output = on_a_terminal(["--session", "ses_01a2"], cwd=project)
+    assert code == 2 and output.strip() == f"error: --session {expected}"
+    for prefix in ("ses_01a2", ids[1][:-3]):  # delete takes the whole id only, and says so
+        refused = etcode("sessions", "delete", prefix, cwd=project)
+        assert refused.returncode == 1
+        assert (
+            refused.stderr.strip()
+            == f"error: no session {prefix} (give the full id; see: etcode sessions list)"
+        )
+    one = etcode("sessions", "export", ids[1][:-3], cwd=project)  # a unique prefix still works
+    assert one.returncode == 0, one.stderr
+    assert json.loads(one.stdout)["session"]["id"] == ids[1]
     assert llm.requests == []
 
 

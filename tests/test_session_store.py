@@ -13,7 +13,13 @@ import pytest
 
 from etcode.provider.types import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, Usage
 from etcode.session.history import INTERRUPTED_RESULT, repair_dangling
-from etcode.session.store import SCHEMA_VERSION, SessionNotFoundError, SessionStore, StoreError
+from etcode.session.store import (
+    SCHEMA_VERSION,
+    AmbiguousSessionError,
+    SessionNotFoundError,
+    SessionStore,
+    StoreError,
+)
 from etcode.util.paths import data_dir
 
 
@@ -131,7 +137,11 @@ def test_list_latest_find_and_delete(store: SessionStore) -> None:
     assert store.latest_session("p1").id == "ses_001"
     assert store.latest_session("nope") is None
     assert store.find_session("ses_002").title == "other project"
-    assert store.find_session("ses_00") is None  # ambiguous prefix
+    assert store.find_session("ses_9") is None
+    with pytest.raises(
+        AmbiguousSessionError, match=r"^session ses_00 matches 3 sessions: ses_001, ses_002, ses_003 — "
+    ):
+        store.find_session("ses_00")
     assert store.delete_session("ses_002") is True
     assert store.delete_session("ses_002") is False
     assert store.get_session("ses_002") is None

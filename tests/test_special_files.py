@@ -20,13 +20,10 @@ from etcode.tools.read_file import ReadFileTool
 from etcode.util.fs import NotRegularFileError, read_regular_bytes, regular_opener, special_kind
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
+from tests.tool_support import make_ctx
 
 T = TypeVar("T")
 GUARD_SECONDS = 20  # a refusal takes milliseconds; a hang is forever
-
-
-def make_ctx(root: Path) -> ToolContext:
-    return ToolContext(session_id="s", call_id="c", directory=root, worktree=root)
 
 
 def release(fifo: Path) -> None:

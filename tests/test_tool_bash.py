@@ -14,16 +14,13 @@ import pytest
 from etcode.tools import bash as bash_module
 from etcode.tools.base import PermissionDenied, ToolContext
 from etcode.tools.bash import BashTool
+from tests.tool_support import make_ctx
 
 
 @pytest.fixture(autouse=True)
 def _data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
     monkeypatch.setattr(bash_module, "KILL_GRACE_SECONDS", 0.5)
-
-
-def make_ctx(root: Path, **kw: Any) -> ToolContext:
-    return ToolContext(session_id="s", call_id="c", directory=root, worktree=root, **kw)
 
 
 async def bash(ctx: ToolContext, **args: Any):

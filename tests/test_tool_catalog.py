@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from etcode.tools.base import ToolContext, ToolError
+from etcode.tools.base import ToolError
 from etcode.tools.catalog import BUILTIN_CLASSES, CATALOG_FILE, generate, load_class, render
 from etcode.tools.lazy import LazyTool
 from etcode.tools.registry import builtin_tools
 from tests.cli_helpers import write_config
 from tests.fake_llm import Call, FakeLLM, Reply
+from tests.tool_support import make_ctx
 
 TOOL_MODULES = sorted(path.partition(":")[0] for path in BUILTIN_CLASSES)
 
@@ -49,7 +50,7 @@ async def test_a_lazy_tool_runs_and_summarises_as_the_real_one(tmp_path: Path) -
     (tmp_path / "notes.txt").write_text("one\ntwo\n", encoding="utf-8")
     (read_file,) = [tool for tool in builtin_tools() if tool.name == "ReadFile"]
     arguments = {"file_path": "notes.txt"}
-    ctx = ToolContext(session_id="s", call_id="c", directory=tmp_path, worktree=tmp_path)
+    ctx = make_ctx(tmp_path)
     result = await read_file.run(read_file.parse(arguments), ctx)
     assert result.output.splitlines()[:2] == ["     1\tone", "     2\ttwo"]
     assert read_file.params_summary(arguments) == "notes.txt"

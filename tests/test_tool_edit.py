@@ -9,10 +9,7 @@ import pytest
 
 from etcode.tools.base import PermissionDenied, ToolContext, ToolError
 from etcode.tools.edit import EditTool
-
-
-def make_ctx(root: Path, **kw: Any) -> ToolContext:
-    return ToolContext(session_id="s", call_id="c", directory=root, worktree=root, **kw)
+from tests.tool_support import make_ctx
 
 
 async def edit(ctx: ToolContext, **args: Any):

@@ -32,7 +32,7 @@ class Recorder:
         return Decision.allow_once() if self.answer == "allow" else Decision.reject("refused in the test")
 
 
-def make_ctx(
+def rules_ctx(
     root: Path, permission: dict[str, Any] | None = None, asker: Any = None, snapshots: Any = None
 ) -> ToolContext:
     ctx = ruled_context(root, permission, asker or Recorder())
@@ -68,7 +68,7 @@ TOOLS = ["Edit", "WriteFile"]
 @pytest.mark.parametrize("tool", TOOLS)
 async def test_write_through_a_symlink_keeps_the_link(linked: Path, tool: str) -> None:
     (linked / "AGENTS.md").chmod(0o640)
-    await change(tool, make_ctx(linked), "CLAUDE.md", "be nice", "be kind")
+    await change(tool, rules_ctx(linked), "CLAUDE.md", "be nice", "be kind")
     assert (linked / "CLAUDE.md").is_symlink() and os.readlink(linked / "CLAUDE.md") == "AGENTS.md"
     assert (linked / "AGENTS.md").read_text() == "# Rules\nbe kind\n"
     assert (linked / "AGENTS.md").stat().st_mode & 0o777 == 0o640
@@ -78,7 +78,7 @@ async def test_write_through_a_symlink_keeps_the_link(linked: Path, tool: str) -
 @pytest.mark.parametrize("tool", TOOLS)
 @pytest.mark.parametrize("denied", ["CLAUDE.md", "AGENTS.md"])
 async def test_edit_rule_holds_on_the_link_and_on_its_target(linked: Path, tool: str, denied: str) -> None:
-    ctx = make_ctx(linked, {"edit": {denied: "deny"}})
+    ctx = rules_ctx(linked, {"edit": {denied: "deny"}})
     with pytest.raises(PermissionDenied, match=denied):
         await change(tool, ctx, "CLAUDE.md", "be nice", "be kind")
     assert (linked / "CLAUDE.md").is_symlink()
@@ -88,7 +88,7 @@ async def test_edit_rule_holds_on_the_link_and_on_its_target(linked: Path, tool:
 @pytest.mark.parametrize("tool", TOOLS)
 async def test_an_ask_names_both_the_link_and_its_target(linked: Path, tool: str) -> None:
     asker = Recorder("allow")
-    await change(tool, make_ctx(linked, {"edit": "ask"}, asker), "CLAUDE.md", "be nice", "be kind")
+    await change(tool, rules_ctx(linked, {"edit": "ask"}, asker), "CLAUDE.md", "be nice", "be kind")
     assert [q.patterns for q in asker.questions] == [["CLAUDE.md", "AGENTS.md"]]
 
 
@@ -99,12 +99,12 @@ async def test_hard_links_stay_one_file(tmp_path: Path, tool: str) -> None:
     first.chmod(0o600)
     os.link(first, tmp_path / "b.txt")
     inode = first.stat().st_ino
-    await change(tool, make_ctx(tmp_path), "a.txt", "two", "2")
+    await change(tool, rules_ctx(tmp_path), "a.txt", "two", "2")
     second = tmp_path / "b.txt"
     assert second.read_text() == "one\n2\n"
     assert first.stat().st_ino == second.stat().st_ino == inode and first.stat().st_nlink == 2
     assert first.stat().st_mode & 0o777 == 0o600
-    await change(tool, make_ctx(tmp_path), "b.txt", "one\n2\n", "short\n")  # shrinks in place too
+    await change(tool, rules_ctx(tmp_path), "b.txt", "one\n2\n", "short\n")  # shrinks in place too
     assert first.read_bytes() == b"short\n" and first.stat().st_ino == inode
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]
 
@@ -113,7 +113,7 @@ async def test_write_through_a_dangling_symlink_creates_its_target(tmp_path: Pat
     (tmp_path / "docs").mkdir()
     (tmp_path / "NOTES.md").symlink_to("docs/notes.md")
     tool = WriteFileTool()
-    result = await tool.run(tool.parse({"file_path": "NOTES.md", "content": "hi\n"}), make_ctx(tmp_path))
+    result = await tool.run(tool.parse({"file_path": "NOTES.md", "content": "hi\n"}), rules_ctx(tmp_path))
     assert result.data is not None and result.data["created"]
     assert (tmp_path / "NOTES.md").is_symlink() and (tmp_path / "docs/notes.md").read_text() == "hi\n"
 
@@ -122,7 +122,7 @@ async def test_a_symlink_loop_is_an_error_not_a_new_file(tmp_path: Path) -> None
     (tmp_path / "loop").symlink_to("loop")
     tool = WriteFileTool()
     with pytest.raises(ToolError, match="(?i)symbolic links"):
-        await tool.run(tool.parse({"file_path": "loop", "content": "x"}), make_ctx(tmp_path))
+        await tool.run(tool.parse({"file_path": "loop", "content": "x"}), rules_ctx(tmp_path))
     assert (tmp_path / "loop").is_symlink() and os.readlink(tmp_path / "loop") == "loop"
 
 
@@ -135,7 +135,7 @@ async def test_a_link_inside_to_a_file_outside_asks_external_directory(tmp_path:
     (project / "shared.md").symlink_to(outside / "shared.md")
     asker = Recorder()
     with pytest.raises(PermissionDenied):
-        await change(tool, make_ctx(project, asker=asker), "shared.md", "be nice", "be kind")
+        await change(tool, rules_ctx(project, asker=asker), "shared.md", "be nice", "be kind")
     assert asker.questions[0].permission == "external_directory"
     assert (outside / "shared.md").read_text() == "be nice\n"
 
@@ -150,7 +150,7 @@ async def test_a_link_outside_to_a_file_inside_asks_external_directory(tmp_path:
     (outside / "a.md").symlink_to(project / "a.md")
     asker = Recorder()
     with pytest.raises(PermissionDenied):
-        await change(tool, make_ctx(project, asker=asker), str(outside / "a.md"), "be nice", "be kind")
+        await change(tool, rules_ctx(project, asker=asker), str(outside / "a.md"), "be nice", "be kind")
     assert asker.questions[0].permission == "external_directory"
     assert asker.questions[0].patterns == [str(outside / "a.md")]
     assert (project / "a.md").read_text() == "be nice\n"
@@ -172,7 +172,7 @@ def snapshots(request: pytest.FixtureRequest, tmp_path: Path):
 async def test_undo_restores_through_the_link(linked: Path, snapshots: FileSnapshots) -> None:
     """Changed by both names in one turn: undo brings back the content before the turn
     (not the in-between one) and the link stays a link."""
-    ctx = make_ctx(linked, snapshots=snapshots)
+    ctx = rules_ctx(linked, snapshots=snapshots)
     await change("Edit", ctx, "AGENTS.md", "be nice", "be kind")
     await change("WriteFile", ctx, "CLAUDE.md", "be kind", "be very kind")
     assert (linked / "AGENTS.md").read_text() == "# Rules\nbe very kind\n"
@@ -185,7 +185,7 @@ async def test_undo_restores_through_the_link(linked: Path, snapshots: FileSnaps
 async def test_undo_of_a_hard_linked_file_keeps_the_link(tmp_path: Path, snapshots: FileSnapshots) -> None:
     (tmp_path / "a.txt").write_text("one\n", encoding="utf-8")
     os.link(tmp_path / "a.txt", tmp_path / "b.txt")
-    await change("Edit", make_ctx(tmp_path, snapshots=snapshots), "a.txt", "one", "uno")
+    await change("Edit", rules_ctx(tmp_path, snapshots=snapshots), "a.txt", "one", "uno")
     await snapshots.undo()
     assert (tmp_path / "b.txt").read_text() == "one\n"
     assert (tmp_path / "a.txt").stat().st_ino == (tmp_path / "b.txt").stat().st_ino
@@ -197,7 +197,7 @@ async def test_undo_of_a_file_created_through_a_link_keeps_the_link(
     (tmp_path / "docs").mkdir()
     (tmp_path / "NOTES.md").symlink_to("docs/notes.md")
     tool = WriteFileTool()
-    ctx = make_ctx(tmp_path, snapshots=snapshots)
+    ctx = rules_ctx(tmp_path, snapshots=snapshots)
     await tool.run(tool.parse({"file_path": "NOTES.md", "content": "hi\n"}), ctx)
     await snapshots.undo()
     assert not (tmp_path / "docs/notes.md").exists()
@@ -228,7 +228,7 @@ async def test_hard_linked_file_on_a_full_disk_keeps_its_old_content(
     (small_disk / "filler").write_bytes(b"x" * 40_000)
     tool = WriteFileTool()
     with pytest.raises(ToolError, match="(?i)space"):
-        await tool.run(tool.parse({"file_path": "a.txt", "content": "new\n" * 10_000}), make_ctx(small_disk))
+        await tool.run(tool.parse({"file_path": "a.txt", "content": "new\n" * 10_000}), rules_ctx(small_disk))
     assert (small_disk / "b.txt").read_text() == original
     assert (small_disk / "a.txt").stat().st_nlink == 2
     assert sorted(p.name for p in small_disk.iterdir()) == ["a.txt", "b.txt", "filler"]

@@ -14,15 +14,12 @@ from etcode.tools import read_many_files as rmf
 from etcode.tools.base import PermissionDenied, ToolContext
 from etcode.tools.read_many_files import ReadManyFilesTool
 from etcode.util.fs import format_size
+from tests.tool_support import make_ctx
 
 
 @pytest.fixture(autouse=True)
 def _data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
-
-
-def make_ctx(root: Path, **kw: Any) -> ToolContext:
-    return ToolContext(session_id="s", call_id="c", directory=root, worktree=root, **kw)
 
 
 def write(root: Path, rel: str, text: str = "x\n") -> Path:

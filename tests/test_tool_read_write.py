@@ -11,10 +11,7 @@ from etcode.tools.base import PermissionDenied, ToolContext, ToolError
 from etcode.tools.read_file import ReadFileTool
 from etcode.tools.registry import builtin_tools
 from etcode.tools.write_file import WriteFileTool
-
-
-def make_ctx(tmp_path: Path, **kw: Any) -> ToolContext:
-    return ToolContext(session_id="s", call_id="c", directory=tmp_path, worktree=tmp_path, **kw)
+from tests.tool_support import make_ctx
 
 
 async def read(ctx: ToolContext, **args: Any):
@@ -116,7 +113,7 @@ async def test_read_outside_worktree_asks_external(tmp_path: Path) -> None:
         if permission == "external_directory":
             raise PermissionDenied("denied: outside")
 
-    ctx = ToolContext(session_id="s", call_id="c", directory=inside, worktree=inside, check_permission=check)
+    ctx = make_ctx(inside, check_permission=check)
     with pytest.raises(PermissionDenied):
         await read(ctx, file_path="../secret.txt")
     assert calls[0][0] == "external_directory"
@@ -133,7 +130,7 @@ async def test_read_symlink_out_of_worktree_is_external(tmp_path: Path) -> None:
     async def check(permission: str, patterns: list[str], metadata: dict[str, Any]) -> None:
         calls.append(permission)
 
-    ctx = ToolContext(session_id="s", call_id="c", directory=repo, worktree=repo, check_permission=check)
+    ctx = make_ctx(repo, check_permission=check)
     await read(ctx, file_path="link.txt")
     assert "external_directory" in calls
 

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from etcode.tools import glob_tool, grep, list_files, ripgrep
-from etcode.tools.base import ToolContext, ToolError
+from etcode.tools.base import ToolError
 from etcode.tools.glob_tool import GlobTool
 from etcode.tools.grep import GrepTool
 from etcode.tools.list_files import ListFilesTool
+from tests.tool_support import make_ctx
 
 
 @pytest.fixture(params=["rg", "python"])
@@ -24,10 +25,6 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     else:
         monkeypatch.setattr(ripgrep, "rg_path", lambda: None)
     return request.param
-
-
-def make_ctx(root: Path) -> ToolContext:
-    return ToolContext(session_id="s", call_id="c", directory=root, worktree=root)
 
 
 def write(root: Path, rel: str, text: str = "x\n", age: float = 0) -> Path:

@@ -11,10 +11,7 @@ from etcode.session.events import TodoUpdate
 from etcode.tools.base import ToolContext, ToolError
 from etcode.tools.loop_detect import LoopDetector
 from etcode.tools.todo import TodoStore, TodoWriteTool
-
-
-def make_ctx(tmp_path: Path, events: list[Any]) -> ToolContext:
-    return ToolContext(session_id="s", call_id="c", directory=tmp_path, worktree=tmp_path, emit=events.append)
+from tests.tool_support import make_ctx
 
 
 async def todo(ctx: ToolContext, todos: list[dict[str, Any]]):
@@ -24,7 +21,7 @@ async def todo(ctx: ToolContext, todos: list[dict[str, Any]]):
 
 async def test_todo_replaces_list_and_emits(tmp_path: Path) -> None:
     events: list[Any] = []
-    ctx = make_ctx(tmp_path, events)
+    ctx = make_ctx(tmp_path, emit=events.append)
     first = [
         {"content": "Write code", "status": "in_progress", "activeForm": "Writing code"},
         {"content": "Run tests", "status": "pending", "activeForm": "Running tests"},
@@ -49,7 +46,7 @@ async def test_todo_replaces_list_and_emits(tmp_path: Path) -> None:
 
 async def test_only_one_in_progress(tmp_path: Path) -> None:
     events: list[Any] = []
-    ctx = make_ctx(tmp_path, events)
+    ctx = make_ctx(tmp_path, emit=events.append)
     await todo(ctx, [{"content": "A", "status": "pending"}])
     with pytest.raises(ToolError, match="Only one task may be in_progress"):
         await todo(
@@ -65,7 +62,7 @@ async def test_invalid_status_rejected(tmp_path: Path) -> None:
 
 
 async def test_empty_list(tmp_path: Path) -> None:
-    result = await todo(make_ctx(tmp_path, []), [])
+    result = await todo(make_ctx(tmp_path), [])
     assert "empty" in result.output
 
 

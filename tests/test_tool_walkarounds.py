@@ -33,7 +33,7 @@ class Recorder:
         return Decision.reject("refused in the test")
 
 
-def make_ctx(root: Path, permission: dict[str, Any] | None = None, asker: Any = None) -> ToolContext:
+def rules_ctx(root: Path, permission: dict[str, Any] | None = None, asker: Any = None) -> ToolContext:
     return ruled_context(root, permission, asker or Recorder())
 
 
@@ -73,7 +73,7 @@ def tree(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("mode", ["content", "files", "count"])
 async def test_grep_leaves_out_denied_and_asked_files(tree: Path, engine: str, mode: str) -> None:
     asker = Recorder()
-    ctx = make_ctx(tree, {"read": {"secret/*": "deny", "asked/*": "ask"}}, asker)
+    ctx = rules_ctx(tree, {"read": {"secret/*": "deny", "asked/*": "ask"}}, asker)
     result = await call(GrepTool(), ctx, pattern="needle", output_mode=mode)
     assert SECRET not in result.output
     assert "public.txt" in result.output
@@ -86,7 +86,7 @@ async def test_grep_leaves_out_denied_and_asked_files(tree: Path, engine: str, m
 
 async def test_grep_on_a_denied_or_asked_file_is_refused(tree: Path, engine: str) -> None:
     asker = Recorder()
-    ctx = make_ctx(tree, {"read": {"secret/*": "deny", "asked/*": "ask"}}, asker)
+    ctx = rules_ctx(tree, {"read": {"secret/*": "deny", "asked/*": "ask"}}, asker)
     with pytest.raises(PermissionDenied, match="denied by permission rule"):
         await call(GrepTool(), ctx, pattern="needle", path="secret/s.txt")
     with pytest.raises(PermissionDenied, match="refused in the test"):
@@ -97,7 +97,7 @@ async def test_grep_on_a_denied_or_asked_file_is_refused(tree: Path, engine: str
 async def test_grep_does_not_search_through_a_symlink_to_a_denied_file(tree: Path, engine: str) -> None:
     (tree / "asked/a.txt").unlink()
     (tree / "alias.txt").symlink_to("secret/s.txt")
-    ctx = make_ctx(tree, {"read": {"secret/*": "deny"}})
+    ctx = rules_ctx(tree, {"read": {"secret/*": "deny"}})
     result = await call(GrepTool(), ctx, pattern="needle")
     assert SECRET not in result.output
     with pytest.raises(PermissionDenied):
@@ -105,7 +105,7 @@ async def test_grep_does_not_search_through_a_symlink_to_a_denied_file(tree: Pat
 
 
 async def test_grep_without_read_rules_is_unchanged(tree: Path, engine: str) -> None:
-    result = await call(GrepTool(), make_ctx(tree), pattern="needle", output_mode="files")
+    result = await call(GrepTool(), rules_ctx(tree), pattern="needle", output_mode="files")
     assert sorted(result.output.splitlines()) == [
         "asked/a.txt",
         "public.txt",
@@ -123,7 +123,7 @@ async def test_envrc_is_a_secret_file(tmp_path: Path, engine: str, name: str) ->
     write(tmp_path, name, f"export TOKEN={SECRET}\n")
     write(tmp_path, "code.py", "TOKEN = 1\n")
     asker = Recorder()
-    ctx = make_ctx(tmp_path, asker=asker)
+    ctx = rules_ctx(tmp_path, asker=asker)
     grep = await call(GrepTool(), ctx, pattern="TOKEN")
     assert SECRET not in grep.output and "code.py" in grep.output
     many = await call(ReadManyFilesTool(), ctx, paths=["**"])
@@ -147,7 +147,7 @@ async def test_env_symlink_to_an_unprotected_name_still_asks(tmp_path: Path) -> 
     write(tmp_path, "config/production", f"KEY={SECRET}\n")
     (tmp_path / ".env").symlink_to("config/production")
     asker = Recorder()
-    ctx = make_ctx(tmp_path, asker=asker)
+    ctx = rules_ctx(tmp_path, asker=asker)
     with pytest.raises(PermissionDenied, match="refused in the test"):
         await call(ReadFileTool(), ctx, file_path=".env")
     many = await call(ReadManyFilesTool(), ctx, paths=[".env"])
@@ -160,7 +160,7 @@ async def test_read_rule_on_a_link_name_holds(tmp_path: Path) -> None:
     write(tmp_path, "notes.txt", f"{SECRET}\n")
     (tmp_path / "private").mkdir()
     (tmp_path / "private/notes.txt").symlink_to("../notes.txt")
-    ctx = make_ctx(tmp_path, {"read": {"private/*": "deny"}})
+    ctx = rules_ctx(tmp_path, {"read": {"private/*": "deny"}})
     with pytest.raises(PermissionDenied):
         await call(ReadFileTool(), ctx, file_path="private/notes.txt")
     many = await call(ReadManyFilesTool(), ctx, paths=["private/notes.txt"])
@@ -173,7 +173,7 @@ async def test_read_rule_on_a_link_name_holds(tmp_path: Path) -> None:
 async def test_edit_does_not_show_a_file_it_may_not_read(tmp_path: Path) -> None:
     write(tmp_path, ".env", f"API_KEY={SECRET}\nDEBUG=1\n")
     asker = Recorder()
-    ctx = make_ctx(tmp_path, asker=asker)
+    ctx = rules_ctx(tmp_path, asker=asker)
     with pytest.raises(PermissionDenied) as caught:
         await call(EditTool(), ctx, file_path=".env", old_string="API_KEY=wrong", new_string="API_KEY=x")
     assert SECRET not in str(caught.value)
@@ -185,6 +185,6 @@ async def test_edit_of_a_readable_file_does_not_ask_to_read(tmp_path: Path) -> N
     write(tmp_path, "a.txt", "one\ntwo\n")
     asker = Recorder()
     result = await call(
-        EditTool(), make_ctx(tmp_path, asker=asker), file_path="a.txt", old_string="two", new_string="2"
+        EditTool(), rules_ctx(tmp_path, asker=asker), file_path="a.txt", old_string="two", new_string="2"
     )
     assert "Edited a.txt" in result.output and asker.questions == []

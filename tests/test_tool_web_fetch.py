@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from etcode.tools.base import PermissionDenied, ToolContext, ToolError
 from etcode.tools.web_fetch import WebFetchTool, html_to_markdown
+from tests.tool_support import make_ctx
 
 PAGE = b"""<!doctype html><html><head><title>Docs</title><script>var x = 1;</script>
 <style>body{color:red}</style></head><body>
@@ -123,10 +124,6 @@ def _data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
-
-
-def make_ctx(tmp_path: Path, **kw: Any) -> ToolContext:
-    return ToolContext(session_id="s", call_id="c", directory=tmp_path, worktree=tmp_path, **kw)
 
 
 async def fetch(ctx: ToolContext, **args: Any):

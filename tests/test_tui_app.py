@@ -15,6 +15,7 @@ from etcode.ui.tui.widgets.tool import ToolMessage
 from tests.fake_llm import Call, FakeLLM, Reply
 from tests.tui_support import (
     SIZE,
+    ProjectSpec,
     make_app,
     permission_dialog,
     ready,
@@ -25,14 +26,7 @@ from tests.tui_support import (
     write_config,
 )
 
-
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLM) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_config(folder, llm)
-    (folder / "notes.txt").write_text("the secret number is 42\n", encoding="utf-8")
-    return folder
+PROJECT = ProjectSpec(files={"notes.txt": "the secret number is 42\n"})
 
 
 def answers(app) -> list[AssistantMessage]:

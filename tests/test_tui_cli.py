@@ -16,16 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.fake_llm import Call, FakeLLM, Recorded, Reply
-from tests.tui_support import write_config
+from tests.tui_support import ProjectSpec, write_config
 
-
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLM) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_config(folder, llm)
-    (folder / "notes.txt").write_text("the secret number is 42\n", encoding="utf-8")
-    return folder
+PROJECT = ProjectSpec(files={"notes.txt": "the secret number is 42\n"})
 
 
 def test_piped_etcode_behaves_as_run(project: Path, llm: FakeLLM) -> None:

@@ -4,19 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from etcode.ui.tui.widgets.messages import HelpMessage, Notice
 from tests.fake_llm import FakeLLM, Reply
-from tests.tui_support import SIZE, make_app, ready, run_turn, submit, wait_for, write_config
+from tests.tui_support import SIZE, ProjectSpec, make_app, ready, run_turn, submit, wait_for
 
-
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLM) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_config(folder, llm)
-    return folder
+PROJECT = ProjectSpec()  # etcode.json for the fake LLM server
 
 
 def notices(app) -> list[str]:

@@ -5,21 +5,13 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-import pytest
 from rich.console import Console
 
 from etcode.ui.tui.goodbye import print_goodbye
 from tests.fake_llm import Call, FakeLLM, Reply
-from tests.tui_support import SIZE, make_app, ready, record_events, run_turn, wait_for, write_config
+from tests.tui_support import SIZE, ProjectSpec, make_app, ready, record_events, run_turn, wait_for
 
-
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLM) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_config(folder, llm)
-    (folder / "notes.txt").write_text("the number is 42\n", encoding="utf-8")
-    return folder
+PROJECT = ProjectSpec(files={"notes.txt": "the number is 42\n"})
 
 
 def printed(state: object, *, inline: bool) -> str:

@@ -11,19 +11,14 @@ import pytest
 
 from tests.fake_llm import FakeLLM, Reply
 from tests.test_tui_cli import Tmux, tmux_env
-from tests.tui_support import write_config
+from tests.tui_support import ProjectSpec
 
 DONE = "__etcode_exited__"
 #: Longer than the inline area (70% of 40 rows): its start has scrolled out of the live view.
 ANSWER = "First line ALPHA.\n\n" + "\n".join(f"- point {n}" for n in range(1, 41)) + "\n\nLast line OMEGA."
 
 
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLM) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_config(folder, llm)
-    return folder
+PROJECT = ProjectSpec()  # etcode.json for the fake LLM server
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")

@@ -10,16 +10,9 @@ from etcode.ui.tui.app import EtcodeApp
 from etcode.ui.tui.history import PromptHistory
 from etcode.ui.tui.options import TuiOptions
 from tests.fake_llm import FakeLLM
-from tests.tui_support import SIZE, make_app, ready, wait_for, write_config
+from tests.tui_support import SIZE, ProjectSpec, make_app, ready, wait_for, write_config
 
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    (folder / "src").mkdir(parents=True)
-    (folder / "src" / "main.py").write_text("print('main')\n", encoding="utf-8")
-    (folder / "README.md").write_text("# readme\n", encoding="utf-8")
-    return folder
+PROJECT = ProjectSpec(config=False, files={"src/main.py": "print('main')\n", "README.md": "# readme\n"})
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from textual import events
 
 from etcode.ui.tui import app as app_module
@@ -16,16 +15,9 @@ from etcode.ui.tui.options import TuiOptions
 from etcode.ui.tui.widgets.messages import AssistantMessage, HelpMessage, Notice
 from etcode.ui.tui.widgets.tool import ToolMessage
 from tests.fake_llm import Call, FakeLLM, Reply
-from tests.tui_support import SIZE, make_app, ready, run_turn, submit, wait_for, write_config
+from tests.tui_support import SIZE, ProjectSpec, make_app, ready, run_turn, submit, wait_for, write_config
 
-
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLM) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_config(folder, llm)
-    (folder / "notes.txt").write_text("the number is 42\n", encoding="utf-8")
-    return folder
+PROJECT = ProjectSpec(files={"notes.txt": "the number is 42\n"})
 
 
 def recorded(app: EtcodeApp) -> list[tuple[str, str]]:

@@ -12,15 +12,9 @@ import pytest
 
 from tests.fake_llm import FakeLLM, Reply
 from tests.test_tui_cli import Tmux, _quote, tmux_env
-from tests.tui_support import write_config
+from tests.tui_support import ProjectSpec
 
-
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLM) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_config(folder, llm)
-    return folder
+PROJECT = ProjectSpec()  # etcode.json for the fake LLM server
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")

@@ -5,19 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from etcode.ui.tui.widgets.tool import ToolMessage
 from tests.fake_llm import Call, FakeLLM, Reply
-from tests.tui_support import SIZE, make_app, ready, submit, wait_for, write_config
+from tests.tui_support import SIZE, ProjectSpec, make_app, ready, submit, wait_for
 
-
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLM) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_config(folder, llm)
-    return folder
+PROJECT = ProjectSpec()  # etcode.json for the fake LLM server
 
 
 def tool_widget(app) -> ToolMessage | None:  # type: ignore[no-untyped-def]

@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.fake_llm import FakeLLM, Reply
-from tests.tui_support import SIZE, make_app, ready, run_turn, wait_for, write_config
+from tests.tui_support import SIZE, ProjectSpec, make_app, ready, run_turn, wait_for
 
-
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLM) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_config(folder, llm)
-    config = json.loads((folder / "etcode.json").read_text(encoding="utf-8"))
-    config["provider"][0]["models"] = {"other-model": {}, "big-model": {"limit": {"context": 64000}}}
-    (folder / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
-    return folder
+PROJECT = ProjectSpec(provider={"models": {"other-model": {}, "big-model": {"limit": {"context": 64000}}}})
 
 
 def menu(app: Any) -> list[str]:

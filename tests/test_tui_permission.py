@@ -16,17 +16,9 @@ from textual.widgets import Button
 
 from etcode.ui.tui.widgets.permission import PermissionScreen
 from tests.fake_llm import Call, FakeLLM, Recorded, Reply
-from tests.tui_support import SIZE, make_app, permission_dialog, ready, submit, wait_for, write_config
+from tests.tui_support import SIZE, ProjectSpec, make_app, permission_dialog, ready, submit, wait_for
 
-
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLM) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_config(folder, llm, permission={"bash": "ask"})
-    (folder / "build").mkdir()
-    (folder / "dist").mkdir()
-    return folder
+PROJECT = ProjectSpec(settings={"permission": {"bash": "ask"}}, files={"build/": "", "dist/": ""})
 
 
 @pytest.fixture

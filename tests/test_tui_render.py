@@ -14,7 +14,7 @@ from etcode.ui.tui.theme import background_is_light, pick_theme
 from etcode.ui.tui.widgets.messages import AssistantMessage, FrozenMarkdown
 from etcode.ui.tui.widgets.tool import ToolMessage
 from tests.fake_llm import Call, FakeLLM, Reply
-from tests.tui_support import make_app, ready, run_turn, wait_for, write_config
+from tests.tui_support import ProjectSpec, make_app, ready, run_turn, wait_for
 
 ANSWER = (
     "## Heading\n\nFirst paragraph.\n\nSecond paragraph.\n\n- item one\n- item two\n\nAfter list.\n\n"
@@ -23,13 +23,7 @@ ANSWER = (
 )
 
 
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLM) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_config(folder, llm)
-    (folder / "app.py").write_text("".join(f"line{i} = {i}\n" for i in range(20)), encoding="utf-8")
-    return folder
+PROJECT = ProjectSpec(files={"app.py": "".join(f"line{i} = {i}\n" for i in range(20))})
 
 
 def screen_lines(app: EtcodeApp) -> list[str]:

@@ -8,7 +8,6 @@ import json
 import sqlite3
 from pathlib import Path
 
-import pytest
 from rich.syntax import Syntax
 
 from etcode.provider.types import Message, TextPart, ToolCallPart, ToolResultPart
@@ -17,24 +16,18 @@ from etcode.ui.tui.widgets.messages import FrozenMarkdown, Notice, UserMessage, 
 from tests.fake_llm import Call, FakeLLM, Reply
 from tests.tui_support import (
     SIZE,
+    ProjectSpec,
     make_app,
     ready,
     run_turn,
     submit,
     wait_for,
-    write_config,
     write_priced_config,
 )
 
-
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLM) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_config(folder, llm)
-    for name in ("a.py", "b.py", "c.py"):
-        (folder / name).write_text("".join(f"{name} line {i}\n" for i in range(60)), encoding="utf-8")
-    return folder
+PROJECT = ProjectSpec(
+    files={name: "".join(f"{name} line {i}\n" for i in range(60)) for name in ("a.py", "b.py", "c.py")}
+)
 
 
 def notices(app) -> list[str]:

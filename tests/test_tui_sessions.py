@@ -13,23 +13,16 @@ from etcode.ui.tui.widgets.sessions import SessionPicker
 from tests.fake_llm import Call, FakeLLM, Reply
 from tests.tui_support import (
     SIZE,
+    ProjectSpec,
     make_app,
     ready,
     run_turn,
     submit,
     wait_for,
-    write_config,
     write_priced_config,
 )
 
-
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLM) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_config(folder, llm)
-    (folder / "notes.txt").write_text("the secret number is 42\n", encoding="utf-8")
-    return folder
+PROJECT = ProjectSpec(files={"notes.txt": "the secret number is 42\n"})
 
 
 def notices(app) -> list[str]:

@@ -10,7 +10,16 @@ import pytest
 from etcode.ui.tui.app import EtcodeApp
 from etcode.ui.tui.widgets.permission import PermissionScreen
 from tests.fake_llm import Call, FakeLLM, Reply
-from tests.tui_support import make_app, permission_dialog, ready, run_turn, submit, wait_for, write_config
+from tests.tui_support import (
+    ProjectSpec,
+    make_app,
+    permission_dialog,
+    ready,
+    run_turn,
+    submit,
+    wait_for,
+    write_config,
+)
 
 pytest.importorskip("pytest_textual_snapshot", reason="pytest-textual-snapshot is in the test extras")
 
@@ -23,14 +32,9 @@ def colors(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_COLOR", raising=False)
 
 
-@pytest.fixture
-def project(tmp_path: Path, llm: FakeLLM) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_config(folder, llm)
-    (folder / "notes.txt").write_text("the secret number is 42\n", encoding="utf-8")
-    (folder / "app.py").write_text("def main():\n    return 1\n", encoding="utf-8")
-    return folder
+PROJECT = ProjectSpec(
+    files={"notes.txt": "the secret number is 42\n", "app.py": "def main():\n    return 1\n"}
+)
 
 
 async def calm(pilot, app: EtcodeApp) -> None:

@@ -22,6 +22,7 @@ from etcode.workflow.models import ExecutorReport, Plan
 from etcode.workflow.prompts import PromptManager
 from etcode.workflow.steps import is_step
 from tests.fake_llm import Call, FakeLLM, Recorded, Reply
+from tests.tool_support import make_ctx
 
 
 @pytest.fixture
@@ -173,7 +174,7 @@ class Counting(Tool):
 async def test_read_only_cache_until_a_write() -> None:
     read, write = Counting("Read", True), Counting("Write", False)
     tools = cached_registry(ToolRegistry([read, write]), ToolCache())
-    ctx = ToolContext("s", "c", Path("."), Path("."))
+    ctx = make_ctx(Path("."))
 
     async def call(name: str, args: dict[str, Any]) -> str:
         item = tools.get(name)

@@ -14,17 +14,10 @@ from etcode.ui.tui.app import EtcodeApp
 from etcode.ui.tui.history import PromptHistory
 from etcode.ui.tui.options import TuiOptions
 from tests.fake_llm import FakeLLM
+from tests.project_support import ProjectSpec as ProjectSpec
+from tests.project_support import write_config as write_config
 
 SIZE = (120, 40)
-
-
-def write_config(project: Path, llm: FakeLLM, **extra: Any) -> None:
-    config = {
-        "model": "fake/test-model",
-        "provider": [{"id": "fake", "type": "openai", "baseURL": llm.openai_base_url, "apiKey": "sk-test"}],
-        **extra,
-    }
-    (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
 
 
 def write_priced_config(project: Path, llm: FakeLLM) -> None:

@@ -162,7 +162,12 @@ class EtcodeAcpAgent:
     ) -> LoadSessionResponse:
         if session_id in self.sessions:
             await self._close(self.sessions.pop(session_id))
-        found = await asyncio.to_thread(self.store().find_session, session_id)
+        from etcode.session.store import AmbiguousSessionError
+
+        try:
+            found = await asyncio.to_thread(self.store().find_session, session_id)
+        except AmbiguousSessionError as err:
+            raise RequestError.invalid_params({"sessionId": str(err)}) from None
         if found is None:
             raise RequestError.invalid_params({"sessionId": f"no stored session {session_id}"})
         handle = await self._open(cwd, mcp_servers, found.id)

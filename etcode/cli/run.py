@@ -202,12 +202,7 @@ def _existing_session(store: SessionStore, session: str | None) -> str | None:
     """The full id of ``--session ID`` (a unique prefix is enough); an unknown id is an error."""
     if not session:
         return None
-    from etcode.session.store import SessionNotFoundError
-
-    found = store.find_session(session)
-    if found is None:
-        raise SessionNotFoundError(f"no session {session} (see: etcode sessions list)")
-    return found.id
+    return store.resolve_session(session, flag="--session").id
 
 
 def _renderer(output_format: str) -> PlainRenderer | JsonLinesRenderer:

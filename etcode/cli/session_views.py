@@ -38,11 +38,13 @@ def project_id(directory: Path | None = None) -> str:
     return describe(directory or Path.cwd()).project_id
 
 
-def find(store: SessionStore, session_id: str, *, exact: bool = False) -> SessionInfo:
+def find(store: SessionStore, session_id: str, *, exact: bool = False, flag: str = "session") -> SessionInfo:
     """The session ``session_id`` (or the one it uniquely prefixes, unless ``exact``)."""
-    info = store.get_session(session_id) if exact else store.find_session(session_id)
+    if not exact:
+        return store.resolve_session(session_id, flag=flag)
+    info = store.get_session(session_id)
     if info is None:
-        raise SessionNotFoundError(f"no session {session_id} (see: etcode sessions list)")
+        raise SessionNotFoundError(f"no session {session_id} (give the full id; see: etcode sessions list)")
     return info
 
 

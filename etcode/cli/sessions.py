@@ -107,7 +107,7 @@ def undo(
     from etcode.session.snapshots import undo_last_turn
 
     store = views.open_store()
-    info = views.find(store, session) if session else views.latest(store)
+    info = views.find(store, session, flag="--session") if session else views.latest(store)
     with views.holding(store, info.id):
         report = undo_last_turn(store, info.id, note=True, force=force)
     if report is None:

@@ -145,6 +145,10 @@ class SessionNotFoundError(EtcodeError):
     """No stored session has the given id."""
 
 
+class AmbiguousSessionError(SessionNotFoundError):
+    """A session id prefix that starts more than one stored session's id."""
+
+
 @dataclass
 class SessionInfo:
     """One stored session, as listed by ``etcode sessions list``."""
@@ -220,6 +224,7 @@ _SESSION_COLUMNS = (
     "id, title, directory, agent, model, created, updated, message_count, cost, parent_id, "
     "project_id, batch, turn, input_tokens, output_tokens"
 )
+_SHOWN_MATCHES = 5  # the ids an ambiguous session prefix's error lists
 
 
 def default_path() -> Path:
@@ -442,16 +447,31 @@ class SessionStore:
         return SessionInfo(*rows[0]) if rows else None
 
     @_guarded
-    def find_session(self, prefix: str) -> SessionInfo | None:
-        """The session whose id is ``prefix`` or uniquely starts with it."""
+    def find_session(self, prefix: str, *, flag: str = "session") -> SessionInfo | None:
+        """The session whose id is ``prefix`` or uniquely starts with it (None if none does);
+        a prefix of several raises ``AmbiguousSessionError`` naming them (``flag`` is what
+        the message calls the prefix: ``--session`` or ``session``)."""
         exact = self.get_session(prefix)
         if exact is not None or not prefix:
             return exact
         pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        where = "FROM sessions WHERE id LIKE ? ESCAPE '\\'"
         rows = self._query(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id LIKE ? ESCAPE '\\' LIMIT 2", (pattern,)
+            f"SELECT {_SESSION_COLUMNS} {where} ORDER BY id LIMIT ?", (pattern, _SHOWN_MATCHES)
         )
-        return SessionInfo(*rows[0]) if len(rows) == 1 else None
+        if len(rows) <= 1:
+            return SessionInfo(*rows[0]) if rows else None
+        count = int(self._query(f"SELECT COUNT(*) {where}", (pattern,))[0][0])
+        ids = ", ".join(str(row[0]) for row in rows) + (", …" if count > len(rows) else "")
+        raise AmbiguousSessionError(f"{flag} {prefix} matches {count} sessions: {ids} — give more of the id")
+
+    def resolve_session(self, prefix: str, *, flag: str = "session") -> SessionInfo:
+        """The session ``prefix`` names (its id or a unique prefix of it): the one place a
+        user's session id is read; an unknown or ambiguous one raises ``SessionNotFoundError``."""
+        found = self.find_session(prefix, flag=flag)
+        if found is None:
+            raise SessionNotFoundError(f"no session {prefix} (see: etcode sessions list)")
+        return found
 
     @_guarded
     def list_sessions(self, project_id: str | None = None, limit: int = 50) -> list[SessionInfo]:

@@ -95,10 +95,12 @@ class AgentHost:
         store = self.open_store()
         if store is None:
             raise Unsupported(f"--session {UNAVAILABLE}")
-        found = store.find_session(prefix)
-        if found is None:
-            raise UsageError(f"no session {prefix} (see: etcode sessions list)")
-        return str(found.id)
+        from etcode.session.store import SessionNotFoundError
+
+        try:
+            return str(store.resolve_session(prefix, flag="--session").id)
+        except SessionNotFoundError as err:
+            raise UsageError(str(err)) from None
 
     async def prepare(self) -> None:
         """Build the agent's runtime now (config errors show at once; the first turn is faster)."""

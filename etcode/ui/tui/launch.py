@@ -72,10 +72,12 @@ def _redact_keys(config: object) -> None:
 def _check_session(prefix: str) -> None:
     """``--session ID`` must name a stored session: fail before the screen opens."""
     try:
-        from etcode.session.store import SessionStore
+        from etcode.session.store import SessionNotFoundError, SessionStore
     except ImportError:
         return
     from etcode.util.errors import UsageError
 
-    if SessionStore.open().find_session(prefix) is None:
-        raise UsageError(f"no session {prefix} (see: etcode sessions list)")
+    try:
+        SessionStore.open().resolve_session(prefix, flag="--session")
+    except SessionNotFoundError as err:
+        raise UsageError(str(err)) from None
