@@ -1,7 +1,8 @@
-"""Every number the README states as a behaviour, tested on both sides of it.
+"""Every number the user documentation (README.md, docs/) states as a behaviour, tested on
+both sides of it.
 
-Each test uses the figure as the README writes it (not the constant), so changing the
-constant without the README fails here; each names where the figure lives in the code.
+Each test uses the figure as the documentation writes it (not the constant), so changing the
+constant without the docs fails here; each names where the figure lives in the code.
 """
 
 from __future__ import annotations
@@ -504,7 +505,13 @@ libc.malloc.argtypes = [ctypes.c_size_t]
 libc.free.argtypes = [ctypes.c_void_p]
 assert keep_freed_memory()
 half = 1 << 19
-blocks = [libc.malloc(half) for _ in range(int(float(sys.argv[1]) * 2))]  # heap, not mmap: under 4 MB
+count = int(float(sys.argv[1]) * 2)
+# Nothing of Python's may land between the blocks: the list is made first (a growing list's
+# buffer comes from malloc) and ctypes' first-call caches are made by a call before them.
+blocks = [0] * count
+libc.free(libc.malloc(16))
+for index in range(count):
+    blocks[index] = libc.malloc(half)  # heap, not mmap: under 4 MB
 for block in reversed(blocks):
     libc.free(block)
 print(libc.mallinfo2().keepcost)  # the free heap left at its top
