@@ -14,13 +14,14 @@ from etcode.tools.base import ToolContext, ToolError
 from etcode.tools.glob_tool import GlobTool
 from etcode.tools.grep import GrepTool
 from etcode.tools.list_files import ListFilesTool
+from tests.require import missing
 
 
 @pytest.fixture(params=["rg", "python"])
 def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "rg":
         if ripgrep.rg_path() is None:
-            pytest.skip("rg is not installed")
+            missing("rg", "rg is not installed")
     else:
         monkeypatch.setattr(ripgrep, "rg_path", lambda: None)
     return request.param

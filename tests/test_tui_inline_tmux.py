@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_llm import FakeLLM, Reply
+from tests.require import needs
 from tests.test_tui_cli import Tmux, tmux_env
 from tests.tui_support import write_config
 
@@ -26,7 +27,7 @@ def project(tmp_path: Path, llm: FakeLLM) -> Path:
     return folder
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs("tmux", shutil.which("tmux") is None, "tmux is not installed")
 def test_inline_chat_leaves_the_conversation_in_the_scrollback(project: Path, llm: FakeLLM) -> None:
     llm.script(Reply(text=ANSWER))
     tmux = Tmux("inline")
