@@ -36,6 +36,7 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> Iterator[None]
         return
 
     def on_timeout(signum: int, frame: FrameType | None) -> None:
+        __tracebackhide__ = True
         print_tasks()
         timed_out(signum, frame)
 

@@ -5,6 +5,7 @@ hung test ends with a traceback within the per-test timeout (pyproject's pytest 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -169,12 +170,14 @@ def test_a_hung_test_ends_with_a_traceback_within_its_timeout(tmp_path: Path) ->
         "-o", "faulthandler_timeout=2",
         "-o", f"timeout_method={SETTINGS['timeout_method']}",
         "-o", "asyncio_mode=auto",
+        "-o", "asyncio_default_fixture_loop_scope=function",
         timeout=120,
     )  # fmt: skip
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert out.count("Timeout (0:00:02)!") == 2, out  # faulthandler: every thread's stack, first
-    assert out.count("Failed: Timeout (>3.0s) from pytest-timeout.") == 2, out
+    for name in ("test_blocked_thread", "test_blocked_event_loop"):  # 2.3 says "Timeout >3.0s"
+        assert re.search(rf"FAILED test_hung.py::{name} - Failed: Timeout \(?>3.0s", out), out
     # where each test hung: the test's own line (for the async one, in its task's stack)
     assert "test_hung.py:6: " in out, out
     assert 'test_hung.py", line 9, in test_blocked_event_loop' in out, out
