@@ -7,6 +7,16 @@ from pathlib import Path
 
 import pytest
 
+# A hung async test prints its tasks' stacks before pytest-timeout fails it.
+from tests.hangs import pytest_timeout_set_timer  # noqa: F401  (hook)
+
+# Skips name what is missing; ETCODE_REQUIRE makes them failures; every run counts them.
+from tests.require import (  # noqa: F401  (hooks)
+    pytest_make_collect_report,
+    pytest_runtest_makereport,
+    pytest_terminal_summary,
+)
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED_TIKTOKEN = REPO.parent / "shared" / "tiktoken"
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+from tests.require import missing
 
 
 @contextmanager
@@ -21,7 +21,7 @@ def small_tmpfs(mount_point: Path, size: str = "64k") -> Iterator[Path]:
         text=True,
     )
     if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+        missing("tmpfs", f"cannot mount a tmpfs here: {proc.stderr.strip()}")
     try:
         yield mount_point
     finally:

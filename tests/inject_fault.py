@@ -91,6 +91,9 @@ def install(stage: str) -> None:
                     continue
 
         ReadFileTool.run = deaf  # type: ignore[method-assign]
+        import etcode.cli.run as run_module
+
+        run_module.STOP_GRACE_SECONDS = 2.0  # the grace, not its length, is under test (15 s)
     else:
         raise SystemExit(f"unknown stage {stage}")
 

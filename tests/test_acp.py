@@ -19,6 +19,7 @@ from acp.schema import McpServerStdio
 from tests.acp_support import RecordingClient, acp_agent, agent_env, capabilities, step
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Fault, Reply
+from tests.require import needs
 
 
 async def _start(conn, project: Path, fs: bool = False, terminal: bool = False) -> str:
@@ -473,7 +474,7 @@ async def test_files_and_commands_go_through_the_editor_when_it_offers_them(
     assert "from-terminal" in after_bash and "Exit code: 4" in after_bash
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs("tmux", shutil.which("tmux") is None, "tmux is not installed")
 async def test_a_session_from_the_editor_opens_in_the_chat_with_etcode_c(llm: FakeLLM, project: Path) -> None:
     from tests.test_tui_cli import Tmux, _quote, tmux_env
 

@@ -21,9 +21,12 @@ import pytest
 from tests.acp_support import agent_env
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Fault, Reply
+from tests.require import missing
 
 CLIENT_DIR = Path(__file__).resolve().parent / "acp_ts"
 SDKS = ["zed", "current"]
+#: The oldest node the SDKs run on (`.ci/run` checks it too).
+NODE_MAJOR = 18
 
 
 @contextlib.contextmanager
@@ -40,7 +43,10 @@ def _locked(path: Path) -> Iterator[None]:
 def node_client() -> Path:
     """``tests/acp_ts`` with its pinned packages installed (``npm ci``, once per checkout)."""
     if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are needed for the TypeScript SDK's client")
+        missing("node", "node and npm are needed for the TypeScript SDK's client")
+    version = subprocess.run(["node", "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
+    if int(version.lstrip("v").split(".")[0] or 0) < NODE_MAJOR:
+        missing("node", f"node {version} is too old: the TypeScript SDK's client needs node >= {NODE_MAJOR}")
     stamp = CLIENT_DIR / "node_modules" / ".etcode-installed"
     lock = CLIENT_DIR / "package-lock.json"
     with _locked(CLIENT_DIR / ".npm-ci.lock"):

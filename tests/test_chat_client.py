@@ -107,7 +107,6 @@ def test_types_in_the_designs_shape() -> None:
 
 
 def test_plain_text_answer_with_run_sync(project: Path) -> None:
-    pytest.importorskip("etcode.session.loop_events")  # run_sync's step events (merged separately)
     client = MyLLM(LLMResponse("Hello from my model.", [], usage(7, 3)))
     result = make_agent(client, project).run_sync("say hello")
     assert result.text == "Hello from my model."

@@ -18,6 +18,7 @@ import pytest
 
 from tests.cli_helpers import TEST_KEY, etcode, write_config
 from tests.fake_llm import FakeLLM
+from tests.require import needs
 
 REAL_KEY = "sk-proj-users-real-key-0123456789abcdef"
 
@@ -366,7 +367,7 @@ def test_the_sandbox_line_matches_this_machine(project: Path) -> None:
         assert sandbox.startswith("! sandbox")
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is Linux's")
+@needs("bwrap", not sys.platform.startswith("linux"), "bubblewrap is Linux's")
 def test_without_bubblewrap_the_sandbox_line_says_how_to_install_it(project: Path, tmp_path: Path) -> None:
     path = bin_with(tmp_path)
     proc = doctor(project, "--offline", env={"PATH": path})
@@ -382,7 +383,7 @@ def test_without_bubblewrap_the_sandbox_line_says_how_to_install_it(project: Pat
     assert f'"sandbox": "workspace-write" in {project / "etcode.json"} needs it' in sandbox
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is Linux's")
+@needs("bwrap", not sys.platform.startswith("linux"), "bubblewrap is Linux's")
 def test_a_bubblewrap_that_cannot_build_a_sandbox_is_named(project: Path, tmp_path: Path) -> None:
     refusing = "echo 'bwrap: No permissions to create new namespace' >&2; exit 1"
     proc = doctor(project, "--offline", env={"PATH": bin_with(tmp_path, bwrap=refusing)})
@@ -429,7 +430,7 @@ def test_a_pipe_is_not_the_chats_terminal(project: Path) -> None:
     assert proc.returncode == 0
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs("tmux", shutil.which("tmux") is None, "tmux is not installed")
 def test_tmux_extended_keys_both_ways(project: Path, tmp_path: Path) -> None:
     socket = tmp_path / "tmux.sock"
 
@@ -470,7 +471,7 @@ def test_outside_tmux_there_is_no_tmux_line(project: Path) -> None:
     assert lines(proc, "tmux") == [] and lines(proc, "terminal")
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs("tmux", shutil.which("tmux") is None, "tmux is not installed")
 def test_in_a_real_terminal_inside_tmux(project: Path) -> None:
     """A tmux pane is a terminal (its size is read) and the pane's TMUX leads to the tmux
     server's own extended-keys (off by default)."""

@@ -23,6 +23,7 @@ from etcode.session.store import SessionStore
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Fault, Reply
 from tests.fs_support import small_tmpfs
+from tests.require import missing
 
 ORIGINAL = "original content\n"
 
@@ -284,7 +285,7 @@ def test_write_file_that_cannot_be_written(project: Path, llm: FakeLLM, case: st
         path = "blocker"
     else:
         if not Path("/dev/full").exists():
-            pytest.skip("no /dev/full")
+            missing("devfull", "no /dev/full")
         blocker.symlink_to("/dev/full")
         path = "blocker"
     _, output = _tool_row(project, llm, Call("WriteFile", {"file_path": path, "content": "new\n" * 1000}))

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from etcode.instance import Instance, describe
+from tests.require import needs
 
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+needs_git = needs("git", shutil.which("git") is None, "git is not installed")
 
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test",

@@ -12,6 +12,7 @@ import pytest
 
 from tests.cli_helpers import etcode_imports, write_config
 from tests.fake_llm import FakeLLM, Reply
+from tests.require import reason
 
 DEFERRED = """
 import sys
@@ -62,7 +63,7 @@ except ImportError:
 
 
 def test_trio_is_kept_out_of_httpcore() -> None:
-    pytest.importorskip("trio", reason="trio is not installed: httpcore would not import it anyway")
+    pytest.importorskip("trio", reason=reason("package", "trio (test extras) is not installed"))
     plain = python("import sys, httpcore; print('trio' in sys.modules)")
     assert plain.stdout.strip() == "True"  # what is kept out (httpcore with trio installed)
     skipped = python(SKIPPED_TRIO)

@@ -21,6 +21,7 @@ from etcode.tools.lean import PARAM_CHARS, first_sentence, lean_schema, lean_sch
 from etcode.tools.registry import builtin_tools
 from etcode.tools.task import TaskTool
 from etcode.util.tokens import count_tokens, tokenizer_for
+from tests.require import missing
 
 ANNOTATIONS = ("title", "description")
 # Keywords whose value holds subschemas (a schema, a list of them, or a name → schema map).
@@ -169,7 +170,8 @@ def test_lean_schema_keeps_what_decides_validity(item: Tool) -> None:
 
 @pytest.mark.parametrize("item", all_tools(), ids=lambda item: item.name)
 def test_lean_schema_accepts_and_refuses_the_same_arguments(item: Tool) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
+    import jsonschema
+
     full, lean = item.schema(), lean_schema(item.schema())
     valid, invalid = SAMPLES[item.name]
     for arguments in valid:
@@ -294,7 +296,7 @@ async def test_lean_system_prompt_replaces_only_the_provider_layer(tmp_path: Pat
 
 def test_first_request_is_at_most_2500_tokens_in_lean_mode() -> None:
     if tokenizer_for("gpt-4o") != "o200k_base":
-        pytest.skip("tiktoken's o200k_base file is not cached (../shared/tiktoken)")
+        missing("tiktoken", "tiktoken's o200k_base file is not cached (../shared/tiktoken)")
     from benchmarks.bench_first_request import measure
 
     figures = measure()

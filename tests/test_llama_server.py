@@ -1,8 +1,8 @@
 """The real ``etcode run`` against the real llama.cpp ``llama-server`` (SmolLM2-135M, CPU).
 
 The server comes from ``../shared/tools/llama-server`` (built once per machine; ``.ci/run``
-builds it when missing and sets ``ETCODE_REQUIRE_LLAMA=1``, so in CI these tests fail rather
-than skip when it cannot start). Each test starts its own server only when its window differs.
+builds it when missing and sets ``ETCODE_REQUIRE=all``, so in CI these tests fail rather
+than skip when it cannot start: ``tests/require.py``). Each test starts its own server only when its window differs.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from tests.cli_helpers import etcode
+from tests.require import missing
 from tests.test_fault_matrix import error_line
 
 TOOL = Path(__file__).resolve().parents[2] / "shared" / "tools" / "llama-server"
-REQUIRED = os.environ.get("ETCODE_REQUIRE_LLAMA") == "1"
 #: The build cache, fixed at import: each test gets its own XDG_CACHE_HOME (conftest).
 CACHE = os.environ.get("ETCODE_LLAMA_CACHE") or str(
     Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "etcode-dev" / "llama"
@@ -45,10 +45,8 @@ def patient_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "60")
 
 
-def _unavailable(reason: str) -> None:
-    if REQUIRED:
-        pytest.fail(f"llama-server is required here: {reason}")
-    pytest.skip(reason)
+def _unavailable(what: str) -> None:
+    missing("llama", what)
 
 
 @pytest.fixture(scope="module")

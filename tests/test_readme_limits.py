@@ -20,6 +20,7 @@ import pytest
 
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
+from tests.require import missing
 from tests.tool_support import make_ctx
 
 KIB = 1024
@@ -526,7 +527,7 @@ def test_freed_heap_up_to_64_mib_is_kept_and_more_is_returned() -> None:
     import sys
 
     if not sys.platform.startswith("linux"):
-        pytest.skip("glibc's malloc tuning is Linux only")
+        missing("glibc", "glibc's malloc tuning is Linux only")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
 
     def kept_after_freeing(mib: float) -> int:
@@ -539,7 +540,7 @@ def test_freed_heap_up_to_64_mib_is_kept_and_more_is_returned() -> None:
         )
         assert proc.returncode == 0, proc.stderr
         if proc.stdout.strip() == "no mallinfo2":
-            pytest.skip("this C library has no mallinfo2 (glibc < 2.33 or not glibc)")
+            missing("glibc", "this C library has no mallinfo2 (glibc < 2.33 or not glibc)")
         return int(proc.stdout)
 
     assert kept_after_freeing(63.5) >= 63 * MIB

@@ -6,6 +6,7 @@ whatever it reads must come out exactly as Typer would read it.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,17 @@ from tests.cli_helpers import etcode_imports, write_config
 from tests.fake_llm import FakeLLM, Reply
 
 
-def typer_run_command() -> Any:
+@functools.cache
+def typer_command() -> Any:
+    """etcode's Typer app as the click command ``app()`` builds on every call (built once:
+    building it is most of the time of a reading)."""
     import typer.main
 
-    return typer.main.get_command(build_app()).commands["run"]  # type: ignore[attr-defined]
+    return typer.main.get_command(build_app())
+
+
+def typer_run_command() -> Any:
+    return typer_command().commands["run"]
 
 
 def typer_reading(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> RunOptions | str:
@@ -39,7 +47,7 @@ def typer_reading(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> RunOption
     with monkeypatch.context() as patch:
         patch.setattr(run_module, "run_command", capture)
         try:
-            build_app()(args=argv, prog_name="etcode", standalone_mode=False)
+            typer_command().main(args=argv, prog_name="etcode", standalone_mode=False)
         except SystemExit as exit_:
             return f"exit {exit_.code}"
         except Exception as err:  # click's usage errors, vendored by typer

@@ -30,9 +30,10 @@ from etcode.tools.sandbox import SandboxPolicy, unavailable_reason
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
 from tests.permission_support import Answer, ruled_context
+from tests.require import needs
 
-pytestmark = pytest.mark.skipif(
-    unavailable_reason() is not None, reason=f"no sandbox on this machine: {unavailable_reason()}"
+pytestmark = needs(
+    "bwrap", unavailable_reason() is not None, f"no sandbox on this machine: {unavailable_reason()}"
 )
 
 

@@ -20,6 +20,7 @@ from etcode.tools.read_file import ReadFileTool
 from etcode.util.fs import NotRegularFileError, read_regular_bytes, regular_opener, special_kind
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
+from tests.require import missing
 from tests.tool_support import make_ctx
 
 T = TypeVar("T")
@@ -90,7 +91,7 @@ async def test_device_and_socket_refused(tmp_path: Path) -> None:
         await asyncio.wait_for(edit(ctx, file_path="zero.txt", old_string="", new_string="x"), GUARD_SECONDS)
     sock_path = tmp_path / "s.sock"
     if len(str(sock_path)) >= 100:
-        pytest.skip("temp path too long for a unix socket")
+        missing("socket", f"temp path too long for a unix socket: {sock_path}")
     with socket.socket(socket.AF_UNIX) as server:
         server.bind(str(sock_path))
         with pytest.raises(ToolError, match="s.sock: it is a socket, not a regular file"):

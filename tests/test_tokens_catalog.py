@@ -18,8 +18,11 @@ from etcode.util import tokens
 from etcode.util.paths import cache_dir
 from tests.conftest import SHARED_TIKTOKEN
 from tests.fake_llm import FakeLLM, Reply
+from tests.require import needs
 
-needs_tiktoken_files = pytest.mark.skipif(not SHARED_TIKTOKEN.is_dir(), reason="no cached tiktoken files")
+needs_tiktoken_files = needs(
+    "tiktoken", not SHARED_TIKTOKEN.is_dir(), f"no cached tiktoken files in {SHARED_TIKTOKEN}"
+)
 
 
 @pytest.fixture(autouse=True)

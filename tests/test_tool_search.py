@@ -14,6 +14,7 @@ from etcode.tools.base import ToolError
 from etcode.tools.glob_tool import GlobTool
 from etcode.tools.grep import GrepTool
 from etcode.tools.list_files import ListFilesTool
+from tests.require import missing
 from tests.tool_support import make_ctx
 
 
@@ -21,7 +22,7 @@ from tests.tool_support import make_ctx
 def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "rg":
         if ripgrep.rg_path() is None:
-            pytest.skip("rg is not installed")
+            missing("rg", "rg is not installed")
     else:
         monkeypatch.setattr(ripgrep, "rg_path", lambda: None)
     return request.param

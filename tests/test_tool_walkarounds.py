@@ -18,6 +18,7 @@ from etcode.tools.grep import GrepTool
 from etcode.tools.read_file import ReadFileTool
 from etcode.tools.read_many_files import ReadManyFilesTool
 from tests.permission_support import ruled_context
+from tests.require import missing
 
 SECRET = "hunter2-do-not-show"
 
@@ -52,7 +53,7 @@ def write(root: Path, rel: str, text: str) -> Path:
 def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "rg":
         if ripgrep.rg_path() is None:
-            pytest.skip("rg is not installed")
+            missing("rg", "rg is not installed")
     else:
         monkeypatch.setattr(ripgrep, "rg_path", lambda: None)
     return request.param

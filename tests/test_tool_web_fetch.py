@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from etcode.tools.base import PermissionDenied, ToolContext, ToolError
 from etcode.tools.web_fetch import WebFetchTool, html_to_markdown
+from tests.require import missing
 from tests.tool_support import make_ctx
 
 PAGE = b"""<!doctype html><html><head><title>Docs</title><script>var x = 1;</script>
@@ -586,7 +587,7 @@ async def test_the_checked_address_is_the_one_connected_to(
         second, second_hits = _serve("127.0.0.2", port)
     except OSError:
         first.shutdown()
-        pytest.skip("127.0.0.2 cannot be bound here")
+        missing("loopback", "127.0.0.2 cannot be bound here")
     try:
         stub_dns["rebind.test"] = ["127.0.0.1", "127.0.0.2"]
         ctx = ruled_ctx(tmp_path, {"private_network": {f"http://rebind.test:{port}/*": "allow"}})

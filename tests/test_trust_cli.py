@@ -17,6 +17,7 @@ import pytest
 
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import FakeLLM, Reply
+from tests.require import needs
 
 REAL_KEY = "sk-ant-users-real-key-123456"
 
@@ -184,7 +185,7 @@ def test_mcp_list_does_not_start_an_untrusted_projects_servers(repo: Path, tmp_p
     assert "untrusted" not in etcode("mcp", "list", cwd=repo).stdout  # remembered
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs("tmux", shutil.which("tmux") is None, "tmux is not installed")
 def test_the_chat_asks_in_a_real_terminal(repo: Path, llm: FakeLLM, tmp_path: Path) -> None:
     """`etcode` in tmux: the dialog comes before the session; "continue without" keeps the
     MCP server from starting and the chat works; the next start asks again, and trusting

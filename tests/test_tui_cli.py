@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_llm import Call, FakeLLM, Recorded, Reply
+from tests.require import needs
 from tests.tui_support import ProjectSpec, write_config
 
 PROJECT = ProjectSpec(files={"notes.txt": "the secret number is 42\n"})
@@ -82,7 +83,7 @@ class Tmux:
         self.run("kill-server", check=False)
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs("tmux", shutil.which("tmux") is None, "tmux is not installed")
 def test_real_etcode_in_tmux(project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
     llm.script(
         Reply(text="Reading.", calls=[Call("ReadFile", {"file_path": "notes.txt"})]),
@@ -124,7 +125,7 @@ def _rm(target: str) -> Reply:
     return Reply(calls=[Call("Bash", {"command": f"rm -rf {target}", "description": f"remove {target}"})])
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs("tmux", shutil.which("tmux") is None, "tmux is not installed")
 def test_typing_while_the_permission_dialog_appears_answers_nothing(project: Path, llm: FakeLLM) -> None:
     """Issue 12.1 in a real terminal: the user types a follow-up at normal speed while the
     turn runs; the dialog for `rm -rf build` appears mid-word. Nothing is approved (the old
@@ -250,7 +251,7 @@ def _process_gone(pid: int, timeout: float) -> bool:
     return False
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs("tmux", shutil.which("tmux") is None, "tmux is not installed")
 def test_closing_the_terminal_ends_the_running_command(project: Path, llm: FakeLLM) -> None:
     """SIGHUP (the terminal window closed) winds the turn down as quitting does: the command
     started by Bash is ended, not left running without a terminal."""

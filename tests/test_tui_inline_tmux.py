@@ -7,9 +7,8 @@ import shutil
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.fake_llm import FakeLLM, Reply
+from tests.require import needs
 from tests.test_tui_cli import Tmux, tmux_env
 from tests.tui_support import ProjectSpec
 
@@ -21,7 +20,7 @@ ANSWER = "First line ALPHA.\n\n" + "\n".join(f"- point {n}" for n in range(1, 41
 PROJECT = ProjectSpec()  # etcode.json for the fake LLM server
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs("tmux", shutil.which("tmux") is None, "tmux is not installed")
 def test_inline_chat_leaves_the_conversation_in_the_scrollback(project: Path, llm: FakeLLM) -> None:
     llm.script(Reply(text=ANSWER))
     tmux = Tmux("inline")

@@ -8,16 +8,15 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.fake_llm import FakeLLM, Reply
+from tests.require import needs
 from tests.test_tui_cli import Tmux, _quote, tmux_env
 from tests.tui_support import ProjectSpec
 
 PROJECT = ProjectSpec()  # etcode.json for the fake LLM server
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs("tmux", shutil.which("tmux") is None, "tmux is not installed")
 def test_type_ahead_and_tab_keep_every_key(project: Path, llm: FakeLLM) -> None:
     llm.script(Reply(text="Got every key."))
     tmux = Tmux("keys")

@@ -10,6 +10,7 @@ import pytest
 from etcode.ui.tui.app import EtcodeApp
 from etcode.ui.tui.widgets.permission import PermissionScreen
 from tests.fake_llm import Call, FakeLLM, Reply
+from tests.require import reason
 from tests.tui_support import (
     ProjectSpec,
     make_app,
@@ -21,7 +22,10 @@ from tests.tui_support import (
     write_config,
 )
 
-pytest.importorskip("pytest_textual_snapshot", reason="pytest-textual-snapshot is in the test extras")
+pytest.importorskip(
+    "pytest_textual_snapshot",
+    reason=reason("package", "pytest-textual-snapshot (test extras) is not installed"),
+)
 
 SIZE = (100, 32)
 
