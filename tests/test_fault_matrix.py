@@ -233,7 +233,9 @@ def test_call_to_an_unknown_tool(project: Path, llm: FakeLLM) -> None:
 def test_tool_that_hangs_is_killed(project: Path, llm: FakeLLM) -> None:
     started = time.monotonic()
     _, output = _tool_row(project, llm, Call("Bash", {"command": "sleep 60", "timeout": 500}))
-    assert time.monotonic() - started < 20
+    # Whole runs of etcode, on a loaded box: the bound only has to tell a kill at 0.5 s from
+    # the sleep's own 60 s (17 s was seen at nice 19 with two suites beside it).
+    assert time.monotonic() - started < 50
     assert "timed out" in output and "killed" in output
 
 
