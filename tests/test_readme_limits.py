@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -20,6 +19,7 @@ import pytest
 
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
+from tests.http_support import serving
 from tests.require import missing
 from tests.tool_support import make_ctx
 
@@ -434,21 +434,10 @@ class _Sized(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a refused body: the client closes while the server still writes
-
-
 @pytest.fixture(scope="module")
 def sized_server() -> Iterator[str]:
-    httpd = _QuietServer(("127.0.0.1", 0), _Sized)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(_Sized) as url:  # a refused body: the client closes while the server writes
+        yield url
 
 
 @pytest.mark.parametrize("kind", ["plain", "stream", "gzip"])

@@ -10,7 +10,7 @@ import time
 import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from etcode.tools.base import PermissionDenied, ToolContext, ToolError
 from etcode.tools.web_fetch import WebFetchTool, html_to_markdown
+from tests.http_support import QuietServer, serving
 from tests.require import missing
 from tests.tool_support import make_ctx
 
@@ -103,21 +104,10 @@ class Handler(BaseHTTPRequestHandler):
             self._send(404, "text/plain", b"?")
 
 
-class QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # clients that gave up (timeout/abort tests) close the socket early
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = QuietServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(Handler) as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)
