@@ -46,8 +46,7 @@ async def _kill_after_start(creating: asyncio.Future[asyncio.subprocess.Process]
     if creating.cancelled() or creating.exception() is not None:
         return  # nothing started, or asyncio already killed its lone leader
     proc = creating.result()
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    kill_group_now(proc)
     with contextlib.suppress(asyncio.CancelledError):
         await _reap(proc, REAP_SECONDS)
     close_pipes(proc)
@@ -67,6 +66,12 @@ def close_pipes(proc: asyncio.subprocess.Process) -> None:
     if transport is not None:
         with contextlib.suppress(Exception):
             transport.close()
+
+
+def kill_group_now(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL the process group of ``proc`` (started by :func:`start_process`)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 async def kill_process_group(proc: asyncio.subprocess.Process, grace: float = 2.0) -> None:
