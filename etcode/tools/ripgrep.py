@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from etcode.util.ignore import SEARCH_EXCLUDES, IgnoreMatcher
-from etcode.util.process_group import kill_group_now, start_process
+from etcode.util.process_group import kill_group, start_process
 
 RG_TIMEOUT_SECONDS = 60.0
 
@@ -60,11 +60,11 @@ async def run_rg(
     try:
         done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if talk not in done:
-            kill_group_now(proc)
+            kill_group(proc.pid)
             await talk
             raise RipgrepError("interrupted" if stopper in done else f"search timed out after {timeout:g} s")
     except asyncio.CancelledError:
-        kill_group_now(proc)
+        kill_group(proc.pid)
         raise
     finally:
         if stopper is not None:

@@ -46,7 +46,7 @@ async def _kill_after_start(creating: asyncio.Future[asyncio.subprocess.Process]
     if creating.cancelled() or creating.exception() is not None:
         return  # nothing started, or asyncio already killed its lone leader
     proc = creating.result()
-    kill_group_now(proc)
+    kill_group(proc.pid)
     with contextlib.suppress(asyncio.CancelledError):
         await _reap(proc, REAP_SECONDS)
     close_pipes(proc)
@@ -68,10 +68,10 @@ def close_pipes(proc: asyncio.subprocess.Process) -> None:
             transport.close()
 
 
-def kill_group_now(proc: asyncio.subprocess.Process) -> None:
-    """SIGKILL the process group of ``proc`` (started by :func:`start_process`)."""
+def kill_group(pgid: int) -> None:
+    """SIGKILL process group ``pgid`` (a process started in its own session: its pid)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pgid, signal.SIGKILL)
 
 
 async def kill_process_group(proc: asyncio.subprocess.Process, grace: float = 2.0) -> None:
