@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from etcode.config.schema import validate
-from etcode.mcp.client import McpServer
+from etcode.mcp.client import McpServer, import_sdk
 from etcode.mcp.config import McpServerSpec, server_specs
 from etcode.mcp.manager import McpManager, start_mcp
 from etcode.mcp.naming import MAX_LENGTH, tool_name
@@ -358,11 +358,12 @@ async def test_a_cancel_while_a_local_server_spawns_leaves_no_process(
         await release.wait()
         return await real(*args, **kwargs)  # type: ignore[arg-type]
 
+    await import_sdk()  # the 1 s start limit is for the spawn, not for loading the SDK
     monkeypatch.setattr(loop, "connect_read_pipe", held)
     mark = token()
     server = McpServer(_grouped(tmp_path, mark, _mute(mark), timeout=30.0 if how == "caller" else 1.0))
     start = asyncio.create_task(server.start())
-    await entered.wait()
+    await asyncio.wait_for(entered.wait(), 60)
     await wait_for_file(tmp_path / "bg.pid")
     if how == "caller":
         start.cancel()

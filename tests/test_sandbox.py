@@ -191,7 +191,7 @@ async def test_a_cancel_while_a_sandboxed_command_starts_leaves_nothing(
     monkeypatch.setattr(loop, "connect_read_pipe", held)
     mark = process_support.token()
     task = asyncio.create_task(bash(ctx_for(project, policy), f"sleep {mark} & sleep {mark}"))
-    await entered.wait()
+    await asyncio.wait_for(entered.wait(), 60)
     while len(process_support.live_with(f"sleep\0{mark}")) < 2:  # both sandboxed sleeps run
         await asyncio.sleep(0.01)
     task.cancel()

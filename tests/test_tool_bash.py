@@ -180,7 +180,7 @@ async def test_a_cancel_while_the_pipes_connect_kills_the_children_already_start
     mark = token()
     command = f"sleep {mark} & echo $! > bg.pid; sleep {mark}"
     task = asyncio.create_task(bash(make_ctx(tmp_path), command=command))
-    await entered.wait()
+    await asyncio.wait_for(entered.wait(), 60)
     await wait_for_file(tmp_path / "bg.pid")
     task.cancel()
     release.set()
