@@ -5,7 +5,11 @@ disk or a local process when it does not or cannot."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,6 +27,7 @@ from etcode.tools.client_io import (
 from etcode.tools.edit import EditTool
 from etcode.tools.read_file import ReadFileTool
 from etcode.tools.write_file import WriteFileTool
+from tests.process_support import survivors, token
 from tests.tool_support import make_ctx
 
 
@@ -200,3 +205,86 @@ async def test_bash_runs_here_when_the_editor_cannot_start_it(tmp_path: Path) ->
     result = await run_tool(BashTool(), ctx, command="echo local")
     assert result.output == "local" and "terminalId" not in result.data
     assert any(isinstance(e, WarningEvent) and "terminals are disabled" in e.message for e in events)
+
+
+class Editor:
+    """An editor's side of ``terminal/*`` for :class:`EditorTerminal`: the terminal's
+    command is a real process (its own group), and a request goes on in the editor
+    whatever happens to the agent's wait for the answer. ``hold`` keeps the answer to
+    ``terminal/create`` back (the process already runs) until it is set."""
+
+    def __init__(self, hold: bool = False) -> None:
+        self.hold = asyncio.Event()
+        if not hold:
+            self.hold.set()
+        self.procs: dict[str, asyncio.subprocess.Process] = {}
+        self.started = asyncio.Event()
+        self.killed: list[str] = []
+        self.released: list[str] = []
+
+    def create_terminal(self, command: str, args: list[str], **kwargs: Any) -> Any:
+        return asyncio.shield(asyncio.ensure_future(self._create(command, args)))
+
+    async def _create(self, command: str, args: list[str]) -> Any:
+        proc = await asyncio.create_subprocess_exec(
+            command, *args, stdout=asyncio.subprocess.DEVNULL, start_new_session=True
+        )
+        terminal_id = f"term-{len(self.procs) + 1}"
+        self.procs[terminal_id] = proc
+        self.started.set()
+        await self.hold.wait()
+        return SimpleNamespace(terminal_id=terminal_id)
+
+    async def session_update(self, *args: Any) -> None:
+        pass
+
+    async def wait_for_terminal_exit(self, terminal_id: str, **kwargs: Any) -> Any:
+        return SimpleNamespace(exit_code=await self.procs[terminal_id].wait())
+
+    async def kill_terminal(self, terminal_id: str, **kwargs: Any) -> None:
+        self.killed.append(terminal_id)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.procs[terminal_id].pid, signal.SIGKILL)
+
+    async def release_terminal(self, terminal_id: str, **kwargs: Any) -> None:
+        self.released.append(terminal_id)  # this editor does not kill on release
+
+
+async def test_a_cancel_while_the_editor_creates_the_terminal_kills_and_releases_it(tmp_path: Path) -> None:
+    from etcode.acp.client_io import EditorTerminal
+
+    editor = Editor(hold=True)
+    mark = token()
+    run = asyncio.create_task(
+        EditorTerminal(editor, "s").run(
+            ["sh", "-c", f"sleep {mark} & sleep {mark}"], {}, tmp_path, 60, asyncio.Event(), "c"
+        )
+    )
+    await editor.started.wait()
+    run.cancel()  # the editor has started the command and not yet answered
+    editor.hold.set()
+    await asyncio.wait({run}, timeout=30)
+    assert run.cancelled()
+    assert editor.killed == ["term-1"] and editor.released == ["term-1"]
+    assert await survivors(mark) == []
+
+
+async def test_a_cancel_at_any_turn_of_an_editor_terminal_leaves_no_process(tmp_path: Path) -> None:
+    from etcode.acp.client_io import EditorTerminal
+
+    left: dict[int, list[int]] = {}
+    for turns in range(30):
+        editor, mark = Editor(), token()
+        run = asyncio.create_task(
+            EditorTerminal(editor, "s").run(
+                ["sh", "-c", f"sleep {mark} & sleep {mark}"], {}, tmp_path, 60, asyncio.Event(), "c"
+            )
+        )
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        run.cancel()
+        await asyncio.wait({run}, timeout=30)
+        if found := await survivors(mark):
+            left[turns] = found
+        assert editor.released == list(editor.procs)  # every terminal made was given back
+    assert left == {}, f"processes left after a cancel at these turns: {left}"

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from etcode.config.schema import validate
-from etcode.mcp.client import McpServer
+from etcode.mcp.client import McpServer, import_sdk
 from etcode.mcp.config import McpServerSpec, server_specs
 from etcode.mcp.manager import McpManager, start_mcp
 from etcode.mcp.naming import MAX_LENGTH, tool_name
 from etcode.mcp.results import to_tool_result
 from etcode.util.errors import ConfigError
 from tests.fake_llm import Call, FakeLLM, Reply
+from tests.process_support import live_with, survivors, token, wait_for_file
 
 SERVER = str(Path(__file__).resolve().parent / "mcp_servers" / "error_server.py")
 TIME = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
@@ -324,3 +325,84 @@ def test_run_without_mcp_config_never_imports_the_sdk(tmp_path: Path) -> None:
         imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
         assert "etcode.session.loop" in imported
         assert not [name for name in imported if name.split(".")[0] == "mcp"]
+
+
+# ---- no server process outlives a cancelled start or a close --------------------------------
+
+
+def _grouped(tmp_path: Path, mark: str, leader: str, timeout: float = 30.0) -> McpServerSpec:
+    """A local server started by ``sh``: a background child first (its pid in bg.pid),
+    then ``leader`` in the shell's place; both carry ``mark``."""
+    script = f"sleep {mark} & echo $! > {tmp_path}/bg.pid; exec {leader}"
+    return McpServerSpec("grouped", "local", ("sh", "-c", script), timeout=timeout)
+
+
+def _mute(mark: str) -> str:
+    """A leader that reads its stdin to the end, never answers, and exits on EOF."""
+    return f"{sys.executable} -c 'import sys; sys.stdin.read()' {mark}"
+
+
+@pytest.mark.parametrize("how", ["caller", "timeout"])
+async def test_a_cancel_while_a_local_server_spawns_leaves_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The spawn is held in asyncio's pipe connection until the server's shell has started
+    its child; then the start is cancelled (``caller``) or times out (``timeout``: the
+    owner's cancel scope). asyncio alone would SIGKILL the leader only."""
+    loop = asyncio.get_running_loop()
+    real = loop.connect_read_pipe
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def held(*args: object, **kwargs: object) -> object:
+        entered.set()
+        await release.wait()
+        return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+    await import_sdk()  # the 1 s start limit is for the spawn, not for loading the SDK
+    monkeypatch.setattr(loop, "connect_read_pipe", held)
+    mark = token()
+    server = McpServer(_grouped(tmp_path, mark, _mute(mark), timeout=30.0 if how == "caller" else 1.0))
+    start = asyncio.create_task(server.start())
+    await asyncio.wait_for(entered.wait(), 60)
+    await wait_for_file(tmp_path / "bg.pid")
+    if how == "caller":
+        start.cancel()
+    else:
+        await asyncio.wait({start}, timeout=60)  # ends at the 1 s start limit
+    release.set()
+    await asyncio.wait({start}, timeout=30)
+    await server.aclose()
+    assert await survivors(mark) == []
+    assert start.cancelled() if how == "caller" else start.result() is False
+
+
+async def test_a_cancel_at_any_turn_of_a_server_start_leaves_no_process(tmp_path: Path) -> None:
+    """``start()`` is cancelled 0, 1, 2, ... event-loop turns after its owner task exists
+    (the spawn, the pipes, the handshake): no process of the server is left."""
+    left: dict[int, list[int]] = {}
+    for turns in range(12):
+        mark = token()
+        server = McpServer(_grouped(tmp_path, mark, _mute(mark)))
+        start = asyncio.create_task(server.start())
+        while server._owner is None and not start.done():
+            await asyncio.sleep(0)
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        start.cancel()
+        await asyncio.wait({start}, timeout=30)
+        if found := await survivors(mark):
+            left[turns] = found
+        await server.aclose()
+    assert left == {}, f"server processes left after a cancel at these turns: {left}"
+
+
+async def test_closing_a_server_also_ends_the_children_it_left() -> None:
+    """A server that exits when its stdin closes leaves its background child to the SDK,
+    which only kills the group of a server that outlives its stdin."""
+    mark = token()
+    script = f"sleep {mark} & exec {sys.executable} {SERVER} stdio"
+    server = McpServer(McpServerSpec("kids", "local", ("sh", "-c", script), timeout=30.0))
+    assert await server.start(), server.error
+    assert live_with(mark), "the background child runs while the server does"
+    await server.aclose()
+    assert await survivors(mark) == []

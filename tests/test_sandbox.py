@@ -27,6 +27,7 @@ from etcode.tools import bash as bash_module
 from etcode.tools.base import ToolContext
 from etcode.tools.bash import BashTool
 from etcode.tools.sandbox import SandboxPolicy, unavailable_reason
+from tests import process_support
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
 from tests.permission_support import Answer, ruled_context
@@ -170,6 +171,35 @@ async def test_timeout_and_interrupt_kill_everything_in_the_sandbox(project: Pat
     _, result = await asyncio.gather(interrupt(), bash(ctx, "(trap '' TERM; sleep 27.1828) & wait"))
     assert result.data["interrupted"]
     assert await wait_gone("27.1828"), "a sandboxed child survived the interrupt"
+
+
+@pytest.mark.parametrize("policy", [WRITE, READ], ids=["workspace-write", "read-only"])
+async def test_a_cancel_while_a_sandboxed_command_starts_leaves_nothing(
+    project: Path, monkeypatch: pytest.MonkeyPatch, policy: SandboxPolicy
+) -> None:
+    """The start of ``bwrap`` is held in asyncio's pipe connection until the sandboxed shell
+    has started its children, then cancelled: nothing of the sandbox is left. (bwrap's
+    --die-with-parent already covered this; now the group kill does too.)"""
+    loop = asyncio.get_running_loop()
+    real = loop.connect_read_pipe
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        await release.wait()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "connect_read_pipe", held)
+    mark = process_support.token()
+    task = asyncio.create_task(bash(ctx_for(project, policy), f"sleep {mark} & sleep {mark}"))
+    await asyncio.wait_for(entered.wait(), 60)
+    while len(process_support.live_with(f"sleep\0{mark}")) < 2:  # both sandboxed sleeps run
+        await asyncio.sleep(0.01)
+    task.cancel()
+    release.set()
+    await asyncio.wait({task}, timeout=30)
+    assert await process_support.survivors(mark) == []
+    assert task.cancelled()
 
 
 async def test_rerun_outside_the_sandbox_is_an_ask(project: Path, outside: Path) -> None:

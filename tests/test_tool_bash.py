@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -14,6 +15,7 @@ import pytest
 from etcode.tools import bash as bash_module
 from etcode.tools.base import PermissionDenied, ToolContext
 from etcode.tools.bash import BashTool
+from tests.process_support import survivors, token, wait_for_file
 from tests.tool_support import make_ctx
 
 
@@ -112,15 +114,75 @@ async def test_abort_kills(tmp_path: Path) -> None:
 
 
 async def test_cancel_kills(tmp_path: Path) -> None:
-    task = asyncio.create_task(bash(make_ctx(tmp_path), command="sleep 30 & echo $! > c.pid; wait"))
-    for _ in range(100):
-        if (tmp_path / "c.pid").exists() and (tmp_path / "c.pid").read_text().strip():
-            break
-        await asyncio.sleep(0.02)
+    mark = token()
+    task = asyncio.create_task(bash(make_ctx(tmp_path), command=f"sleep {mark} & echo $! > c.pid; wait"))
+    await wait_for_file(tmp_path / "c.pid")  # the child runs: now cancel the running command
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await wait_dead(int((tmp_path / "c.pid").read_text()))
+    assert await survivors(mark) == []
+
+
+async def _cancel_and_count(task: asyncio.Task[Any], mark: str) -> list[int]:
+    """Cancel ``task``; the processes carrying ``mark`` left alive (then killed, so that a
+    task waiting on their pipes, as asyncio's own clean-up does, can end)."""
+    task.cancel()
+    await asyncio.wait({task}, timeout=10)
+    left = await survivors(mark)
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return left
+
+
+async def test_a_cancel_at_any_turn_of_the_start_leaves_no_process(tmp_path: Path) -> None:
+    """The tool task is cancelled after 0, 1, 2, ... event-loop turns: before the start,
+    while asyncio connects the pipes, just after, while the command runs. Every time
+    the shell, its background child and its foreground child are all gone."""
+    left: dict[int, list[int]] = {}
+    for turns in range(40):
+        mark = token()
+        argv = [bash_module._shell(), "-c", f"sleep {mark} & sleep {mark}"]
+        task = asyncio.create_task(
+            bash_module._execute_here(argv, dict(os.environ), 60_000, make_ctx(tmp_path))
+        )
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        if found := await _cancel_and_count(task, mark):
+            left[turns] = found
+    assert left == {}, f"processes left after a cancel at these turns: {left}"
+
+
+@pytest.mark.parametrize("point", ["before", "after"])
+async def test_a_cancel_while_the_pipes_connect_kills_the_children_already_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    """The start is held inside asyncio's pipe connection (``before`` or ``after`` the
+    real connect) until the shell has started both children, then cancelled: asyncio
+    alone would SIGKILL the shell only and leave both sleeps to PID 1."""
+    loop = asyncio.get_running_loop()
+    real = loop.connect_read_pipe
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        if point == "before":
+            entered.set()
+            await release.wait()
+            return await real(*args, **kwargs)
+        connected = await real(*args, **kwargs)
+        entered.set()
+        await release.wait()
+        return connected
+
+    monkeypatch.setattr(loop, "connect_read_pipe", held)
+    mark = token()
+    command = f"sleep {mark} & echo $! > bg.pid; sleep {mark}"
+    task = asyncio.create_task(bash(make_ctx(tmp_path), command=command))
+    await asyncio.wait_for(entered.wait(), 60)
+    await wait_for_file(tmp_path / "bg.pid")
+    task.cancel()
+    release.set()
+    assert await _cancel_and_count(task, mark) == []
+    assert task.cancelled()
 
 
 async def test_event_loop_not_blocked(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -14,6 +16,7 @@ from etcode.tools.base import ToolError
 from etcode.tools.glob_tool import GlobTool
 from etcode.tools.grep import GrepTool
 from etcode.tools.list_files import ListFilesTool
+from tests.process_support import survivors, token
 from tests.require import missing
 from tests.tool_support import make_ctx
 
@@ -166,3 +169,24 @@ async def test_list_files_ignore_and_cap(tree: Path, engine: str, monkeypatch: p
     assert "src/" not in result.output  # shallowest first
     with pytest.raises(ToolError, match="is a file"):
         await call(ListFilesTool(), tree, path="new.py")
+
+
+async def test_a_cancel_at_any_turn_of_a_search_leaves_no_ripgrep(tmp_path: Path) -> None:
+    """ripgrep blocks reading a FIFO nobody writes; the search is cancelled after 0, 1, 2,
+    ... event-loop turns (in the start and after it) and no rg is left running."""
+    assert ripgrep.rg_path() is not None, "rg is a dependency of etcode"
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    left: dict[int, list[int]] = {}
+    for turns in range(40):
+        mark = token()
+        search = asyncio.create_task(ripgrep.run_rg(["--no-messages", mark, str(fifo)], tmp_path))
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        search.cancel()
+        await asyncio.wait({search}, timeout=10)
+        if found := await survivors(mark):
+            left[turns] = found
+        with contextlib.suppress(asyncio.CancelledError):
+            await search
+    assert left == {}, f"rg left running after a cancel at these turns: {left}"

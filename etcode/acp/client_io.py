@@ -55,6 +55,14 @@ class EditorFiles:
             raise ClientFileError(f"the editor could not write it ({_reason(err)})") from None
 
 
+async def _despite_cancels(task: asyncio.Future[None]) -> None:
+    """Wait for ``task`` (bounded by the request limits inside it) however often the
+    caller is cancelled meanwhile; the caller re-raises its ``CancelledError`` after."""
+    while not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait({task})
+
+
 def _reason(err: BaseException) -> str:
     if isinstance(err, TimeoutError):
         return f"no answer in {REQUEST_SECONDS:g} s"
@@ -80,8 +88,10 @@ class EditorTerminal:
         abort: asyncio.Event,
         call_id: str,
     ) -> TerminalRun:
-        try:
-            created = await self._call(
+        # The editor goes on creating the terminal whatever happens here, so a cancel
+        # while it does waits for its answer and then kills and releases that terminal.
+        creating = asyncio.ensure_future(
+            self._call(
                 self.conn.create_terminal(
                     session_id=self.session_id,
                     command=argv[0],
@@ -91,20 +101,39 @@ class EditorTerminal:
                     output_byte_limit=OUTPUT_BYTE_LIMIT,
                 )
             )
+        )
+        try:
+            created = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            await _despite_cancels(asyncio.ensure_future(self._end_created(creating)))
+            raise
         except Exception as err:
             raise ClientTerminalError(_reason(err)) from None
-        terminal_id = str(created.terminal_id)
+        terminal_id = str(created.terminal_id)  # no await between the answer and the try
         try:
             await self.conn.session_update(
                 self.session_id,
                 helpers.update_tool_call(call_id, content=[helpers.tool_terminal_ref(terminal_id)]),
             )
             return await self._wait(terminal_id, timeout_s, abort)
+        except asyncio.CancelledError:  # the turn was stopped: the command must not run on
+            await _despite_cancels(asyncio.ensure_future(self._kill(terminal_id)))
+            raise
         finally:
-            with contextlib.suppress(Exception):
-                await self._call(
-                    self.conn.release_terminal(session_id=self.session_id, terminal_id=terminal_id)
-                )
+            await self._release(terminal_id)
+
+    async def _end_created(self, creating: asyncio.Future[Any]) -> None:
+        """Kill and release the terminal ``creating`` gives (its request is bounded)."""
+        await asyncio.wait({creating})
+        if creating.cancelled() or creating.exception() is not None:
+            return
+        terminal_id = str(creating.result().terminal_id)
+        await self._kill(terminal_id)
+        await self._release(terminal_id)
+
+    async def _release(self, terminal_id: str) -> None:
+        with contextlib.suppress(Exception):
+            await self._call(self.conn.release_terminal(session_id=self.session_id, terminal_id=terminal_id))
 
     async def _kill(self, terminal_id: str) -> None:
         with contextlib.suppress(Exception):
@@ -124,9 +153,6 @@ class EditorTerminal:
                 interrupted = aborted in done
                 timed_out = not interrupted
                 await self._kill(terminal_id)
-        except asyncio.CancelledError:  # the turn was stopped: the command must not run on
-            await asyncio.shield(self._kill(terminal_id))
-            raise
         finally:
             aborted.cancel()
             if not waiting.done():

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from etcode.mcp.config import McpServerSpec
 from etcode.mcp.results import wire
+from etcode.util.process_group import group_alive, kill_group
 
 log = logging.getLogger("etcode.mcp")
 
@@ -60,6 +61,25 @@ async def import_sdk() -> None:
         if not _sdk_ready:
             await asyncio.to_thread(_import_sdk)
             _sdk_ready = True
+
+
+async def _despite_cancels(task: asyncio.Future[None], seconds: float) -> None:
+    """Wait up to ``seconds`` for ``task`` however often the caller is cancelled meanwhile
+    (the caller re-raises its ``CancelledError`` after)."""
+    deadline = time.monotonic() + seconds
+    while not task.done() and time.monotonic() < deadline:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait({task}, timeout=max(0.0, deadline - time.monotonic()))
+
+
+def _spawned_pid(client: Any) -> int | None:
+    """The pid (and process group, the SDK starts it in a new session) of the server an
+    entered ``stdio_client`` spawned, read from the SDK's suspended generator; None if a
+    later SDK keeps it elsewhere (``test_mcp`` fails then)."""
+    frame = getattr(getattr(client, "gen", None), "ag_frame", None)
+    process = frame.f_locals.get("process") if frame is not None else None
+    pid = getattr(process, "pid", None)
+    return pid if isinstance(pid, int) else None
 
 
 def describe_error(err: BaseException) -> str:
@@ -118,13 +138,17 @@ class McpServer:
         except Exception as err:  # the SDK is missing or broken
             self._fail(f"the mcp package could not be imported: {describe_error(err)}")
             return False
-        self._owner = asyncio.create_task(self._own(), name=f"mcp:{self.name}")
+        self._owner = owner = asyncio.create_task(self._own(), name=f"mcp:{self.name}")
         try:
             await asyncio.wait_for(self._ready.wait(), timeout=max(0.0, deadline - time.monotonic()))
         except TimeoutError:
             self._fail(f"did not answer within {self.spec.timeout:g}s")
             self._cancel_owner()
             return False
+        except asyncio.CancelledError:  # the start was given up: stop the server before re-raising
+            self._cancel_owner()
+            await _despite_cancels(owner, CLOSE_TIMEOUT)
+            raise
         self.started_in = time.monotonic() - began
         return self.status == "connected"
 
@@ -136,7 +160,13 @@ class McpServer:
             with anyio.CancelScope() as scope:
                 self._scope = scope
                 async with contextlib.AsyncExitStack() as stack:
+                    # The spawn of a local server is shielded: a cancel in the middle would
+                    # make asyncio kill the leader only and leave its children running; once
+                    # the transport is up, a cancel goes through its exit, which stops the
+                    # server's whole process group.
+                    spawning = stack.enter_context(anyio.CancelScope(shield=self.spec.type == "local"))
                     read, write = await stack.enter_async_context(self._transport())
+                    spawning.shield = False  # a cancel that came meanwhile is delivered now
                     session = await stack.enter_async_context(ClientSession(read, write))
                     init = wire(await session.initialize())
                     self.server_info = dict(init.get("serverInfo") or {})
@@ -180,8 +210,17 @@ class McpServer:
     @contextlib.asynccontextmanager
     async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
         if self.spec.type == "local":
-            async with self._stdio() as streams:
-                yield streams[0], streams[1]
+            client = self._stdio()
+            group: int | None = None
+            try:
+                async with client as streams:
+                    group = _spawned_pid(client)
+                    yield streams[0], streams[1]
+            finally:
+                # The SDK kills the server's group only when the server outlives its stdin;
+                # children of a server that exited (``sleep 99 &``) are ended here.
+                if group is not None and group_alive(group):
+                    kill_group(group)
         else:
             async with self._http() as streams:
                 yield streams[0], streams[1]

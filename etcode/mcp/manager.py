@@ -84,5 +84,9 @@ async def start_mcp(mcp_config: Mapping[str, Any] | None, directory: Path | None
     if not any(spec.enabled for spec in specs):
         return None
     manager = McpManager(specs, directory)
-    await manager.start()
+    try:
+        await manager.start()
+    except asyncio.CancelledError:  # nobody will get the manager to close it
+        await asyncio.shield(manager.aclose())
+        raise
     return manager

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import re
 import shutil
-import signal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +15,7 @@ from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
 from etcode.tools.progress import OutputProgress
 from etcode.tools.summary import plural, shorten
 from etcode.tools.truncate import truncate_output
+from etcode.util.process_group import close_pipes, kill_process_group, start_process
 
 if TYPE_CHECKING:
     from etcode.tools.sandbox import SandboxPolicy
@@ -51,51 +49,6 @@ def _shell() -> str:
     return shutil.which("bash") or "/bin/sh"
 
 
-def _group_alive(pgid: int) -> bool:
-    """True while a live (non-zombie) process is in group ``pgid``."""
-    if os.path.isdir("/proc/self"):
-        return _proc_group_alive(pgid)
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _proc_group_alive(pgid: int) -> bool:
-    # Zombies count as gone: in containers nobody may reap re-parented children.
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
-async def kill_process_group(proc: asyncio.subprocess.Process, grace: float = KILL_GRACE_SECONDS) -> None:
-    """SIGTERM the process group of ``proc``, then SIGKILL whatever is left after ``grace``."""
-    pgid = proc.pid
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + grace
-    while loop.time() < deadline:
-        if proc.returncode is not None and not _group_alive(pgid):
-            return
-        await asyncio.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
 async def _wait_exit(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) -> int:
     """The exit code of ``proc``. ``Process.wait()`` alone also waits for the pipes to
     close, which a background child (``server &``) may hold open for ever; so poll the
@@ -107,14 +60,6 @@ async def _wait_exit(proc: asyncio.subprocess.Process, reader: asyncio.Task[None
             return await proc.wait()
         delay = min(delay * 2, 0.1)
     return proc.returncode
-
-
-def _close_pipes(proc: asyncio.subprocess.Process) -> None:
-    """Stop reading output still held open by background children."""
-    transport = getattr(proc, "_transport", None)
-    if transport is not None:
-        with contextlib.suppress(Exception):
-            transport.close()
 
 
 class _Collector:
@@ -181,13 +126,13 @@ async def _execute(argv: list[str], env: dict[str, str], timeout_ms: int, ctx: T
 async def _execute_here(argv: list[str], env: dict[str, str], timeout_ms: int, ctx: ToolContext) -> _Run:
     """Run ``argv`` in its own process group until it exits, times out or is interrupted
     (then the whole group is killed); its combined output, tail kept."""
-    proc = await asyncio.create_subprocess_exec(
+    # A cancel during the start kills the whole group; from here to the ``try`` no await.
+    proc = await start_process(
         *argv,
         cwd=str(ctx.directory),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
         env=env,
     )
     collector = _Collector()
@@ -204,10 +149,10 @@ async def _execute_here(argv: list[str], env: dict[str, str], timeout_ms: int, c
         if waiter not in done:
             interrupted = aborter in done
             timed_out = not interrupted
-            await kill_process_group(proc)
+            await kill_process_group(proc, KILL_GRACE_SECONDS)
             await waiter
     except asyncio.CancelledError:
-        await asyncio.shield(kill_process_group(proc))
+        await asyncio.shield(kill_process_group(proc, KILL_GRACE_SECONDS))
         raise
     finally:
         aborter.cancel()
@@ -218,7 +163,7 @@ async def _execute_here(argv: list[str], env: dict[str, str], timeout_ms: int, c
             await asyncio.wait_for(asyncio.shield(reader), DRAIN_SECONDS)
         except (TimeoutError, asyncio.CancelledError):
             reader.cancel()
-            _close_pipes(proc)
+            close_pipes(proc)
         progress.close()
     exit_code = proc.returncode if proc.returncode is not None else -1
     return _Run(collector.text().rstrip("\n"), exit_code, timed_out, interrupted)

@@ -4,12 +4,12 @@ listing files when it is not installed."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shutil
 import sys
 from pathlib import Path
 
 from etcode.util.ignore import SEARCH_EXCLUDES, IgnoreMatcher
+from etcode.util.process_group import kill_group, start_process
 
 RG_TIMEOUT_SECONDS = 60.0
 
@@ -44,7 +44,7 @@ async def run_rg(
     exe = rg_path()
     if exe is None:
         raise FileNotFoundError("rg")
-    proc = await asyncio.create_subprocess_exec(
+    proc = await start_process(  # a cancel during the start kills it too
         exe,
         *args,
         cwd=str(cwd),
@@ -60,13 +60,11 @@ async def run_rg(
     try:
         done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if talk not in done:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+            kill_group(proc.pid)
             await talk
             raise RipgrepError("interrupted" if stopper in done else f"search timed out after {timeout:g} s")
     except asyncio.CancelledError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
+        kill_group(proc.pid)
         raise
     finally:
         if stopper is not None:

@@ -1,0 +1,120 @@
+"""Child processes etcode starts: each in its own session (process group), started so
+that a cancellation can never leave part of the group running, and ended as a group.
+
+``asyncio.create_subprocess_exec`` forks and execs at once but then awaits its pipes for a
+few event-loop turns; a cancellation landing there makes asyncio SIGKILL the leader only,
+and whatever the leader had started already (``sleep 30 &``, a server's worker) moves to
+PID 1 and runs on. :func:`start_process` shields the start instead and, when a cancel
+arrived, kills the whole group before re-raising. After it returns, the caller must enter
+the ``try`` that kills the group (:func:`kill_process_group`) before its next ``await``.
+Every process etcode starts itself goes through here (future hooks too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from typing import Any
+
+#: How long a group killed after a cancelled start may take to disappear.
+REAP_SECONDS = 5.0
+
+
+async def start_process(*argv: str, **kwargs: Any) -> asyncio.subprocess.Process:
+    """``asyncio.create_subprocess_exec(*argv, start_new_session=True, **kwargs)``, safe
+    against cancellation: if the calling task is cancelled while the process starts, the
+    start still completes, the whole new group is SIGKILLed and reaped, and the
+    ``CancelledError`` is re-raised. Errors of the start itself (``OSError``) propagate."""
+    creating = asyncio.ensure_future(asyncio.create_subprocess_exec(*argv, start_new_session=True, **kwargs))
+    try:
+        return await asyncio.shield(creating)
+    except asyncio.CancelledError:
+        await _kill_after_start(creating)
+        raise
+
+
+async def _kill_after_start(creating: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    """Let the start finish (a few loop turns; further cancels are held back), then kill
+    and reap the group it made."""
+    while not creating.done():
+        # The caller re-raises its CancelledError afterwards; repeated ones (an anyio
+        # cancel scope re-delivers) must not cut the start short.
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait({creating})
+    if creating.cancelled() or creating.exception() is not None:
+        return  # nothing started, or asyncio already killed its lone leader
+    proc = creating.result()
+    kill_group(proc.pid)
+    with contextlib.suppress(asyncio.CancelledError):
+        await _reap(proc, REAP_SECONDS)
+    close_pipes(proc)
+
+
+async def _reap(proc: asyncio.subprocess.Process, seconds: float) -> None:
+    """Wait (bounded) until the leader has exited and no live member is left in its group."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while loop.time() < deadline and (proc.returncode is None or group_alive(proc.pid)):
+        await asyncio.sleep(0.01)
+
+
+def close_pipes(proc: asyncio.subprocess.Process) -> None:
+    """Stop reading pipes still held open by a process that left the group."""
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        with contextlib.suppress(Exception):
+            transport.close()
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL process group ``pgid`` (a process started in its own session: its pid)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+async def kill_process_group(proc: asyncio.subprocess.Process, grace: float = 2.0) -> None:
+    """SIGTERM the process group of ``proc`` (started by :func:`start_process`), then
+    SIGKILL whatever is left after ``grace`` seconds."""
+    pgid = proc.pid
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
+    while loop.time() < deadline:
+        if proc.returncode is not None and not group_alive(pgid):
+            return
+        await asyncio.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def group_alive(pgid: int) -> bool:
+    """True while a live (non-zombie) process is in group ``pgid``."""
+    if os.path.isdir("/proc/self"):
+        return _proc_group_alive(pgid)
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _proc_group_alive(pgid: int) -> bool:
+    # Zombies count as gone: in containers nobody may reap re-parented children.
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False

@@ -1,0 +1,71 @@
+"""Finding the processes a test started, wherever they went: each test command carries a
+unique token in its argv (``sleep 300.<n>``), so an orphan re-parented to PID 1 or moved
+to another group is still found in ``/proc``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import signal
+import time
+from pathlib import Path
+
+_counter = itertools.count(1)
+
+
+def token() -> str:
+    """A number unique to this test process and call, usable as ``sleep`` seconds (300+)."""
+    return f"300.{os.getpid()}{next(_counter):04d}"
+
+
+def live_with(mark: str) -> list[int]:
+    """Pids of live (non-zombie) processes whose command line contains ``mark``."""
+    found: list[int] = []
+    needle = mark.encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in cmdline and state not in (b"Z", b"X"):
+            found.append(int(entry))
+    return found
+
+
+async def survivors(mark: str, seconds: float = 30.0) -> list[int]:
+    """Wait until no live process carries ``mark``; those still alive after ``seconds``
+    (generous: only a failure waits that long), which are then killed."""
+    deadline = time.monotonic() + seconds
+    left = live_with(mark)
+    while left and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+        left = live_with(mark)
+    kill_all(left)
+    return left
+
+
+def kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def wait_for_file(path: os.PathLike[str], seconds: float = 60.0) -> str:
+    """The text of ``path`` once it is non-empty (fails after ``seconds``, a safety net)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            text = Path(path).read_text().strip()
+        except FileNotFoundError:
+            text = ""
+        if text:
+            return text
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{path} never appeared")
