@@ -11,6 +11,9 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 _counter = itertools.count(1)
 
@@ -69,3 +72,27 @@ async def wait_for_file(path: os.PathLike[str], seconds: float = 60.0) -> str:
             return text
         await asyncio.sleep(0.01)
     raise AssertionError(f"{path} never appeared")
+
+
+def hold_pipe_connect(
+    monkeypatch: pytest.MonkeyPatch, *, after_connect: bool = False
+) -> tuple[asyncio.Event, asyncio.Event]:
+    """Hold every start of a subprocess with pipes inside asyncio's pipe connection (the last
+    await of ``create_subprocess_exec``; the process already runs) until ``release`` is set:
+    ``entered`` is set when a start arrives there, before the real connect or after it."""
+    loop = asyncio.get_running_loop()
+    real = loop.connect_read_pipe
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        if not after_connect:
+            entered.set()
+            await release.wait()
+            return await real(*args, **kwargs)
+        connected = await real(*args, **kwargs)
+        entered.set()
+        await release.wait()
+        return connected
+
+    monkeypatch.setattr(loop, "connect_read_pipe", held)
+    return entered, release

@@ -21,7 +21,7 @@ from etcode.mcp.naming import MAX_LENGTH, tool_name
 from etcode.mcp.results import to_tool_result
 from etcode.util.errors import ConfigError
 from tests.fake_llm import Call, FakeLLM, Reply
-from tests.process_support import live_with, survivors, token, wait_for_file
+from tests.process_support import hold_pipe_connect, live_with, survivors, token, wait_for_file
 
 SERVER = str(Path(__file__).resolve().parent / "mcp_servers" / "error_server.py")
 TIME = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
@@ -152,6 +152,7 @@ async def test_test_server_tools_failures_and_death() -> None:
 
 
 async def test_hanging_server_times_out_and_others_still_start() -> None:
+    await import_sdk()  # the 1 s limit is for the hanging server, not for loading the SDK
     manager = McpManager(
         [local("hang", "hang", timeout=1.0), McpServerSpec("time", "local", tuple(TIME), timeout=30)]
     )
@@ -349,17 +350,8 @@ async def test_a_cancel_while_a_local_server_spawns_leaves_no_process(
     """The spawn is held in asyncio's pipe connection until the server's shell has started
     its child; then the start is cancelled (``caller``) or times out (``timeout``: the
     owner's cancel scope). asyncio alone would SIGKILL the leader only."""
-    loop = asyncio.get_running_loop()
-    real = loop.connect_read_pipe
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def held(*args: object, **kwargs: object) -> object:
-        entered.set()
-        await release.wait()
-        return await real(*args, **kwargs)  # type: ignore[arg-type]
-
     await import_sdk()  # the 1 s start limit is for the spawn, not for loading the SDK
-    monkeypatch.setattr(loop, "connect_read_pipe", held)
+    entered, release = hold_pipe_connect(monkeypatch)
     mark = token()
     server = McpServer(_grouped(tmp_path, mark, _mute(mark), timeout=30.0 if how == "caller" else 1.0))
     start = asyncio.create_task(server.start())

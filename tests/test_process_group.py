@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
 from etcode.util.process_group import start_process
-from tests.process_support import live_with, survivors, token
+from tests.process_support import hold_pipe_connect, live_with, survivors, token
 
 
 async def test_repeated_cancels_during_the_start_still_kill_the_group(
@@ -16,16 +15,7 @@ async def test_repeated_cancels_during_the_start_still_kill_the_group(
 ) -> None:
     """An anyio cancel scope re-delivers its cancel every turn: the start still finishes,
     the group (a shell and its background child) is killed, and one CancelledError ends it."""
-    loop = asyncio.get_running_loop()
-    real = loop.connect_read_pipe
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def held(*args: Any, **kwargs: Any) -> Any:
-        entered.set()
-        await release.wait()
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(loop, "connect_read_pipe", held)
+    entered, release = hold_pipe_connect(monkeypatch)
     mark = token()
     start = asyncio.create_task(
         start_process("sh", "-c", f"sleep {mark} & sleep {mark}", stdout=asyncio.subprocess.PIPE)

@@ -180,16 +180,7 @@ async def test_a_cancel_while_a_sandboxed_command_starts_leaves_nothing(
     """The start of ``bwrap`` is held in asyncio's pipe connection until the sandboxed shell
     has started its children, then cancelled: nothing of the sandbox is left. (bwrap's
     --die-with-parent already covered this; now the group kill does too.)"""
-    loop = asyncio.get_running_loop()
-    real = loop.connect_read_pipe
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def held(*args: Any, **kwargs: Any) -> Any:
-        entered.set()
-        await release.wait()
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(loop, "connect_read_pipe", held)
+    entered, release = process_support.hold_pipe_connect(monkeypatch)
     mark = process_support.token()
     task = asyncio.create_task(bash(ctx_for(project, policy), f"sleep {mark} & sleep {mark}"))
     await asyncio.wait_for(entered.wait(), 60)

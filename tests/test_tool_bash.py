@@ -15,7 +15,7 @@ import pytest
 from etcode.tools import bash as bash_module
 from etcode.tools.base import PermissionDenied, ToolContext
 from etcode.tools.bash import BashTool
-from tests.process_support import survivors, token, wait_for_file
+from tests.process_support import hold_pipe_connect, survivors, token, wait_for_file
 from tests.tool_support import make_ctx
 
 
@@ -159,21 +159,7 @@ async def test_a_cancel_while_the_pipes_connect_kills_the_children_already_start
     """The start is held inside asyncio's pipe connection (``before`` or ``after`` the
     real connect) until the shell has started both children, then cancelled: asyncio
     alone would SIGKILL the shell only and leave both sleeps to PID 1."""
-    loop = asyncio.get_running_loop()
-    real = loop.connect_read_pipe
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def held(*args: Any, **kwargs: Any) -> Any:
-        if point == "before":
-            entered.set()
-            await release.wait()
-            return await real(*args, **kwargs)
-        connected = await real(*args, **kwargs)
-        entered.set()
-        await release.wait()
-        return connected
-
-    monkeypatch.setattr(loop, "connect_read_pipe", held)
+    entered, release = hold_pipe_connect(monkeypatch, after_connect=point == "after")
     mark = token()
     command = f"sleep {mark} & echo $! > bg.pid; sleep {mark}"
     task = asyncio.create_task(bash(make_ctx(tmp_path), command=command))
