@@ -14,6 +14,7 @@ from acp import helpers
 from acp.schema import EnvVariable
 
 from etcode.tools.client_io import ClientFileError, ClientTerminalError, TerminalRun
+from etcode.util.process_group import wait_despite_cancels
 
 log = logging.getLogger("etcode.acp")
 
@@ -53,14 +54,6 @@ class EditorFiles:
             )
         except Exception as err:
             raise ClientFileError(f"the editor could not write it ({_reason(err)})") from None
-
-
-async def _despite_cancels(task: asyncio.Future[None]) -> None:
-    """Wait for ``task`` (bounded by the request limits inside it) however often the
-    caller is cancelled meanwhile; the caller re-raises its ``CancelledError`` after."""
-    while not task.done():
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait({task})
 
 
 def _reason(err: BaseException) -> str:
@@ -105,7 +98,7 @@ class EditorTerminal:
         try:
             created = await asyncio.shield(creating)
         except asyncio.CancelledError:
-            await _despite_cancels(asyncio.ensure_future(self._end_created(creating)))
+            await wait_despite_cancels(asyncio.ensure_future(self._end_created(creating)))
             raise
         except Exception as err:
             raise ClientTerminalError(_reason(err)) from None
@@ -117,7 +110,7 @@ class EditorTerminal:
             )
             return await self._wait(terminal_id, timeout_s, abort)
         except asyncio.CancelledError:  # the turn was stopped: the command must not run on
-            await _despite_cancels(asyncio.ensure_future(self._kill(terminal_id)))
+            await wait_despite_cancels(asyncio.ensure_future(self._kill(terminal_id)))
             raise
         finally:
             await self._release(terminal_id)

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from etcode.mcp.config import McpServerSpec
 from etcode.mcp.results import wire
-from etcode.util.process_group import group_alive, kill_group
+from etcode.util.process_group import group_alive, kill_group, wait_despite_cancels
 
 log = logging.getLogger("etcode.mcp")
 
@@ -61,15 +61,6 @@ async def import_sdk() -> None:
         if not _sdk_ready:
             await asyncio.to_thread(_import_sdk)
             _sdk_ready = True
-
-
-async def _despite_cancels(task: asyncio.Future[None], seconds: float) -> None:
-    """Wait up to ``seconds`` for ``task`` however often the caller is cancelled meanwhile
-    (the caller re-raises its ``CancelledError`` after)."""
-    deadline = time.monotonic() + seconds
-    while not task.done() and time.monotonic() < deadline:
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait({task}, timeout=max(0.0, deadline - time.monotonic()))
 
 
 def _spawned_pid(client: Any) -> int | None:
@@ -147,7 +138,7 @@ class McpServer:
             return False
         except asyncio.CancelledError:  # the start was given up: stop the server before re-raising
             self._cancel_owner()
-            await _despite_cancels(owner, CLOSE_TIMEOUT)
+            await wait_despite_cancels(owner, CLOSE_TIMEOUT)
             raise
         self.started_in = time.monotonic() - began
         return self.status == "connected"

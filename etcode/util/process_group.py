@@ -35,14 +35,24 @@ async def start_process(*argv: str, **kwargs: Any) -> asyncio.subprocess.Process
         raise
 
 
+async def wait_despite_cancels(future: asyncio.Future[Any], seconds: float | None = None) -> None:
+    """Wait for ``future`` (up to ``seconds`` if given) however often the calling task is
+    cancelled meanwhile: the clean-up after a cancel (an anyio cancel scope re-delivers its
+    cancel every turn) must not be cut short. The caller re-raises its ``CancelledError``."""
+    loop = asyncio.get_running_loop()
+    deadline = None if seconds is None else loop.time() + seconds
+    while not future.done():
+        left = None if deadline is None else deadline - loop.time()
+        if left is not None and left <= 0:
+            return
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait({future}, timeout=left)
+
+
 async def _kill_after_start(creating: asyncio.Future[asyncio.subprocess.Process]) -> None:
     """Let the start finish (a few loop turns; further cancels are held back), then kill
     and reap the group it made."""
-    while not creating.done():
-        # The caller re-raises its CancelledError afterwards; repeated ones (an anyio
-        # cancel scope re-delivers) must not cut the start short.
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait({creating})
+    await wait_despite_cancels(creating)
     if creating.cancelled() or creating.exception() is not None:
         return  # nothing started, or asyncio already killed its lone leader
     proc = creating.result()
