@@ -27,21 +27,6 @@ def models_url(spec: ProviderSpec) -> str:
     return f"{base}/v1/models?limit=1000" if spec.type == "anthropic" else f"{base}/models"
 
 
-def request_headers(spec: ProviderSpec) -> dict[str, str]:
-    """The headers the chat's requests carry (the key the way the wire sends it)."""
-    headers = {"user-agent": "etcode", "accept": "application/json"}
-    if spec.type == "anthropic":
-        from etcode.provider.anthropic import API_VERSION
-
-        headers["anthropic-version"] = API_VERSION
-        if spec.api_key:
-            headers["x-api-key"] = spec.api_key
-    elif spec.api_key:
-        headers["authorization"] = f"Bearer {spec.api_key}"
-    headers.update({k.lower(): v for k, v in spec.headers.items()})
-    return headers
-
-
 async def check_reach(spec: ProviderSpec, key_source: str | None, timeout: float = TIMEOUT) -> Check:
     """The ``reachable`` line: never longer than ``timeout`` plus a second."""
     url = models_url(spec)
@@ -155,6 +140,7 @@ async def _get(spec: ProviderSpec, url: str, timeout: float) -> tuple[int, bytes
     """Status, body (at most ``MAX_BODY``) and seconds to the answer's headers."""
     import httpx
 
+    from etcode.provider.factory import request_headers
     from etcode.provider.transport import ssl_context
 
     limits = httpx.Timeout(timeout)
@@ -163,7 +149,7 @@ async def _get(spec: ProviderSpec, url: str, timeout: float) -> tuple[int, bytes
     try:
         async with (
             httpx.AsyncClient(timeout=limits, verify=verify) as client,
-            client.stream("GET", url, headers=request_headers(spec)) as response,
+            client.stream("GET", url, headers=request_headers(spec, accept="application/json")) as response,
         ):
             seconds = time.monotonic() - started
             chunks: list[bytes] = []

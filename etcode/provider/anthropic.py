@@ -18,6 +18,7 @@ from etcode.provider.errors import StreamParseError
 from etcode.provider.http_errors import error_from_payload
 from etcode.provider.http_provider import RetryingHTTPProvider
 from etcode.provider.shapes import as_dict, as_index, as_str, as_tokens
+from etcode.provider.spec import ProviderSpec
 from etcode.provider.sse import SSEEvent
 from etcode.provider.types import (
     Message,
@@ -241,6 +242,15 @@ class AnthropicStream:
         return StreamEnd(Message("assistant", parts), self.usage, stop)
 
 
+def request_headers(spec: ProviderSpec, accept: str = "text/event-stream") -> dict[str, str]:
+    """The headers of a request to Anthropic's API for ``spec`` (the key as ``x-api-key``)."""
+    headers = {"anthropic-version": API_VERSION, "accept": accept, "user-agent": "etcode"}
+    if spec.api_key:
+        headers["x-api-key"] = spec.api_key
+    headers.update({k.lower(): v for k, v in spec.headers.items()})
+    return headers
+
+
 class AnthropicProvider(RetryingHTTPProvider):
     """Messages API over SSE. ``spec.options`` are merged into the request body
     (e.g. ``{"thinking": {"type": "enabled", "budget_tokens": 4000}}``)."""
@@ -252,11 +262,7 @@ class AnthropicProvider(RetryingHTTPProvider):
         return self.spec.base_url.rstrip("/") + "/v1/messages"
 
     def headers(self) -> dict[str, str]:
-        headers = {"anthropic-version": API_VERSION, "accept": "text/event-stream", "user-agent": "etcode"}
-        if self.spec.api_key:
-            headers["x-api-key"] = self.spec.api_key
-        headers.update({k.lower(): v for k, v in self.spec.headers.items()})
-        return headers
+        return request_headers(self.spec)
 
     def default_max_tokens(self) -> int:
         """``max_tokens`` when the request sets none: options, then model info, then 8192."""

@@ -229,9 +229,9 @@ async def discover(spec: ProviderSpec, *, transport: Any = None) -> ServerFacts 
 async def _ask(spec: ProviderSpec, kind: str, transport: Any) -> ServerFacts | None:
     import httpx
 
-    headers = {"user-agent": "etcode", **{k.lower(): v for k, v in spec.headers.items()}}
-    if spec.api_key:
-        headers["authorization"] = f"Bearer {spec.api_key}"
+    from etcode.provider.factory import request_headers
+
+    headers = request_headers(spec, accept="application/json")
     timeout = httpx.Timeout(REQUEST_TIMEOUT, connect=CONNECT_TIMEOUT)
     root, base = server_root(spec.base_url), spec.base_url.rstrip("/")
     async with httpx.AsyncClient(timeout=timeout, headers=headers, transport=transport) as client:

@@ -12,7 +12,7 @@ from etcode.provider.spec import ProviderSpec, RetryConfig
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["make_provider"]
+__all__ = ["make_provider", "request_headers"]
 
 
 def make_provider(
@@ -36,3 +36,15 @@ def make_provider(
         kind="bad_request",
         provider=spec.id,
     )
+
+
+def request_headers(spec: ProviderSpec, accept: str = "text/event-stream") -> dict[str, str]:
+    """The headers ``spec``'s adapter sends (its key the way its wire carries it), for a side
+    request such as ``etcode doctor``'s model list (``accept="application/json"``)."""
+    if spec.type == "anthropic":
+        from etcode.provider import anthropic
+
+        return anthropic.request_headers(spec, accept)
+    from etcode.provider import openai
+
+    return openai.request_headers(spec, accept)

@@ -19,6 +19,7 @@ from etcode.provider.http_errors import error_from_payload
 from etcode.provider.http_provider import RetryingHTTPProvider
 from etcode.provider.openai_format import messages_to_openai, system_message, tools_to_openai
 from etcode.provider.shapes import as_dict, as_index, as_list, as_str, as_tokens
+from etcode.provider.spec import ProviderSpec
 from etcode.provider.sse import SSEEvent
 from etcode.provider.types import (
     Message,
@@ -191,6 +192,15 @@ class OpenAIStream:
         return StreamEnd(Message("assistant", parts), self.usage, stop)
 
 
+def request_headers(spec: ProviderSpec, accept: str = "text/event-stream") -> dict[str, str]:
+    """The headers of a request to an OpenAI-compatible server for ``spec`` (a bearer key)."""
+    headers = {"accept": accept, "user-agent": "etcode"}
+    if spec.api_key:
+        headers["authorization"] = f"Bearer {spec.api_key}"
+    headers.update({k.lower(): v for k, v in spec.headers.items()})
+    return headers
+
+
 class OpenAIProvider(RetryingHTTPProvider):
     """Chat Completions over SSE. ``spec.options`` are merged into the request body."""
 
@@ -201,11 +211,7 @@ class OpenAIProvider(RetryingHTTPProvider):
         return self.spec.base_url.rstrip("/") + "/chat/completions"
 
     def headers(self) -> dict[str, str]:
-        headers = {"accept": "text/event-stream", "user-agent": "etcode"}
-        if self.spec.api_key:
-            headers["authorization"] = f"Bearer {self.spec.api_key}"
-        headers.update({k.lower(): v for k, v in self.spec.headers.items()})
-        return headers
+        return request_headers(self.spec)
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
