@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from etcode.prompt.instruction import InstructionPrompt, default_global_dir
+from tests.http_support import serving
 
 
 def write(path: Path, text: str) -> Path:
@@ -175,15 +176,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(_Handler) as url:
+        yield url
 
 
 async def test_urls_ok_404_and_hang(repo: Path, tmp_path: Path, server: str) -> None:
