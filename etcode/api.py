@@ -98,12 +98,14 @@ class Agent:
     ``clear()`` and ``undo()`` act on the session; ``on_event`` receives the events those
     produce outside ``stream()``.
 
-    Project trust. The library is programmatic and does not ask: the config you pass in
-    ``config=`` (or, without one, the ``etcode.json`` files of ``directory``, project files
-    included) is used as is, MCP servers, plugins and ``baseURL`` included. The CLI and the
-    chat check a project's risky settings first (``etcode.config.trust``); to do the same,
-    load the config with ``etcode.config.loader.load_config`` and refuse when
-    ``etcode.config.trust.untrusted(config)`` is not empty (or call ``require_trust``).
+    Project trust. As ``etcode run``: the risky settings of a project's ``etcode.json``
+    (in the config you pass in ``config=`` or, without one, the files of ``directory``) —
+    a ``baseURL`` that would receive your key, an MCP command, a plugin, instructions outside
+    the project… (``etcode.config.trust``) — are refused with
+    :class:`~etcode.config.trust.UntrustedConfigError` naming each setting, before anything
+    is started or sent, unless the file's current version was approved. ``trust=True``
+    approves them and remembers it until the file changes (``etcode run --trust``);
+    ``trust=None`` skips the check (for a caller that asked the user itself).
     """
 
     def __init__(
@@ -131,6 +133,7 @@ class Agent:
         fork: bool = False,
         store: Any = None,
         on_event: Callable[[Event], None] | None = None,
+        trust: bool | None = False,
         **llm_kwargs: Any,
     ) -> None:
         _check_keywords(llm_kwargs)
@@ -159,6 +162,7 @@ class Agent:
         self.config = config
         self.provider = provider
         self.asker = asker
+        self.trust = trust
         self.history: list[Message] = []
         from etcode.session.agent_session import AgentSession
 

@@ -145,7 +145,7 @@ async def test_config_listed_prompt_transform_edits_the_system_prompt(
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "etcode.json").write_text('{"plugin": ["house_rules:add_rule"]}', encoding="utf-8")
     llm.script(Reply(text="Bonjour"))
-    agent = Agent("p/m", base_url=llm.openai_base_url, api_key="k", directory=tmp_path)
+    agent = Agent("p/m", base_url=llm.openai_base_url, api_key="k", directory=tmp_path, trust=True)
     await agent.run("hello")
     await agent.aclose()
     system = llm.requests[0].body["messages"][0]

@@ -166,6 +166,7 @@ async def _run_agent(
         session_id=_existing_session(store, options.session),
         continue_last=options.continue_last,
         fork=options.fork,
+        trust=None,  # checked above (_check_trust)
     )
     if options.max_steps is not None:
         from etcode.session.result import LoopLimits

@@ -133,6 +133,8 @@ class Runtime:
         (a child gets its parent's)."""
         instance = _instance_for(agent.directory)
         config = agent.config if agent.config is not None else _load_config(instance)
+        if parent is None:  # a Task subagent's config passed its parent's check
+            await asyncio.to_thread(_check_trust, config, agent.trust)
         mcp = _mcp_manager(config, instance, parent)
         # MCP servers start first, in the background: their time limit runs while the rest is built.
         mcp_start = asyncio.ensure_future(mcp.start()) if mcp is not None and parent is None else None
@@ -266,6 +268,28 @@ def _load_config(instance: InstanceInfo) -> Config:
     from etcode.config.loader import load_config
 
     return load_config(instance.directory, instance.worktree)
+
+
+#: How a library user approves a project file (the error's last line).
+API_TRUST_HINT = (
+    "approve it with Agent(trust=True) (remembered until the file changes) "
+    "or with `etcode run --trust ...` in that folder"
+)
+
+
+def _check_trust(config: Config, trust: bool | None) -> None:
+    """The gate of ``etcode run``, for the Python API: a project file's risky settings
+    not approved in their current version are refused, or approved and remembered with
+    ``trust=True``; ``None``: the caller asked the user itself (the CLI, the chat, ACP)."""
+    if trust is None:
+        return
+    from etcode.config.trust import UntrustedConfigError, trust_files, untrusted
+
+    found = untrusted(config)
+    if found and trust:
+        trust_files(config, found)
+    elif found:
+        raise UntrustedConfigError(found, API_TRUST_HINT)
 
 
 def _retry_config(config: Config) -> RetryConfig:

@@ -65,6 +65,8 @@ class AgentHost:
             "asker": self.asker,
             "directory": self.directory,
         }
+        if "trust" in accepted:
+            kwargs["trust"] = None  # the chat and ACP ask about the project's config themselves
         for key, value, flag in (("continue_last", continue_last, "--continue"), ("fork", fork, "--fork")):
             if value and key not in accepted:
                 self.warnings.append(f"{flag} {UNAVAILABLE}")
