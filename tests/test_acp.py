@@ -328,25 +328,6 @@ def test_bad_input_gets_json_rpc_errors_and_the_agent_keeps_serving(project: Pat
     assert "Traceback" not in stderr
 
 
-def test_untrusted_project_settings_are_a_clear_error(project: Path) -> None:
-    (project / "etcode.json").write_text(
-        json.dumps({"model": "fake/test-model", "provider": [{"id": "fake", "type": "openai", "baseURL": "http://127.0.0.1:9/v1", "apiKey": "k"}],
-                    "mcp": {"tool": {"type": "local", "command": ["true"]}}}),
-        encoding="utf-8",
-    )  # fmt: skip
-    new = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "session/new",
-        "params": {"cwd": str(project), "mcpServers": []},
-    }
-    replies, _ = _raw_exchange(project, [json.dumps(new).encode()], expect=1)
-    error = replies[0]["error"]
-    assert error["code"] == -32603 and "\n" not in error["message"]
-    assert "untrusted project config" in error["message"] and str(project / "etcode.json") in error["message"]
-    assert "etcode acp --trust" in error["message"]
-
-
 async def test_list_sessions_and_unknown_or_busy_sessions(llm: FakeLLM, project: Path) -> None:
     write_config(project, llm)
     llm.script(Reply(text="one"), Fault(hang=True))

@@ -64,30 +64,14 @@ class AcpAsker:
         self.cancelled = asyncio.Event()
 
     async def ask(self, request: PermissionRequest) -> Decision:
-        if self.cancelled.is_set():
-            return Decision.reject("the turn was cancelled")
-        asking = asyncio.ensure_future(
-            self.conn.request_permission(
-                session_id=self.session_id,
-                tool_call=tool_call_of(request, self.directory),
-                options=OPTIONS,
+        try:
+            outcome = await ask_editor(
+                self.conn, self.session_id, tool_call_of(request, self.directory), OPTIONS, self.cancelled
             )
-        )
-        cancel = asyncio.ensure_future(self.cancelled.wait())
-        try:
-            done, _ = await asyncio.wait({asking, cancel}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            cancel.cancel()
-        if asking not in done:
-            asking.cancel()
-            with contextlib.suppress(BaseException):
-                await asking
+        except TurnCancelled:
             return Decision.reject("the turn was cancelled")
-        try:
-            response = asking.result()
         except Exception as err:  # the client failed to answer: nothing is allowed
             return Decision.reject(f"the editor did not answer the permission request ({err})")
-        outcome = response.outcome
         if isinstance(outcome, AllowedOutcome):
             if outcome.option_id == ALLOW_ONCE:
                 return Decision.allow_once()
@@ -97,3 +81,35 @@ class AcpAsker:
                 return Decision.reject("rejected by the user")
             return Decision.reject(f"unknown answer {outcome.option_id!r} from the editor")
         return Decision.reject("the user cancelled the permission request")
+
+
+class TurnCancelled(Exception):
+    """The turn was cancelled while the editor had the question open."""
+
+
+async def ask_editor(
+    conn: Any,
+    session_id: str,
+    tool_call: ToolCallUpdate,
+    options: list[PermissionOption],
+    cancelled: asyncio.Event,
+) -> Any:
+    """``session/request_permission``; returns the response's outcome. Raises
+    :class:`TurnCancelled` when ``cancelled`` is set first (the request is abandoned) and
+    whatever the client's failure to answer raised."""
+    if cancelled.is_set():
+        raise TurnCancelled
+    asking = asyncio.ensure_future(
+        conn.request_permission(session_id=session_id, tool_call=tool_call, options=options)
+    )
+    cancel = asyncio.ensure_future(cancelled.wait())
+    try:
+        done, _ = await asyncio.wait({asking, cancel}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        cancel.cancel()
+    if asking not in done:
+        asking.cancel()
+        with contextlib.suppress(BaseException):
+            await asking
+        raise TurnCancelled
+    return asking.result().outcome

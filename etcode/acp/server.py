@@ -4,6 +4,8 @@ An ACP session is an etcode session (same id, same store): ``etcode sessions`` l
 ``etcode -c`` resumes it. Each session loads the config of its ``cwd`` as the CLI does, with
 the MCP servers the client passes added. A turn streams etcode's events as ``session/update``s
 (``updates.py``); ``ask`` rules become ``session/request_permission`` (``permission.py``).
+A folder whose ``etcode.json`` has risky settings not approved starts nothing until its
+first prompt has asked the editor (``trust.py``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from acp.schema import (
 from etcode import __version__
 from etcode.acp.permission import AcpAsker
 from etcode.acp.prompt_text import prompt_text
+from etcode.acp.trust import PendingTrust
 from etcode.acp.updates import updates_of
 from etcode.session import events as ev
 from etcode.util.errors import EtcodeError
@@ -47,10 +50,6 @@ log = logging.getLogger("etcode.acp")
 
 #: JSON-RPC error code of a request the session cannot take now (a prompt while one runs).
 SESSION_BUSY = -32000
-TRUST_HINT = (
-    "approve it by starting the agent as `etcode acp --trust` or with `etcode run --trust ...` "
-    "in that folder (remembered until the file changes)"
-)
 #: How long ``session/cancel`` waits for the turn to stop before the prompt answers anyway.
 CANCEL_GRACE_SECONDS = 15.0
 
@@ -84,6 +83,8 @@ class SessionHandle:
     turn: asyncio.Task[Any] | None = None
     cancelled: bool = False
     pending_mode: str | None = None
+    #: The folder's unapproved project settings: asked at the first prompt, None once settled.
+    trust: PendingTrust | None = None
     equip: Callable[[Any], None] = field(default=lambda agent: None)
 
     @property
@@ -214,8 +215,9 @@ class EtcodeAcpAgent:
 
     async def _build(self, directory: Path, mcp_servers: list[Any], session_id: str | None) -> SessionHandle:
         from etcode.acp.mcp_servers import with_client_servers
+        from etcode.acp.trust import pending_of
         from etcode.config.loader import load_config
-        from etcode.config.trust import UntrustedConfigError, require_trust
+        from etcode.config.trust import require_trust, untrusted
         from etcode.instance import Instance
         from etcode.ui.tui.controller import AgentHost
         from etcode.ui.tui.options import TuiOptions
@@ -225,11 +227,9 @@ class EtcodeAcpAgent:
         with Instance.provide(directory) as instance:
             flags = {"model": options.model, "agent": options.agent, "sandbox": options.sandbox}
             config = await asyncio.to_thread(load_config, instance.directory, instance.worktree, flags=flags)
-            try:
-                require_trust(config, trust=options.trust)
-            except UntrustedConfigError as err:
-                data = {"settings": [str(item) for item in str(err).splitlines()[1:-1]]}
-                raise RequestError(-32603, f"{_one_line(err)}; {TRUST_HINT}", data) from None
+            if options.trust:  # `etcode acp --trust`: every folder's, approved and remembered
+                await asyncio.to_thread(require_trust, config, trust=True)
+            pending = pending_of(config, await asyncio.to_thread(untrusted, config))
             register_config(config)
             config = with_client_servers(config, mcp_servers)
             asker = AcpAsker(self.conn, session_id or "", instance.directory)
@@ -243,9 +243,12 @@ class EtcodeAcpAgent:
             host = AgentHost(tui_options, config, instance.directory, asker)
             sid = str(host.agent.session_id)
             asker.session_id = sid
-            handle = SessionHandle(sid, instance.directory, host, asker, equip=self._equipment(sid))
+            handle = SessionHandle(
+                sid, instance.directory, host, asker, trust=pending, equip=self._equipment(sid)
+            )
             handle.equip(host.agent)
-            await host.prepare()
+            if pending is None:  # else nothing is built (no MCP server, no model) before the editor's answer
+                await host.prepare()
         self.sessions[handle.id] = handle
         return handle
 
@@ -323,6 +326,8 @@ class EtcodeAcpAgent:
         handle.cancelled = False
         handle.asker.cancelled.clear()
         try:
+            if handle.trust is not None and not await self._settle_trust(handle):
+                return PromptResponse(stop_reason="cancelled")
             if handle.pending_mode is not None:
                 mode, handle.pending_mode = handle.pending_mode, None
                 await self._switch(handle, mode)
@@ -336,6 +341,25 @@ class EtcodeAcpAgent:
         if stop in STOP_REASONS:
             return PromptResponse(stop_reason=STOP_REASONS[stop])  # type: ignore[arg-type]
         raise RequestError(-32603, error or f"the turn ended: {stop}")
+
+    async def _settle_trust(self, handle: SessionHandle) -> bool:
+        """Ask the editor about the folder's project settings; True: approved and the
+        session built, False: cancelled meanwhile. A refusal is the prompt's error (the next
+        prompt asks again)."""
+        from etcode.acp.trust import settle
+        from etcode.config.trust import untrusted
+
+        pending = handle.trust
+        assert pending is not None
+        approved = not await asyncio.to_thread(untrusted, pending.config)  # meanwhile, in another session
+        if not approved and not await settle(self.conn, handle.id, pending, handle.asker.cancelled):
+            return False
+        handle.trust = None
+        try:
+            await handle.host.prepare()
+        except EtcodeError as err:
+            raise _errors_as_rpc(err) from None
+        return True
 
     async def _stream(self, handle: SessionHandle, text: str) -> str | None:
         """Run one turn, sending its events; returns the error it ended with, if any."""
