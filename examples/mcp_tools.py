@@ -36,6 +36,7 @@ def ask(project: Path) -> None:
         os.getenv("BASE_URL"),
         directory=project,
         builtin_tools=False,
+        trust=True,  # this script wrote that etcode.json: approve its MCP command (else refused)
     )
     for event in agent.run_stream("What time is it in Tokyo?"):
         if event.type == EventType.ACTION:

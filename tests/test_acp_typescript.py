@@ -236,3 +236,28 @@ def test_lockfile_pins_the_sdks() -> None:
     assert packages["node_modules/@zed-industries/agent-client-protocol"]["version"] == "0.4.5"
     assert packages["node_modules/@agentclientprotocol/sdk"]["version"] == "1.9.0"
     assert os.path.exists(CLIENT_DIR / "client.mjs")
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_trust_question_refused_then_trusted(
+    node_client: Path, llm: FakeLLM, project: Path, sdk: str
+) -> None:
+    """Issue 27.10: a folder's risky project settings are asked about in the editor; the
+    question passes both SDKs' schema checks, a refusal is the prompt's error."""
+    canary = project.parent / "canary"
+    command = [sys.executable, "-c", f"open({str(canary)!r}, 'w')"]
+    write_config(project, llm, mcp={"helper": {"type": "local", "command": command}})
+    llm.script(Reply(text="trusted now"))
+    steps = [*START, {"op": "prompt", "text": "hi", "expectError": True}, {"op": "prompt", "text": "again"}]
+    transcript = run_client(node_client, project, sdk, steps, answers=["reject_once", "allow_always"])
+    refused, accepted = [s for s in transcript["steps"] if s["op"] == "prompt"]
+    assert not refused["ok"] and "untrusted project config" in refused["error"]["message"]
+    assert "mcp.helper runs" in refused["error"]["message"]
+    assert accepted["ok"] and accepted["result"]["stopReason"] == "end_turn"
+    assert said(transcript) == "trusted now" and len(llm.requests) == 1
+    first, second = transcript["permissions"]
+    path = str(project / "etcode.json")
+    assert path in first["toolCall"]["title"] and first["toolCall"]["locations"] == [{"path": path}]
+    assert "mcp.helper runs" in first["toolCall"]["content"][0]["content"]["text"]
+    assert {o["kind"] for o in first["options"]} == {"allow_once", "allow_always", "reject_once"}
+    assert second["toolCall"]["title"] == first["toolCall"]["title"]

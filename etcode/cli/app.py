@@ -145,7 +145,11 @@ def build_app() -> typer.Typer:
             typer.Option("--sandbox", help="Confine commands: off, workspace-write or read-only."),
         ] = None,
         trust: Annotated[
-            bool, typer.Option("--trust", help="Approve (and remember) projects' risky settings.")
+            bool,
+            typer.Option(
+                "--trust",
+                help="Approve (and remember) every folder's risky project settings without asking the editor.",
+            ),
         ] = False,
         debug: Annotated[
             bool, typer.Option("--debug", help="Log the protocol and tracebacks on stderr.")

@@ -21,7 +21,8 @@ Only *project* files are checked (found in the worktree); the global file and
   it but not the repository's (git-ignored, or an untracked ``.env``...: ``private_files``).
 
 A file's approval is remembered with the sha256 of its bytes (:class:`TrustStore`), so any
-change asks again. The Python API (``etcode.Agent``) is programmatic and not checked.
+change asks again. ``etcode run``, the chat, ACP (it asks the editor) and the Python API
+(``Agent(trust=...)``) all check.
 """
 
 from __future__ import annotations
