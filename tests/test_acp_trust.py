@@ -134,13 +134,18 @@ async def test_refusing_in_the_editor_fails_the_prompt_and_sends_nothing(
         # the next prompt asks again; allowed for this session only
         assert (await _prompt(conn, session_id, "now yes")).stop_reason == "end_turn"
         assert len(client.permission_requests) == 2 and client.message_text() == "allowed once"
-    # "allow once" was not remembered: a new session asks again
+    # "allow once" was not remembered: loading the session again replays it without a
+    # question, and its next prompt asks again
+    ran = canary.read_text(encoding="utf-8")  # the MCP command ran in the allowed session
     later = RecordingClient(answers=["reject_once"])
     async with acp_agent(later, checkout) as (conn, _proc):
-        session_id = await _session(conn, checkout)
+        await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
+        await step(conn.load_session(cwd=str(checkout), session_id=session_id, mcp_servers=[]))
+        assert later.message_text() == "allowed once" and later.permission_requests == []
         with pytest.raises(RequestError, match="untrusted project config"):
             await _prompt(conn, session_id, "later")
     assert len(later.permission_requests) == 1 and len(evil.requests) == 1
+    assert canary.read_text(encoding="utf-8") == ran  # not started again
 
 
 async def test_cancelling_while_the_editor_asks_ends_the_prompt(
