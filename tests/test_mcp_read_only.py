@@ -51,7 +51,7 @@ def test_plan_is_offered_only_read_only_mcp_tools(project: Path, llm: FakeLLM, t
     user_config(llm)
     inside, outside = project / "inside.txt", tmp_path / "outside.txt"
     llm.script(Reply(calls=[write(inside), write(outside), Call(READ, {})]), Reply(text="done"))
-    proc = etcode("run", "--agent", "plan", "--sandbox", "off", "change things", cwd=project)
+    proc = etcode("run", "--agent", "plan", "change things", cwd=project)
     assert proc.returncode == 0, proc.stderr
     names = offered(llm, 0)
     assert READ in names and WRITE not in names
