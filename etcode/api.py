@@ -401,7 +401,10 @@ class Agent:
 
     async def _prepare_once(self) -> Any:
         if self._runtime is None:
+            from etcode.util.hardening import harden_process
             from etcode.wiring.runtime import Runtime
+
+            harden_process()  # its tools cannot read this process's keys (/proc/PID/environ)
 
             self._runtime = await Runtime.create(self, make_child=self.make_child)
         if not self._session_open:

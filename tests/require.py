@@ -36,6 +36,7 @@ GROUPS = {
     "socket": "a temporary path short enough for a unix socket",
     "package": "a Python package of the test extras",
     "glibc": "glibc's malloc (Linux, glibc >= 2.33 for mallinfo2)",
+    "setpriv": "running a process as another user (Linux; as root: util-linux's setpriv)",
 }
 _TAG = re.compile(r"^(?:Skipped: )?needs ([\w-]+): ")
 

@@ -17,7 +17,9 @@ def acp_command(
 ) -> int:
     from etcode.config.loader import env_debug
     from etcode.tools.sandbox import check_flag
+    from etcode.util.hardening import harden_process
 
+    harden_process()  # the model's commands cannot read this process's keys (/proc/PID/environ)
     check_flag(sandbox)
     level = logging.DEBUG if debug or env_debug() else logging.WARNING
     logging.basicConfig(level=level, stream=sys.stderr, format="[%(name)s] %(message)s")

@@ -93,8 +93,10 @@ def run_command(options: RunOptions) -> int:
     if options.output_format not in FORMATS:
         raise UsageError(f'--format must be one of {", ".join(FORMATS)}, not "{options.output_format}"')
     from etcode.config.loader import env_debug
+    from etcode.util.hardening import harden_process
     from etcode.util.memory import keep_freed_memory
 
+    harden_process()  # the model's commands cannot read this process's keys (/proc/PID/environ)
     keep_freed_memory()
     if options.debug or env_debug():
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="[%(name)s] %(message)s")

@@ -37,8 +37,10 @@ def chat_command(
         return run_command(options)
     from etcode.ui.tui.launch import run_tui
     from etcode.ui.tui.options import TuiOptions
+    from etcode.util.hardening import harden_process
     from etcode.util.memory import keep_freed_memory
 
+    harden_process()  # the model's commands cannot read this process's keys (/proc/PID/environ)
     keep_freed_memory()
 
     return run_tui(

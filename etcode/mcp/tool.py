@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from etcode.mcp.results import input_schema, is_read_only, to_tool_result
+from etcode.permission.rules import DEFAULTS_LAYER, Rule, Ruleset
 from etcode.provider.types import ToolSchema
-from etcode.tools.base import InstanceTool, ToolContext, ToolError, ToolResult
+from etcode.tools.base import InstanceTool, Tool, ToolContext, ToolError, ToolResult
 
 if TYPE_CHECKING:
     from etcode.mcp.client import McpServer
@@ -15,7 +17,8 @@ if TYPE_CHECKING:
 class McpTool(InstanceTool):
     """Routes calls to the server that owns the tool. The JSON schema is the server's
     own; it is read-only only when the server marks it ``readOnlyHint``. Permissions
-    are checked by the scheduler under the exposed name (``"time_*": "allow"``)."""
+    are checked by the scheduler under the exposed name (``"time_*": "allow"``); one
+    that is not read-only asks by default (:func:`ask_rules`)."""
 
     def __init__(self, server: McpServer, definition: dict[str, Any], exposed_name: str) -> None:
         self.server = server
@@ -43,3 +46,15 @@ class McpTool(InstanceTool):
         except McpCallError as err:
             raise ToolError(str(err)) from None
         return to_tool_result(result, self.server.name, self.remote_name)
+
+
+def ask_rules(tools: Iterable[Tool]) -> Ruleset:
+    """Default rules that make each MCP tool of ``tools`` not marked ``readOnlyHint`` ask: it
+    may write anywhere, and its server is not etcode's to judge. They follow the built-in
+    defaults in the defaults layer, so any rule of the config or the agent that matches the
+    tool's name (``"docs_write_file": "allow"``, ``"docs_*": "allow"``) decides instead."""
+    return [
+        Rule(tool.name, "*", "ask", DEFAULTS_LAYER)
+        for tool in tools
+        if isinstance(tool, McpTool) and not tool.is_read_only
+    ]

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from etcode.agent.registry import AgentInfo
     from etcode.config.schema import Config
     from etcode.mcp.manager import McpManager
+    from etcode.permission.rules import Ruleset
     from etcode.permission.service import Asker, PermissionService
     from etcode.prompt.instruction import InstructionPrompt
     from etcode.provider.base import Provider
@@ -194,7 +195,9 @@ class Runtime:
                 timeout=config.timeout,
                 max_tool_calls=config.max_tool_calls,
             )
-            permission = _permission_service(config, agent_info, agent.asker, instance)
+            permission = _permission_service(
+                config, agent_info, agent.asker, instance, _mcp_rules(tools, mcp)
+            )
             sandbox = await sandbox_policy(config, agent_name, agent_info, instance.worktree, warnings)
             runtime = cls(
                 instance=instance,
@@ -375,12 +378,19 @@ def _mcp_manager(config: Config, instance: InstanceInfo, parent: Runtime | None)
 def _add_mcp_tools(
     tools: ToolRegistry, mcp: McpManager | None, agent_info: AgentInfo, warnings: list[str], owned: bool
 ) -> None:
-    """Offer the connected servers' tools the agent enables; report servers that failed."""
+    """Offer the connected servers' tools the agent enables; report servers that failed.
+    An agent that may not write files (``plan``, ``explore``) gets only the tools their
+    server marks ``readOnlyHint``: any other MCP tool may write."""
     if mcp is None:
         return
     if owned:
         warnings.extend(mcp.warnings())
+    from etcode.session.subagent import cannot_write_files
+
+    read_only_agent = cannot_write_files(agent_info)
     for item in mcp.tools():
+        if read_only_agent and not item.is_read_only:
+            continue
         if agent_info.tool_enabled(item.name) and tools.get(item.name) is None:
             tools.add(item)
 
@@ -440,12 +450,23 @@ async def _system_prompt(
 
 
 def _permission_service(
-    config: Config, agent_info: AgentInfo, asker: Asker | None, instance: InstanceInfo
+    config: Config, agent_info: AgentInfo, asker: Asker | None, instance: InstanceInfo, defaults: Ruleset
 ) -> PermissionService:
+    """The config's and the agent's rules over the defaults and ``defaults`` (more of them)."""
     from etcode.permission.service import DenyAsker, PermissionService, rules_from_config
 
     rules = rules_from_config(config.permission, agent_info.permission, config.permission_files)
-    return PermissionService(rules, asker or DenyAsker(), instance.worktree)
+    return PermissionService([*rules, *defaults], asker or DenyAsker(), instance.worktree)
+
+
+def _mcp_rules(tools: ToolRegistry, mcp: McpManager | None) -> Ruleset:
+    """Default rules for the MCP tools offered: ``ask`` for each one its server does not mark
+    ``readOnlyHint`` (any rule of the config or the agent that allows it wins)."""
+    if mcp is None:
+        return []
+    from etcode.mcp.tool import ask_rules
+
+    return ask_rules(tools)
 
 
 def _loop_detector() -> Any:
