@@ -14,13 +14,16 @@ Rules hold against a model that follows them; a hostile one can still hide a fil
 
 from __future__ import annotations
 
+import asyncio
 import glob
 import os
 from typing import Any
 
 from etcode.tools.base import ToolContext
 from etcode.tools.paths import rule_patterns
+from etcode.tools.recursive_reads import folder_reads, guarded_files
 from etcode.tools.shell_commands import ShellAnalysis, analyze
+from etcode.util.fs import real_path
 
 #: Glob words in a command (``cat secret/*``) are expanded up to this many files.
 MAX_GLOB_MATCHES = 200
@@ -31,7 +34,7 @@ async def check_command(
     ctx: ToolContext, command: str, description: str | None = None, tool: str = "Bash"
 ) -> ShellAnalysis:
     """Raise ``PermissionDenied`` unless the rules (or the user) allow ``command``."""
-    analysis = analyze(command)
+    analysis = analyze(command, {"PWD": str(ctx.directory), "HOME": os.path.expanduser("~")})
     metadata: dict[str, Any] = {
         "tool": tool,
         "command": command,
@@ -43,9 +46,10 @@ async def check_command(
         metadata["problems"] = analysis.problems
     # Not "tool": rules named after Bash are its command rules, not read/edit rules.
     details = {"via": tool, "command": command, "description": description}
+    read = _named_files(ctx, analysis.path_arguments()) + await _folder_files(ctx, analysis)
     checks = [
         ("bash", analysis.patterns() or [command.strip()], metadata, tool),
-        ("read", _named_files(ctx, analysis.path_arguments()), details, None),
+        ("read", read, details, None),
         ("edit", _written_files(ctx, analysis.writes), details, None),
     ]
     for permission, patterns, meta, rule_tool in checks:  # refusals first: never ask in vain
@@ -80,6 +84,23 @@ def _named_files(ctx: ToolContext, words: list[str]) -> list[str]:
                 continue
             patterns.extend(rule_patterns(ctx, path))
     return list(dict.fromkeys(patterns))
+
+
+async def _folder_files(ctx: ToolContext, analysis: ShellAnalysis) -> list[str]:
+    """Files the rules guard inside the folders a command reads whole (``grep -r x .``
+    reads ``.env``): see :mod:`etcode.tools.recursive_reads`."""
+    reads = folder_reads(analysis.commands)
+    if not reads:
+        return []
+
+    def guarded(pattern: str) -> bool:
+        return ctx.decide_permission("read", pattern, None) != "allow"
+
+    def walk() -> list[str]:
+        worktree = real_path(ctx.worktree)
+        return guarded_files(reads, worktree, ctx.resolve, lambda path: rule_patterns(ctx, path), guarded)
+
+    return await asyncio.to_thread(walk)
 
 
 def _glob(ctx: ToolContext, word: str) -> list[str]:
