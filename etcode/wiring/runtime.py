@@ -167,8 +167,15 @@ class Runtime:
         agent_info = _agent_info(agent_name, config, instance)
         spec = _resolve_spec(agent, config, agent_info)
         _learn_secrets(config, spec)
-        if parent is None:  # the values of the project's secret files (a child's parent has them)
-            await asyncio.to_thread(_learn_file_secrets, instance.worktree, config.secret_files)
+        # The values of the project's secret files, read while the rest is built (a child's
+        # parent has them already); known before any tool runs.
+        file_secrets = (
+            asyncio.ensure_future(
+                asyncio.to_thread(_learn_file_secrets, instance.worktree, config.secret_files)
+            )
+            if parent is None
+            else None
+        )
         extra = _request_extra(agent, spec)
         retry = agent.retry or _retry_config(config)
         owns_provider = agent.provider is None
@@ -196,6 +203,8 @@ class Runtime:
             )
             permission = _permission_service(config, agent_info, agent.asker, instance)
             sandbox = await sandbox_policy(config, agent_name, agent_info, instance.worktree, warnings)
+            if file_secrets is not None:
+                await file_secrets
             runtime = cls(
                 instance=instance,
                 config=config,
