@@ -32,7 +32,7 @@ def tree(tmp_path: Path) -> Path:
         "grep -r x .", "grep -R x", "grep -rl x cfg", "grep --recursive x .", "grep --dereference-rec x .",
         "grep -d recurse x .", "egrep -ri x .", "rgrep x", "rg -uu x", "rg --hidden x cfg", "rg -. x",
         "ag -u x", "git grep --untracked x", "git -C . grep --no-index x", "git diff --no-index cfg src",
-        "find . -exec cat {} +", "find cfg -type f -execdir cat {} ;", "find . -name '.env*' -exec cat {} +",
+        "find . -exec cat {} +", "find cfg -type f -execdir cat {} ;", "find . -type f | xargs cat", "find . -name '.env*' -exec cat {} +",
         "tar cf out.tar .", "tar -czf out.tgz cfg", "tar --create -f - .", "cp -r cfg /tmp/x",
         "cp -a . ../copy", "zip -r out.zip .", "rsync -av cfg/ host:cfg/", "scp -r . host:",
         "diff -r cfg src", "sudo grep -r x .", "grep -r x \"$PWD\"",
@@ -46,7 +46,7 @@ def test_commands_that_read_a_guarded_file_ask(tree: Path, command: str) -> None
     "command",
     [
         "grep -r x src", "grep x src/app.py", "rg x", "rg x cfg", "find . -name '*.py' -exec cat {} +",
-        "find . -type f", "grep -r --include='*.py' x .", "grep -r --exclude-dir=cfg --exclude='*env' x .",
+        "find . -type f", "find . -name '*.py' | xargs cat", "grep -r --include='*.py' x .", "grep -r --exclude-dir=cfg --exclude='*env' x .",
         "tar cf out.tar src", "tar tf out.tar", "cp -r src ../copy", "cp -r src cfg", "ls -R", "git grep x",
         "zip out.zip src/app.py", "cat cfg/.env.example", 'cat "$PWD/src/app.py"', "git diff --text",
     ],

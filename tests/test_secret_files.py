@@ -60,6 +60,7 @@ def _run_command(project: Path, llm: FakeLLM, command: str, **config: object) ->
         "grep -rn --recur sk- .",
         "rgrep sk- .",
         "find . -type f -exec cat {} +",
+        "find . -type f -print0 | xargs -0 cat",
         "tar cf - . | tar xOf -",
         "cp -r . ../copy && cat ../copy/.env",
     ],

@@ -1,7 +1,7 @@
 """Commands that read every file under a folder (``grep -r``, ``rg``, ``git grep
---untracked``, ``find … -exec``, ``tar c``, ``cp -r``, ``zip -r``, ``rsync``, ``diff -r``)
-and the folders they read, for the ``read`` rules: ``grep -r sk- .`` reads ``.env`` as
-surely as ``cat .env`` does (issue 27, item 6).
+--untracked``, ``find … -exec`` or ``find … | xargs``, ``tar c``, ``cp -r``, ``zip -r``,
+``rsync``, ``diff -r``) and the folders they read, for the ``read`` rules: ``grep -r sk- .``
+reads ``.env`` as surely as ``cat .env`` does (issue 27, item 6).
 
 :func:`folder_reads` reads a command's words; :func:`guarded_files` walks the folders
 (breadth first, at most :data:`MAX_WALK_ENTRIES` entries per command, links not followed,
@@ -59,15 +59,26 @@ def folder_reads(commands: Iterable[ShellCommand]) -> list[FolderRead]:
     """The folders the commands read whole (their words as written, relative to the
     working directory)."""
     found: list[FolderRead] = []
-    for command in commands:
-        if command.dynamic or not command.words:
+    commands = [command for command in commands if not command.dynamic and command.words]
+    names = [_base(command.words[0].text) for command in commands]
+    fed = any(name in _FED_PROGRAMS for name in names)  # ``find . | xargs cat``
+    for command, name in zip(commands, names, strict=True):
+        args = [text for text in map(path_text, command.words[1:]) if text is not None]
+        if name == "find":
+            found.extend(_find(args, fed))
             continue
-        words = [path_text(word) for word in command.words]
-        name = (words[0] or "").rstrip("/").rsplit("/", 1)[-1]
         reader = _READERS.get(name)
         if reader is not None:
-            found.extend(reader([w for w in words[1:] if w is not None]))
+            found.extend(reader(args))
     return list(dict.fromkeys(found))
+
+
+#: Programs that run a command on the names they read (``find . -type f | xargs cat``).
+_FED_PROGRAMS = frozenset({"xargs", "parallel"})
+
+
+def _base(name: str) -> str:
+    return name.rstrip("/").rsplit("/", 1)[-1]
 
 
 # ---- one reader per program ---------------------------------------------------------------
@@ -210,9 +221,11 @@ def _git(args: list[str]) -> list[FolderRead]:
     return [FolderRead(folder) for folder in operands or ["."]]
 
 
-def _find(args: list[str]) -> list[FolderRead]:
-    """``find … -exec``/``-execdir``/``-ok`` runs a program on each file found."""
-    if not any(w in ("-exec", "-execdir", "-ok", "-okdir") for w in args):
+def _find(args: list[str], fed: bool = False) -> list[FolderRead]:
+    """``find … -exec``/``-execdir``/``-ok`` runs a program on each file found (and so
+    does ``xargs`` on the names ``find`` prints, when ``fed``)."""
+    runs = ("-exec", "-execdir", "-ok", "-okdir")
+    if not fed and not any(w in runs for w in args):
         return []
     index = 0
     while index < len(args) and args[index] in ("-H", "-L", "-P", "-O0", "-O1", "-O2", "-O3"):
@@ -222,7 +235,7 @@ def _find(args: list[str]) -> list[FolderRead]:
         starts.append(args[index])
         index += 1
     expression = args[index:]
-    exec_at = next(i for i, w in enumerate(expression) if w in ("-exec", "-execdir", "-ok", "-okdir"))
+    exec_at = next((i for i, w in enumerate(expression) if w in runs), len(expression))
     tests = expression[:exec_at]
     names: tuple[str, ...] = ()
     if not any(w in ("-o", "-or", "!", "-not", "(", ",") for w in tests):
@@ -276,7 +289,6 @@ _READERS: dict[str, Callable[[list[str]], list[FolderRead]]] = {
     "rg": _rg,
     "ag": lambda args: _rg(args, unrestricted_from=1),
     "git": _git,
-    "find": _find,
     "tar": _tar,
     "bsdtar": _tar,
     "cp": _recursive_copy("rRa", ("--recursive", "--archive"), drop_last=True),
