@@ -35,7 +35,8 @@ def tree(tmp_path: Path) -> Path:
         "find . -exec cat {} +", "find cfg -type f -execdir cat {} ;", "find . -type f | xargs cat", "find . -name '.env*' -exec cat {} +",
         "tar cf out.tar .", "tar -czf out.tgz cfg", "tar --create -f - .", "cp -r cfg /tmp/x",
         "cp -a . ../copy", "zip -r out.zip .", "rsync -av cfg/ host:cfg/", "scp -r . host:",
-        "diff -r cfg src", "sudo grep -r x .", "grep -r x \"$PWD\"",
+        "diff -r cfg src", "sudo grep -r x .", "grep -r x \"$PWD\"", 'cat "$PWD"/.env',
+        "cd cfg && cat .env.local", "cd $PWD/cfg; grep x .env.local",
     ],
 )  # fmt: skip
 def test_commands_that_read_a_guarded_file_ask(tree: Path, command: str) -> None:
@@ -48,7 +49,7 @@ def test_commands_that_read_a_guarded_file_ask(tree: Path, command: str) -> None
         "grep -r x src", "grep x src/app.py", "rg x", "rg x cfg", "find . -name '*.py' -exec cat {} +",
         "find . -type f", "find . -name '*.py' | xargs cat", "grep -r --include='*.py' x .", "grep -r --exclude-dir=cfg --exclude='*env' x .",
         "tar cf out.tar src", "tar tf out.tar", "cp -r src ../copy", "cp -r src cfg", "ls -R", "git grep x",
-        "zip out.zip src/app.py", "cat cfg/.env.example", 'cat "$PWD/src/app.py"', "git diff --text",
+        "zip out.zip src/app.py", "cat cfg/.env.example", 'cat "$PWD/src/app.py"', "git diff --text", "cd src && cat app.py",
     ],
 )  # fmt: skip
 def test_commands_that_read_no_guarded_file_are_allowed(tree: Path, command: str) -> None:

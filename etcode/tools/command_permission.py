@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import glob
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from etcode.tools.base import ToolContext
 from etcode.tools.paths import rule_patterns
 from etcode.tools.recursive_reads import folder_reads, guarded_files
-from etcode.tools.shell_commands import ShellAnalysis, analyze
+from etcode.tools.shell_commands import ShellAnalysis, analyze, path_text
 from etcode.util.fs import real_path
 
 #: Glob words in a command (``cat secret/*``) are expanded up to this many files.
@@ -46,7 +47,8 @@ async def check_command(
         metadata["problems"] = analysis.problems
     # Not "tool": rules named after Bash are its command rules, not read/edit rules.
     details = {"via": tool, "command": command, "description": description}
-    read = _named_files(ctx, analysis.path_arguments()) + await _folder_files(ctx, analysis)
+    read = _named_files(ctx, analysis.path_arguments(), _changed_dirs(analysis))
+    read += await _folder_files(ctx, analysis)
     checks = [
         ("bash", analysis.patterns() or [command.strip()], metadata, tool),
         ("read", read, details, None),
@@ -65,8 +67,9 @@ async def check_command(
     return analysis
 
 
-def _named_files(ctx: ToolContext, words: list[str]) -> list[str]:
-    """The words that name existing files (globs expanded), as rule patterns."""
+def _named_files(ctx: ToolContext, words: list[str], dirs: Sequence[str] = ()) -> list[str]:
+    """The words that name existing files (globs expanded), as rule patterns; a relative
+    word is also taken from each folder the line ``cd``s to (``cd cfg && cat .env``)."""
     patterns: list[str] = []
     for word in words:
         if "\0" in word or len(word) > 4096:
@@ -76,6 +79,7 @@ def _named_files(ctx: ToolContext, words: list[str]) -> list[str]:
             candidates = [ctx.resolve(match) for match in matches]
         else:
             candidates = [ctx.resolve(word)]
+            candidates += [ctx.resolve(folder) / word for folder in dirs if not os.path.isabs(word)]
         for path in candidates:
             try:
                 if not path.exists():
@@ -84,6 +88,17 @@ def _named_files(ctx: ToolContext, words: list[str]) -> list[str]:
                 continue
             patterns.extend(rule_patterns(ctx, path))
     return list(dict.fromkeys(patterns))
+
+
+def _changed_dirs(analysis: ShellAnalysis) -> list[str]:
+    """The folders a line changes to (``cd X``, ``pushd X``), as written."""
+    found: list[str] = []
+    for command in analysis.commands:
+        if command.name in ("cd", "pushd") and len(command.words) > 1:
+            target = path_text(command.words[-1])
+            if target and not target.startswith("-") and "\0" not in target:
+                found.append(target)
+    return list(dict.fromkeys(found))[:8]
 
 
 async def _folder_files(ctx: ToolContext, analysis: ShellAnalysis) -> list[str]:
