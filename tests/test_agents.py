@@ -59,7 +59,9 @@ def test_builtins() -> None:
         ("git status", "allow"),
         ("git diff HEAD~1", "allow"),
         ("git log --oneline -5", "allow"),
-        ("grep -rn foo .", "allow"),
+        ("grep -rn foo .", "ask"),  # issue 27: the folder holds .env
+        ("grep -rn foo src", "allow"),
+        ("grep -rn --exclude='*env' foo .", "allow"),
         ("rg TODO", "allow"),
         ("find . -name '*.py'", "allow"),
         ("head -n 5 a.txt", "allow"),
@@ -90,6 +92,13 @@ def test_builtins() -> None:
         ("find . -execdir rm {} ;", "ask"),
         ("git -c core.pager=rm log", "ask"),
         ("git log --output=x", "ask"),
+        # issue 27, item 11: git takes any unambiguous prefix of a long option
+        ("git diff --outp=x", "ask"),
+        ("git log -p --outpu x", "ask"),
+        ("git diff --ext", "ask"),
+        ("git show --textc", "ask"),
+        ("git diff --text", "allow"),  # an option of its own, not --textconv
+        ("git diff --stat --no-ext-diff", "allow"),
         ("ls > out.txt", "deny"),
         ("cat .env", "ask"),
         ("grep KEY .env", "ask"),

@@ -179,7 +179,12 @@ def test_files_named_by_a_command_follow_read_and_edit_rules(tmp_path: Path) -> 
     assert decision(tmp_path, rules, "echo x > secret/new.txt") == "deny"
     assert decision(tmp_path, rules, "cat .env") == "ask"  # like ReadFile: .env asks
     assert decision(tmp_path, rules, "source .env") == "ask"
-    assert decision(tmp_path, rules, "grep -r x --exclude=secret .") == "allow"
+    # A recursive reader reads the folder's files (issue 27, item 6): --exclude skips files
+    # named "secret", not the folder; --exclude-dir does.
+    assert decision(tmp_path, rules, "grep -r x --exclude=secret .") == "deny"
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("x")
+    assert decision(tmp_path, rules, "grep -r x docs") == "allow"
     assert decision(tmp_path, rules, "echo secret/none.txt") == "allow"  # no such file: nothing read
 
 

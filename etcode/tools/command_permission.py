@@ -14,13 +14,17 @@ Rules hold against a model that follows them; a hostile one can still hide a fil
 
 from __future__ import annotations
 
+import asyncio
 import glob
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from etcode.tools.base import ToolContext
 from etcode.tools.paths import rule_patterns
-from etcode.tools.shell_commands import ShellAnalysis, analyze
+from etcode.tools.recursive_reads import folder_reads, guarded_files
+from etcode.tools.shell_commands import ShellAnalysis, analyze, path_text
+from etcode.util.fs import real_path
 
 #: Glob words in a command (``cat secret/*``) are expanded up to this many files.
 MAX_GLOB_MATCHES = 200
@@ -31,7 +35,7 @@ async def check_command(
     ctx: ToolContext, command: str, description: str | None = None, tool: str = "Bash"
 ) -> ShellAnalysis:
     """Raise ``PermissionDenied`` unless the rules (or the user) allow ``command``."""
-    analysis = analyze(command)
+    analysis = analyze(command, {"PWD": str(ctx.directory), "HOME": os.path.expanduser("~")})
     metadata: dict[str, Any] = {
         "tool": tool,
         "command": command,
@@ -43,9 +47,11 @@ async def check_command(
         metadata["problems"] = analysis.problems
     # Not "tool": rules named after Bash are its command rules, not read/edit rules.
     details = {"via": tool, "command": command, "description": description}
+    read = _named_files(ctx, analysis.path_arguments(), _changed_dirs(analysis))
+    read += await _folder_files(ctx, analysis)
     checks = [
         ("bash", analysis.patterns() or [command.strip()], metadata, tool),
-        ("read", _named_files(ctx, analysis.path_arguments()), details, None),
+        ("read", read, details, None),
         ("edit", _written_files(ctx, analysis.writes), details, None),
     ]
     for permission, patterns, meta, rule_tool in checks:  # refusals first: never ask in vain
@@ -61,8 +67,9 @@ async def check_command(
     return analysis
 
 
-def _named_files(ctx: ToolContext, words: list[str]) -> list[str]:
-    """The words that name existing files (globs expanded), as rule patterns."""
+def _named_files(ctx: ToolContext, words: list[str], dirs: Sequence[str] = ()) -> list[str]:
+    """The words that name existing files (globs expanded), as rule patterns; a relative
+    word is also taken from each folder the line ``cd``s to (``cd cfg && cat .env``)."""
     patterns: list[str] = []
     for word in words:
         if "\0" in word or len(word) > 4096:
@@ -72,6 +79,7 @@ def _named_files(ctx: ToolContext, words: list[str]) -> list[str]:
             candidates = [ctx.resolve(match) for match in matches]
         else:
             candidates = [ctx.resolve(word)]
+            candidates += [ctx.resolve(folder) / word for folder in dirs if not os.path.isabs(word)]
         for path in candidates:
             try:
                 if not path.exists():
@@ -80,6 +88,34 @@ def _named_files(ctx: ToolContext, words: list[str]) -> list[str]:
                 continue
             patterns.extend(rule_patterns(ctx, path))
     return list(dict.fromkeys(patterns))
+
+
+def _changed_dirs(analysis: ShellAnalysis) -> list[str]:
+    """The folders a line changes to (``cd X``, ``pushd X``), as written."""
+    found: list[str] = []
+    for command in analysis.commands:
+        if command.name in ("cd", "pushd") and len(command.words) > 1:
+            target = path_text(command.words[-1])
+            if target and not target.startswith("-") and "\0" not in target:
+                found.append(target)
+    return list(dict.fromkeys(found))[:8]
+
+
+async def _folder_files(ctx: ToolContext, analysis: ShellAnalysis) -> list[str]:
+    """Files the rules guard inside the folders a command reads whole (``grep -r x .``
+    reads ``.env``): see :mod:`etcode.tools.recursive_reads`."""
+    reads = folder_reads(analysis.commands)
+    if not reads:
+        return []
+
+    def guarded(pattern: str) -> bool:
+        return ctx.decide_permission("read", pattern, None) != "allow"
+
+    def walk() -> list[str]:
+        worktree = real_path(ctx.worktree)
+        return guarded_files(reads, worktree, ctx.resolve, lambda path: rule_patterns(ctx, path), guarded)
+
+    return await asyncio.to_thread(walk)
 
 
 def _glob(ctx: ToolContext, word: str) -> list[str]:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from etcode.tools.option_prefixes import spelled_out
+
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
@@ -44,10 +46,13 @@ _TWO_WORD = frozenset(
 @dataclass(frozen=True)
 class Word:
     """One word after quote removal; ``literal`` is False when it depends on run time
-    (a substitution or an unknown variable), and then ``text`` is its source text."""
+    (a substitution or an unknown variable), and then ``text`` is its source text.
+    ``path``: for such a word, its value with ``$PWD``/``$HOME`` filled in when nothing
+    else in it is unknown (``"$PWD/.env"``), for the ``read`` rules only."""
 
     text: str
     literal: bool = True
+    path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,8 @@ class ShellCommand:
                 texts.append(" ".join([base, *(word.text for word in self.words[1:])]))
         if self.assignments:
             texts.append(" ".join([*self.assignments, self.text]))
+        if self.words and self.words[0].literal:  # ``git diff --outp=x`` is ``--output=x``
+            texts.extend(spelled_out(_base(self.name), [word.text for word in self.words]))
         return texts
 
 
@@ -122,17 +129,23 @@ class ShellAnalysis:
 
     def path_arguments(self) -> list[str]:
         """Literal words that may name files (arguments, ``--opt=value`` values, ``< file``
-        targets), for the ``read`` rules."""
+        targets; ``$PWD/…`` spellings filled in), for the ``read`` rules."""
         found: list[str] = list(self.reads)
         for command in self.commands:
             for word in command.words[1:]:
-                if not word.literal or not word.text:
+                text = path_text(word)
+                if not text:
                     continue
-                if not word.text.startswith("-"):
-                    found.append(word.text)
-                elif "=" in word.text:
-                    found.append(word.text.split("=", 1)[1])
+                if not text.startswith("-"):
+                    found.append(text)
+                elif "=" in text:
+                    found.append(text.split("=", 1)[1])
         return list(dict.fromkeys(text for text in found if text))
+
+
+def path_text(word: Word) -> str | None:
+    """What ``word`` names as a path: its text, or its ``$PWD``-filled value; None if unknown."""
+    return word.text if word.literal else word.path
 
 
 def always_pattern(command: ShellCommand) -> str:
@@ -179,10 +192,11 @@ def _join_continuations(source: str) -> str:
     return "".join(out)
 
 
-def analyze(command: str) -> ShellAnalysis:
-    """Every command, write and read a shell line may perform (see the module docstring)."""
+def analyze(command: str, places: dict[str, str] | None = None) -> ShellAnalysis:
+    """Every command, write and read a shell line may perform (see the module docstring).
+    ``places`` (``{"PWD": …, "HOME": …}``) fill in :attr:`Word.path` only."""
     analysis = ShellAnalysis(source=command)
-    _Reader(analysis).read(command, depth=0)
+    _Reader(analysis, places).read(command, depth=0)
     analysis.writes = list(dict.fromkeys(analysis.writes))
     analysis.reads = list(dict.fromkeys(analysis.reads))
     analysis.problems = list(dict.fromkeys(analysis.problems))
@@ -211,9 +225,10 @@ def _text(node: Node) -> str:
 class _Reader:
     """Fills one :class:`ShellAnalysis` from a line and the shell strings nested in it."""
 
-    def __init__(self, analysis: ShellAnalysis) -> None:
+    def __init__(self, analysis: ShellAnalysis, places: dict[str, str] | None = None) -> None:
         self.analysis = analysis
         self.variables: dict[str, list[str | None]] = {"IFS": [" "]}
+        self.places = places or {}
 
     def read(self, source: str, depth: int) -> None:
         if depth > MAX_DEPTH:
@@ -314,12 +329,23 @@ class _Reader:
         expansion contributed (``rm${IFS}x`` → ``rm``, ``x``)."""
         value = self._literal(node)
         if value is None:
-            return [Word(_text(node), literal=False)]
+            return [Word(_text(node), literal=False, path=self._place_literal(node))]
         if _has_unquoted_expansion(node):
             return [Word(part) for part in value.split()]
         if _has_unquoted_braces(node):
             return [Word(part) for part in expand_braces(value)]
         return [Word(value)]
+
+    def _place_literal(self, node: Node) -> str | None:
+        """``node``'s value with ``$PWD``/``$HOME`` known (when the line does not set them)."""
+        if not self.places:
+            return None
+        known = self.variables
+        self.variables = {**{k: [v] for k, v in self.places.items()}, **known}
+        try:
+            return self._literal(node)
+        finally:
+            self.variables = known
 
     # -- commands
     def _command(self, node: Node, depth: int) -> None:

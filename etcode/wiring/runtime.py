@@ -170,6 +170,15 @@ class Runtime:
         agent_info = _agent_info(agent_name, config, instance)
         spec = _resolve_spec(agent, config, agent_info)
         _learn_secrets(config, spec)
+        # The values of the project's secret files, read while the rest is built (a child's
+        # parent has them already); known before any tool runs.
+        file_secrets = (
+            asyncio.ensure_future(
+                asyncio.to_thread(_learn_file_secrets, instance.worktree, config.secret_files)
+            )
+            if parent is None
+            else None
+        )
         extra = _request_extra(agent, spec)
         retry = agent.retry or _retry_config(config)
         owns_provider = agent.provider is None
@@ -199,6 +208,8 @@ class Runtime:
                 config, agent_info, agent.asker, instance, _mcp_rules(tools, mcp)
             )
             sandbox = await sandbox_policy(config, agent_name, agent_info, instance.worktree, warnings)
+            if file_secrets is not None:
+                await file_secrets
             runtime = cls(
                 instance=instance,
                 config=config,
@@ -248,6 +259,15 @@ def _learn_secrets(config: Config, spec: ProviderSpec) -> None:
 
     register_config(config)
     register_secrets(spec.api_key)
+
+
+def _learn_file_secrets(worktree: Path, listed: list[str]) -> None:
+    """Teach the redactor the secret-looking values of the project's ``.env``/``.envrc``
+    files and ``secret_files``: a command that prints one shows ``[REDACTED]``."""
+    from etcode.util.redact import register_secrets
+    from etcode.util.secret_values import project_secret_values
+
+    register_secrets(*project_secret_values(worktree, listed))
 
 
 def _shell_env(config: Config, spec: ProviderSpec) -> ShellEnvPolicy:
