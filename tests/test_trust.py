@@ -239,6 +239,8 @@ def test_permission_rules_that_lift_the_asks_beyond_the_project(repo: Path) -> N
         "agent.build.permission allows everything without asking (edits and reads outside the project, "
         "WebFetch to localhost and the local network, commands outside the sandbox)",
         "agent.review.permission.sand* allows commands outside the sandbox without asking",
+        # issue 27.4: the default rules ask before reading .env files
+        'agent.review.permission.read allows without asking what your own rules ask about (read ".env")',
     ]
     strict = {"permission": {"*": "ask", "external_directory": "deny", "private_network": {"*": "ask"}}}
     assert findings(repo, strict) == []
@@ -249,7 +251,7 @@ def test_permission_rules_that_lift_the_asks_beyond_the_project(repo: Path) -> N
     config = load_config(repo, repo, env=environ)
     kept = load_config(repo, repo, env=environ, without=exclusions(config_findings(config, environ)))
     assert kept.permission == {"private_network": {"*": "ask"}, "bash": {"*": "allow"}, "edit": "allow"}
-    assert kept.agent["build"].permission is None and kept.agent["review"].permission == {"read": "allow"}
+    assert kept.agent["build"].permission is None and kept.agent["review"].permission == {}
 
 
 def test_harmless_project_settings_produce_no_finding(repo: Path) -> None:

@@ -342,6 +342,31 @@ class _Scan:
                         f"allows {_join(what)} without asking",
                     )
 
+    def loosened(self, layers: Any) -> None:
+        """Allows (top level, ``agent.<name>.permission``, a markdown agent's front matter)
+        where the user's own rules ask or deny (issue 27.4: ``config/loosening.py``)."""
+        from etcode.config.loosening import loosenings
+
+        places: list[tuple[Any, Loc, str | None]] = [(self.file.raw.get("permission"), ("permission",), None)]
+        agents = self.file.raw.get("agent")
+        for name, agent in agents.items() if isinstance(agents, dict) else ():
+            if isinstance(agent, dict) and agent.get("permission") is not None:
+                places.append((agent["permission"], ("agent", name, "permission"), str(name)))
+        for value, loc, agent_name in places:
+            if value is None:
+                continue
+            for found in loosenings(value, loc, agent_name, layers):
+                if self.covered(found.loc):
+                    continue
+                verdict = "deny" if found.users == "deny" else "ask about"
+                example = found.example.replace("\x01", "x")
+                deep = len(found.loc) > len(loc) + 1
+                key = f'{key_path(found.loc[:-1])}."{found.loc[-1]}"' if deep else key_path(found.loc)
+                reason = (
+                    f'allows without asking what your own rules {verdict} ({found.permission} "{example}")'
+                )
+                self.add(found.loc, key, reason)
+
     def sandbox(self) -> None:
         """``sandbox`` (issue 12.9): a project that loosens the sandbox the user chose."""
         value = self.file.raw.get("sandbox")
@@ -406,10 +431,18 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
     """The risky settings of the project files among ``files`` (all layers, merge order)."""
     env = os.environ if env is None else env
     findings: list[Finding] = []
+    layers: Any = None
     for file in files:
         if not file.project:
             continue
         scan = _Scan(file, files, env)
+        if file.kind == "agent":  # a markdown agent's permission and sandbox (never substituted)
+            scan.agent_sandboxes()
+            scan.permissions()
+            layers = layers or _layers(files)
+            scan.loosened(layers)
+            findings.extend(scan.findings)
+            continue
         scan.providers()
         scan.mcp_servers()
         scan.plugins()
@@ -418,9 +451,26 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
         scan.sandbox()
         scan.agent_sandboxes()
         scan.permissions()
+        if _has_rules(file):
+            layers = layers or _layers(files)
+            scan.loosened(layers)
         scan.substitutions(file.raw)
         findings.extend(scan.findings)
     return findings
+
+
+def _layers(files: Sequence[ConfigFile]) -> Any:
+    from etcode.config.loosening import Layers
+
+    return Layers(files)
+
+
+def _has_rules(file: ConfigFile) -> bool:
+    agents = file.raw.get("agent")
+    return file.raw.get("permission") is not None or any(
+        isinstance(a, dict) and a.get("permission") is not None
+        for a in (agents.values() if isinstance(agents, dict) else ())
+    )
 
 
 def config_findings(config: Any, env: Mapping[str, str] | None = None) -> list[Finding]:

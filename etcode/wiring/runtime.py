@@ -310,6 +310,7 @@ def _agent_info(name: str, config: Config, instance: InstanceInfo) -> AgentInfo:
         config_agents=config.agent,
         directory=instance.directory,
         worktree=instance.worktree,
+        without=config.without,
     )
 
 

@@ -1,0 +1,242 @@
+"""Project permission rules that loosen the user's own (issue 27.4).
+
+A project allow (``etcode.json`` ``permission``, ``agent.<name>.permission``, or a project
+markdown agent's front matter) is a loosening when, for some request it matches, the rules
+with the project files say ``allow`` while the user's own rules (etcode's defaults, the
+user's config files, the built-in and global agents) say ``ask`` or ``deny``. A project deny
+or ask never loosens, and an allow that restates what the user's rules already allow is none.
+
+Rules are wildcards (``*``, ``?``), so "some request" is searched among witnesses: the
+pattern itself with its wildcards filled, and for every other rule's pattern the shortest
+text both match (:func:`overlap`). That finds the request where another rule changes the
+answer inside the project's pattern.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from etcode.config.loader import ConfigFile, Loc, merge
+from etcode.permission.rules import LayeredMatcher, Rule, Ruleset, parse_rules, rules_for, rules_from_config
+
+#: A character no rule names: stands for "any other character".
+_OTHER = "\x01"
+#: The permissions the tools ask for; a rule named otherwise names a tool (``"ReadFile"``),
+#: which counts for every permission that tool asks (``permission/rules.py: rules_for``).
+PERMISSIONS = (
+    "bash", "read", "edit", "glob", "grep", "list", "webfetch",
+    "external_directory", "private_network", "sandbox",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Loosening:
+    """A project allow at ``loc`` and what the user's own rules say instead."""
+
+    loc: Loc
+    permission: str
+    pattern: str
+    #: "ask" or "deny".
+    users: str
+    #: A request it allows that the user's rules do not (for the message).
+    example: str
+
+
+# ---- wildcard overlap ----------------------------------------------------------------
+
+
+def _variants(pattern: str) -> list[str]:
+    """``"git *"`` also matches ``"git"`` (see ``util/wildcard.py``)."""
+    return [pattern, pattern[:-2]] if pattern.endswith(" *") else [pattern]
+
+
+def _closure(pattern: str, states: set[int]) -> frozenset[int]:
+    out: set[int] = set()
+    stack = list(states)
+    while stack:
+        index = stack.pop()
+        if index in out:
+            continue
+        out.add(index)
+        if index < len(pattern) and pattern[index] == "*":
+            stack.append(index + 1)
+    return frozenset(out)
+
+
+def _step(pattern: str, states: frozenset[int], char: str) -> frozenset[int]:
+    after: set[int] = set()
+    for index in states:
+        if index < len(pattern):
+            token = pattern[index]
+            if token == "*":
+                after.add(index)
+            elif token == "?" or token == char:
+                after.add(index + 1)
+    return _closure(pattern, after)
+
+
+def overlap(first: str, second: str) -> str | None:
+    """The shortest text both wildcard patterns match (``*`` any text, ``?`` one character),
+    None when they share none."""
+    alphabet = sorted((set(first) | set(second)) - {"*", "?"}) + [_OTHER]
+    start = (_closure(first, {0}), _closure(second, {0}))
+    seen = {start: ""}
+    queue = deque([start])
+    while queue:
+        state = queue.popleft()
+        text = seen[state]
+        if len(first) in state[0] and len(second) in state[1]:
+            return text
+        for char in alphabet:
+            following = (_step(first, state[0], char), _step(second, state[1], char))
+            if following[0] and following[1] and following not in seen:
+                seen[following] = text + char
+                queue.append(following)
+    return None
+
+
+def witnesses(pattern: str, others: Sequence[str]) -> list[str]:
+    """Texts ``pattern`` matches where ``others`` may decide differently."""
+    found: dict[str, None] = {}
+    for mine in _variants(pattern):
+        found[mine.replace("*", _OTHER).replace("?", _OTHER)] = None
+        found[mine.replace("*", "").replace("?", _OTHER)] = None
+        for other in others:
+            for theirs in _variants(other):
+                text = overlap(mine, theirs)
+                if text is not None:
+                    found[text] = None
+    return list(found)
+
+
+# ---- the rules with and without the project ------------------------------------------
+
+
+def _permission(files: Sequence[ConfigFile]) -> Any:
+    merged: dict[str, Any] = {}
+    for file in files:
+        if file.kind == "config" and file.raw.get("permission") is not None:
+            merged = merge(merged, {"permission": file.raw["permission"]})
+    return merged.get("permission")
+
+
+def _file_permissions(files: Sequence[ConfigFile]) -> list[tuple[str, Any]]:
+    return [
+        (str(file.path), file.raw["permission"])
+        for file in files
+        if file.kind == "config" and file.raw.get("permission") is not None
+    ]
+
+
+def _agent_permission(name: str, files: Sequence[ConfigFile], base: Any) -> Any:
+    """An agent's rules: its built-in/global ones, then each file's ``agent.<name>.permission``
+    (config files first, then markdown agents: the registry's order)."""
+    from etcode.agent.registry import apply_settings
+
+    agent = base
+    ordered = [f for f in files if f.kind == "config"] + [f for f in files if f.kind == "agent"]
+    for file in ordered:
+        agents = file.raw.get("agent")
+        entry = agents.get(name) if isinstance(agents, dict) else None
+        if isinstance(entry, dict) and entry.get("permission") is not None:
+            agent = apply_settings(agent, name, {"permission": entry["permission"]}, str(file.path))
+    return agent.permission if agent is not None else None
+
+
+class Layers:
+    """The rules in effect with every file, and with the user's own files only."""
+
+    def __init__(self, files: Sequence[ConfigFile]) -> None:
+        from etcode.agent.registry import load_agents
+
+        self.files = list(files)
+        self.users = [f for f in files if not f.project]
+        self._agents = load_agents()  # built-in and the user's global markdown agents
+        self._cache: dict[tuple[str | None, bool], Ruleset] = {}
+
+    def rules(self, agent: str | None, with_project: bool) -> Ruleset:
+        key = (agent, with_project)
+        if key not in self._cache:
+            files = self.files if with_project else self.users
+            agent_rules = None
+            if agent is not None:
+                agent_rules = _agent_permission(agent, files, self._agents.get(agent))
+            self._cache[key] = rules_from_config(_permission(files), agent_rules, _file_permissions(files))
+        return self._cache[key]
+
+
+def _decide(rules: Ruleset, permission: str, tool: str | None, text: str) -> str:
+    return LayeredMatcher(rules_for(rules, permission, tool), permission).decide(text).action
+
+
+def _concrete(name: str) -> str:
+    return name.lower().replace("*", "").replace("?", _OTHER) or _OTHER
+
+
+def _allows(value: Any, loc: Loc) -> Iterator[tuple[Loc, str, str]]:
+    """``(loc, permission, pattern)`` of each allow in a ``permission`` value."""
+
+    def allow(action: Any) -> bool:
+        return isinstance(action, str) and action.strip().lower() == "allow"
+
+    if isinstance(value, str):
+        if allow(value):
+            yield loc, "*", "*"
+        return
+    for permission, rule in value.items() if isinstance(value, Mapping) else ():
+        if allow(rule):
+            yield (*loc, permission), str(permission), "*"
+        for pattern, action in rule.items() if isinstance(rule, Mapping) else ():
+            if allow(action):
+                yield (*loc, permission, pattern), str(permission), str(pattern)
+
+
+def loosenings(value: Any, loc: Loc, agent: str | None, layers: Layers) -> list[Loosening]:
+    """The allows of one project ``permission`` value (at ``loc``; ``agent``: the agent whose
+    rules they are, None for the top level) that allow what the user's own rules do not."""
+    full, users = layers.rules(agent, True), layers.rules(agent, False)
+    everything = [*full, *users]
+    found: list[Loosening] = []
+    for place, permission, pattern in _allows(value, loc):
+        mine = parse_rules({permission: {pattern: "allow"}})
+        names = {_concrete(permission)}
+        names.update(
+            text.lower()
+            for rule in everything
+            for text in [overlap(permission.lower(), rule.permission.lower())]
+            if text is not None
+        )
+        pairs: list[tuple[str, str | None]] = [(name, None) for name in sorted(names)]
+        tool = _concrete(permission)
+        if tool not in PERMISSIONS:
+            pairs.extend((name, tool) for name in (*PERMISSIONS, tool))
+        hit = _first_loosening(mine, pairs, pattern, everything, full, users)
+        if hit is not None:
+            found.append(Loosening(place, permission, pattern, *hit))
+    return found
+
+
+def _first_loosening(
+    mine: Ruleset,
+    pairs: Sequence[tuple[str, str | None]],
+    pattern: str,
+    everything: Sequence[Rule],
+    full: Ruleset,
+    users: Ruleset,
+) -> tuple[str, str] | None:
+    """``(what the user's rules say, an example)`` for the first request (permission, tool,
+    text) the project's allow decides where the user's rules do not allow it."""
+    for name, tool in pairs:
+        if not rules_for(mine, name, tool):
+            continue
+        others = [rule.pattern for rule in rules_for(everything, name, tool)]
+        for text in witnesses(pattern, others):
+            if _decide(mine, name, tool, text) != "allow" or _decide(full, name, tool, text) != "allow":
+                continue
+            theirs = _decide(users, name, tool, text)
+            if theirs != "allow":
+                return theirs, text
+    return None
