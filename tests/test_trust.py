@@ -148,6 +148,8 @@ def test_plugins_instructions_outside_and_other_substitutions(repo: Path) -> Non
         "plugin[0] imports and runs Python code: house_rules:add_rule",
         "instructions[2] sends ~/.ssh/* to the model",
         "instructions[3] sends ../outside.md to the model",
+        # issue 27.9: a project's instruction URL is fetched at start
+        "instructions[4] fetches https://example.com/x.md when a session starts and sends the answer to the model",
         "agent.build.prompt reads the contents of ~/notes.md into the configuration",
         "agent.plan.prompt reads $AWS_SECRET_KEY into the configuration",
     ]

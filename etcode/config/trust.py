@@ -13,7 +13,9 @@ Only *project* files are checked (found in the worktree); the global file and
   its ``headers``;
 - a ``plugin`` (Python code imported and run);
 - an ``instructions`` path outside the project, or to the user's files in it (its text is
-  sent to the model);
+  sent to the model), and any ``instructions`` URL (fetched at start, its answer sent);
+- a ``permission`` allow (top level, per agent, or in a project markdown agent's front
+  matter) where the user's own rules and the defaults ask or deny (``config/loosening.py``);
 - ``shell.env.include`` of secret-looking variables, ``shell.env.set`` of variables that
   decide what a command runs (``PATH``, ``BASH_ENV``, ``LD_PRELOAD``...), and a ``sandbox``
   looser than the user's (turned off, network, writable paths outside the project);
@@ -22,6 +24,8 @@ Only *project* files are checked (found in the worktree); the global file and
 
 A file's approval is remembered with the sha256 of its bytes (:class:`TrustStore`), so any
 change asks again. The Python API (``etcode.Agent``) is programmatic and not checked.
+Trusting also marks the session's ``Config`` (``Config.trusted``): instruction files the
+project holds through a link out of it are then sent (``prompt/project_files.py``).
 """
 
 from __future__ import annotations
@@ -257,7 +261,11 @@ class _Scan:
     def instructions(self) -> None:
         entries = self.file.raw.get("instructions")
         for index, entry in enumerate(entries if isinstance(entries, list) else []):
-            if not isinstance(entry, str) or not entry.strip() or entry.startswith(("http://", "https://")):
+            if isinstance(entry, str) and entry.strip().startswith(("http://", "https://")):
+                reason = f"fetches {entry.strip()} when a session starts and sends the answer to the model"
+                self.add(("instructions", index), f"instructions[{index}]", reason)
+                continue
+            if not isinstance(entry, str) or not entry.strip():
                 continue
             if _TOKEN.search(entry):
                 continue  # judged as a substitution below
@@ -543,7 +551,16 @@ def untrusted(
 def trust_files(config: Any, findings: Sequence[Finding], store: TrustStore | None = None) -> None:
     """Approve the current version of every file that has one of ``findings``."""
     digests = {file.path: file.sha256 for file in getattr(config, "files", None) or []}
+    _mark_trusted(config)
     (store or TrustStore()).trust((path, digests[path]) for path in dict.fromkeys(f.file for f in findings))
+
+
+def _mark_trusted(config: Any) -> None:
+    """The user trusted the project for this session (``Config.trusted``): instruction files
+    it links out of the project are sent too (``prompt/project_files.py``)."""
+    mark = getattr(config, "mark_trusted", None)
+    if mark is not None:
+        mark()
 
 
 def exclusions(findings: Sequence[Finding]) -> dict[Path, list[Loc]]:
@@ -588,6 +605,8 @@ def require_trust(
     """The gate of headless commands. Unapproved risky settings raise
     :class:`UntrustedConfigError`, unless ``trust`` (approve and remember the files) or
     ``allow`` (this time only); returns the findings so let through (to report them)."""
+    if trust:
+        _mark_trusted(config)
     found = untrusted(config, store)
     if found and trust:
         trust_files(config, found, store)
