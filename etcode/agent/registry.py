@@ -241,15 +241,16 @@ def agent_files(folder: Path) -> list[Path]:
 def project_agent_files(directory: Path, worktree: Path) -> list[Path]:
     """A project's markdown agents (``.etcode/agent/*.md``) from the worktree root down to
     ``directory``, in the order they apply (deeper wins)."""
-    from etcode.prompt.instruction import folders_between
+    from etcode.util.paths import folders_between
 
     return [
         path for folder in folders_between(directory, worktree) for path in agent_files(folder / ".etcode")
     ]
 
 
-#: The settings of a markdown agent that project trust judges (``config/trust.py``).
-TRUSTED_SETTINGS = ("permission", "sandbox")
+#: The settings of a markdown agent that project trust judges (``config/trust.py``). (A
+#: project agent file's looser ``sandbox`` is ignored with a warning: ``wiring/sandbox.py``.)
+TRUSTED_SETTINGS = ("permission",)
 
 
 def markdown_agents(

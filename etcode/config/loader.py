@@ -65,8 +65,8 @@ class ConfigFile:
     #: The worktree the file was found in (``{file:}`` paths outside it are the user's files).
     root: Path
     #: "config" (an ``etcode.json``), or "agent": a project markdown agent
-    #: (``.etcode/agent/<name>.md``) whose front matter sets what trust judges, kept as
-    #: ``{"agent": {name: {"permission": ..., "sandbox": ...}}}`` (never substituted).
+    #: (``.etcode/agent/<name>.md``) whose front matter sets ``permission``, kept as
+    #: ``{"agent": {name: {"permission": ...}}}`` (never substituted).
     kind: str = "config"
 
 
@@ -237,8 +237,8 @@ def _without_dropped(value: Any) -> Any:
 def agent_file_layers(
     directory: Path, worktree: Path, without: Mapping[Path, Sequence[Loc]] | None = None
 ) -> list[ConfigFile]:
-    """The project's markdown agents whose front matter sets a ``permission`` or ``sandbox``,
-    as ``ConfigFile``s for the trust check (one that cannot be read is left to the agent
+    """The project's markdown agents whose front matter sets ``permission`` rules, as
+    ``ConfigFile``s for the trust check (one that cannot be read is left to the agent
     registry, which reports it)."""
     from etcode.agent.registry import TRUSTED_SETTINGS, parse_markdown, project_agent_files
 

@@ -15,13 +15,16 @@ answer inside the project's pattern.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from etcode.config.loader import ConfigFile, Loc, merge
 from etcode.permission.rules import LayeredMatcher, Rule, Ruleset, parse_rules, rules_for, rules_from_config
+from etcode.util.wildcard import wildcard_match
 
+_WILD = frozenset("*?")
 #: A character no rule names: stands for "any other character".
 _OTHER = "\x01"
 #: The permissions the tools ask for; a rule named otherwise names a tool (``"ReadFile"``),
@@ -78,9 +81,14 @@ def _step(pattern: str, states: frozenset[int], char: str) -> frozenset[int]:
     return _closure(pattern, after)
 
 
+@lru_cache(maxsize=4096)
 def overlap(first: str, second: str) -> str | None:
     """The shortest text both wildcard patterns match (``*`` any text, ``?`` one character),
     None when they share none."""
+    if not _WILD & set(first):
+        return first if _matches(first, second) else None
+    if not _WILD & set(second):
+        return second if _matches(second, first) else None
     alphabet = sorted((set(first) | set(second)) - {"*", "?"}) + [_OTHER]
     start = (_closure(first, {0}), _closure(second, {0}))
     seen = {start: ""}
@@ -98,8 +106,18 @@ def overlap(first: str, second: str) -> str | None:
     return None
 
 
-def witnesses(pattern: str, others: Sequence[str]) -> list[str]:
+def _matches(text: str, pattern: str) -> bool:
+    state = _closure(pattern, {0})
+    for char in text:
+        state = _step(pattern, state, char)
+        if not state:
+            return False
+    return len(pattern) in state
+
+
+def witnesses(pattern: str, others: Iterable[str]) -> list[str]:
     """Texts ``pattern`` matches where ``others`` may decide differently."""
+    others = list(dict.fromkeys(others))
     found: dict[str, None] = {}
     for mine in _variants(pattern):
         found[mine.replace("*", _OTHER).replace("?", _OTHER)] = None
@@ -156,6 +174,13 @@ class Layers:
         self.users = [f for f in files if not f.project]
         self._agents = load_agents()  # built-in and the user's global markdown agents
         self._cache: dict[tuple[str | None, bool], Ruleset] = {}
+        self._deciders: dict[tuple[str | None, bool], _Decider] = {}
+
+    def decider(self, agent: str | None, with_project: bool) -> _Decider:
+        key = (agent, with_project)
+        if key not in self._deciders:
+            self._deciders[key] = _Decider(self.rules(agent, with_project))
+        return self._deciders[key]
 
     def rules(self, agent: str | None, with_project: bool) -> Ruleset:
         key = (agent, with_project)
@@ -168,8 +193,18 @@ class Layers:
         return self._cache[key]
 
 
-def _decide(rules: Ruleset, permission: str, tool: str | None, text: str) -> str:
-    return LayeredMatcher(rules_for(rules, permission, tool), permission).decide(text).action
+class _Decider:
+    """One ruleset's decisions, a matcher per (permission, tool) built once."""
+
+    def __init__(self, rules: Ruleset) -> None:
+        self.rules = rules
+        self._matchers: dict[tuple[str, str | None], LayeredMatcher] = {}
+
+    def __call__(self, permission: str, tool: str | None, text: str) -> str:
+        key = (permission, tool)
+        if key not in self._matchers:
+            self._matchers[key] = LayeredMatcher(rules_for(self.rules, permission, tool), permission)
+        return self._matchers[key].decide(text).action
 
 
 def _concrete(name: str) -> str:
@@ -197,23 +232,22 @@ def _allows(value: Any, loc: Loc) -> Iterator[tuple[Loc, str, str]]:
 def loosenings(value: Any, loc: Loc, agent: str | None, layers: Layers) -> list[Loosening]:
     """The allows of one project ``permission`` value (at ``loc``; ``agent``: the agent whose
     rules they are, None for the top level) that allow what the user's own rules do not."""
-    full, users = layers.rules(agent, True), layers.rules(agent, False)
-    everything = [*full, *users]
+    users = layers.rules(agent, False)
+    named = {rule.permission.lower() for rule in (*layers.rules(agent, True), *users)}
     found: list[Loosening] = []
     for place, permission, pattern in _allows(value, loc):
         mine = parse_rules({permission: {pattern: "allow"}})
         names = {_concrete(permission)}
         names.update(
-            text.lower()
-            for rule in everything
-            for text in [overlap(permission.lower(), rule.permission.lower())]
-            if text is not None
+            text for name in named for text in [overlap(permission.lower(), name)] if text is not None
         )
         pairs: list[tuple[str, str | None]] = [(name, None) for name in sorted(names)]
         tool = _concrete(permission)
         if tool not in PERMISSIONS:
             pairs.extend((name, tool) for name in (*PERMISSIONS, tool))
-        hit = _first_loosening(mine, pairs, pattern, everything, full, users)
+        hit = _first_loosening(
+            mine, pairs, pattern, users, layers.decider(agent, True), layers.decider(agent, False)
+        )
         if hit is not None:
             found.append(Loosening(place, permission, pattern, *hit))
     return found
@@ -223,20 +257,21 @@ def _first_loosening(
     mine: Ruleset,
     pairs: Sequence[tuple[str, str | None]],
     pattern: str,
-    everything: Sequence[Rule],
-    full: Ruleset,
-    users: Ruleset,
+    users_rules: Sequence[Rule],
+    full: _Decider,
+    users: _Decider,
 ) -> tuple[str, str] | None:
     """``(what the user's rules say, an example)`` for the first request (permission, tool,
     text) the project's allow decides where the user's rules do not allow it."""
     for name, tool in pairs:
         if not rules_for(mine, name, tool):
             continue
-        others = [rule.pattern for rule in rules_for(everything, name, tool)]
+        # where the user's rules do not allow, one of their ask/deny rules decides
+        others = [rule.pattern for rule in rules_for(users_rules, name, tool) if rule.action != "allow"]
         for text in witnesses(pattern, others):
-            if _decide(mine, name, tool, text) != "allow" or _decide(full, name, tool, text) != "allow":
+            if not wildcard_match(text, pattern) or full(name, tool, text) != "allow":
                 continue
-            theirs = _decide(users, name, tool, text)
+            theirs = users(name, tool, text)
             if theirs != "allow":
                 return theirs, text
     return None

@@ -444,8 +444,7 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
         if not file.project:
             continue
         scan = _Scan(file, files, env)
-        if file.kind == "agent":  # a markdown agent's permission and sandbox (never substituted)
-            scan.agent_sandboxes()
+        if file.kind == "agent":  # a markdown agent's permission rules (never substituted)
             scan.permissions()
             layers = layers or _layers(files)
             scan.loosened(layers)

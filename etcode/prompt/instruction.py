@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from etcode.prompt.parts import PromptPart
+from etcode.util.paths import folders_between
 
 if TYPE_CHECKING:
     import httpx
@@ -43,13 +44,6 @@ def default_global_dir() -> Path:
         base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
         return base / "etcode"
     return config_dir()
-
-
-def folders_between(start: Path, top: Path) -> list[Path]:
-    """``start`` and its ancestors up to and including ``top``, outermost first.
-    Just ``[start]`` when ``top`` is not ``start`` or one of its ancestors."""
-    chain = (start, *start.parents)
-    return list(reversed(chain[: chain.index(top) + 1])) if top in chain else [start]
 
 
 def level_files(folder: Path, compat: bool) -> list[Path]:
