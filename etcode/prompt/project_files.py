@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-TRUST_HINT = "trust the project (etcode run --trust) to send it"
+TRUST_HINT = "`etcode run --trust` sends it"
 
 
 def _linked(path: Path, root: Path) -> bool:
