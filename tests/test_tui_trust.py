@@ -145,7 +145,9 @@ async def test_an_agent_file_that_loosens_the_users_rules_asks_first(
     async with app.run_test(size=SIZE) as pilot:
         screen = await trust_dialog(pilot, app)
         details = str(screen.query_one("#trust-details Static").render())
-        assert str(agent_file) in details and 'agent.build.permission.bash."*" allows without asking' in details
+        assert (
+            str(agent_file) in details and 'agent.build.permission.bash."*" allows without asking' in details
+        )
         await pilot.press("2")  # continue without
         await ready(pilot, app)
         await submit(pilot, app, "make a canary")
