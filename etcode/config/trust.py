@@ -24,8 +24,6 @@ Only *project* files are checked (found in the worktree); the global file and
 
 A file's approval is remembered with the sha256 of its bytes (:class:`TrustStore`), so any
 change asks again. The Python API (``etcode.Agent``) is programmatic and not checked.
-Trusting also marks the session's ``Config`` (``Config.trusted``): instruction files the
-project holds through a link out of it are then sent (``prompt/project_files.py``).
 """
 
 from __future__ import annotations
