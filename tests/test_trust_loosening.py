@@ -170,3 +170,19 @@ def test_an_untrusted_agent_files_rules_are_left_out(repo: Path) -> None:
     assert config_findings(kept) == []
     agent = get_agent("build", config_agents=kept.agent, directory=repo, worktree=repo, without=kept.without)
     assert agent.permission == {"bash": {"rm *": "deny"}} and agent.description == "mine"
+
+
+def test_allowing_an_mcp_servers_tools_is_loosening(repo: Path) -> None:
+    """MCP tools ask by default unless their server marks them read-only: a project rule
+    allowing a server's tools by name needs trust (a user's own rule may allow them)."""
+    user_config({"mcp": {"docs": {"type": "remote", "url": "https://docs.example/mcp"}}})
+    project = {"permission": {"docs_*": "allow", "docs_search": {"*": "allow"}, "other_tool": "allow"}}
+    (repo / "etcode.json").write_text(json.dumps(project), encoding="utf-8")
+    assert findings(repo) == ["etcode.json: permission.docs_*", 'etcode.json: permission.docs_search."*"']
+    user_config(
+        {
+            "mcp": {"docs": {"type": "remote", "url": "https://docs.example/mcp"}},
+            "permission": {"docs_*": "allow"},
+        }
+    )
+    assert findings(repo) == []

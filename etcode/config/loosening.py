@@ -7,9 +7,9 @@ user's config files, the built-in and global agents) say ``ask`` or ``deny``. A 
 or ask never loosens, and an allow that restates what the user's rules already allow is none.
 
 Rules are wildcards (``*``, ``?``), so "some request" is searched among witnesses: the
-pattern itself with its wildcards filled, and for every other rule's pattern the shortest
-text both match (:func:`overlap`). That finds the request where another rule changes the
-answer inside the project's pattern.
+pattern itself with its wildcards filled, and for each of the user's ask/deny patterns the
+shortest text both match (:func:`overlap`): where the user's rules do not allow, one of
+those decides. The tools of configured MCP servers count as asked by default.
 """
 
 from __future__ import annotations
@@ -21,7 +21,15 @@ from functools import lru_cache
 from typing import Any
 
 from etcode.config.loader import ConfigFile, Loc, merge
-from etcode.permission.rules import LayeredMatcher, Rule, Ruleset, parse_rules, rules_for, rules_from_config
+from etcode.permission.rules import (
+    DEFAULTS_LAYER,
+    LayeredMatcher,
+    Rule,
+    Ruleset,
+    parse_rules,
+    rules_for,
+    rules_from_config,
+)
 from etcode.util.wildcard import wildcard_match
 
 _WILD = frozenset("*?")
@@ -33,6 +41,13 @@ PERMISSIONS = (
     "bash", "read", "edit", "glob", "grep", "list", "webfetch",
     "external_directory", "private_network", "sandbox",
 )  # fmt: skip
+#: The built-in tools and the permissions they ask with their own name as ``tool``; any
+#: other tool (MCP, the caller's) asks only under its name (``tools/scheduler.py``).
+TOOL_PERMISSIONS: dict[str, tuple[str, ...]] = {
+    "bash": ("bash", "sandbox"), "readfile": ("read",), "readmanyfiles": ("read",),
+    "writefile": ("edit",), "edit": ("edit", "read"), "grep": ("grep", "read"), "glob": ("glob",),
+    "listfiles": ("list",), "webfetch": ("webfetch",),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -189,8 +204,18 @@ class Layers:
             agent_rules = None
             if agent is not None:
                 agent_rules = _agent_permission(agent, files, self._agents.get(agent))
-            self._cache[key] = rules_from_config(_permission(files), agent_rules, _file_permissions(files))
+            rules = rules_from_config(_permission(files), agent_rules, _file_permissions(files))
+            self._cache[key] = [*rules, *self._mcp_asks()]
         return self._cache[key]
+
+    def _mcp_asks(self) -> Ruleset:
+        """The MCP tools' default ``ask`` (``mcp/tool.py: ask_rules``, in the defaults layer):
+        every tool of a configured server, read-only or not (which only the server knows)."""
+        names: dict[str, None] = {}
+        for file in self.files:
+            servers = file.raw.get("mcp") if file.kind == "config" else None
+            names.update(dict.fromkeys(str(n) for n in (servers if isinstance(servers, dict) else ())))
+        return [Rule(f"{name}_*", "*", "ask", DEFAULTS_LAYER) for name in names]
 
 
 class _Decider:
@@ -242,9 +267,10 @@ def loosenings(value: Any, loc: Loc, agent: str | None, layers: Layers) -> list[
             text for name in named for text in [overlap(permission.lower(), name)] if text is not None
         )
         pairs: list[tuple[str, str | None]] = [(name, None) for name in sorted(names)]
-        tool = _concrete(permission)
-        if tool not in PERMISSIONS:
-            pairs.extend((name, tool) for name in (*PERMISSIONS, tool))
+        if _concrete(permission) not in PERMISSIONS:  # a rule named after a tool
+            tools = [t for t in TOOL_PERMISSIONS if wildcard_match(t, permission.lower())]
+            for tool in dict.fromkeys([*tools, _concrete(permission)]):
+                pairs.extend((name, tool) for name in (*TOOL_PERMISSIONS.get(tool, ()), tool))
         hit = _first_loosening(
             mine, pairs, pattern, users, layers.decider(agent, True), layers.decider(agent, False)
         )
