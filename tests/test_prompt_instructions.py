@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from etcode.prompt.instruction import InstructionPrompt, default_global_dir
+from etcode.prompt.instruction import InstructionPrompt, default_global_dir, rules_internal_check
 from tests.http_support import serving
 
 
@@ -41,8 +41,14 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
+#: The test servers listen on 127.0.0.1: a user's rule lets instruction URLs reach them (as
+#: WebFetch's tests do); without one an address on this machine is refused (issue 27.9).
+LOOPBACK_OK = rules_internal_check({"private_network": {"http://127.0.0.1:*": "allow"}})
+
+
 def prompt(directory: Path, worktree: Path, tmp_path: Path, **kwargs) -> InstructionPrompt:  # type: ignore[no-untyped-def]
     kwargs.setdefault("global_dir", tmp_path / "global")
+    kwargs.setdefault("internal_allowed", LOOPBACK_OK)
     return InstructionPrompt(directory, worktree, **kwargs)
 
 

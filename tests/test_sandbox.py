@@ -253,7 +253,7 @@ def test_sandbox_flag(project: Path, llm: FakeLLM, outside: Path) -> None:
 def test_flag_off_wins_over_the_plan_agent(project: Path, llm: FakeLLM) -> None:
     write_config(project, llm, agent={"plan": {"permission": {"bash": {"*": "allow"}}}})
     llm.script(Reply(calls=[Call("Bash", {"command": "touch made.txt"})]), Reply(text="done"))
-    proc = etcode("run", "--agent", "plan", "--sandbox", "off", "go", cwd=project)
+    proc = etcode("run", "--trust", "--agent", "plan", "--sandbox", "off", "go", cwd=project)
     assert proc.returncode == 0, proc.stderr
     assert (project / "made.txt").exists()
 
@@ -324,7 +324,8 @@ def test_a_project_cannot_take_plan_out_of_its_sandbox(project: Path, llm: FakeL
     agent_file.parent.mkdir(parents=True)
     agent_file.write_text('---\nsandbox: "off"\n---\n', encoding="utf-8")
     llm.script(Reply(calls=[Call("Bash", {"command": "touch src/b.txt"})]), Reply(text="done"))
-    proc = etcode("run", "--agent", "plan", "go", cwd=project)
+    # --trust: the project's allow over plan's own "ask" is a trust finding (issue 27.4)
+    proc = etcode("run", "--trust", "--agent", "plan", "go", cwd=project)
     assert proc.returncode == 0, proc.stderr
     assert not (project / "src" / "b.txt").exists()
     assert "cannot take the plan agent out of its read-only sandbox" in proc.stderr

@@ -148,6 +148,8 @@ def test_plugins_instructions_outside_and_other_substitutions(repo: Path) -> Non
         "plugin[0] imports and runs Python code: house_rules:add_rule",
         "instructions[2] sends ~/.ssh/* to the model",
         "instructions[3] sends ../outside.md to the model",
+        # issue 27.9: a project's instruction URL is fetched at start
+        "instructions[4] fetches https://example.com/x.md when a session starts and sends the answer to the model",
         "agent.build.prompt reads the contents of ~/notes.md into the configuration",
         "agent.plan.prompt reads $AWS_SECRET_KEY into the configuration",
     ]
@@ -239,6 +241,8 @@ def test_permission_rules_that_lift_the_asks_beyond_the_project(repo: Path) -> N
         "agent.build.permission allows everything without asking (edits and reads outside the project, "
         "WebFetch to localhost and the local network, commands outside the sandbox)",
         "agent.review.permission.sand* allows commands outside the sandbox without asking",
+        # issue 27.4: the default rules ask before reading .env files
+        'agent.review.permission.read allows without asking what your own rules ask about (read ".env")',
     ]
     strict = {"permission": {"*": "ask", "external_directory": "deny", "private_network": {"*": "ask"}}}
     assert findings(repo, strict) == []
@@ -249,7 +253,7 @@ def test_permission_rules_that_lift_the_asks_beyond_the_project(repo: Path) -> N
     config = load_config(repo, repo, env=environ)
     kept = load_config(repo, repo, env=environ, without=exclusions(config_findings(config, environ)))
     assert kept.permission == {"private_network": {"*": "ask"}, "bash": {"*": "allow"}, "edit": "allow"}
-    assert kept.agent["build"].permission is None and kept.agent["review"].permission == {"read": "allow"}
+    assert kept.agent["build"].permission is None and kept.agent["review"].permission == {}
 
 
 def test_harmless_project_settings_produce_no_finding(repo: Path) -> None:

@@ -116,3 +116,43 @@ async def test_keys_typed_as_the_dialog_appears_answer_nothing(
         assert app.prompt.input.text == "123q ok"  # typed on into the chat input, not lost
         assert app.host is None and app.return_code is None
     assert not marker(repo).exists()
+
+
+async def test_an_agent_file_that_loosens_the_users_rules_asks_first(
+    tmp_path: Path, llm: FakeLLM, quick_guard: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27.4: a project's .etcode/agent/build.md allowing every command, where the
+    user's own config asks, is listed by the dialog; without it the user's "ask" holds."""
+    import json
+
+    from etcode.ui.tui.widgets.permission import PermissionScreen
+    from etcode.util.paths import config_dir
+    from tests.fake_llm import Call
+    from tests.tui_support import permission_dialog, submit
+
+    monkeypatch.setattr(PermissionScreen, "ARM_DELAY", 0.05, raising=False)
+    config_dir().mkdir(parents=True, exist_ok=True)
+    (config_dir() / "etcode.json").write_text(json.dumps({"permission": {"bash": {"*": "ask"}}}))
+    folder = tmp_path / "cloned"
+    folder.mkdir()
+    subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=30)
+    write_config(folder, llm)
+    agent_file = folder / ".etcode" / "agent" / "build.md"
+    agent_file.parent.mkdir(parents=True)
+    agent_file.write_text('---\npermission:\n  bash:\n    "*": allow\n---\nBuild things.\n', encoding="utf-8")
+    llm.script(Reply(calls=[Call("Bash", {"command": "touch canary"})]), Reply(text="done"))
+    app = make_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await trust_dialog(pilot, app)
+        details = str(screen.query_one("#trust-details Static").render())
+        assert (
+            str(agent_file) in details and 'agent.build.permission.bash."*" allows without asking' in details
+        )
+        await pilot.press("2")  # continue without
+        await ready(pilot, app)
+        await submit(pilot, app, "make a canary")
+        await permission_dialog(pilot, app)  # the user's own "ask"
+        assert not (folder / "canary").exists()
+        await pilot.press("escape")  # reject
+        await wait_for(pilot, lambda: not app.busy, what="the turn to end")
+    assert not (folder / "canary").exists()

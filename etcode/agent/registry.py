@@ -8,13 +8,16 @@ wins). A markdown file's YAML front matter holds the settings; its body is the p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from etcode.util.errors import ConfigError, UsageError
 from etcode.util.wildcard import wildcard_match
+
+if TYPE_CHECKING:
+    from etcode.config.loader import Loc
 
 Mode = Literal["primary", "subagent", "all"]
 MODES: tuple[str, ...] = ("primary", "subagent", "all")
@@ -228,20 +231,48 @@ def parse_markdown(text: str, where: str = "<markdown>") -> tuple[dict[str, Any]
     return meta, "\n".join(lines[end + 1 :]).strip()
 
 
-def markdown_agents(folder: Path) -> dict[str, tuple[dict[str, Any], str]]:
-    """``{name: (settings, source path)}`` for ``folder/agent/*.md`` (and ``agents/``)."""
+def agent_files(folder: Path) -> list[Path]:
+    """The markdown agents of one folder: ``folder/agent/*.md`` then ``folder/agents/*.md``."""
+    return [
+        path for sub in AGENT_DIRS if (folder / sub).is_dir() for path in sorted((folder / sub).glob("*.md"))
+    ]
+
+
+def project_agent_files(directory: Path, worktree: Path) -> list[Path]:
+    """A project's markdown agents (``.etcode/agent/*.md``) from the worktree root down to
+    ``directory``, in the order they apply (deeper wins)."""
+    from etcode.util.paths import folders_between
+
+    return [
+        path for folder in folders_between(directory, worktree) for path in agent_files(folder / ".etcode")
+    ]
+
+
+#: The settings of a markdown agent that project trust judges (``config/trust.py``). (A
+#: project agent file's looser ``sandbox`` is ignored with a warning: ``wiring/sandbox.py``.)
+TRUSTED_SETTINGS = ("permission",)
+
+
+def markdown_agents(
+    folder: Path, without: Mapping[Path, Sequence[Loc]] | None = None
+) -> dict[str, tuple[dict[str, Any], str]]:
+    """``{name: (settings, source path)}`` for ``folder/agent/*.md`` (and ``agents/``).
+    ``without``: per file, places of its front matter left out (``("agent", name,
+    "permission", ...)``, as ``load_config(without=...)``: settings the user did not trust)."""
     found: dict[str, tuple[dict[str, Any], str]] = {}
-    for sub in AGENT_DIRS:
-        directory = folder / sub
-        if not directory.is_dir():
-            continue
-        for path in sorted(directory.glob("*.md")):
-            where = str(path)
-            meta, body = parse_markdown(path.read_text(encoding="utf-8"), where)
-            settings = settings_of(meta)
-            if body:
-                settings["prompt"] = body
-            found[path.stem] = (_check(path.stem, settings, where), where)
+    left_out = {path.resolve(): locs for path, locs in (without or {}).items()}
+    for path in agent_files(folder):
+        where = str(path)
+        meta, body = parse_markdown(path.read_text(encoding="utf-8"), where)
+        dropped = left_out.get(path.resolve())
+        if dropped:
+            from etcode.config.loader import drop_keys
+
+            meta = drop_keys({"agent": {path.stem: meta}}, dropped)["agent"][path.stem]
+        settings = settings_of(meta)
+        if body:
+            settings["prompt"] = body
+        found[path.stem] = (_check(path.stem, settings, where), where)
     return found
 
 
@@ -282,9 +313,11 @@ def load_agents(
     directory: str | Path | None = None,
     worktree: str | Path | None = None,
     global_dir: str | Path | None = None,
+    without: Mapping[Path, Sequence[Loc]] | None = None,
 ) -> dict[str, AgentInfo]:
     """Every agent by name: built-ins first (build, plan, general, explore, workflow), then the
-    custom ones sorted. Raises :class:`ConfigError` for an invalid agent definition."""
+    custom ones sorted. Raises :class:`ConfigError` for an invalid agent definition.
+    ``without``: settings of project markdown agents left out (``Config.without``)."""
     from etcode.prompt.instruction import default_global_dir, folders_between
 
     agents: dict[str, AgentInfo | None] = dict(builtin_agents())
@@ -300,7 +333,7 @@ def load_agents(
         here = Path(directory).expanduser().resolve()
         top = Path(worktree).expanduser().resolve() if worktree else here
         for folder in folders_between(here, top):
-            layers.append(markdown_agents(folder / ".etcode"))
+            layers.append(markdown_agents(folder / ".etcode", without))
     for layer in layers:
         for name, (settings, source) in layer.items():
             agents[name] = apply_settings(agents.get(name), name, settings, source)
@@ -317,6 +350,7 @@ def get_agent(
     directory: str | Path | None = None,
     worktree: str | Path | None = None,
     global_dir: str | Path | None = None,
+    without: Mapping[Path, Sequence[Loc]] | None = None,
 ) -> AgentInfo:
     """The agent called ``name``; :class:`UsageError` listing the known names otherwise.
 
@@ -324,7 +358,9 @@ def get_agent(
     worktree, global_dir)`` (just the built-ins and global markdown agents when those
     are all None).
     """
-    known = agents if agents is not None else load_agents(config_agents, directory, worktree, global_dir)
+    known = (
+        agents if agents is not None else load_agents(config_agents, directory, worktree, global_dir, without)
+    )
     if name in known:
         return known[name]
     raise UsageError(f'unknown agent "{name}"; known agents: {", ".join(known)}')

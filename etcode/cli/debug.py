@@ -74,7 +74,7 @@ async def _build(
     import os
 
     from etcode.agent import DEFAULT_AGENT, get_agent, load_agents
-    from etcode.prompt.instruction import InstructionPrompt
+    from etcode.prompt.instruction import InstructionPrompt, rules_internal_check
     from etcode.prompt.system import SystemPrompt
 
     config = _load_config(info.directory, info.worktree)
@@ -88,6 +88,10 @@ async def _build(
         info.worktree,
         instructions=getattr(config, "instructions", None) or [],
         compat=getattr(config, "instructions_compat", True),
+        trusted=getattr(config, "trusted", False),
+        internal_allowed=rules_internal_check(
+            getattr(config, "permission", None), getattr(config, "permission_files", [])
+        ),
     )
     warnings: list[str] = []
     parts = await SystemPrompt.build(

@@ -64,6 +64,10 @@ class ConfigFile:
     sha256: str
     #: The worktree the file was found in (``{file:}`` paths outside it are the user's files).
     root: Path
+    #: "config" (an ``etcode.json``), or "agent": a project markdown agent
+    #: (``.etcode/agent/<name>.md``) whose front matter sets ``permission``, kept as
+    #: ``{"agent": {name: {"permission": ...}}}`` (never substituted).
+    kind: str = "config"
 
 
 # --- discovery -----------------------------------------------------------------------
@@ -230,6 +234,31 @@ def _without_dropped(value: Any) -> Any:
     return value
 
 
+def agent_file_layers(
+    directory: Path, worktree: Path, without: Mapping[Path, Sequence[Loc]] | None = None
+) -> list[ConfigFile]:
+    """The project's markdown agents whose front matter sets ``permission`` rules, as
+    ``ConfigFile``s for the trust check (one that cannot be read is left to the agent
+    registry, which reports it)."""
+    from etcode.agent.registry import TRUSTED_SETTINGS, parse_markdown, project_agent_files
+
+    found: list[ConfigFile] = []
+    for path in project_agent_files(directory, worktree):
+        try:
+            data = path.read_bytes()
+            meta, _ = parse_markdown(data.decode("utf-8"), str(path))
+        except (OSError, UnicodeDecodeError, ConfigError):
+            continue
+        judged = {key: meta[key] for key in TRUSTED_SETTINGS if key in meta}
+        if not judged:
+            continue
+        raw: dict[str, Any] = {"agent": {path.stem: judged}}
+        dropped = (without or {}).get(path)
+        raw = drop_keys(raw, dropped) if dropped else raw
+        found.append(ConfigFile(path, True, raw, hashlib.sha256(data).hexdigest(), worktree, "agent"))
+    return found
+
+
 # --- env and flags -------------------------------------------------------------------
 
 
@@ -327,6 +356,7 @@ def load_config(
         raw = drop_keys(raw, dropped) if dropped else raw
         files.append(ConfigFile(path, path.resolve() not in users, raw, digest, worktree))
         apply(_prepare(raw, path, env), str(path))
+    files.extend(agent_file_layers(directory, worktree, without))
     for var, layer in env_layers(env):
         apply(layer, var)
     debug = env_debug(env)
@@ -341,4 +371,5 @@ def load_config(
     config._debug = debug
     config._permission_files = permission_files
     config._files = files
+    config._without = {Path(path): list(locs) for path, locs in (without or {}).items()}
     return config

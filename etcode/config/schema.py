@@ -261,6 +261,8 @@ class Config(_Strict):
     _debug: bool = PrivateAttr(default=False)
     _permission_files: list[tuple[str, Any]] = PrivateAttr(default_factory=list)
     _files: list[Any] = PrivateAttr(default_factory=list)  # loader.ConfigFile, for config/trust.py
+    _without: dict[Path, list[Any]] = PrivateAttr(default_factory=dict)
+    _trusted: bool = PrivateAttr(default=False)
 
     @field_validator("permission")
     @classmethod
@@ -289,6 +291,21 @@ class Config(_Strict):
     def files(self) -> list[Any]:
         """Each file read (``loader.ConfigFile``: path, project or not, raw data, sha256)."""
         return list(self._files)
+
+    @property
+    def without(self) -> dict[Path, list[Any]]:
+        """Per project file, the settings left out because the user did not trust them
+        (``load_config(without=...)``); the agent registry leaves them out of markdown agents."""
+        return dict(self._without)
+
+    @property
+    def trusted(self) -> bool:
+        """The user approved this project for this session (``--trust``, the trust dialog):
+        instruction files linked out of the project are sent too (``prompt/project_files.py``)."""
+        return self._trusted
+
+    def mark_trusted(self) -> None:
+        self._trusted = True
 
     def origin(self, key: str) -> str | None:
         """Where a top-level key (or ``provider.<id>``) was last set: a file path or label."""

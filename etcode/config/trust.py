@@ -13,7 +13,9 @@ Only *project* files are checked (found in the worktree); the global file and
   its ``headers``;
 - a ``plugin`` (Python code imported and run);
 - an ``instructions`` path outside the project, or to the user's files in it (its text is
-  sent to the model);
+  sent to the model), and any ``instructions`` URL (fetched at start, its answer sent);
+- a ``permission`` allow (top level, per agent, or in a project markdown agent's front
+  matter) where the user's own rules and the defaults ask or deny (``config/loosening.py``);
 - ``shell.env.include`` of secret-looking variables, ``shell.env.set`` of variables that
   decide what a command runs (``PATH``, ``BASH_ENV``, ``LD_PRELOAD``...), and a ``sandbox``
   looser than the user's (turned off, network, writable paths outside the project);
@@ -258,7 +260,11 @@ class _Scan:
     def instructions(self) -> None:
         entries = self.file.raw.get("instructions")
         for index, entry in enumerate(entries if isinstance(entries, list) else []):
-            if not isinstance(entry, str) or not entry.strip() or entry.startswith(("http://", "https://")):
+            if isinstance(entry, str) and entry.strip().startswith(("http://", "https://")):
+                reason = f"fetches {entry.strip()} when a session starts and sends the answer to the model"
+                self.add(("instructions", index), f"instructions[{index}]", reason)
+                continue
+            if not isinstance(entry, str) or not entry.strip():
                 continue
             if _TOKEN.search(entry):
                 continue  # judged as a substitution below
@@ -343,6 +349,31 @@ class _Scan:
                         f"allows {_join(what)} without asking",
                     )
 
+    def loosened(self, layers: Any) -> None:
+        """Allows (top level, ``agent.<name>.permission``, a markdown agent's front matter)
+        where the user's own rules ask or deny (issue 27.4: ``config/loosening.py``)."""
+        from etcode.config.loosening import loosenings
+
+        places: list[tuple[Any, Loc, str | None]] = [(self.file.raw.get("permission"), ("permission",), None)]
+        agents = self.file.raw.get("agent")
+        for name, agent in agents.items() if isinstance(agents, dict) else ():
+            if isinstance(agent, dict) and agent.get("permission") is not None:
+                places.append((agent["permission"], ("agent", name, "permission"), str(name)))
+        for value, loc, agent_name in places:
+            if value is None:
+                continue
+            for found in loosenings(value, loc, agent_name, layers):
+                if self.covered(found.loc):
+                    continue
+                verdict = "deny" if found.users == "deny" else "ask about"
+                example = found.example.replace("\x01", "x")
+                deep = len(found.loc) > len(loc) + 1
+                key = f'{key_path(found.loc[:-1])}."{found.loc[-1]}"' if deep else key_path(found.loc)
+                reason = (
+                    f'allows without asking what your own rules {verdict} ({found.permission} "{example}")'
+                )
+                self.add(found.loc, key, reason)
+
     def sandbox(self) -> None:
         """``sandbox`` (issue 12.9): a project that loosens the sandbox the user chose."""
         value = self.file.raw.get("sandbox")
@@ -407,10 +438,17 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
     """The risky settings of the project files among ``files`` (all layers, merge order)."""
     env = os.environ if env is None else env
     findings: list[Finding] = []
+    layers: Any = None
     for file in files:
         if not file.project:
             continue
         scan = _Scan(file, files, env)
+        if file.kind == "agent":  # a markdown agent's permission rules (never substituted)
+            scan.permissions()
+            layers = layers or _layers(files)
+            scan.loosened(layers)
+            findings.extend(scan.findings)
+            continue
         scan.providers()
         scan.mcp_servers()
         scan.plugins()
@@ -419,9 +457,26 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
         scan.sandbox()
         scan.agent_sandboxes()
         scan.permissions()
+        if _has_rules(file):
+            layers = layers or _layers(files)
+            scan.loosened(layers)
         scan.substitutions(file.raw)
         findings.extend(scan.findings)
     return findings
+
+
+def _layers(files: Sequence[ConfigFile]) -> Any:
+    from etcode.config.loosening import Layers
+
+    return Layers(files)
+
+
+def _has_rules(file: ConfigFile) -> bool:
+    agents = file.raw.get("agent")
+    return file.raw.get("permission") is not None or any(
+        isinstance(a, dict) and a.get("permission") is not None
+        for a in (agents.values() if isinstance(agents, dict) else ())
+    )
 
 
 def config_findings(config: Any, env: Mapping[str, str] | None = None) -> list[Finding]:
@@ -494,7 +549,16 @@ def untrusted(
 def trust_files(config: Any, findings: Sequence[Finding], store: TrustStore | None = None) -> None:
     """Approve the current version of every file that has one of ``findings``."""
     digests = {file.path: file.sha256 for file in getattr(config, "files", None) or []}
+    _mark_trusted(config)
     (store or TrustStore()).trust((path, digests[path]) for path in dict.fromkeys(f.file for f in findings))
+
+
+def _mark_trusted(config: Any) -> None:
+    """The user trusted the project for this session (``Config.trusted``): instruction files
+    it links out of the project are sent too (``prompt/project_files.py``)."""
+    mark = getattr(config, "mark_trusted", None)
+    if mark is not None:
+        mark()
 
 
 def exclusions(findings: Sequence[Finding]) -> dict[Path, list[Loc]]:
@@ -539,6 +603,8 @@ def require_trust(
     """The gate of headless commands. Unapproved risky settings raise
     :class:`UntrustedConfigError`, unless ``trust`` (approve and remember the files) or
     ``allow`` (this time only); returns the findings so let through (to report them)."""
+    if trust:
+        _mark_trusted(config)
     found = untrusted(config, store)
     if found and trust:
         trust_files(config, found, store)

@@ -11,14 +11,20 @@ import asyncio
 import glob
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from etcode.prompt.parts import PromptPart
+from etcode.util.paths import folders_between
 
 if TYPE_CHECKING:
     import httpx
+
+    from etcode.util.web_address import IPAddress, WebAddress
+
+#: ``(address, its internal IPs) -> allowed?``: may an instruction URL reach this machine.
+InternalCheck = Callable[["WebAddress", "Sequence[IPAddress]"], bool]
 
 logger = logging.getLogger("etcode.prompt")
 
@@ -38,13 +44,6 @@ def default_global_dir() -> Path:
         base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
         return base / "etcode"
     return config_dir()
-
-
-def folders_between(start: Path, top: Path) -> list[Path]:
-    """``start`` and its ancestors up to and including ``top``, outermost first.
-    Just ``[start]`` when ``top`` is not ``start`` or one of its ancestors."""
-    chain = (start, *start.parents)
-    return list(reversed(chain[: chain.index(top) + 1])) if top in chain else [start]
 
 
 def level_files(folder: Path, compat: bool) -> list[Path]:
@@ -76,6 +75,10 @@ class InstructionPrompt:
     ``instructions``: config entries (paths, globs, ``~/`` paths, URLs).
     ``compat``: CLAUDE.md fallback. ``global_dir``: the etcode config folder.
     ``url_timeout``: seconds per URL. Warnings collect in :attr:`warnings`.
+    ``trusted``: the user trusted the project for this session: files it holds through a
+    link out of the project are sent too (``prompt/project_files.py``; else skipped).
+    ``internal_allowed(url, addresses)``: may an instruction URL reach this machine or its
+    network (the ``private_network`` rules); None: never.
     """
 
     def __init__(
@@ -86,6 +89,8 @@ class InstructionPrompt:
         compat: bool = True,
         global_dir: str | Path | None = None,
         url_timeout: float = URL_TIMEOUT,
+        trusted: bool = False,
+        internal_allowed: InternalCheck | None = None,
     ) -> None:
         self.directory = Path(directory).expanduser().resolve()
         self.worktree = Path(worktree).expanduser().resolve() if worktree else self.directory
@@ -93,6 +98,8 @@ class InstructionPrompt:
         self.compat = compat
         self.global_dir = Path(global_dir).expanduser() if global_dir else default_global_dir()
         self.url_timeout = url_timeout
+        self.trusted = trusted
+        self.internal_allowed = internal_allowed
         #: Warnings of the last :meth:`system` (and of the hooks run by ``SystemPrompt.build``).
         self.warnings: list[str] = []
         self._taken = 0
@@ -141,11 +148,12 @@ class InstructionPrompt:
             return list(self._parts)
         self.warnings, self._taken = [], 0
         config_files, urls = self.config_entries()
-        paths = _unique_resolved([*self.global_files(), *self.project_files(), *config_files])
+        project = await asyncio.to_thread(self._sendable, [*self.project_files(), *config_files])
+        paths = _unique_resolved([*self.global_files(), *project])
         self._loaded = set(paths)
         texts, fetched = await asyncio.gather(
             asyncio.gather(*(asyncio.to_thread(_read, p) for p in paths), return_exceptions=True),
-            fetch_urls(list(dict.fromkeys(urls)), self.url_timeout),
+            fetch_urls(list(dict.fromkeys(urls)), self.url_timeout, self.internal_allowed),
         )
         parts: list[PromptPart] = []
         for path, text in zip(paths, texts, strict=True):
@@ -162,6 +170,23 @@ class InstructionPrompt:
             logger.debug("%s", message)
         self._parts = parts
         return list(parts)
+
+    def _sendable(self, files: Sequence[Path]) -> list[Path]:
+        """``files`` without those a project holds through a link out of it (each skipped
+        with a warning), unless the project is trusted."""
+        if self.trusted:
+            return list(files)
+        from etcode.prompt.project_files import refusal, skip_warning
+
+        kept: list[Path] = []
+        for file in files:
+            reason = refusal(file, self.worktree)
+            if reason is None:
+                kept.append(file)
+            else:
+                self.warnings.append(skip_warning("instructions", file, reason))
+                logger.warning("%s", self.warnings[-1])
+        return kept
 
     def take_warnings(self) -> list[str]:
         """The warnings not taken before (so each is reported once); :attr:`warnings`
@@ -191,7 +216,9 @@ class InstructionPrompt:
                 resolved = file.resolve()
                 if resolved not in self._loaded and resolved not in self._claimed:
                     self._claimed.add(resolved)
-                    found.append(resolved)
+                    found.append(file)
+        # a linked file is skipped (the warning joins :attr:`warnings`, logged)
+        found = [p.resolve() for p in await asyncio.to_thread(self._sendable, found)]
         if not found:
             return None
         texts = await asyncio.gather(*(asyncio.to_thread(_read, p) for p in found), return_exceptions=True)
@@ -210,19 +237,24 @@ def _unique_resolved(paths: Iterable[Path]) -> list[Path]:
     return list(seen)
 
 
-async def fetch_urls(urls: Sequence[str], timeout: float = URL_TIMEOUT) -> list[tuple[str, str, str | None]]:
+async def fetch_urls(
+    urls: Sequence[str], timeout: float = URL_TIMEOUT, internal_allowed: InternalCheck | None = None
+) -> list[tuple[str, str, str | None]]:
     """Fetch ``urls`` concurrently; ``(url, text, error)`` each, ``error`` None on success.
-    Each URL gets ``timeout`` seconds in total; failures never raise. A redirect from a
-    public address never leads into this machine or its network (169.254.169.254...)."""
+    Each URL gets ``timeout`` seconds in total; failures never raise. No hop (the URL, each
+    redirect) reaches this machine or its network (loopback, private ranges, link-local:
+    169.254.169.254...) unless ``internal_allowed`` says so (WebFetch's private-network check)."""
     if not urls:
         return []
     import httpx
 
     async def one(client: httpx.AsyncClient, url: str) -> tuple[str, str, str | None]:
         try:
-            response = await asyncio.wait_for(_get_following(client, url, timeout), timeout)
+            response = await asyncio.wait_for(_get_following(client, url, timeout, internal_allowed), timeout)
         except TimeoutError:
             return url, "", f"timed out after {timeout:g} s"
+        except InternalAddress as err:
+            return url, "", str(err)
         except Exception as err:  # a bad URL must never break the prompt
             return url, "", f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
         if response.status_code >= 400:
@@ -236,19 +268,47 @@ async def fetch_urls(urls: Sequence[str], timeout: float = URL_TIMEOUT) -> list[
 MAX_REDIRECTS = 5
 
 
-async def _get_following(client: httpx.AsyncClient, url: str, timeout: float) -> httpx.Response:
-    """GET ``url``, following redirects; a hop from a public address to an internal one
-    (loopback, private, link-local) is refused."""
+class InternalAddress(ValueError):
+    """An instruction URL (or a redirect) leads to this machine or its network."""
+
+
+async def _get_following(
+    client: httpx.AsyncClient, url: str, timeout: float, internal_allowed: InternalCheck | None = None
+) -> httpx.Response:
+    """GET ``url``, following redirects; a hop to an internal address (loopback, private,
+    link-local) is refused unless ``internal_allowed`` allows it."""
     from etcode.util.web_address import is_internal, normalize_url, resolve
 
     address = normalize_url(url)
-    public = not any(is_internal(ip) for ip in await resolve(address, timeout))
-    for _ in range(MAX_REDIRECTS + 1):
+    for hop in range(MAX_REDIRECTS + 1):
+        internal = [ip for ip in await resolve(address, timeout) if is_internal(ip)]
+        if internal and (internal_allowed is None or not internal_allowed(address, internal)):
+            how = "redirected to " if hop else ""
+            ips = ", ".join(str(ip) for ip in internal)
+            raise InternalAddress(
+                f"{how}{address.host}, an address on this machine or its network ({ips}): not fetched "
+                f'(allow it with a "private_network" rule in your own config)'
+            )
         response = await client.get(address.url)
         location = response.headers.get("location")
         if response.status_code not in (301, 302, 303, 307, 308) or not location:
             return response
         address = normalize_url(location, base=address.url)
-        if public and any(is_internal(ip) for ip in await resolve(address, timeout)):
-            raise ValueError(f"redirected to {address.host}, an address on this machine or its network")
     raise ValueError(f"more than {MAX_REDIRECTS} redirects")
+
+
+def rules_internal_check(permission: Any, permission_files: Sequence[tuple[str, Any]] = ()) -> InternalCheck:
+    """The ``private_network`` rules of a config (``config.permission`` and each file's, as the
+    session's) as an :data:`InternalCheck`: an instruction URL may reach this machine when a
+    rule allows it (the URL as named, or at one of its addresses) and none denies it; nobody
+    is asked while the prompt is built, so "ask" (the default) refuses."""
+    from etcode.permission.rules import evaluate, rules_from_config
+
+    rules = rules_from_config(permission, None, permission_files)
+
+    def allowed(address: WebAddress, internal: Sequence[IPAddress]) -> bool:
+        spellings = [address.url, *(address.with_host(str(ip)).url for ip in internal)]
+        actions = {evaluate(rules, "private_network", text).action for text in dict.fromkeys(spellings)}
+        return "allow" in actions and "deny" not in actions
+
+    return allowed

@@ -69,6 +69,7 @@ def subagents_for(runtime: Runtime) -> dict[str, AgentInfo]:
         config.agent,
         directory=runtime.instance.directory,
         worktree=runtime.instance.worktree,
+        without=config.without,
     )
     return {
         name: info for name, info in agents.items() if info.mode != "primary" and name not in NOT_SUBAGENTS

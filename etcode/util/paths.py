@@ -48,6 +48,13 @@ def state_dir(env: Mapping[str, str] | None = None) -> Path:
     return _xdg("XDG_STATE_HOME", (".local", "state"), env)
 
 
+def folders_between(start: Path, top: Path) -> list[Path]:
+    """``start`` and its ancestors up to and including ``top``, outermost first.
+    Just ``[start]`` when ``top`` is not ``start`` or one of its ancestors."""
+    chain = (start, *start.parents)
+    return list(reversed(chain[: chain.index(top) + 1])) if top in chain else [start]
+
+
 def find_up_all(name: str, start: str | Path, stop: str | Path) -> list[Path]:
     """Every ``<folder>/<name>`` that exists from ``start`` up to and including ``stop``.
 

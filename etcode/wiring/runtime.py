@@ -357,6 +357,7 @@ def _agent_info(name: str, config: Config, instance: InstanceInfo) -> AgentInfo:
         config_agents=config.agent,
         directory=instance.directory,
         worktree=instance.worktree,
+        without=config.without,
     )
 
 
@@ -428,13 +429,15 @@ def _add_task_tool(agent: AgentSettings, runtime: Runtime) -> None:
 
 
 def _instruction_prompt(config: Config, instance: InstanceInfo) -> InstructionPrompt:
-    from etcode.prompt.instruction import InstructionPrompt
+    from etcode.prompt.instruction import InstructionPrompt, rules_internal_check
 
     return InstructionPrompt(
         instance.directory,
         instance.worktree,
         instructions=list(config.instructions),
         compat=config.instructions_compat,
+        trusted=config.trusted,
+        internal_allowed=rules_internal_check(config.permission, config.permission_files),
     )
 
 

@@ -347,7 +347,7 @@ class EtcodeApp(App[int]):
         if parsed is not None:
             await self.run_command(parsed)
             return
-        attachments = resolve_mentions(text, self.directory)
+        attachments = resolve_mentions(text, self.directory, getattr(self.config, "trusted", False))
         task = attach(message.full, attachments) if attachments else message.full
         shown = [a.path for a in attachments]
         if self.busy or (self.host is None and not self._agent_failed):

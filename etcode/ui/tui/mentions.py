@@ -33,8 +33,11 @@ def find_mentions(text: str) -> list[str]:
     return [m for m in seen if m]
 
 
-def resolve_mentions(text: str, directory: Path) -> list[Attachment]:
-    """Read every mentioned file that exists under (or relative to) ``directory``."""
+def resolve_mentions(text: str, directory: Path, trusted: bool = False) -> list[Attachment]:
+    """Read every mentioned file that exists under (or relative to) ``directory``. A file
+    of the project reached through a link out of it (or to a secret or git-ignored file) is
+    not attached unless the project is ``trusted`` (``prompt/project_files.py``)."""
+    from etcode.prompt.project_files import TRUST_HINT, refusal
     from etcode.util.fs import is_binary_file
 
     attachments: list[Attachment] = []
@@ -44,6 +47,10 @@ def resolve_mentions(text: str, directory: Path) -> list[Attachment]:
         if not path.is_file():
             continue
         shown = _display(path, directory)
+        reason = None if trusted else refusal(path, directory)
+        if reason is not None:
+            attachments.append(Attachment(shown, None, f"not attached: {reason} ({TRUST_HINT})"))
+            continue
         try:
             size = path.stat().st_size
             if is_binary_file(path):

@@ -1,0 +1,63 @@
+"""The one check for files etcode sends to the model because a project names or holds them
+(issue 27.5): instruction files (``AGENTS.md``, ``CLAUDE.md`` at every level, sub-folder
+ones), files an ``instructions`` glob picks up inside the project, ``@path`` mentions — and
+later skills and commands.
+
+A repository can commit a symbolic link: ``AGENTS.md -> ~/.ssh/id_rsa`` would put the
+user's key into the system prompt. A file reached through a link (the file itself or a
+folder on its way) is refused when the link leads outside the project, or to a secret file
+(``.env``, ``id_rsa``...: ``config/private_files.SECRET_NAMES``) or a git-ignored one. A
+file that is no link is the repository's own (or one the user put there): not refused.
+Callers skip a refused file with a warning naming it, unless the user trusted the project
+for the session (``Config.trusted``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TRUST_HINT = "`etcode run --trust` sends it"
+
+
+def _linked(path: Path, root: Path) -> bool:
+    """Is ``path`` (inside ``root``) reached through a symbolic link below ``root``?"""
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        return False
+    current = root
+    for part in relative.parts:
+        current = current / part
+        if current.is_symlink():
+            return True
+    return False
+
+
+def refusal(path: str | Path, root: str | Path) -> str | None:
+    """Why ``path`` — a file the project ``root`` names or holds — must not be sent to the
+    model (``"a link to /home/u/.ssh/id_rsa, outside the project"``), None when it may be.
+    A path outside ``root`` (as written, before links) is not the project's: None."""
+    from etcode.config.private_files import git_ignored, secret_name
+
+    root = Path(os.path.abspath(Path(root).expanduser()))
+    path = Path(os.path.abspath(Path(path).expanduser()))
+    if not _linked(path, root):
+        return None
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return "a link that leads nowhere or loops"
+    real_root = root.resolve()
+    if not target.is_relative_to(real_root):
+        return f"a link to {target}, outside the project"
+    if secret_name(target.name):
+        return f"a link to {target}, a secret file"
+    if git_ignored(target, real_root):
+        return f"a link to {target}, a git-ignored file"
+    return None
+
+
+def skip_warning(kind: str, path: str | Path, reason: str) -> str:
+    """The warning for a refused file: ``skipped instructions AGENTS.md: a link to ...``."""
+    return f"skipped {kind} {path}: {reason} ({TRUST_HINT})"
