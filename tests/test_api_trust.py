@@ -142,3 +142,16 @@ def test_trust_none_skips_the_check_for_a_caller_that_asked(
     assert Agent(directory=checkout, trust=None).run_sync("hello").text == "asked elsewhere"
     with pytest.raises(UntrustedConfigError):
         Agent(directory=checkout).run_sync("again")
+
+
+def test_a_linked_agents_md_is_sent_only_with_trust(
+    user_config: Path, checkout: Path, llm: FakeLLM, isolated_env: Path
+) -> None:
+    """Issue 27.5 through the API: a committed ``AGENTS.md`` linked to ``~/.ssh/id_rsa`` is
+    left out of a default Agent's prompt; ``Agent(trust=True)`` sends it, as ``--trust`` does."""
+    (checkout / "AGENTS.md").symlink_to(isolated_env / ".ssh" / "id_rsa")
+    llm.script(Reply(text="first"), Reply(text="second"))
+    assert Agent(directory=checkout).run_sync("hello").text == "first"
+    assert SSH_KEY not in json.dumps(llm.requests[0].body)
+    assert Agent(directory=checkout, trust=True).run_sync("hello").text == "second"
+    assert SSH_KEY in json.dumps(llm.requests[1].body)

@@ -308,6 +308,8 @@ def _check_trust(config: Config, trust: bool | None) -> None:
         return
     from etcode.config.trust import UntrustedConfigError, trust_files, untrusted
 
+    if trust:
+        config.mark_trusted()  # linked instruction files are sent too, as with `etcode run --trust`
     found = untrusted(config)
     if found and trust:
         trust_files(config, found)
