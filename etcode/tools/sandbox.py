@@ -35,9 +35,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from etcode.util.errors import ConfigError
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 Mode = Literal["off", "workspace-write", "read-only"]
 MODES: tuple[str, ...] = ("off", "workspace-write", "read-only")
@@ -132,18 +135,26 @@ def bwrap_path() -> str | None:
 
 @lru_cache(maxsize=4)
 def probe_bwrap(bwrap: str) -> str | None:
-    """None when ``bwrap`` can build a sandbox here (it runs ``true`` in one, 10 s at most),
-    else its one-line complaint. Cached per executable for the process."""
+    """None when ``bwrap`` can build a sandbox here (it runs ``true`` in one, with the
+    seccomp filter, 10 s at most), else its one-line complaint. Cached per executable."""
+    from etcode.tools.seccomp import filter_fd
+
+    fd = filter_fd()
+    seccomp = ["--seccomp", str(fd)] if fd is not None else []
     try:
         proc = subprocess.run(
-            [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "--", "true"],
+            [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", *seccomp, "--", "true"],
             capture_output=True,
             text=True,
             timeout=10,
             check=False,
+            pass_fds=(fd,) if fd is not None else (),
         )
     except (OSError, subprocess.TimeoutExpired) as err:
         return str(err)
+    finally:
+        if fd is not None:
+            os.close(fd)
     if proc.returncode == 0:
         return None
     lines = (proc.stderr or proc.stdout).strip().splitlines()
@@ -172,7 +183,16 @@ def _folders(directory: Path, worktree: Path) -> list[Path]:
 
 
 def _first_missing(path: Path) -> Path | None:
-    """The first component of ``path`` (resolved) that does not exist; None if it does."""
+    """The first component of ``path`` that does not exist (None if it does), links
+    followed. One ``lstat`` for a plain name in an existing, resolved folder."""
+    try:
+        if not stat.S_ISLNK(os.lstat(path).st_mode):
+            return None
+    except FileNotFoundError:
+        if path.parent.is_dir() and not path.parent.is_symlink():
+            return path
+    except OSError:
+        pass
     path = path.resolve()
     if path.exists():
         return None
@@ -225,9 +245,12 @@ def _filter_file() -> Path | None:
 
 # Mount points bwrap creates in the project for protected names that do not exist yet:
 # removed once no running command of this process uses them (removing one while another
-# sandbox runs would detach that sandbox's mount).
-_mount_lock = threading.Lock()
+# sandbox runs would detach that sandbox's mount). A command that finds a placeholder of
+# another one still running shares it. The removal waits on the kernel's mount teardown
+# (several ms), so it runs in a worker thread, after the command's result.
+_mount_lock = threading.RLock()
 _mount_users: dict[Path, int] = {}
+_remover: ThreadPoolExecutor | None = None
 
 
 def _claim_mount_points(paths: list[Path]) -> None:
@@ -254,10 +277,31 @@ def release_mount_points(paths: list[Path], force: bool = False) -> None:
                     path.rmdir()
 
 
+def _release_later(paths: list[Path]) -> None:
+    global _remover
+    if not paths:
+        return
+    with _mount_lock:
+        if _remover is None:  # its thread is joined at exit, before atexit's final sweep
+            from concurrent.futures import ThreadPoolExecutor
+
+            _remover = ThreadPoolExecutor(max_workers=1, thread_name_prefix="etcode-sandbox")
+        _remover.submit(release_mount_points, paths)
+
+
+def settle(timeout: float = 10.0) -> None:
+    """Wait (at most ``timeout`` s) until the placeholders of ended commands are removed."""
+    with _mount_lock:
+        remover = _remover
+    if remover is not None:
+        remover.submit(lambda: None).result(timeout)
+
+
 def protected_paths(directory: Path, worktree: Path) -> list[Path]:
     """etcode's config and the instruction files of each folder from the worktree root down
     to the working directory, existing or not, and the worktree's ``.git`` if it exists."""
-    found = [worktree / ".git"] if (worktree / ".git").exists() else []
+    git = worktree.resolve() / ".git"
+    found = [git] if git.exists() else []
     for folder in _folders(directory, worktree):
         found += [folder / name for name in PROTECTED_NAMES]
     return found
@@ -293,7 +337,7 @@ class Launch:
     def close(self) -> None:
         """After the command (and with it the sandbox) has ended."""
         self.started()
-        release_mount_points(self.mount_points)
+        _release_later(self.mount_points)
         self.mount_points = []
 
 
@@ -327,7 +371,9 @@ def prepare(
         writable = [path for path in places if path.exists()]
         for path in writable:
             args += ["--bind", str(path), str(path)]
-    mount_points = _protect(args, [*protected_paths(directory, worktree), *policy.protected], writable)
+    with _mount_lock:  # a placeholder seen here is not removed before this command claims it
+        mount_points = _protect(args, [*protected_paths(directory, worktree), *policy.protected], writable)
+        _claim_mount_points(mount_points)
     _hide(args, [directory.resolve(), worktree.resolve()])
     for path in policy.unix_sockets:
         if path.exists():
@@ -338,7 +384,6 @@ def prepare(
     if not policy.unix_sockets:
         args, fds = _with_filter(args, shell, pass_fds)
     args += ["--chdir", str(directory), "--", shell, "-c", command]
-    _claim_mount_points(mount_points)
     return Launch(args, fds, mount_points)
 
 
@@ -354,9 +399,13 @@ def _protect(args: list[str], paths: list[Path], writable: list[Path]) -> list[P
     for path in dict.fromkeys(paths):
         missing = _first_missing(path)
         if missing is None:
-            args += ["--ro-bind", str(path.resolve()), str(path.resolve())]
+            target = str(path.resolve()) if path.is_symlink() else str(path)
+            args += ["--ro-bind", target, target]
+            if path in _mount_users:  # another command's placeholder: shared until both end
+                made.append(path)
         elif _under(missing, writable):
-            folder = missing != path.resolve() or path.name in PROTECTED_FOLDERS
+            leaf = missing == path or missing == path.resolve()  # else a folder on the way is missing
+            folder = not leaf or path.name in PROTECTED_FOLDERS
             args += ["--ro-bind", str(blank_dir if folder else blank_file), str(missing)]
             made.append(missing)
     return made
@@ -425,4 +474,4 @@ def config_dir_paths() -> tuple[Path, ...]:
     from etcode.util.paths import config_dir
 
     folder = config_dir(os.environ)
-    return (folder,) if folder.exists() else ()
+    return (folder.resolve(),) if folder.exists() else ()

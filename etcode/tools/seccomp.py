@@ -32,6 +32,12 @@ _NR, _ARCH, _ARG0 = 0, 4, 16
 ARCHES = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
 
 
+def unsupported_machine() -> str | None:
+    """This machine's name when the filter is not written for it (None: it is)."""
+    machine = platform.machine()
+    return None if machine in ARCHES else machine
+
+
 def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 

@@ -50,6 +50,10 @@ async def sandbox_policy(
         return SandboxPolicy()
     writable = tuple(Path(p).expanduser() for p in configured.writable) if configured is not None else ()
     network = bool(configured.network) if configured is not None else False
+    from etcode.tools.seccomp import unsupported_machine
+
+    if unsupported_machine():
+        warnings.append(f"the sandbox cannot block unix sockets on this machine ({unsupported_machine()})")
     sockets = (
         tuple(Path(p).expanduser() for p in configured.allow_unix_sockets) if configured is not None else ()
     )
