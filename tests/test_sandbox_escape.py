@@ -166,6 +166,9 @@ def home(outside: Path) -> dict[str, str]:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
     (folder / ".docker" / "daemon.json").write_text("visible-docker-setting", encoding="utf-8")
+    outputs = folder / ".local/share/etcode/tool-output"  # saved outputs the model is pointed at
+    outputs.mkdir(parents=True)
+    (outputs / "tool_1").write_text("visible-saved-output", encoding="utf-8")
     env = {"HOME": str(folder)}
     for var, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share")):
         env[var] = str(folder / sub)
@@ -179,11 +182,13 @@ def test_credential_stores_are_hidden(
     project: Path, llm: FakeLLM, home: dict[str, str], flags: tuple[str, ...]
 ) -> None:
     files = (".ssh/id_rsa", ".aws/credentials", ".netrc", ".docker/config.json", ".config/gh/hosts.yml",
-             ".git-credentials", ".local/share/etcode/notes", ".docker/daemon.json")  # fmt: skip
+             ".git-credentials", ".local/share/etcode/notes", ".docker/daemon.json",
+             ".local/share/etcode/tool-output/tool_1")  # fmt: skip
     command = "; ".join(f'cat "$HOME/{name}"' for name in files) + "; ls -A \"$HOME/.ssh\"; printf 'EN%s' D"
     seen = run_command(llm, project, flags, command, env=home)
     assert "FAKE-" not in seen
     assert "visible-docker-setting" in seen and "END" in seen  # the rest of the home is readable
+    assert "visible-saved-output" in seen
 
 
 def test_workspace_write_has_a_private_tmp(project: Path, llm: FakeLLM) -> None:

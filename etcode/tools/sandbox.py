@@ -414,10 +414,14 @@ def _protect(args: list[str], paths: list[Path], writable: list[Path]) -> list[P
 def _hide(args: list[str], shown: list[Path]) -> None:
     """Add an empty tmpfs over each credential folder and an empty file over each
     credential file (never over the project itself)."""
-    for path in hidden_paths():
-        if any(place.is_relative_to(path) for place in shown):
-            continue
+    from etcode.tools.truncate import output_dir
+
+    hidden = [path for path in hidden_paths() if not any(place.is_relative_to(path) for place in shown)]
+    for path in hidden:
         args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", str(_blanks()[0]), str(path)]
+    outputs = output_dir()  # the saved full outputs of earlier tools stay readable (the model was pointed at them)
+    if outputs.is_dir() and _under(outputs, hidden):
+        args += ["--ro-bind", str(outputs), str(outputs)]
 
 
 def _with_filter(args: list[str], shell: str, pass_fds: bool) -> tuple[list[str], tuple[int, ...]]:
