@@ -161,6 +161,7 @@ def home(outside: Path) -> dict[str, str]:
         ".config/gh/hosts.yml": "oauth_token: FAKE-GH-7890",
         ".git-credentials": "https://u:FAKE-GITCRED-1111@example.com",
         ".local/share/etcode/notes": "FAKE-ETCODE-DATA-2222",
+        ".config/etcode/etcode.json": '{"$schema": "FAKE-ETCODE-CONFIG-3333"}',
     }
     for name, text in stores.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
@@ -182,7 +183,7 @@ def test_credential_stores_are_hidden(
     project: Path, llm: FakeLLM, home: dict[str, str], flags: tuple[str, ...]
 ) -> None:
     files = (".ssh/id_rsa", ".aws/credentials", ".netrc", ".docker/config.json", ".config/gh/hosts.yml",
-             ".git-credentials", ".local/share/etcode/notes", ".docker/daemon.json",
+             ".git-credentials", ".local/share/etcode/notes", ".config/etcode/etcode.json", ".docker/daemon.json",
              ".local/share/etcode/tool-output/tool_1")  # fmt: skip
     command = "; ".join(f'cat "$HOME/{name}"' for name in files) + "; ls -A \"$HOME/.ssh\"; printf 'EN%s' D"
     seen = run_command(llm, project, flags, command, env=home)

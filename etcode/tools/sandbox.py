@@ -308,13 +308,18 @@ def protected_paths(directory: Path, worktree: Path) -> list[Path]:
 
 
 def hidden_paths(env: Mapping[str, str] | None = None) -> list[Path]:
-    """Credential stores in the home folder and etcode's data and state folders (sessions,
-    trust records), as they exist now: hidden from every sandboxed command."""
-    from etcode.util.paths import data_dir, state_dir
+    """Credential stores in the home folder and etcode's config, data and state folders (a
+    literal ``apiKey``, sessions, trust records), as they exist now: hidden from every
+    sandboxed command."""
+    from etcode.util.paths import config_dir, data_dir, state_dir
 
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home())
-    candidates = [home / name for name in SECRET_HOME_PATHS] + [data_dir(env), state_dir(env)]
+    candidates = [home / name for name in SECRET_HOME_PATHS] + [
+        config_dir(env),
+        data_dir(env),
+        state_dir(env),
+    ]
     return [path for path in candidates if path.exists()]
 
 
@@ -419,7 +424,9 @@ def _hide(args: list[str], shown: list[Path]) -> None:
     hidden = [path for path in hidden_paths() if not any(place.is_relative_to(path) for place in shown)]
     for path in hidden:
         args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", str(_blanks()[0]), str(path)]
-    outputs = output_dir()  # the saved full outputs of earlier tools stay readable (the model was pointed at them)
+    outputs = (
+        output_dir()
+    )  # the saved full outputs of earlier tools stay readable (the model was pointed at them)
     if outputs.is_dir() and _under(outputs, hidden):
         args += ["--ro-bind", str(outputs), str(outputs)]
 
