@@ -220,6 +220,17 @@ def test_config_and_instruction_files_cannot_be_created(project: Path, llm: Fake
     assert after - before == {Path("src/ok")}  # the ordinary write, and no placeholder left
 
 
+def test_a_protected_link_is_put_back(project: Path, llm: FakeLLM) -> None:
+    """A bind protects a link's target, not the link: one the command replaced is restored."""
+    (project / "AGENTS.md").write_text("the project's rules\n", encoding="utf-8")
+    (project / "CLAUDE.md").symlink_to("AGENTS.md")
+    command = "rm CLAUDE.md && echo planted > CLAUDE.md && cat CLAUDE.md; echo planted >> AGENTS.md"
+    seen = run_command(llm, project, ("--sandbox", "workspace-write"), command)
+    assert os.readlink(project / "CLAUDE.md") == "AGENTS.md"
+    assert (project / "AGENTS.md").read_text(encoding="utf-8") == "the project's rules\n"
+    assert "The sandbox put back CLAUDE.md" in seen
+
+
 async def test_existing_config_files_stay_and_concurrent_commands_share_placeholders(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     (root / ".git").mkdir(parents=True)

@@ -252,7 +252,7 @@ class BashTool(Tool):
         try:
             run = await _execute(launch.argv, sandbox.environment(policy, env), timeout_ms, ctx, launch)
         finally:
-            launch.close()
+            restored = launch.close()
         sandbox_note = ""
         if (
             policy.active
@@ -269,6 +269,14 @@ class BashTool(Tool):
             notes.append(f"Exit code: {run.exit_code}")
         if sandbox_note:
             notes.append(sandbox_note)
+        if restored:
+            names = ", ".join(
+                str(path.relative_to(ctx.worktree)) if path.is_relative_to(ctx.worktree) else str(path)
+                for path in restored
+            )
+            notes.append(
+                f"[etcode] The sandbox put back {names}: a sandboxed command cannot replace the agents' config or instruction files."
+            )
         output = run.output
         if not output and not notes:
             output = "(Command completed with no output)"

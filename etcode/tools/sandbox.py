@@ -331,6 +331,9 @@ class Launch:
     argv: list[str]
     pass_fds: tuple[int, ...] = ()
     mount_points: list[Path] = field(default_factory=list)
+    #: Protected names that are symbolic links, and their targets: a bind protects the
+    #: target, not the link, so a link the command replaced is put back after it.
+    links: dict[Path, str] = field(default_factory=dict)
 
     def started(self) -> None:
         """The command has started: its copy of the filter is all that is needed."""
@@ -339,11 +342,31 @@ class Launch:
                 os.close(fd)
         self.pass_fds = ()
 
-    def close(self) -> None:
-        """After the command (and with it the sandbox) has ended."""
+    def close(self) -> list[Path]:
+        """After the command (and with it the sandbox) has ended. Returns the protected
+        links it replaced, now put back."""
         self.started()
         _release_later(self.mount_points)
         self.mount_points = []
+        links, self.links = self.links, {}
+        return _restore_links(links)
+
+
+def _restore_links(links: dict[Path, str]) -> list[Path]:
+    restored = []
+    for path, target in links.items():
+        with contextlib.suppress(OSError):
+            if os.readlink(path) == target:
+                continue
+        with contextlib.suppress(OSError):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)  # (never follows the links inside)
+            else:
+                path.unlink()
+        with contextlib.suppress(OSError):
+            os.symlink(target, path)
+        restored.append(path)
+    return restored
 
 
 def prepare(
@@ -376,9 +399,11 @@ def prepare(
         writable = [path for path in places if path.exists()]
         for path in writable:
             args += ["--bind", str(path), str(path)]
+    protected = [*protected_paths(directory, worktree), *policy.protected]
     with _mount_lock:  # a placeholder seen here is not removed before this command claims it
-        mount_points = _protect(args, [*protected_paths(directory, worktree), *policy.protected], writable)
+        mount_points = _protect(args, protected, writable)
         _claim_mount_points(mount_points)
+    links = {path: os.readlink(path) for path in protected if writable and _is_link(path, writable)}
     _hide(args, [directory.resolve(), worktree.resolve()])
     for path in policy.unix_sockets:
         if path.exists():
@@ -389,7 +414,11 @@ def prepare(
     if not policy.unix_sockets:
         args, fds = _with_filter(args, shell, pass_fds)
     args += ["--chdir", str(directory), "--", shell, "-c", command]
-    return Launch(args, fds, mount_points)
+    return Launch(args, fds, mount_points, links)
+
+
+def _is_link(path: Path, writable: list[Path]) -> bool:
+    return path.is_symlink() and _under(path.parent, writable)
 
 
 def _protect(args: list[str], paths: list[Path], writable: list[Path]) -> list[Path]:
