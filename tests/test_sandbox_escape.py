@@ -205,6 +205,9 @@ def test_config_and_instruction_files_cannot_be_created(project: Path, llm: Fake
     """In workspace-write a command cannot plant config or instructions for the next
     session, in the worktree root or the working directory, and leaves no placeholder."""
     sub = project / "src"
+    (project / ".git" / "config").write_text("[core]\n\thooksPath = .husky/_\n", encoding="utf-8")
+    (project / ".husky" / "_").mkdir(parents=True)
+    (project / ".husky" / "pre-commit").write_text("npm test\n", encoding="utf-8")
     before = {p.relative_to(project) for p in project.rglob("*")}
     attempts = [
         "echo '{}' > etcode.json", "echo '{}' > etcode.jsonc", "mkdir -p .etcode/agent",
@@ -212,12 +215,14 @@ def test_config_and_instruction_files_cannot_be_created(project: Path, llm: Fake
         "echo x > AGENTS.md", "echo x > CLAUDE.md", "echo x > ETCODE.md",
         "echo x > ../AGENTS.md", "mkdir ../.etcode", "echo '{}' > ../etcode.jsonc",
         "echo x > ../.git/hooks/pre-commit", "echo x >> ../.git/config",
+        "echo x >> ../.husky/pre-commit", "echo x > ../.husky/_/pre-commit",
     ]  # fmt: skip
     command = "; ".join(f"({attempt}) 2>/dev/null && printf 'MA%s\\n' DE {attempt!r}" for attempt in attempts)
     seen = run_command(llm, sub, ("--sandbox", "workspace-write"), command + "; touch ok; printf 'EN%s' D")
     assert "MADE" not in seen and "END" in seen
     after = {p.relative_to(project) for p in project.rglob("*")}
     assert after - before == {Path("src/ok")}  # the ordinary write, and no placeholder left
+    assert (project / ".husky" / "pre-commit").read_text(encoding="utf-8") == "npm test\n"
 
 
 def test_a_protected_link_is_put_back(project: Path, llm: FakeLLM) -> None:

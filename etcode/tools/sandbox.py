@@ -301,9 +301,31 @@ def protected_paths(directory: Path, worktree: Path) -> list[Path]:
     """etcode's config and the instruction files of each folder from the worktree root down
     to the working directory, existing or not, and the worktree's ``.git`` if it exists."""
     git = worktree.resolve() / ".git"
-    found = [git] if git.exists() else []
+    found = [git, *_hooks_folders(git)] if git.exists() else []
     for folder in _folders(directory, worktree):
         found += [folder / name for name in PROTECTED_NAMES]
+    return found
+
+
+_HOOKS_PATH = re.compile(r"^\s*hookspath\s*=\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _hooks_folders(git: Path) -> list[Path]:
+    """The hooks folder the repository's ``core.hooksPath`` names when it is in the worktree
+    (Husky's ``.husky/_`` with the ``.husky`` scripts it runs): git runs them outside."""
+    try:
+        text = (git / "config").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    found = []
+    for value in _HOOKS_PATH.findall(text):
+        if value.strip('"').startswith("~"):
+            continue  # in the home folder: read-only already
+        folder = (git.parent / value.strip('"')).resolve()
+        if folder.is_relative_to(git.parent) and folder != git.parent:
+            found.append(folder)
+            if folder.name == "_" and folder.parent != git.parent:
+                found.append(folder.parent)
     return found
 
 
