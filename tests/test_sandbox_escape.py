@@ -34,9 +34,11 @@ pytestmark = needs(
     "bwrap", unavailable_reason() is not None, f"no sandbox on this machine: {unavailable_reason()}"
 )
 
+# --yes: the commands are not plain words (expansions), which a rule may ask about; it
+# never lifts the sandbox.
 MODES = [
-    pytest.param(("--sandbox", "read-only"), id="read-only"),
-    pytest.param(("--sandbox", "workspace-write"), id="workspace-write"),
+    pytest.param(("--sandbox", "read-only", "--yes"), id="read-only"),
+    pytest.param(("--sandbox", "workspace-write", "--yes"), id="workspace-write"),
     pytest.param(("--agent", "plan", "--yes"), id="plan"),
 ]
 
@@ -195,7 +197,7 @@ def test_credential_stores_are_hidden(
 def test_workspace_write_has_a_private_tmp(project: Path, llm: FakeLLM) -> None:
     mark = f"/tmp/etcode-private-{token()}"
     seen = run_command(
-        llm, project, ("--sandbox", "workspace-write"), f"printf 'in%s' side > {mark} && cat {mark}"
+        llm, project, ("--sandbox", "workspace-write", "--yes"), f"printf 'in%s' side > {mark} && cat {mark}"
     )
     assert "inside" in seen  # writable inside the command
     assert not Path(mark).exists()
@@ -218,7 +220,9 @@ def test_config_and_instruction_files_cannot_be_created(project: Path, llm: Fake
         "echo x >> ../.husky/pre-commit", "echo x > ../.husky/_/pre-commit",
     ]  # fmt: skip
     command = "; ".join(f"({attempt}) 2>/dev/null && printf 'MA%s\\n' DE {attempt!r}" for attempt in attempts)
-    seen = run_command(llm, sub, ("--sandbox", "workspace-write"), command + "; touch ok; printf 'EN%s' D")
+    seen = run_command(
+        llm, sub, ("--sandbox", "workspace-write", "--yes"), command + "; touch ok; printf 'EN%s' D"
+    )
     assert "MADE" not in seen and "END" in seen
     after = {p.relative_to(project) for p in project.rglob("*")}
     assert after - before == {Path("src/ok")}  # the ordinary write, and no placeholder left
@@ -230,7 +234,7 @@ def test_a_protected_link_is_put_back(project: Path, llm: FakeLLM) -> None:
     (project / "AGENTS.md").write_text("the project's rules\n", encoding="utf-8")
     (project / "CLAUDE.md").symlink_to("AGENTS.md")
     command = "rm CLAUDE.md && echo planted > CLAUDE.md && cat CLAUDE.md; echo planted >> AGENTS.md"
-    seen = run_command(llm, project, ("--sandbox", "workspace-write"), command)
+    seen = run_command(llm, project, ("--sandbox", "workspace-write", "--yes"), command)
     assert os.readlink(project / "CLAUDE.md") == "AGENTS.md"
     assert (project / "AGENTS.md").read_text(encoding="utf-8") == "the project's rules\n"
     assert "The sandbox put back CLAUDE.md" in seen
