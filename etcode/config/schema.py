@@ -194,6 +194,9 @@ class SandboxConfig(_Strict):
     mode: Literal["off", "workspace-write", "read-only"] = "off"
     network: bool = False
     writable: list[str] = Field(default_factory=list)
+    #: Unix sockets commands may reach (``~/`` allowed). Any entry turns the socket filter
+    #: off: seccomp cannot tell one socket path from another (see docs/security.md).
+    allow_unix_sockets: list[str] = Field(default_factory=list, alias="allowUnixSockets")
 
     @model_validator(mode="before")
     @classmethod

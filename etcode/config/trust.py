@@ -386,6 +386,10 @@ class _Scan:
             self.add(mode_loc, "sandbox.mode", "turns off the sandbox your own config sets")
         if value.get("network") is True:
             self.add(("sandbox", "network"), "sandbox.network", "lets sandboxed commands use the network")
+        sockets = value.get("allowUnixSockets")
+        for index, path in enumerate(sockets if isinstance(sockets, list) else []):
+            reason = f"lets sandboxed commands reach unix sockets ({path} and every other)"
+            self.add(("sandbox", "allowUnixSockets", index), f"sandbox.allowUnixSockets[{index}]", reason)
         writable = value.get("writable")
         for index, path in enumerate(writable if isinstance(writable, list) else []):
             if isinstance(path, str) and _outside(path, self.file.root, self.file.root):

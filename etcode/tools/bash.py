@@ -18,7 +18,7 @@ from etcode.tools.truncate import truncate_output
 from etcode.util.process_group import close_pipes, kill_process_group, start_process
 
 if TYPE_CHECKING:
-    from etcode.tools.sandbox import SandboxPolicy
+    from etcode.tools.sandbox import Launch, SandboxPolicy
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -104,7 +104,9 @@ def _clean(text: str) -> str:
     return _ANSI.sub("", text).replace("\r\n", "\n")
 
 
-async def _execute(argv: list[str], env: dict[str, str], timeout_ms: int, ctx: ToolContext) -> _Run:
+async def _execute(
+    argv: list[str], env: dict[str, str], timeout_ms: int, ctx: ToolContext, launch: Launch | None = None
+) -> _Run:
     """Run ``argv`` until it exits, times out or is interrupted: in the front end's
     terminal when it offers one (an editor shows it), else here."""
     terminal = client_io.client_terminal(ctx)
@@ -120,21 +122,29 @@ async def _execute(argv: list[str], env: dict[str, str], timeout_ms: int, ctx: T
             if ran.truncated:
                 output = "[... earlier output dropped by the editor ...]\n" + output
             return _Run(output, ran.exit_code, ran.timed_out, ran.interrupted, terminal_id=ran.terminal_id)
-    return await _execute_here(argv, env, timeout_ms, ctx)
+    return await _execute_here(argv, env, timeout_ms, ctx, launch)
 
 
-async def _execute_here(argv: list[str], env: dict[str, str], timeout_ms: int, ctx: ToolContext) -> _Run:
+async def _execute_here(
+    argv: list[str], env: dict[str, str], timeout_ms: int, ctx: ToolContext, launch: Launch | None = None
+) -> _Run:
     """Run ``argv`` in its own process group until it exits, times out or is interrupted
-    (then the whole group is killed); its combined output, tail kept."""
+    (then the whole group is killed); its combined output, tail kept. ``launch``: the
+    sandbox's descriptors to pass (its seccomp filter), closed here once started."""
     # A cancel during the start kills the whole group; from here to the ``try`` no await.
-    proc = await start_process(
-        *argv,
-        cwd=str(ctx.directory),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env=env,
-    )
+    try:
+        proc = await start_process(
+            *argv,
+            cwd=str(ctx.directory),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=env,
+            pass_fds=launch.pass_fds if launch is not None else (),
+        )
+    finally:
+        if launch is not None:
+            launch.started()
     collector = _Collector()
     assert proc.stdout is not None
     progress = OutputProgress(ctx.emit, ctx.call_id, "Bash")  # live output for front ends
@@ -235,8 +245,14 @@ class BashTool(Tool):
         timeout_ms = min(params.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
         env = (ctx.shell_env or ShellEnvPolicy()).environment()
         policy = ctx.sandbox or SandboxPolicy()
-        run = await _execute(sandbox.command_argv(policy, params.command, _shell(), ctx.directory, ctx.worktree),
-                             sandbox.environment(policy, env), timeout_ms, ctx)  # fmt: skip
+        in_editor = client_io.client_terminal(ctx) is not None  # no descriptor can be passed there
+        launch = sandbox.prepare(
+            policy, params.command, _shell(), ctx.directory, ctx.worktree, pass_fds=not in_editor
+        )
+        try:
+            run = await _execute(launch.argv, sandbox.environment(policy, env), timeout_ms, ctx, launch)
+        finally:
+            restored = launch.close()
         sandbox_note = ""
         if (
             policy.active
@@ -253,6 +269,14 @@ class BashTool(Tool):
             notes.append(f"Exit code: {run.exit_code}")
         if sandbox_note:
             notes.append(sandbox_note)
+        if restored:
+            names = ", ".join(
+                str(path.relative_to(ctx.worktree)) if path.is_relative_to(ctx.worktree) else str(path)
+                for path in restored
+            )
+            notes.append(
+                f"[etcode] The sandbox put back {names}: a sandboxed command cannot replace the agents' config or instruction files."
+            )
         output = run.output
         if not output and not notes:
             output = "(Command completed with no output)"

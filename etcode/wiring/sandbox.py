@@ -50,7 +50,14 @@ async def sandbox_policy(
         return SandboxPolicy()
     writable = tuple(Path(p).expanduser() for p in configured.writable) if configured is not None else ()
     network = bool(configured.network) if configured is not None else False
-    return SandboxPolicy(as_mode(mode), network, writable, required, config_dir_paths())
+    from etcode.tools.seccomp import unsupported_machine
+
+    if unsupported_machine():
+        warnings.append(f"the sandbox cannot block unix sockets on this machine ({unsupported_machine()})")
+    sockets = (
+        tuple(Path(p).expanduser() for p in configured.allow_unix_sockets) if configured is not None else ()
+    )
+    return SandboxPolicy(as_mode(mode), network, writable, required, config_dir_paths(), sockets)
 
 
 def _unloosened(
