@@ -88,7 +88,7 @@ async def test_workspace_write_confines_writes(project: Path, outside: Path) -> 
         assert result.data["exitCode"] != 0, protected
     assert (project / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
     assert (project / "etcode.json").read_text() == "{}\n"
-    result = await bash(ctx, "f=$(mktemp) && echo ok > $f && cat $f && rm $f")
+    result = await bash(ctx, 'mktemp | { read -r f && echo ok > "$f" && cat "$f" && rm "$f"; }')
     assert result.output == "ok"  # the temp dir stays writable
 
 

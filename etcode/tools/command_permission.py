@@ -6,7 +6,10 @@ reads in it:
   redirection writes; a command whose program is known only at run time is always asked;
 - ``read`` rules see the files the command names (arguments and ``< file``), so ``cat .env``
   asks like ReadFile would and ``cat secret/k`` is refused by ``{"read": {"secret/*": "deny"}}``;
-- ``edit`` rules see the files written by redirections (``echo x > secret/k``).
+- ``edit`` rules see the files written by redirections (``echo x > secret/k``);
+- what can run code or steer a later program (``$((x))``, ``export GIT_DIR=…``, see
+  :mod:`etcode.tools.shell_plain`) is asked whatever the allow rules say (deny rules first);
+  a read-only agent without its sandbox is asked about every line that is not plain.
 
 Rules hold against a model that follows them; a hostile one can still hide a file name
 (``cat $(printf .e; printf nv)``): the sandbox (``"sandbox"``) is the boundary for that.
@@ -32,12 +35,16 @@ async def check_command(
 ) -> ShellAnalysis:
     """Raise ``PermissionDenied`` unless the rules (or the user) allow ``command``."""
     analysis = analyze(command)
+    always_ask = analysis.dynamic_patterns()
+    if ctx.sandbox is not None and ctx.sandbox.plain_commands_only and not analysis.plain:
+        always_ask.append(command.strip())  # no sandbox to fall back on: only plain lines pass
+        analysis.problems.append("without its sandbox this agent runs only plain command lines unasked")
     metadata: dict[str, Any] = {
         "tool": tool,
         "command": command,
         "description": description,
         "always": analysis.always_patterns(),
-        "ask": analysis.dynamic_patterns(),
+        "ask": always_ask,
     }
     if analysis.problems:
         metadata["problems"] = analysis.problems

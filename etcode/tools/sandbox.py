@@ -58,6 +58,9 @@ class SandboxPolicy:
     required: bool = False
     #: Extra read-only paths (the global config folder, given by the runtime).
     protected: tuple[Path, ...] = field(default=())
+    #: The agent's sandbox could not be had (plan, explore without bubblewrap): only
+    #: provably plain command lines may be allowed by a rule; the rest is asked.
+    plain_commands_only: bool = False
 
     @property
     def active(self) -> bool:

@@ -12,7 +12,9 @@ It also lists the files written by redirections and read by ``<``.
 
 What cannot be known without running the line — a command name that comes from a
 variable or a substitution, ``eval`` of non-literal text, a shell reading commands from
-a pipe — is marked *dynamic*: a rule can never simply allow it; it is asked.
+a pipe — is marked *dynamic*: a rule can never simply allow it; it is asked. So are the
+parts :mod:`etcode.tools.shell_plain` finds unsafe (arithmetic over variables, assignments,
+``declare``/``export``, ``[[ $x -eq 0 ]]``…): they can run code or steer a later program.
 """
 
 from __future__ import annotations
@@ -94,6 +96,23 @@ class ShellAnalysis:
     problems: list[str] = field(default_factory=list)
     #: The line itself: asked about whole when it does not parse.
     source: str = ""
+    #: Parts that can run code or change how a later program runs (``$((x))``, ``x=…``,
+    #: ``export A=1``, ``[[ $x -eq 0 ]]``…), as written: asked whatever the allow rules say.
+    unsafe_parts: list[str] = field(default_factory=list)
+    #: Parts known only at run time though not unsafe (substitutions, variables, unquoted
+    #: globs, compound commands, written files): a line with none of these nor of the
+    #: above is *plain*; read-only agents without their sandbox allow only plain lines.
+    opaque_parts: list[str] = field(default_factory=list)
+
+    @property
+    def plain(self) -> bool:
+        """Words, quotes and resolved expansions only: what the rules see is what runs."""
+        return not (
+            self.unsafe_parts
+            or self.opaque_parts
+            or self.problems
+            or any(command.dynamic for command in self.commands)
+        )
 
     def patterns(self) -> list[str]:
         """Every text the ``bash`` rules must allow: each command (see
@@ -107,8 +126,10 @@ class ShellAnalysis:
         return list(dict.fromkeys(text for text in found if text))
 
     def dynamic_patterns(self) -> list[str]:
-        """Patterns to ask about even when a rule allows them: what runs is unknown."""
+        """Patterns to ask about even when a rule allows them: what runs is unknown, or
+        may run code or steer a later program (:attr:`unsafe_parts`)."""
         found = [command.text for command in self.commands if command.dynamic]
+        found.extend(self.unsafe_parts)
         if any(problem.startswith("syntax") for problem in self.problems):
             found.append(self.source.strip())
         return list(dict.fromkeys(text for text in found if text))
@@ -186,6 +207,8 @@ def analyze(command: str) -> ShellAnalysis:
     analysis.writes = list(dict.fromkeys(analysis.writes))
     analysis.reads = list(dict.fromkeys(analysis.reads))
     analysis.problems = list(dict.fromkeys(analysis.problems))
+    analysis.unsafe_parts = list(dict.fromkeys(analysis.unsafe_parts))
+    analysis.opaque_parts = list(dict.fromkeys(analysis.opaque_parts))
     return analysis
 
 
@@ -226,12 +249,50 @@ class _Reader:
             self.analysis.problems.append("syntax: the command does not parse as bash")
             self._rough_commands(text)
         self._collect_assignments(root)
+        unsafe = False
         for node in _walk(root):
             kind = node.type
             if kind == "command":
                 self._command(node, depth)
             elif kind == "file_redirect":
                 self._redirect(node)
+            unsafe = self._plainness(node) or unsafe
+        if unsafe:
+            self._hidden_substitutions(root, depth)
+
+    def _plainness(self, node: Node) -> bool:
+        """Record ``node`` if it is unsafe or opaque (:mod:`etcode.tools.shell_plain`);
+        True when it is unsafe."""
+        from etcode.tools import shell_plain
+
+        risk = shell_plain.node_risk(node)
+        if risk is not None:
+            parent = node.parent
+            shown = (
+                parent if node.type == "variable_assignment" and parent and parent.type == "command" else node
+            )
+            self._unsafe(_text(shown), risk)
+            return True
+        reason = shell_plain.opaque(node)
+        if reason is not None:
+            self.analysis.opaque_parts.append(_text(node) or reason)
+        return False
+
+    def _unsafe(self, text: str, reason: str) -> None:
+        self.analysis.unsafe_parts.append(text.strip())
+        self.analysis.problems.append(f"{reason}: {text.strip()}")
+
+    def _hidden_substitutions(self, root: Node, depth: int) -> None:
+        """In a line that evaluates text as code, the ``$(…)`` in its literal strings may
+        run (``x='a[$(rm v)]'; ls $((x))``): read them, so that deny rules see them."""
+        from etcode.tools.shell_plain import substitutions
+
+        for node in _walk(root):
+            if node.type not in ("raw_string", "string", "ansi_c_string", "word", "heredoc_content"):
+                continue
+            value = self._literal(node) if node.type != "heredoc_content" else _text(node)
+            for inner in substitutions(value or ""):
+                self.read(inner, depth + 1)
 
     def _rough_commands(self, text: str) -> None:
         """For a line the grammar rejects (it is asked about whole): its words as
@@ -338,8 +399,16 @@ class _Reader:
         dynamic = not words[0].literal
         command = ShellCommand(tuple(words), assignments, dynamic)
         self.analysis.commands.append(command)
+        self._command_risk(command)
         if not dynamic:
             self._inner(command, node, depth)
+
+    def _command_risk(self, command: ShellCommand) -> None:
+        from etcode.tools.shell_plain import command_risk
+
+        risk = command_risk([w.text for w in command.words], [not w.literal for w in command.words])
+        if risk is not None:
+            self._unsafe(command.text, risk)
 
     def _inner(self, command: ShellCommand, node: Node, depth: int) -> None:
         """Commands run by this one: behind wrappers, in ``-c`` strings, ``eval`` and
@@ -389,6 +458,9 @@ class _Reader:
             return
         command = ShellCommand(tuple(words), tuple(assignments), dynamic=not words[0].literal)
         self.analysis.commands.append(command)
+        if assignments:
+            self._unsafe(" ".join([*assignments, command.text]), "an assignment changes how a command runs")
+        self._command_risk(command)
         if not command.dynamic:
             self._inner(command, node, depth)
 
@@ -520,6 +592,7 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "taskset": frozenset(),
     "caffeinate": frozenset(),
     "sg": frozenset(),
+    "coproc": frozenset(),
 }
 #: Wrappers whose first plain word is a value, not the command (``timeout 5 rm``).
 _SKIP_FIRST = frozenset({"timeout", "chroot", "flock", "taskset", "sg"})
