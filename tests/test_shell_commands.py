@@ -238,8 +238,55 @@ def _word_forms(target: str) -> st.SearchStrategy[str]:
             f"find {target} -maxdepth 0 -exec rm {{}} +",
             f"find {target} -maxdepth 0 -exec rm {{}} \\;",
             f"STUB/rm {target}",
+            *_hidden_forms(target),
         ]
     )
+
+
+def _hidden_forms(target: str) -> list[str]:
+    """``rm target`` run by code bash evaluates in a "data" string or through a variable set
+    earlier in the line (issue 27, items 1-2). ``EVIL/`` holds an ``ls`` that runs rm and a
+    ``BASH_ENV`` file that does."""
+    hide = f"a[$(rm {target})]"
+    return [
+        f"x='{hide}'; ls $((x))",
+        f"x='{hide}'; : $[x]",
+        f"x='{hide}'; : ${{PWD:x:0}}",
+        f"x='{hide}'; : ${{PWD:0:x}}",
+        f"x='{hide}'; : \"$((x))\"",
+        f"declare -i y='{hide}'",
+        f"typeset -i y='{hide}'",
+        f"readonly -a r='([$(rm {target})]=1)'",
+        f"export -n e='{hide}'; : $((e))",
+        f"z='{hide}'; [[ $z -eq 0 ]]",
+        f"[[ '{hide}' -eq 0 ]]",
+        f"v='{hide}'; ((v))",
+        f"v='{hide}'; a[v]=1",
+        f"v='{hide}'; a=(); : ${{a[v]}}",
+        f"v='{hide}'; for ((i=0;i<v;i++)); do :; done",
+        f"let '{hide}'",
+        f"read -r x <<< '{hide}'; : $((x))",
+        f"printf -v x %s '{hide}'; : $((x))",
+        f"for x in '{hide}'; do : $((x)); done",
+        f"x='{hide}'; [ -v \"$x\" ]",
+        f"x='{hide}'; test -v \"$x\"",
+        f"a=(1); x='{hide}'; unset \"$x\"",
+        f"x='{hide}'; : ${{!x}}",
+        f"x='{hide}'; printf -v \"$x\" y",
+        f"x='{hide}'; read \"$x\" <<< 1",
+        f"x=$(echo '{hide}'); : $((x))",
+        f"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm {target}'; git x",
+        f"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm {target}' git x",
+        f"PATH=EVIL:$PATH; ls {target}",
+        f"export PATH=EVIL:$PATH; ls {target}",
+        f"read -r PATH <<< EVIL:$PATH; ls {target}",
+        f"printf -v PATH %s EVIL:$PATH; ls {target}",
+        f"for PATH in EVIL:$PATH; do ls {target}; done",
+        f"hash -p EVIL/ls ls; ls {target}",
+        "export BASH_ENV=EVIL/env.sh; bash -c :",
+        "BASH_ENV=EVIL/env.sh bash -c :",
+        f"mapfile -t -C 'rm {target}' -c 1 lines <<< x",
+    ]
 
 
 _WRAPS = [  # the inner command on lines of its own, so that here-documents still end
@@ -283,6 +330,11 @@ def stub_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     stub = folder / "rm"
     stub.write_text('#!/bin/sh\necho "rm $*" >> "$RM_LOG"\n')
     stub.chmod(0o755)
+    evil = folder / "evil"  # what a repository could hold: an ls that is not ls
+    evil.mkdir()
+    (evil / "ls").write_text(f'#!/bin/sh\nexec {stub} "$@"\n')
+    (evil / "ls").chmod(0o755)
+    (evil / "env.sh").write_text(f"{stub} victim.txt\n")
     return folder
 
 
@@ -291,7 +343,8 @@ def stub_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_property_no_spelling_of_rm_gets_past_a_deny(
     data: st.DataObject, stub_bin: Path, tmp_path: Path
 ) -> None:
-    command = data.draw(hidden_rm("victim.txt")).replace("STUB/", f"{stub_bin}/")
+    command = data.draw(hidden_rm("victim.txt"))
+    command = command.replace("STUB/", f"{stub_bin}/").replace("EVIL", f"{stub_bin}/evil")
     # The oracle: bash itself, with a recording rm first on PATH.
     log = tmp_path / "rm.log"
     log.unlink(missing_ok=True)
@@ -306,7 +359,23 @@ def test_property_no_spelling_of_rm_gets_past_a_deny(
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     words=st.lists(
-        st.sampled_from(["rm", "-rf", "x", "'rm x'", '"a;b"', "a|b", "$(ls)", "`ls`", ">", "o"]),
+        st.sampled_from(
+            [
+                "rm",
+                "-rf",
+                "x",
+                "'rm x'",
+                '"a;b"',
+                "a|b",
+                "$(ls)",
+                "`ls`",
+                ">",
+                "o",
+                "$((x))",
+                "a[$(rm x)]",
+                "x=1;",
+            ]
+        ),
         min_size=1,
         max_size=6,
     )
@@ -316,3 +385,145 @@ def test_property_harmless_mentions_of_rm_stay_allowed(words: list[str], tmp_pat
     quoted = " ".join(shlex.quote(word) for word in words)
     assert decision(tmp_path, RM_DENIED, f"echo {quoted}") == "allow"
     assert decision(tmp_path, RM_DENIED, f"grep -n {quoted} README.md") == "allow"
+
+
+# ---- issue 27: code hidden in arithmetic, variables that steer a program -------------
+
+ALLOW_ALL = {"bash": "allow"}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "x=1; ls",
+        "ls $((x))",
+        "ls $[x]",
+        "ls ${PWD:x:0}",
+        "echo ${a[i]}",
+        "echo ${!name}",
+        "echo ${x@P}",
+        "echo ${x:=v}",
+        "((v))",
+        "a[v]=1",
+        "for ((i=0;i<v;i++)); do ls; done",
+        "[[ $z -eq 0 ]]",
+        "[[ z -lt 1 ]]",
+        "[[ -v x ]]",
+        "[ -v x ]",
+        "test -v x",
+        "let x",
+        "declare -i y=x",
+        "readonly -a r=(1)",
+        "typeset y",
+        "local y",
+        "export GIT_DIR=x; git status",
+        "export PATH",
+        "unset HOME",
+        "FOO=1 ls",
+        "env PATH=./bin ls",
+        "read PATH",
+        "read -a ARR",
+        'read "$name"',
+        "printf -v IFS %s x",
+        "getopts ab OPTIND",
+        "mapfile -C cb lines",
+        "for PATH in ./bin; do ls; done",
+        "select LD_PRELOAD in x; do ls; done",
+        "alias ls='ls -la'",
+        "shopt -s expand_aliases",
+        "set -o posix",
+        "set -a",
+        "set -k",
+        "hash -p ./bin/ls ls",
+        "enable -f ./x.so x",
+        "source ./env.sh",
+        ". ./env.sh",
+        "compgen -C ls x",
+        "umask 000",
+        "command export X=1",
+        "cat <<EOF\n$((x))\nEOF",
+    ],
+)
+def test_what_can_run_code_or_steer_a_program_is_asked(tmp_path: Path, command: str) -> None:
+    assert decision(tmp_path, ALLOW_ALL, command) == "ask", analyze(command).dynamic_patterns()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "x='a[$(rm -rf victim)]'; ls $((x))",
+        "declare -i y='a[`rm victim`]'",
+        "readonly -a r='([$(rm victim)]=1)'",
+        "let 'a[$(rm victim)]'",
+        "read -r x <<< 'a[$(rm victim)]'; ls $((x))",
+        "ls $((a[$(rm victim)]))",
+        "echo ${PWD:$(rm victim):0}",
+    ],
+)
+def test_a_deny_still_sees_rm_hidden_in_arithmetic(tmp_path: Path, command: str) -> None:
+    assert decision(tmp_path, RM_DENIED, command) == "deny"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls -la 'a b'",
+        "set -euo pipefail; ls",
+        "set -e +x -o errexit",
+        "echo $((1 + 2 * 0x10))",
+        "echo ${x:-d} ${#x} ${x/a/b} ${x%.py} ${a[0]} ${a[@]} ${x:1:2}",
+        "for f in a b; do echo $f; done",
+        "[[ -n $x && $x == y* ]]",
+        '[ "$a" -eq 1 ]',
+        "read -r -p 'name: ' line",
+        "printf '%s\\n' x",
+        "declare -p",
+        "export -p",
+        "echo 'x=1; $((x))' \"a[\\$(rm x)]\"",
+        "cd src && ls *.py",
+    ],
+)
+def test_plain_lines_stay_allowed(tmp_path: Path, command: str) -> None:
+    assert decision(tmp_path, ALLOW_ALL, command) == "allow", analyze(command).dynamic_patterns()
+
+
+def _plain_only_decision(directory: Path, command: str) -> str:
+    """Like ``command_decision`` with ``"*": "allow"``, for an agent whose sandbox is missing."""
+    import asyncio
+
+    from etcode.tools.command_permission import check_command
+    from etcode.tools.sandbox import SandboxPolicy
+
+    asker = Answer()
+    ctx = ruled_context(directory, ALLOW_ALL, asker, sandbox=SandboxPolicy(plain_commands_only=True))
+    try:
+        asyncio.run(check_command(ctx, command))
+    except PermissionDenied:
+        return "ask" if asker.requests else "deny"
+    return "allow"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("ls -la src", "allow"),
+        ("git status --short && git log -n 3 | cat", "allow"),
+        ("grep -rn 'a|b' . 2>/dev/null", "allow"),
+        ("ls $(cat f)", "ask"),
+        ("ls `cat f`", "ask"),
+        ("ls <(cat f)", "ask"),
+        ("ls $HOME", "ask"),
+        ('ls "$HOME"', "ask"),
+        ("git diff *", "ask"),
+        ("ls > out.txt", "ask"),
+        ("(ls)", "ask"),
+        ("ls &", "ask"),
+        ("if true; then ls; fi", "ask"),
+        ("echo $((1+2))", "ask"),
+    ],
+)
+def test_without_its_sandbox_a_read_only_agent_allows_only_plain_lines(
+    tmp_path: Path, command: str, expected: str
+) -> None:
+    assert _plain_only_decision(tmp_path, command) == expected
+    assert decision(tmp_path, ALLOW_ALL, command) == "allow" or command == "ls > out.txt"

@@ -249,20 +249,19 @@ class _Reader:
             self.analysis.problems.append("syntax: the command does not parse as bash")
             self._rough_commands(text)
         self._collect_assignments(root)
-        unsafe = False
+        unsafe_before = len(self.analysis.unsafe_parts)
         for node in _walk(root):
             kind = node.type
             if kind == "command":
                 self._command(node, depth)
             elif kind == "file_redirect":
                 self._redirect(node)
-            unsafe = self._plainness(node) or unsafe
-        if unsafe:
+            self._plainness(node)
+        if len(self.analysis.unsafe_parts) > unsafe_before:
             self._hidden_substitutions(root, depth)
 
-    def _plainness(self, node: Node) -> bool:
-        """Record ``node`` if it is unsafe or opaque (:mod:`etcode.tools.shell_plain`);
-        True when it is unsafe."""
+    def _plainness(self, node: Node) -> None:
+        """Record ``node`` if it is unsafe or opaque (:mod:`etcode.tools.shell_plain`)."""
         from etcode.tools import shell_plain
 
         risk = shell_plain.node_risk(node)
@@ -272,11 +271,10 @@ class _Reader:
                 parent if node.type == "variable_assignment" and parent and parent.type == "command" else node
             )
             self._unsafe(_text(shown), risk)
-            return True
+            return
         reason = shell_plain.opaque(node)
         if reason is not None:
             self.analysis.opaque_parts.append(_text(node) or reason)
-        return False
 
     def _unsafe(self, text: str, reason: str) -> None:
         self.analysis.unsafe_parts.append(text.strip())

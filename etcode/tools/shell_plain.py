@@ -35,6 +35,8 @@ _LOWER_ENV_PREFIXES = ("npm_config_", "yarn_", "pnpm_")
 #: ``test``/``[[`` operators that read their operands as arithmetic (or a variable name).
 _ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _NAME_TESTS = frozenset({"-v", "-R"})
+#: Options of ``declare``/``export``… that only list.
+_LISTING = frozenset({"-p", "-f", "-F"})
 #: Node types of an arithmetic expression that hold no value of their own.
 _ARITHMETIC_SHAPES = frozenset(
     {"binary_expression", "unary_expression", "parenthesized_expression", "ternary_expression"}
@@ -109,6 +111,8 @@ def node_risk(node: Node) -> str | None:
     if kind == "variable_assignment":
         return "an assignment changes how later commands run"
     if kind == "declaration_command":
+        if all(child.type == "word" and _text(child) in _LISTING for child in node.named_children):
+            return None  # ``declare -p``, ``export -p``: a listing
         return _SHELL_CHANGING.get(_text(node.children[0]) if node.children else "", "it sets variables")
     if kind == "unset_command":
         return _SHELL_CHANGING["unset"]
@@ -116,6 +120,8 @@ def node_risk(node: Node) -> str | None:
         return None if _arithmetic_is_literal(node) else "arithmetic over variables can run code"
     if kind == "compound_statement" and node.children and node.children[0].type == "((":
         return None if _arithmetic_is_literal(node) else "arithmetic over variables can run code"
+    if kind == "command_substitution" and _text(node).startswith("$(("):
+        return "arithmetic over variables can run code"  # ``$((x))`` read as ``$( (x) )``
     if kind == "expansion":
         return _expansion_risk(node)
     if kind == "subscript":
@@ -184,11 +190,11 @@ def command_risk(words: Sequence[str], dynamic: Sequence[bool]) -> str | None:
     args = list(words[1:])
     known = list(dynamic[1:])
     if name in _SHELL_CHANGING:
-        if name in ("declare", "typeset", "export", "readonly") and all(
-            a in ("-p", "-f", "-F") for a in args
-        ):
+        if name in ("declare", "typeset", "export", "readonly") and all(a in _LISTING for a in args):
             return None  # listing only
         return _SHELL_CHANGING[name]
+    if name in ("test", "[") and any(a in _NAME_TESTS for a in args):
+        return "test -v evaluates an array index, which can run code"
     if name == "shopt" and any(a in ("-s", "-u") or not a.startswith("-") for a in args):
         return "shopt changes how later commands are read"
     if name == "set":
