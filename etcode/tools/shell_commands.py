@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from etcode.tools import shell_plain
+
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
@@ -262,8 +264,6 @@ class _Reader:
 
     def _plainness(self, node: Node) -> None:
         """Record ``node`` if it is unsafe or opaque (:mod:`etcode.tools.shell_plain`)."""
-        from etcode.tools import shell_plain
-
         risk = shell_plain.node_risk(node)
         if risk is not None:
             parent = node.parent
@@ -283,13 +283,11 @@ class _Reader:
     def _hidden_substitutions(self, root: Node, depth: int) -> None:
         """In a line that evaluates text as code, the ``$(…)`` in its literal strings may
         run (``x='a[$(rm v)]'; ls $((x))``): read them, so that deny rules see them."""
-        from etcode.tools.shell_plain import substitutions
-
         for node in _walk(root):
             if node.type not in ("raw_string", "string", "ansi_c_string", "word", "heredoc_content"):
                 continue
             value = self._literal(node) if node.type != "heredoc_content" else _text(node)
-            for inner in substitutions(value or ""):
+            for inner in shell_plain.substitutions(value or ""):
                 self.read(inner, depth + 1)
 
     def _rough_commands(self, text: str) -> None:
@@ -402,9 +400,9 @@ class _Reader:
             self._inner(command, node, depth)
 
     def _command_risk(self, command: ShellCommand) -> None:
-        from etcode.tools.shell_plain import command_risk
-
-        risk = command_risk([w.text for w in command.words], [not w.literal for w in command.words])
+        risk = shell_plain.command_risk(
+            [w.text for w in command.words], [not w.literal for w in command.words]
+        )
         if risk is not None:
             self._unsafe(command.text, risk)
 
