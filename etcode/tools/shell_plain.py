@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from tree_sitter import Node
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NUMBER = re.compile(r"(0[xX][0-9a-fA-F]+|[0-9]+(#[0-9A-Za-z@_]+)?)")
+_NUMBER = re.compile(r"-?(0[xX][0-9a-fA-F]+|[0-9]+(#[0-9A-Za-z@_]+)?)")
 #: Lower-case names programs read from the environment (upper-case ones all count).
 _LOWER_ENV = frozenset({"http_proxy", "https_proxy", "ftp_proxy", "all_proxy", "no_proxy"})
 _LOWER_ENV_PREFIXES = ("npm_config_", "yarn_", "pnpm_")
@@ -150,9 +150,15 @@ def _expansion_risk(node: Node) -> str | None:
         return "${name:=…} sets a variable"
     if ":" in tokens:
         offsets = node.children[tokens.index(":") + 1 : -1]
-        if any(child.is_named and not _plain_number(child) for child in offsets):
+        if any(child.is_named and not _offset_is_literal(child) for child in offsets):
             return "a substring offset is arithmetic, which can run code"
     return None
+
+
+def _offset_is_literal(node: Node) -> bool:
+    if node.type in _ARITHMETIC_SHAPES:
+        return _arithmetic_is_literal(node)
+    return _plain_number(node)
 
 
 def _test_risk(node: Node) -> str | None:
