@@ -113,6 +113,16 @@ def test_path_set_earlier_does_not_pick_the_repositorys_ls(project: Path, llm: F
     assert "etcode run is non-interactive" in text
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_glob_does_not_smuggle_an_option_into_an_allowed_command(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm, permission={"bash": {**RULES["bash"], "git diff*": "allow"}})
+    _git_repo(project)
+    (project / "--output=globbed.txt").write_text("x", encoding="utf-8")
+    text = run_one(project, llm, "git diff *")
+    assert not (project / "globbed.txt").exists()
+    assert "etcode run is non-interactive" in text
+
+
 def test_plain_lines_still_run_unasked(project: Path, llm: FakeLLM) -> None:
     """The rule costs nothing to plain lines: quotes, `set -e`, a literal arithmetic."""
     write_config(project, llm, permission={"bash": {**RULES["bash"], "echo *": "allow", "set *": "allow"}})

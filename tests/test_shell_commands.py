@@ -528,3 +528,11 @@ def test_without_its_sandbox_a_read_only_agent_allows_only_plain_lines(
 ) -> None:
     assert _plain_only_decision(tmp_path, command) == expected
     assert decision(tmp_path, ALLOW_ALL, command) == "allow" or command == "ls > out.txt"
+
+
+def test_a_glob_that_matches_a_file_named_like_an_option_is_asked(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("x")
+    assert decision(tmp_path, ALLOW_ALL, "git diff *") == "allow"
+    (tmp_path / "--output=x").write_text("x")
+    assert decision(tmp_path, ALLOW_ALL, "git diff *") == "ask"
+    assert decision(tmp_path, ALLOW_ALL, "git diff *.txt") == "allow"

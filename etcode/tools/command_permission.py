@@ -35,7 +35,7 @@ async def check_command(
 ) -> ShellAnalysis:
     """Raise ``PermissionDenied`` unless the rules (or the user) allow ``command``."""
     analysis = analyze(command)
-    always_ask = analysis.dynamic_patterns()
+    always_ask = analysis.dynamic_patterns() + _globs_matching_options(ctx, analysis)
     if ctx.sandbox is not None and ctx.sandbox.plain_commands_only and not analysis.plain:
         always_ask.append(command.strip())  # no sandbox to fall back on: only plain lines pass
         analysis.problems.append("without its sandbox this agent runs only plain command lines unasked")
@@ -98,6 +98,21 @@ def _glob(ctx: ToolContext, word: str) -> list[str]:
                 break
     except (OSError, ValueError):
         return []
+    return found
+
+
+def _globs_matching_options(ctx: ToolContext, analysis: ShellAnalysis) -> list[str]:
+    """Commands with a glob that matches a file named like an option (``git diff *`` beside
+    a file ``--output=x``): what they run is not what the rules read."""
+    found: list[str] = []
+    for command in analysis.commands:
+        for word in command.words[1:]:
+            if not word.literal or not _GLOB_CHARS & set(word.text) or "\0" in word.text:
+                continue
+            if any(os.path.basename(match).startswith("-") for match in _glob(ctx, word.text)):
+                found.append(command.text)
+                analysis.problems.append(f"{word.text} matches a file named like an option")
+                break
     return found
 
 
