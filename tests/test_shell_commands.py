@@ -536,3 +536,79 @@ def test_a_glob_that_matches_a_file_named_like_an_option_is_asked(tmp_path: Path
     (tmp_path / "--output=x").write_text("x")
     assert decision(tmp_path, ALLOW_ALL, "git diff *") == "ask"
     assert decision(tmp_path, ALLOW_ALL, "git diff *.txt") == "allow"
+
+
+#: How a variable gets a "data" string (issue 27, item 1) …
+_SETTERS = [
+    "{v}='{p}'; {u}",
+    "declare {v}='{p}'; {u}",
+    "typeset {v}='{p}'; {u}",
+    "export {v}='{p}'; {u}",
+    "setter() {{ local {v}='{p}'; {u}; }}; setter",
+    "read -r {v} <<< '{p}'; {u}",
+    "IFS= read -r {v} <<< '{p}'; {u}",
+    "printf -v {v} %s '{p}'; {u}",
+    "{v}=$(printf %s '{p}'); {u}",
+    "for {v} in '{p}'; do {u}; done",
+    "mapfile -t arr <<< '{p}'; {v}=${{arr[0]}}; {u}",
+]
+#: … and how bash then evaluates it as code.
+_USERS = [
+    ": $(({v}))",
+    ": $[{v}]",
+    ": ${{PWD:{v}:0}}",
+    ": ${{PWD:0:{v}}}",
+    "(({v}))",
+    "let {v}",
+    "let '{v}+1'",
+    "[[ ${v} -eq 0 ]]",
+    "[[ {v} -lt 1 ]]",
+    "a[{v}]=1",
+    "a=(1); : ${{a[{v}]}}",
+    "for ((i=0;i<{v};i++)); do :; done",
+    "declare -i y={v}",
+    'test -v "${v}"',
+    '[ -v "${v}" ]',
+    "[[ -v ${v} ]]",
+    ": ${{!{v}}}",
+    'printf -v "${v}" x',
+    'read "${v}" <<< 1',
+    'a=(1); unset "${v}"',
+    ': "$(({v}))"',
+    "echo $(({v})) >/dev/null",
+    "case 1 in $(({v}))) ;; esac",
+    ": ${{{v}:+$(({v}))}}",
+    "a=(1); : ${{a[@]:{v}}}",
+    "b=({v}); : $((b[0]))",
+    "user() {{ local -i n={v}; }}; user",
+]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    setter=st.sampled_from(_SETTERS),
+    user=st.sampled_from(_USERS),
+    payload=st.sampled_from(["a[$(rm victim.txt)]", "a[`rm victim.txt`]", "b[$(STUB/rm victim.txt)]"]),
+    name=st.sampled_from(["x", "data", "n1", "Y"]),
+    wraps=st.lists(st.sampled_from(_WRAPS[:16]), max_size=2),
+)
+def test_property_code_hidden_in_a_variable_is_always_asked(
+    setter: str, user: str, payload: str, name: str, wraps: list[str], stub_bin: Path, tmp_path: Path
+) -> None:
+    """Whatever sets the variable and whatever evaluates it, bash runs the ``rm`` hidden in
+    its value (real bash is the oracle, with a recording rm); the line is never allowed, not
+    even under ``"*": "allow"``."""
+    command = setter.format(v=name, p=payload, u=user.format(v=name))
+    for level, wrap in enumerate(wraps):
+        if "`" in wrap and "`" in command:
+            continue
+        command = wrap.format(command, q=shlex.quote(command), n=level)
+    command = command.replace("STUB/", f"{stub_bin}/")
+    log = tmp_path / "rm.log"
+    log.unlink(missing_ok=True)
+    (tmp_path / "victim.txt").write_text("x")
+    env = {**os.environ, "PATH": f"{stub_bin}:{os.environ['PATH']}", "RM_LOG": str(log)}
+    subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=30)
+    assert log.exists(), f"the generator made a command that does not run rm: {command!r}"
+    assert decision(tmp_path, ALLOW_ALL, command) == "ask", command
+    assert decision(tmp_path, RM_DENIED, command) in ("deny", "ask"), command
