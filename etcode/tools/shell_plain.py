@@ -35,8 +35,17 @@ _LOWER_ENV_PREFIXES = ("npm_config_", "yarn_", "pnpm_")
 #: ``test``/``[[`` operators that read their operands as arithmetic (or a variable name).
 _ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _NAME_TESTS = frozenset({"-v", "-R"})
-#: Options of ``declare``/``export``… that only list.
+#: Options of ``declare``/``typeset`` that only list (``export -f`` exports functions).
 _LISTING = frozenset({"-p", "-f", "-F"})
+
+
+def _lists_only(builtin: str, args: Sequence[str]) -> bool:
+    """``declare -p``, ``typeset -f``, ``export -p``, bare ``export``: listings."""
+    if builtin in ("declare", "typeset"):
+        return all(arg in _LISTING for arg in args)
+    return builtin in ("export", "readonly") and all(arg == "-p" for arg in args)
+
+
 #: Node types of an arithmetic expression that hold no value of their own.
 _ARITHMETIC_SHAPES = frozenset(
     {"binary_expression", "unary_expression", "parenthesized_expression", "ternary_expression"}
@@ -111,9 +120,13 @@ def node_risk(node: Node) -> str | None:
     if kind == "variable_assignment":
         return "an assignment changes how later commands run"
     if kind == "declaration_command":
-        if all(child.type == "word" and _text(child) in _LISTING for child in node.named_children):
-            return None  # ``declare -p``, ``export -p``: a listing
-        return _SHELL_CHANGING.get(_text(node.children[0]) if node.children else "", "it sets variables")
+        builtin = _text(node.children[0]) if node.children else ""
+        arguments = node.named_children
+        if all(child.type == "word" for child in arguments) and _lists_only(
+            builtin, [_text(c) for c in arguments]
+        ):
+            return None
+        return _SHELL_CHANGING.get(builtin, "it sets variables")
     if kind == "unset_command":
         return _SHELL_CHANGING["unset"]
     if kind in ("arithmetic_expansion", "c_style_for_statement"):
@@ -196,8 +209,8 @@ def command_risk(words: Sequence[str], dynamic: Sequence[bool]) -> str | None:
     args = list(words[1:])
     known = list(dynamic[1:])
     if name in _SHELL_CHANGING:
-        if name in ("declare", "typeset", "export", "readonly") and all(a in _LISTING for a in args):
-            return None  # listing only
+        if _lists_only(name, args):
+            return None
         return _SHELL_CHANGING[name]
     if name in ("test", "[") and any(a in _NAME_TESTS for a in args):
         return "test -v evaluates an array index, which can run code"
