@@ -405,6 +405,10 @@ ALLOW_ALL = {"bash": "allow"}
         "echo ${x@P}",
         "echo ${x:=v}",
         "((v))",
+        "time ((v))",
+        "! ((v))",
+        "time [[ $z -eq 0 ]]",
+        "time b[v]=1",
         "a[v]=1",
         "for ((i=0;i<v;i++)); do ls; done",
         "[[ $z -eq 0 ]]",
@@ -585,6 +589,10 @@ _USERS = [
     "a=(1); : ${{a[@]:{v}}}",
     "b=({v}); : $((b[0]))",
     "user() {{ local -i n={v}; }}; user",
+    "time (({v}))",
+    "! (({v}))",
+    "time [[ ${v} -eq 0 ]]",
+    "time b[{v}]=1",
 ]
 
 
@@ -592,7 +600,7 @@ _USERS = [
 @given(
     setter=st.sampled_from(_SETTERS),
     user=st.sampled_from(_USERS),
-    payload=st.sampled_from(["a[$(rm victim.txt)]", "a[`rm victim.txt`]", "b[$(STUB/rm victim.txt)]"]),
+    payload=st.sampled_from(["a[$(rm victim.txt)]", "a[`rm victim.txt`]", "a[$(STUB/rm victim.txt)]"]),
     name=st.sampled_from(["x", "data", "n1", "Y"]),
     wraps=st.lists(st.sampled_from(_WRAPS[:16]), max_size=2),
 )

@@ -450,12 +450,13 @@ class _Reader:
         while words and words[0].literal and _ASSIGNMENT.match(words[0].text):
             assignments.append(words[0].text)
             words = words[1:]
+        if assignments:
+            shown = " ".join([*assignments, *(word.text for word in words)])
+            self._unsafe(shown, "an assignment changes how a command runs")
         if not words:
             return
         command = ShellCommand(tuple(words), tuple(assignments), dynamic=not words[0].literal)
         self.analysis.commands.append(command)
-        if assignments:
-            self._unsafe(" ".join([*assignments, command.text]), "an assignment changes how a command runs")
         self._command_risk(command)
         if not command.dynamic:
             self._inner(command, node, depth)
@@ -541,7 +542,7 @@ class _Reader:
 
 # ---- wrappers -------------------------------------------------------------------------
 
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 #: Wrapper → its options that take a value (the next word).
 _WRAPPERS: dict[str, frozenset[str]] = {
     "sudo": frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user", "--group"}),

@@ -135,6 +135,8 @@ def node_risk(node: Node) -> str | None:
         return None if _arithmetic_is_literal(node) else "arithmetic over variables can run code"
     if kind == "command_substitution" and _text(node).startswith("$(("):
         return "arithmetic over variables can run code"  # ``$((x))`` read as ``$( (x) )``
+    if kind == "subshell" and _text(node).startswith("(("):
+        return "arithmetic over variables can run code"  # ``time ((x))`` read as ``( (x) )``
     if kind == "expansion":
         return _expansion_risk(node)
     if kind == "subscript":
@@ -214,6 +216,8 @@ def command_risk(words: Sequence[str], dynamic: Sequence[bool]) -> str | None:
         return _SHELL_CHANGING[name]
     if name in ("test", "[") and any(a in _NAME_TESTS for a in args):
         return "test -v evaluates an array index, which can run code"
+    if name == "[[" and any(a in _NAME_TESTS or a in _ARITHMETIC_TESTS for a in args):
+        return "[[ … ]] evaluates its operands as arithmetic, which can run code"  # ``time [[ … ]]``
     if name == "shopt" and any(a in ("-s", "-u") or not a.startswith("-") for a in args):
         return "shopt changes how later commands are read"
     if name == "set":
