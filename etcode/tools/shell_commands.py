@@ -265,8 +265,10 @@ class _Reader:
     def _plainness(self, node: Node) -> None:
         """Record ``node`` if it is unsafe or opaque (:mod:`etcode.tools.shell_plain`)."""
         risk = shell_plain.node_risk(node)
+        parent = node.parent
+        if risk is not None and parent is not None and parent.type in _REPORTED_WHOLE.get(node.type, ()):
+            return  # ``export A=1``, ``a[x]=1``: the whole is reported
         if risk is not None:
-            parent = node.parent
             shown = (
                 parent if node.type == "variable_assignment" and parent and parent.type == "command" else node
             )
@@ -539,6 +541,12 @@ class _Reader:
         if operator in _READ_OPERATORS and target not in _HARMLESS_TARGETS:
             self.analysis.reads.append(target)
 
+
+#: Unsafe nodes not reported on their own inside these (their parent is reported).
+_REPORTED_WHOLE = {
+    "variable_assignment": ("declaration_command", "c_style_for_statement"),
+    "subscript": ("variable_assignment",),
+}
 
 # ---- wrappers -------------------------------------------------------------------------
 
