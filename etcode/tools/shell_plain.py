@@ -325,7 +325,7 @@ def substitutions(text: str) -> list[str]:
                 depth += {"(": 1, ")": -1}.get(text[end], 0)
                 end += 1
             found.append(text[index + 2 : end - 1 if depth == 0 else end])
-            index += 2
+            index = end  # what is nested inside is found when the text found is read
             continue
         if text[index] == "`":
             end = text.find("`", index + 1)
