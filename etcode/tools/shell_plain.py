@@ -7,7 +7,8 @@ so that what the rules see is what runs. Two kinds of parts are not:
   arithmetic over variables (bash evaluates ``a[$(cmd)]`` in a variable's value as code:
   ``$((x))``, ``$[x]``, ``((x))``, ``for ((…))``, ``${PWD:x:0}``, ``${a[x]}``, ``let``,
   ``[[ $x -eq 0 ]]``, ``-v``), ``${!x}`` and ``${x@P}``, every assignment (``x=…``,
-  ``A=1 cmd``, ``declare``/``export``/``local``/``readonly``/``typeset``, ``unset``) and every
+  ``A=1 cmd`` but ``IFS=… read``, ``declare``/``export``/``local``/``readonly``/``typeset``,
+  ``unset``) and every
   other way to set a variable an environment variable could be named by (``read``,
   ``printf -v``, ``mapfile``, ``getopts``, ``for NAME in``), and builtins that change the
   shell itself (``alias``, ``shopt``, most of ``set``, ``hash``, ``enable``, ``source``/``.``,
@@ -118,7 +119,7 @@ def node_risk(node: Node) -> str | None:
     """Why ``node`` is unsafe (see the module docstring), or None."""
     kind = node.type
     if kind == "variable_assignment":
-        return "an assignment changes how later commands run"
+        return None if _ifs_for_read(node) else "an assignment changes how later commands run"
     if kind == "declaration_command":
         builtin = _text(node.children[0]) if node.children else ""
         arguments = node.named_children
@@ -153,6 +154,15 @@ def node_risk(node: Node) -> str | None:
         if variable is not None and sensitive_name(_text(variable)):
             return f"the loop sets {_text(variable)}, which changes how later commands run"
     return None
+
+
+def _ifs_for_read(node: Node) -> bool:
+    """``IFS=… read -r line``: the idiom sets how ``read`` splits, for ``read`` alone."""
+    parent, name = node.parent, node.child_by_field_name("name")
+    if parent is None or parent.type != "command" or name is None or _text(name) != "IFS":
+        return False
+    program = parent.child_by_field_name("name")
+    return program is not None and _text(program) in ("read", "mapfile", "readarray")
 
 
 def _expansion_risk(node: Node) -> str | None:
