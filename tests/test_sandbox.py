@@ -88,7 +88,7 @@ async def test_workspace_write_confines_writes(project: Path, outside: Path) -> 
         assert result.data["exitCode"] != 0, protected
     assert (project / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
     assert (project / "etcode.json").read_text() == "{}\n"
-    result = await bash(ctx, "f=$(mktemp) && echo ok > $f && cat $f && rm $f")
+    result = await bash(ctx, 'mktemp | { read -r f && echo ok > "$f" && cat "$f" && rm "$f"; }')
     assert result.output == "ok"  # the temp dir stays writable
 
 
@@ -277,7 +277,7 @@ def test_missing_bubblewrap(project: Path, llm: FakeLLM, no_bwrap: dict[str, str
     assert proc.stderr.strip().splitlines() == [
         'error: sandbox: bubblewrap (bwrap) is not installed; install the Debian package bubblewrap or set "sandbox": "off"'
     ]
-    # The plan agent's own default only warns, then runs (its rules still apply).
+    # The plan agent's own default only warns, then runs (plain lines only: test_hidden_code_e2e.py).
     write_config(project, llm)
     llm.script(Reply(text="planned"))
     proc = etcode("run", "--agent", "plan", "plan it", cwd=project, env=no_bwrap)

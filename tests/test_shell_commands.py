@@ -243,8 +243,55 @@ def _word_forms(target: str) -> st.SearchStrategy[str]:
             f"find {target} -maxdepth 0 -exec rm {{}} +",
             f"find {target} -maxdepth 0 -exec rm {{}} \\;",
             f"STUB/rm {target}",
+            *_hidden_forms(target),
         ]
     )
+
+
+def _hidden_forms(target: str) -> list[str]:
+    """``rm target`` run by code bash evaluates in a "data" string or through a variable set
+    earlier in the line (issue 27, items 1-2). ``EVIL/`` holds an ``ls`` that runs rm and a
+    ``BASH_ENV`` file that does."""
+    hide = f"a[$(rm {target})]"
+    return [
+        f"x='{hide}'; ls $((x))",
+        f"x='{hide}'; : $[x]",
+        f"x='{hide}'; : ${{PWD:x:0}}",
+        f"x='{hide}'; : ${{PWD:0:x}}",
+        f"x='{hide}'; : \"$((x))\"",
+        f"declare -i y='{hide}'",
+        f"typeset -i y='{hide}'",
+        f"readonly -a r='([$(rm {target})]=1)'",
+        f"export -n e='{hide}'; : $((e))",
+        f"z='{hide}'; [[ $z -eq 0 ]]",
+        f"[[ '{hide}' -eq 0 ]]",
+        f"v='{hide}'; ((v))",
+        f"v='{hide}'; a[v]=1",
+        f"v='{hide}'; a=(); : ${{a[v]}}",
+        f"v='{hide}'; for ((i=0;i<v;i++)); do :; done",
+        f"let '{hide}'",
+        f"read -r x <<< '{hide}'; : $((x))",
+        f"printf -v x %s '{hide}'; : $((x))",
+        f"for x in '{hide}'; do : $((x)); done",
+        f"x='{hide}'; [ -v \"$x\" ]",
+        f"x='{hide}'; test -v \"$x\"",
+        f"a=(1); x='{hide}'; unset \"$x\"",
+        f"x='{hide}'; : ${{!x}}",
+        f"x='{hide}'; printf -v \"$x\" y",
+        f"x='{hide}'; read \"$x\" <<< 1",
+        f"x=$(echo '{hide}'); : $((x))",
+        f"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm {target}'; git x",
+        f"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm {target}' git x",
+        f"PATH=EVIL:$PATH; ls {target}",
+        f"export PATH=EVIL:$PATH; ls {target}",
+        f"read -r PATH <<< EVIL:$PATH; ls {target}",
+        f"printf -v PATH %s EVIL:$PATH; ls {target}",
+        f"for PATH in EVIL:$PATH; do ls {target}; done",
+        f"hash -p EVIL/ls ls; ls {target}",
+        "export BASH_ENV=EVIL/env.sh; bash -c :",
+        "BASH_ENV=EVIL/env.sh bash -c :",
+        f"mapfile -t -C 'rm {target}' -c 1 lines <<< x",
+    ]
 
 
 _WRAPS = [  # the inner command on lines of its own, so that here-documents still end
@@ -288,6 +335,11 @@ def stub_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     stub = folder / "rm"
     stub.write_text('#!/bin/sh\necho "rm $*" >> "$RM_LOG"\n')
     stub.chmod(0o755)
+    evil = folder / "evil"  # what a repository could hold: an ls that is not ls
+    evil.mkdir()
+    (evil / "ls").write_text(f'#!/bin/sh\nexec {stub} "$@"\n')
+    (evil / "ls").chmod(0o755)
+    (evil / "env.sh").write_text(f"{stub} victim.txt\n")
     return folder
 
 
@@ -296,7 +348,8 @@ def stub_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_property_no_spelling_of_rm_gets_past_a_deny(
     data: st.DataObject, stub_bin: Path, tmp_path: Path
 ) -> None:
-    command = data.draw(hidden_rm("victim.txt")).replace("STUB/", f"{stub_bin}/")
+    command = data.draw(hidden_rm("victim.txt"))
+    command = command.replace("STUB/", f"{stub_bin}/").replace("EVIL", f"{stub_bin}/evil")
     # The oracle: bash itself, with a recording rm first on PATH.
     log = tmp_path / "rm.log"
     log.unlink(missing_ok=True)
@@ -311,7 +364,23 @@ def test_property_no_spelling_of_rm_gets_past_a_deny(
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     words=st.lists(
-        st.sampled_from(["rm", "-rf", "x", "'rm x'", '"a;b"', "a|b", "$(ls)", "`ls`", ">", "o"]),
+        st.sampled_from(
+            [
+                "rm",
+                "-rf",
+                "x",
+                "'rm x'",
+                '"a;b"',
+                "a|b",
+                "$(ls)",
+                "`ls`",
+                ">",
+                "o",
+                "$((x))",
+                "a[$(rm x)]",
+                "x=1;",
+            ]
+        ),
         min_size=1,
         max_size=6,
     )
@@ -321,3 +390,247 @@ def test_property_harmless_mentions_of_rm_stay_allowed(words: list[str], tmp_pat
     quoted = " ".join(shlex.quote(word) for word in words)
     assert decision(tmp_path, RM_DENIED, f"echo {quoted}") == "allow"
     assert decision(tmp_path, RM_DENIED, f"grep -n {quoted} README.md") == "allow"
+
+
+# ---- issue 27: code hidden in arithmetic, variables that steer a program -------------
+
+ALLOW_ALL = {"bash": "allow"}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "x=1; ls",
+        "ls $((x))",
+        "ls $[x]",
+        "ls ${PWD:x:0}",
+        "echo ${x: -y} ${x:(y):1}",
+        "echo ${a[i]}",
+        "echo ${!name}",
+        "echo ${x@P}",
+        "echo ${x:=v}",
+        "((v))",
+        "time ((v))",
+        "! ((v))",
+        "time [[ $z -eq 0 ]]",
+        "time b[v]=1",
+        "a[v]=1",
+        "for ((i=0;i<v;i++)); do ls; done",
+        "[[ $z -eq 0 ]]",
+        "[[ z -lt 1 ]]",
+        "[[ -v x ]]",
+        "[ -v x ]",
+        "test -v x",
+        "let x",
+        "declare -i y=x",
+        "readonly -a r=(1)",
+        "typeset y",
+        "local y",
+        "export GIT_DIR=x; git status",
+        "export PATH",
+        "export -f ls",
+        "command export -f ls",
+        "unset HOME",
+        "FOO=1 ls",
+        "env PATH=./bin ls",
+        "read PATH",
+        "IFS= read -r PATH",
+        "IFS= ls",
+        "IFS= PATH=./bin read -r x",
+        "read -a ARR",
+        'read "$name"',
+        "printf -v IFS %s x",
+        "getopts ab OPTIND",
+        "mapfile -C cb lines",
+        "for PATH in ./bin; do ls; done",
+        "select LD_PRELOAD in x; do ls; done",
+        "alias ls='ls -la'",
+        "shopt -s expand_aliases",
+        "set -o posix",
+        "set -a",
+        "set -k",
+        "hash -p ./bin/ls ls",
+        "enable -f ./x.so x",
+        "source ./env.sh",
+        ". ./env.sh",
+        "compgen -C ls x",
+        "umask 000",
+        "command export X=1",
+        "cat <<EOF\n$((x))\nEOF",
+    ],
+)
+def test_what_can_run_code_or_steer_a_program_is_asked(tmp_path: Path, command: str) -> None:
+    assert decision(tmp_path, ALLOW_ALL, command) == "ask", analyze(command).dynamic_patterns()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "x='a[$(rm -rf victim)]'; ls $((x))",
+        "declare -i y='a[`rm victim`]'",
+        "readonly -a r='([$(rm victim)]=1)'",
+        "let 'a[$(rm victim)]'",
+        "read -r x <<< 'a[$(rm victim)]'; ls $((x))",
+        "ls $((a[$(rm victim)]))",
+        "echo ${PWD:$(rm victim):0}",
+    ],
+)
+def test_a_deny_still_sees_rm_hidden_in_arithmetic(tmp_path: Path, command: str) -> None:
+    assert decision(tmp_path, RM_DENIED, command) == "deny"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls -la 'a b'",
+        "set -euo pipefail; ls",
+        "set -e +x -o errexit",
+        "echo $((1 + 2 * 0x10))",
+        "echo ${x:-d} ${#x} ${x/a/b} ${x%.py} ${a[0]} ${a[@]} ${x:1:2} ${x: -1} ${x:(-2):1}",
+        "for f in a b; do echo $f; done",
+        "[[ -n $x && $x == y* ]]",
+        '[ "$a" -eq 1 ]',
+        "read -r -p 'name: ' line",
+        'while IFS= read -r line; do echo "$line"; done < f.txt',
+        "IFS=, read -ra cols <<< 'a,b'",
+        "printf '%s\\n' x",
+        "declare -p",
+        "export -p",
+        "declare -f",
+        "command declare -p",
+        "echo 'x=1; $((x))' \"a[\\$(rm x)]\"",
+        "cd src && ls *.py",
+    ],
+)
+def test_plain_lines_stay_allowed(tmp_path: Path, command: str) -> None:
+    assert decision(tmp_path, ALLOW_ALL, command) == "allow", analyze(command).dynamic_patterns()
+
+
+def _plain_only_decision(directory: Path, command: str) -> str:
+    """Like ``command_decision`` with ``"*": "allow"``, for an agent whose sandbox is missing."""
+    import asyncio
+
+    from etcode.tools.command_permission import check_command
+    from etcode.tools.sandbox import SandboxPolicy
+
+    asker = Answer()
+    ctx = ruled_context(directory, ALLOW_ALL, asker, sandbox=SandboxPolicy(plain_commands_only=True))
+    try:
+        asyncio.run(check_command(ctx, command))
+    except PermissionDenied:
+        return "ask" if asker.requests else "deny"
+    return "allow"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("ls -la src", "allow"),
+        ("git status --short && git log -n 3 | cat", "allow"),
+        ("grep -rn 'a|b' . 2>/dev/null", "allow"),
+        ("ls $(cat f)", "ask"),
+        ("ls `cat f`", "ask"),
+        ("ls <(cat f)", "ask"),
+        ("ls $HOME", "ask"),
+        ('ls "$HOME"', "ask"),
+        ("git diff *", "ask"),
+        ("ls > out.txt", "ask"),
+        ("(ls)", "ask"),
+        ("ls &", "ask"),
+        ("if true; then ls; fi", "ask"),
+        ("echo $((1+2))", "ask"),
+    ],
+)
+def test_without_its_sandbox_a_read_only_agent_allows_only_plain_lines(
+    tmp_path: Path, command: str, expected: str
+) -> None:
+    assert _plain_only_decision(tmp_path, command) == expected
+    assert decision(tmp_path, ALLOW_ALL, command) == "allow" or command == "ls > out.txt"
+
+
+def test_a_glob_that_matches_a_file_named_like_an_option_is_asked(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("x")
+    assert decision(tmp_path, ALLOW_ALL, "git diff *") == "allow"
+    (tmp_path / "--output=x").write_text("x")
+    assert decision(tmp_path, ALLOW_ALL, "git diff *") == "ask"
+    assert decision(tmp_path, ALLOW_ALL, "git diff *.txt") == "allow"
+
+
+#: How a variable gets a "data" string (issue 27, item 1) …
+_SETTERS = [
+    "{v}='{p}'; {u}",
+    "declare {v}='{p}'; {u}",
+    "typeset {v}='{p}'; {u}",
+    "export {v}='{p}'; {u}",
+    "setter() {{ local {v}='{p}'; {u}; }}; setter",
+    "read -r {v} <<< '{p}'; {u}",
+    "IFS= read -r {v} <<< '{p}'; {u}",
+    "printf -v {v} %s '{p}'; {u}",
+    "{v}=$(printf %s '{p}'); {u}",
+    "for {v} in '{p}'; do {u}; done",
+    "mapfile -t arr <<< '{p}'; {v}=${{arr[0]}}; {u}",
+]
+#: … and how bash then evaluates it as code.
+_USERS = [
+    ": $(({v}))",
+    ": $[{v}]",
+    ": ${{PWD:{v}:0}}",
+    ": ${{PWD:0:{v}}}",
+    "(({v}))",
+    "let {v}",
+    "let '{v}+1'",
+    "[[ ${v} -eq 0 ]]",
+    "[[ {v} -lt 1 ]]",
+    "a[{v}]=1",
+    "a=(1); : ${{a[{v}]}}",
+    "for ((i=0;i<{v};i++)); do :; done",
+    "declare -i y={v}",
+    'test -v "${v}"',
+    '[ -v "${v}" ]',
+    "[[ -v ${v} ]]",
+    ": ${{!{v}}}",
+    'printf -v "${v}" x',
+    'read "${v}" <<< 1',
+    'a=(1); unset "${v}"',
+    ': "$(({v}))"',
+    "echo $(({v})) >/dev/null",
+    "case 1 in $(({v}))) ;; esac",
+    ": ${{{v}:+$(({v}))}}",
+    "a=(1); : ${{a[@]:{v}}}",
+    "b=({v}); : $((b[0]))",
+    "user() {{ local -i n={v}; }}; user",
+    "time (({v}))",
+    "! (({v}))",
+    "time [[ ${v} -eq 0 ]]",
+    "time b[{v}]=1",
+]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    setter=st.sampled_from(_SETTERS),
+    user=st.sampled_from(_USERS),
+    payload=st.sampled_from(["a[$(rm victim.txt)]", "a[`rm victim.txt`]", "a[$(STUB/rm victim.txt)]"]),
+    name=st.sampled_from(["x", "data", "n1", "Y"]),
+    wraps=st.lists(st.sampled_from(_WRAPS[:16]), max_size=2),
+)
+def test_property_code_hidden_in_a_variable_is_always_asked(
+    setter: str, user: str, payload: str, name: str, wraps: list[str], stub_bin: Path, tmp_path: Path
+) -> None:
+    """Whatever sets the variable and whatever evaluates it, bash runs the ``rm`` hidden in
+    its value (real bash is the oracle, with a recording rm); the line is never allowed, not
+    even under ``"*": "allow"``."""
+    command = setter.format(v=name, p=payload, u=user.format(v=name))
+    for level, wrap in enumerate(wraps):
+        if "`" in wrap and "`" in command:
+            continue
+        command = wrap.format(command, q=shlex.quote(command), n=level)
+    command = command.replace("STUB/", f"{stub_bin}/")
+    log = tmp_path / "rm.log"
+    log.unlink(missing_ok=True)
+    (tmp_path / "victim.txt").write_text("x")
+    env = {**os.environ, "PATH": f"{stub_bin}:{os.environ['PATH']}", "RM_LOG": str(log)}
+    subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=30)
+    assert log.exists(), f"the generator made a command that does not run rm: {command!r}"
+    assert decision(tmp_path, ALLOW_ALL, command) == "ask", command
+    assert decision(tmp_path, RM_DENIED, command) in ("deny", "ask"), command

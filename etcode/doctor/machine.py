@@ -44,7 +44,7 @@ def check_sandbox(config: Config | None, directory: Path, worktree: Path) -> Che
     return warn(
         "sandbox",
         f"{problem}: the plan and explore agents run commands without their read-only sandbox "
-        "(their permission rules still apply)",
+        "(they run only plain command lines without asking)",
         fix,
     )
 

@@ -6,7 +6,10 @@ reads in it:
   redirection writes; a command whose program is known only at run time is always asked;
 - ``read`` rules see the files the command names (arguments and ``< file``), so ``cat .env``
   asks like ReadFile would and ``cat secret/k`` is refused by ``{"read": {"secret/*": "deny"}}``;
-- ``edit`` rules see the files written by redirections (``echo x > secret/k``).
+- ``edit`` rules see the files written by redirections (``echo x > secret/k``);
+- what can run code or steer a later program (``$((x))``, ``export GIT_DIR=…``, see
+  :mod:`etcode.tools.shell_plain`) is asked whatever the allow rules say (deny rules first);
+  a read-only agent without its sandbox is asked about every line that is not plain.
 
 Rules hold against a model that follows them; a hostile one can still hide a file name
 (``cat $(printf .e; printf nv)``): the sandbox (``"sandbox"``) is the boundary for that.
@@ -36,12 +39,16 @@ async def check_command(
 ) -> ShellAnalysis:
     """Raise ``PermissionDenied`` unless the rules (or the user) allow ``command``."""
     analysis = analyze(command, {"PWD": str(ctx.directory), "HOME": os.path.expanduser("~")})
+    always_ask = analysis.dynamic_patterns() + _globs_matching_options(ctx, analysis)
+    if ctx.sandbox is not None and ctx.sandbox.plain_commands_only and not analysis.plain:
+        always_ask.append(command.strip())  # no sandbox to fall back on: only plain lines pass
+        analysis.problems.append("without its sandbox this agent runs only plain command lines unasked")
     metadata: dict[str, Any] = {
         "tool": tool,
         "command": command,
         "description": description,
         "always": analysis.always_patterns(),
-        "ask": analysis.dynamic_patterns(),
+        "ask": always_ask,
     }
     if analysis.problems:
         metadata["problems"] = analysis.problems
@@ -127,6 +134,21 @@ def _glob(ctx: ToolContext, word: str) -> list[str]:
                 break
     except (OSError, ValueError):
         return []
+    return found
+
+
+def _globs_matching_options(ctx: ToolContext, analysis: ShellAnalysis) -> list[str]:
+    """Commands with a glob that matches a file named like an option (``git diff *`` beside
+    a file ``--output=x``): what they run is not what the rules read."""
+    found: list[str] = []
+    for command in analysis.commands:
+        for word in command.words[1:]:
+            if not word.literal or not _GLOB_CHARS & set(word.text) or "\0" in word.text:
+                continue
+            if any(os.path.basename(match).startswith("-") for match in _glob(ctx, word.text)):
+                found.append(command.text)
+                analysis.problems.append(f"{word.text} matches a file named like an option")
+                break
     return found
 
 

@@ -89,6 +89,9 @@ class SandboxPolicy:
     #: ``allowUnixSockets``: when any, the unix-socket filter is off (seccomp cannot tell
     #: one socket path from another) and these are bound into the private ``/tmp``.
     unix_sockets: tuple[Path, ...] = field(default=())
+    #: The agent's sandbox could not be had (plan, explore without bubblewrap): only
+    #: provably plain command lines may be allowed by a rule; the rest is asked.
+    plain_commands_only: bool = False
 
     @property
     def active(self) -> bool:

@@ -12,7 +12,9 @@ It also lists the files written by redirections and read by ``<``.
 
 What cannot be known without running the line — a command name that comes from a
 variable or a substitution, ``eval`` of non-literal text, a shell reading commands from
-a pipe — is marked *dynamic*: a rule can never simply allow it; it is asked.
+a pipe — is marked *dynamic*: a rule can never simply allow it; it is asked. So are the
+parts :mod:`etcode.tools.shell_plain` finds unsafe (arithmetic over variables, assignments,
+``declare``/``export``, ``[[ $x -eq 0 ]]``…): they can run code or steer a later program.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from etcode.tools import shell_plain
 from etcode.tools.option_prefixes import spelled_out
 
 if TYPE_CHECKING:
@@ -101,6 +104,23 @@ class ShellAnalysis:
     problems: list[str] = field(default_factory=list)
     #: The line itself: asked about whole when it does not parse.
     source: str = ""
+    #: Parts that can run code or change how a later program runs (``$((x))``, ``x=…``,
+    #: ``export A=1``, ``[[ $x -eq 0 ]]``…), as written: asked whatever the allow rules say.
+    unsafe_parts: list[str] = field(default_factory=list)
+    #: Parts known only at run time though not unsafe (substitutions, variables, unquoted
+    #: globs, compound commands, written files): a line with none of these nor of the
+    #: above is *plain*; read-only agents without their sandbox allow only plain lines.
+    opaque_parts: list[str] = field(default_factory=list)
+
+    @property
+    def plain(self) -> bool:
+        """Words, quotes and resolved expansions only: what the rules see is what runs."""
+        return not (
+            self.unsafe_parts
+            or self.opaque_parts
+            or self.problems
+            or any(command.dynamic for command in self.commands)
+        )
 
     def patterns(self) -> list[str]:
         """Every text the ``bash`` rules must allow: each command (see
@@ -114,8 +134,10 @@ class ShellAnalysis:
         return list(dict.fromkeys(text for text in found if text))
 
     def dynamic_patterns(self) -> list[str]:
-        """Patterns to ask about even when a rule allows them: what runs is unknown."""
+        """Patterns to ask about even when a rule allows them: what runs is unknown, or
+        may run code or steer a later program (:attr:`unsafe_parts`)."""
         found = [command.text for command in self.commands if command.dynamic]
+        found.extend(self.unsafe_parts)
         if any(problem.startswith("syntax") for problem in self.problems):
             found.append(self.source.strip())
         return list(dict.fromkeys(text for text in found if text))
@@ -200,6 +222,8 @@ def analyze(command: str, places: dict[str, str] | None = None) -> ShellAnalysis
     analysis.writes = list(dict.fromkeys(analysis.writes))
     analysis.reads = list(dict.fromkeys(analysis.reads))
     analysis.problems = list(dict.fromkeys(analysis.problems))
+    analysis.unsafe_parts = list(dict.fromkeys(analysis.unsafe_parts))
+    analysis.opaque_parts = list(dict.fromkeys(analysis.opaque_parts))
     return analysis
 
 
@@ -241,12 +265,46 @@ class _Reader:
             self.analysis.problems.append("syntax: the command does not parse as bash")
             self._rough_commands(text)
         self._collect_assignments(root)
+        unsafe_before = len(self.analysis.unsafe_parts)
         for node in _walk(root):
             kind = node.type
             if kind == "command":
                 self._command(node, depth)
             elif kind == "file_redirect":
                 self._redirect(node)
+            self._plainness(node)
+        if len(self.analysis.unsafe_parts) > unsafe_before:
+            self._hidden_substitutions(root, depth)
+
+    def _plainness(self, node: Node) -> None:
+        """Record ``node`` if it is unsafe or opaque (:mod:`etcode.tools.shell_plain`)."""
+        risk = shell_plain.node_risk(node)
+        parent = node.parent
+        if risk is not None and parent is not None and parent.type in _REPORTED_WHOLE.get(node.type, ()):
+            return  # ``export A=1``, ``a[x]=1``: the whole is reported
+        if risk is not None:
+            shown = (
+                parent if node.type == "variable_assignment" and parent and parent.type == "command" else node
+            )
+            self._unsafe(_text(shown), risk)
+            return
+        reason = shell_plain.opaque(node)
+        if reason is not None:
+            self.analysis.opaque_parts.append(_text(node) or reason)
+
+    def _unsafe(self, text: str, reason: str) -> None:
+        self.analysis.unsafe_parts.append(text.strip())
+        self.analysis.problems.append(f"{reason}: {text.strip()}")
+
+    def _hidden_substitutions(self, root: Node, depth: int) -> None:
+        """In a line that evaluates text as code, the ``$(…)`` in its literal strings may
+        run (``x='a[$(rm v)]'; ls $((x))``): read them, so that deny rules see them."""
+        for node in _walk(root):
+            if node.type not in ("raw_string", "string", "ansi_c_string", "word", "heredoc_content"):
+                continue
+            value = self._literal(node) if node.type != "heredoc_content" else _text(node)
+            for inner in shell_plain.substitutions(value or ""):
+                self.read(inner, depth + 1)
 
     def _rough_commands(self, text: str) -> None:
         """For a line the grammar rejects (it is asked about whole): its words as
@@ -364,8 +422,16 @@ class _Reader:
         dynamic = not words[0].literal
         command = ShellCommand(tuple(words), assignments, dynamic)
         self.analysis.commands.append(command)
+        self._command_risk(command)
         if not dynamic:
             self._inner(command, node, depth)
+
+    def _command_risk(self, command: ShellCommand) -> None:
+        risk = shell_plain.command_risk(
+            [w.text for w in command.words], [not w.literal for w in command.words]
+        )
+        if risk is not None:
+            self._unsafe(command.text, risk)
 
     def _inner(self, command: ShellCommand, node: Node, depth: int) -> None:
         """Commands run by this one: behind wrappers, in ``-c`` strings, ``eval`` and
@@ -411,10 +477,14 @@ class _Reader:
         while words and words[0].literal and _ASSIGNMENT.match(words[0].text):
             assignments.append(words[0].text)
             words = words[1:]
+        if assignments:
+            shown = " ".join([*assignments, *(word.text for word in words)])
+            self._unsafe(shown, "an assignment changes how a command runs")
         if not words:
             return
         command = ShellCommand(tuple(words), tuple(assignments), dynamic=not words[0].literal)
         self.analysis.commands.append(command)
+        self._command_risk(command)
         if not command.dynamic:
             self._inner(command, node, depth)
 
@@ -497,9 +567,15 @@ class _Reader:
             self.analysis.reads.append(target)
 
 
+#: Unsafe nodes not reported on their own inside these (their parent is reported).
+_REPORTED_WHOLE = {
+    "variable_assignment": ("declaration_command", "c_style_for_statement"),
+    "subscript": ("variable_assignment",),
+}
+
 # ---- wrappers -------------------------------------------------------------------------
 
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 #: Wrapper → its options that take a value (the next word).
 _WRAPPERS: dict[str, frozenset[str]] = {
     "sudo": frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user", "--group"}),
@@ -546,6 +622,7 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "taskset": frozenset(),
     "caffeinate": frozenset(),
     "sg": frozenset(),
+    "coproc": frozenset(),
 }
 #: Wrappers whose first plain word is a value, not the command (``timeout 5 rm``).
 _SKIP_FIRST = frozenset({"timeout", "chroot", "flock", "taskset", "sg"})

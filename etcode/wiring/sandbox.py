@@ -18,7 +18,8 @@ async def sandbox_policy(
 ) -> SandboxPolicy:
     """The sandbox of this session's commands: the ``--sandbox`` flag wins; otherwise the
     stricter of the config's and the agent's. A mode the user asked for that cannot be had
-    here is an error; a built-in agent's default (plan: read-only) only warns."""
+    here is an error; a built-in agent's default (plan: read-only) only warns, and its
+    commands are then allowed only when plain (``SandboxPolicy.plain_commands_only``)."""
     from etcode.config.loader import FLAGS_SOURCE
     from etcode.tools.sandbox import (
         STRICTNESS,
@@ -45,9 +46,10 @@ async def sandbox_policy(
         if required:
             raise SandboxUnavailable(f"sandbox: {problem}")
         warnings.append(
-            f"the {agent_name} agent runs commands without its {mode} sandbox: {problem}; its permission rules still apply"
+            f"the {agent_name} agent runs commands without its {mode} sandbox: {problem}; "
+            "only plain command lines run without a question"
         )
-        return SandboxPolicy()
+        return SandboxPolicy(plain_commands_only=True)
     writable = tuple(Path(p).expanduser() for p in configured.writable) if configured is not None else ()
     network = bool(configured.network) if configured is not None else False
     from etcode.tools.seccomp import unsupported_machine

@@ -1,0 +1,346 @@
+"""Which parts of a shell line are not *provably plain* (issue 27, items 1-2).
+
+A line is plain when it is made of words, quotes and expansions that the parser resolves,
+so that what the rules see is what runs. Two kinds of parts are not:
+
+- *unsafe* parts can run code the rules never see, or change how a later program runs:
+  arithmetic over variables (bash evaluates ``a[$(cmd)]`` in a variable's value as code:
+  ``$((x))``, ``$[x]``, ``((x))``, ``for ((…))``, ``${PWD:x:0}``, ``${a[x]}``, ``let``,
+  ``[[ $x -eq 0 ]]``, ``-v``), ``${!x}`` and ``${x@P}``, every assignment (``x=…``,
+  ``A=1 cmd`` but ``IFS=… read``, ``declare``/``export``/``local``/``readonly``/``typeset``,
+  ``unset``) and every
+  other way to set a variable an environment variable could be named by (``read``,
+  ``printf -v``, ``mapfile``, ``getopts``, ``for NAME in``), and builtins that change the
+  shell itself (``alias``, ``shopt``, most of ``set``, ``hash``, ``enable``, ``source``/``.``,
+  ``compgen``/``complete``, ``fc``, ``umask``). No allow rule covers them: they are asked.
+- *opaque* parts are ordinary but depend on run time: substitutions, variables,
+  unquoted globs (a file named ``-delete`` becomes an option), compound commands, writing
+  redirections, background jobs. A read-only agent that lost its sandbox allows only lines
+  with neither (see :func:`etcode.tools.command_permission.check_command`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMBER = re.compile(r"-?(0[xX][0-9a-fA-F]+|[0-9]+(#[0-9A-Za-z@_]+)?)")
+#: Lower-case names programs read from the environment (upper-case ones all count).
+_LOWER_ENV = frozenset({"http_proxy", "https_proxy", "ftp_proxy", "all_proxy", "no_proxy"})
+_LOWER_ENV_PREFIXES = ("npm_config_", "yarn_", "pnpm_")
+#: ``test``/``[[`` operators that read their operands as arithmetic (or a variable name).
+_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_NAME_TESTS = frozenset({"-v", "-R"})
+#: Options of ``declare``/``typeset`` that only list (``export -f`` exports functions).
+_LISTING = frozenset({"-p", "-f", "-F"})
+
+
+def _lists_only(builtin: str, args: Sequence[str]) -> bool:
+    """``declare -p``, ``typeset -f``, ``export -p``, bare ``export``: listings."""
+    if builtin in ("declare", "typeset"):
+        return all(arg in _LISTING for arg in args)
+    return builtin in ("export", "readonly") and all(arg == "-p" for arg in args)
+
+
+#: Node types of an arithmetic expression that hold no value of their own.
+_ARITHMETIC_SHAPES = frozenset(
+    {"binary_expression", "unary_expression", "parenthesized_expression", "ternary_expression"}
+)
+#: ``set`` options that change nothing a later program sees.
+_PLAIN_SET_LETTERS = frozenset("euxvECfn")
+_PLAIN_SET_NAMES = frozenset({"pipefail", "errexit", "nounset", "xtrace", "verbose", "noclobber",
+                              "noglob", "errtrace", "noexec"})  # fmt: skip
+#: Builtins that change the shell itself or run code they are given.
+_SHELL_CHANGING = {
+    "let": "let evaluates arithmetic, which can run code",
+    "alias": "an alias changes what a later command runs",
+    "unalias": "unalias changes what a later command runs",
+    "source": "source runs a file as shell code",
+    ".": ". runs a file as shell code",
+    "enable": "enable loads or turns off builtins",
+    "compgen": "compgen can run a command or function",
+    "complete": "complete can run a command or function",
+    "fc": "fc runs commands again",
+    "umask": "umask changes the files later commands create",
+    "unset": "unset changes the environment of later commands",
+    "declare": "declare sets variables",
+    "typeset": "typeset sets variables",
+    "local": "local sets variables",
+    "readonly": "readonly sets variables",
+    "export": "export changes the environment of later commands",
+}
+#: Node types a plain line is made of (anything else is opaque).
+_PLAIN_NODES = frozenset(
+    {"program", "list", "pipeline", "command", "command_name", "word", "string", "string_content",
+     "raw_string", "ansi_c_string", "number", "concatenation", "comment", "redirected_statement",
+     "file_redirect", "file_descriptor", "herestring_redirect", "heredoc_redirect", "heredoc_start",
+     "heredoc_body", "heredoc_content", "heredoc_end"}
+)  # fmt: skip
+_GLOB = re.compile(r"(?<!\\)[*?\[]")
+
+
+def sensitive_name(name: str) -> bool:
+    """A variable name setting which may change how a later program runs: every
+    upper-case name (``PATH``, ``GIT_*``, ``LD_*``, ``BASH_ENV``, ``PYTHON*``, ``IFS``…), the
+    lower-case ones programs read (``http_proxy``…), an array element, anything not a name."""
+    if not _NAME.fullmatch(name):
+        return True
+    if name in _LOWER_ENV or name.startswith(_LOWER_ENV_PREFIXES):
+        return True
+    return not any(char.islower() for char in name) and name != "_"
+
+
+def _text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", errors="surrogateescape")
+
+
+def _plain_number(node: Node) -> bool:
+    return node.type in ("number", "word", "variable_name") and bool(_NUMBER.fullmatch(_text(node)))
+
+
+def _arithmetic_is_literal(node: Node) -> bool:
+    """True when an arithmetic expression holds only numbers (no variable, no
+    substitution whose text bash would evaluate again)."""
+    for child in node.named_children:
+        if child.type in _ARITHMETIC_SHAPES:
+            if not _arithmetic_is_literal(child):
+                return False
+        elif not _plain_number(child):
+            return False
+    return True
+
+
+def node_risk(node: Node) -> str | None:
+    """Why ``node`` is unsafe (see the module docstring), or None."""
+    kind = node.type
+    if kind == "variable_assignment":
+        return None if _ifs_for_read(node) else "an assignment changes how later commands run"
+    if kind == "declaration_command":
+        builtin = _text(node.children[0]) if node.children else ""
+        arguments = node.named_children
+        if all(child.type == "word" for child in arguments) and _lists_only(
+            builtin, [_text(c) for c in arguments]
+        ):
+            return None
+        return _SHELL_CHANGING.get(builtin, "it sets variables")
+    if kind == "unset_command":
+        return _SHELL_CHANGING["unset"]
+    if kind in ("arithmetic_expansion", "c_style_for_statement"):
+        return None if _arithmetic_is_literal(node) else "arithmetic over variables can run code"
+    if kind == "compound_statement" and node.children and node.children[0].type == "((":
+        return None if _arithmetic_is_literal(node) else "arithmetic over variables can run code"
+    if kind == "command_substitution" and _text(node).startswith("$(("):
+        return "arithmetic over variables can run code"  # ``$((x))`` read as ``$( (x) )``
+    if kind == "subshell" and _text(node).startswith("(("):
+        return "arithmetic over variables can run code"  # ``time ((x))`` read as ``( (x) )``
+    if kind == "expansion":
+        return _expansion_risk(node)
+    if kind == "subscript":
+        index = node.child_by_field_name("index")
+        if index is None:
+            index = next((c for c in node.named_children[1:]), None)
+        if index is not None and not _plain_number(index) and _text(index) not in ("@", "*"):
+            return "an array index is arithmetic, which can run code"
+        return None
+    if kind == "test_command":
+        return _test_risk(node)
+    if kind == "for_statement":
+        variable = node.child_by_field_name("variable")
+        if variable is not None and sensitive_name(_text(variable)):
+            return f"the loop sets {_text(variable)}, which changes how later commands run"
+    return None
+
+
+def _ifs_for_read(node: Node) -> bool:
+    """``IFS=… read -r line``: the idiom sets how ``read`` splits, for ``read`` alone."""
+    parent, name = node.parent, node.child_by_field_name("name")
+    if parent is None or parent.type != "command" or name is None or _text(name) != "IFS":
+        return False
+    program = parent.child_by_field_name("name")
+    return program is not None and _text(program) in ("read", "mapfile", "readarray")
+
+
+def _expansion_risk(node: Node) -> str | None:
+    tokens = [child.type for child in node.children]
+    if len(tokens) > 1 and tokens[1] == "!":
+        return "${!name} reads a variable named by another, which can run code"
+    if "@" in tokens:
+        return "${name@…} transforms a value and can run code"
+    if "=" in tokens or ":=" in tokens:
+        return "${name:=…} sets a variable"
+    if ":" in tokens:
+        offsets = node.children[tokens.index(":") + 1 : -1]
+        if any(child.is_named and not _offset_is_literal(child) for child in offsets):
+            return "a substring offset is arithmetic, which can run code"
+    return None
+
+
+def _offset_is_literal(node: Node) -> bool:
+    if node.type in _ARITHMETIC_SHAPES:
+        return _arithmetic_is_literal(node)
+    return _plain_number(node)
+
+
+def _test_risk(node: Node) -> str | None:
+    bracket = _text(node.children[0]) if node.children else ""
+    for child in _descendants(node):
+        if child.type != "test_operator":
+            continue
+        operator = _text(child)
+        if operator in _NAME_TESTS:
+            return f"{operator} evaluates an array index, which can run code"
+        if operator in _ARITHMETIC_TESTS and bracket == "[[":
+            parent = child.parent
+            operands = [c for c in parent.named_children if c.type != "test_operator"] if parent else []
+            if not all(_plain_number(operand) for operand in operands):
+                return f"[[ … {operator} … ]] evaluates its operands as arithmetic, which can run code"
+    return None
+
+
+def _descendants(node: Node) -> list[Node]:
+    found: list[Node] = []
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        found.append(child)
+        stack.extend(child.children)
+    return found
+
+
+def command_risk(words: Sequence[str], dynamic: Sequence[bool]) -> str | None:
+    """Why a simple command (its words after quote removal; ``dynamic[i]`` when word i is
+    known only at run time) is unsafe, or None."""
+    if not words:
+        return None
+    name = words[0].rsplit("/", 1)[-1] if not dynamic[0] else words[0]
+    args = list(words[1:])
+    known = list(dynamic[1:])
+    if name in _SHELL_CHANGING:
+        if _lists_only(name, args):
+            return None
+        return _SHELL_CHANGING[name]
+    if name in ("test", "[") and any(a in _NAME_TESTS for a in args):
+        return "test -v evaluates an array index, which can run code"
+    if name == "[[" and any(a in _NAME_TESTS or a in _ARITHMETIC_TESTS for a in args):
+        return "[[ … ]] evaluates its operands as arithmetic, which can run code"  # ``time [[ … ]]``
+    if name == "shopt" and any(a in ("-s", "-u") or not a.startswith("-") for a in args):
+        return "shopt changes how later commands are read"
+    if name == "set":
+        return _set_risk(args)
+    if name == "hash" and any(a != "-r" for a in args):
+        return "hash changes which program a name runs"
+    for target, unknown in _set_variables(name, args, known):
+        if unknown or sensitive_name(target):
+            return f"{name} sets {target}, which changes how later commands run"
+    if name in ("mapfile", "readarray") and any(a.startswith("-") and "C" in a for a in args):
+        return f"{name} -C runs a command"
+    return None
+
+
+#: Builtins that set variables → their options that take a value.
+_SETTERS = {"read": "adinNptu", "mapfile": "dnOsuCc", "readarray": "dnOsuCc"}
+
+
+def _set_variables(name: str, args: list[str], unknown: list[bool]) -> list[tuple[str, bool]]:
+    """The variables ``read``/``mapfile``/``getopts``/``printf -v`` set, each with whether
+    its name is known only at run time."""
+    pairs = list(zip(args, unknown, strict=False))
+    if name == "printf":
+        return [pairs[i + 1] for i, (arg, _) in enumerate(pairs[:-1]) if arg == "-v"]
+    if name == "getopts":
+        return pairs[1:2]
+    if name not in _SETTERS:
+        return []
+    targets: list[tuple[str, bool]] = []
+    index = 0
+    while index < len(pairs):
+        arg, dynamic = pairs[index]
+        if arg == "--":
+            targets.extend(pairs[index + 1 :])
+            break
+        if arg.startswith("-") and len(arg) > 1 and not dynamic:
+            if arg[-1] in _SETTERS[name] and index + 1 < len(pairs):
+                if name == "read" and arg[-1] == "a":
+                    targets.append(pairs[index + 1])
+                index += 2
+                continue
+            index += 1
+            continue
+        targets.append(pairs[index])
+        index += 1
+    return targets
+
+
+def _set_risk(args: list[str]) -> str | None:
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg in ("-o", "+o"):
+            if index + 1 >= len(args) or args[index + 1] not in _PLAIN_SET_NAMES:
+                return "set -o changes how later commands run"
+            index += 2
+            continue
+        letters = arg[1:]
+        if arg[:1] in ("-", "+") and letters and set(letters.replace("o", "", 1)) <= _PLAIN_SET_LETTERS:
+            if "o" not in letters:
+                index += 1
+                continue
+            if not letters.endswith("o") or index + 1 >= len(args) or args[index + 1] not in _PLAIN_SET_NAMES:
+                return "set -o changes how later commands run"
+            index += 2
+            continue
+        return f"set {arg} changes how later commands run"
+    return None
+
+
+def opaque(node: Node) -> str | None:
+    """Why ``node`` is not plain though it is not unsafe (see the module docstring), or None."""
+    kind = node.type
+    if not node.is_named:
+        return "a background job" if kind == "&" else None
+    if kind not in _PLAIN_NODES:
+        return f"{kind.replace('_', ' ')} is known only at run time"
+    if kind == "word" and _GLOB.search(_text(node)) and not _quoted(node):
+        return "an unquoted glob: file names may become options"
+    if kind == "file_redirect":
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        target = node.named_children[-1] if node.named_children else None
+        if operator.startswith("<") or target is None:
+            return None
+        if target.type == "number" or _text(target) in ("/dev/null", "-"):
+            return None
+        return "a redirection writes a file"
+    return None
+
+
+def _quoted(node: Node) -> bool:
+    parent = node.parent
+    return parent is not None and parent.type in ("string", "heredoc_body")
+
+
+def substitutions(text: str) -> list[str]:
+    """The command texts in ``$(…)`` and backticks inside a literal string, which bash runs
+    when it evaluates that string as arithmetic (``a[$(rm x)]`` → ``rm x``)."""
+    found: list[str] = []
+    index = 0
+    while index < len(text):
+        if text.startswith("$(", index) and not text.startswith("$((", index):
+            depth, end = 1, index + 2
+            while end < len(text) and depth:
+                depth += {"(": 1, ")": -1}.get(text[end], 0)
+                end += 1
+            found.append(text[index + 2 : end - 1 if depth == 0 else end])
+            index = end  # what is nested inside is found when the text found is read
+            continue
+        if text[index] == "`":
+            end = text.find("`", index + 1)
+            found.append(text[index + 1 : end if end != -1 else len(text)])
+            index = end + 1 if end != -1 else len(text)
+            continue
+        index += 1
+    return [item for item in found if item.strip()]
