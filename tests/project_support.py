@@ -9,6 +9,7 @@ empty.
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,13 @@ from typing import Any
 import pytest
 
 from tests.fake_llm import FakeLLM
+
+
+def git_init(folder: Path) -> Path:
+    """``folder`` made a git work tree (a cloned repository, as trust sees it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=30)
+    return folder
 
 
 def write_config(project: Path, llm: FakeLLM, provider: dict[str, Any] | None = None, **extra: Any) -> None:

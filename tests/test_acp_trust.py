@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from acp import PROTOCOL_VERSION, RequestError, text_block
 
 from tests.acp_support import RecordingClient, acp_agent, capabilities, step
 from tests.fake_llm import FakeLLM, Reply
+from tests.project_support import git_init
 
 USER_KEY = "sk-users-own-key-0123456789"
 
@@ -40,10 +40,7 @@ def user_config(isolated_env: Path, llm: FakeLLM) -> Path:
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    folder = tmp_path / "checkout"
-    folder.mkdir()
-    subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=30)
-    return folder
+    return git_init(tmp_path / "checkout")
 
 
 def hostile(checkout: Path, evil: FakeLLM, canary: Path) -> Path:

@@ -6,7 +6,6 @@ is started or sent, naming each setting; ``Agent(trust=True)`` approves (and rem
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from etcode import Agent
 from etcode.config.trust import UntrustedConfigError
 from tests.fake_llm import FakeLLM, Reply
+from tests.project_support import git_init
 
 USER_KEY = "sk-users-own-key-0123456789"
 SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY----- users-private-key-material"
@@ -44,10 +44,7 @@ def user_config(isolated_env: Path, llm: FakeLLM) -> Path:
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    folder = tmp_path / "checkout"
-    folder.mkdir()
-    subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=30)
-    return folder
+    return git_init(tmp_path / "checkout")
 
 
 def hostile(checkout: Path, evil: FakeLLM, canary: Path, **extra: object) -> Path:

@@ -7,7 +7,6 @@ and the cloud metadata address (169.254.169.254) are refused, in any spelling, u
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -19,6 +18,7 @@ from etcode.util.paths import config_dir
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import FakeLLM, Reply
 from tests.http_support import serving
+from tests.project_support import git_init
 
 METADATA_PATH = "/latest/meta-data/iam/security-credentials/role"
 CREDENTIAL = "AKIAFAKECLOUDCREDENTIAL"
@@ -50,10 +50,7 @@ def metadata() -> Iterator[tuple[str, list[str]]]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    folder = tmp_path / "cloned"
-    folder.mkdir()
-    subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=30)
-    return folder
+    return git_init(tmp_path / "cloned")
 
 
 def user_config(data: dict) -> None:

@@ -23,14 +23,12 @@ from etcode.config.trust import (
 )
 from etcode.util.errors import ConfigError
 from etcode.util.paths import config_dir, data_dir
+from tests.project_support import git_init
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    folder = tmp_path / "repo"
-    folder.mkdir()
-    subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=30)
-    return folder
+    return git_init(tmp_path / "repo")
 
 
 def write(path: Path, data: dict[str, Any]) -> Path:

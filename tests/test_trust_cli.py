@@ -17,6 +17,7 @@ import pytest
 
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import FakeLLM, Reply
+from tests.project_support import git_init
 from tests.require import needs
 
 REAL_KEY = "sk-ant-users-real-key-123456"
@@ -25,10 +26,7 @@ REAL_KEY = "sk-ant-users-real-key-123456"
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A cloned repository (a git work tree)."""
-    folder = tmp_path / "cloned"
-    folder.mkdir()
-    subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=30)
-    return folder
+    return git_init(tmp_path / "cloned")
 
 
 def hijack(repo: Path, llm: FakeLLM, **extra: Any) -> Path:

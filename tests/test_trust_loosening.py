@@ -6,7 +6,6 @@ that only restates what the user's rules allow, needs nothing."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +17,14 @@ from etcode.config.trust import config_findings, exclusions
 from etcode.util.paths import config_dir
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
+from tests.project_support import git_init
 
 ASK_BASH = {"bash": {"*": "ask"}}
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    folder = tmp_path / "cloned"
-    folder.mkdir()
-    subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=30)
-    return folder
+    return git_init(tmp_path / "cloned")
 
 
 def user_config(data: dict[str, Any]) -> None:

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from etcode.tools.shell_commands import ShellCommand, path_text
-from etcode.util.fs import real_path
+from etcode.util.fs import real_path, walk_breadth_first
 
 #: Directory entries looked at per command (the shallow ones first); what lies deeper in
 #: a larger tree is not looked at (the values of secret files are redacted anyway).
@@ -345,37 +344,29 @@ def _relative(path: Path, worktree: Path) -> str:
 def _walk(root: Path, read: FolderRead) -> Iterable[tuple[str, bool]]:
     """The files under ``root`` that ``read`` reads, as ``/``-joined paths from it and
     whether each is a link, breadth first, within the bound."""
-    queue: deque[str] = deque([""])
-    seen = 0
-    while queue:
-        folder = queue.popleft()
+
+    def visible(name: str) -> bool:
+        return read.hidden or not name.startswith(".")
+
+    def descend(entry: os.DirEntry[str], _depth: int) -> bool:
+        name = entry.name
+        return visible(name) and name not in _SKIPPED_DIRS and not _matches(name, read.skip_dirs)
+
+    for relative, entry, _depth in walk_breadth_first(root, MAX_WALK_ENTRIES, descend):
+        name = entry.name
+        if not visible(name):
+            continue
         try:
-            with os.scandir(os.path.join(root, folder)) as entries:
-                listing = sorted(entries, key=lambda entry: entry.name)
+            if entry.is_dir(follow_symlinks=False):
+                continue
+            is_link = entry.is_symlink()
         except OSError:
             continue
-        for entry in listing:
-            seen += 1
-            if seen > MAX_WALK_ENTRIES:
-                return
-            name = entry.name
-            if not read.hidden and name.startswith("."):
-                continue
-            relative = f"{folder}/{name}" if folder else name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_link = entry.is_symlink()
-            except OSError:
-                continue
-            if is_dir:
-                if name not in _SKIPPED_DIRS and not _matches(name, read.skip_dirs):
-                    queue.append(relative)
-                continue
-            if read.names and not _matches(name, read.names):
-                continue
-            if _matches(name, read.skip):
-                continue
-            yield relative, is_link
+        if read.names and not _matches(name, read.names):
+            continue
+        if _matches(name, read.skip):
+            continue
+        yield relative, is_link
 
 
 def _matches(name: str, globs: tuple[str, ...]) -> bool:

@@ -9,6 +9,8 @@ import errno
 import os
 import stat
 import tempfile
+from collections import deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 BOM = "\ufeff"
@@ -283,3 +285,34 @@ def is_within(path: Path, root: Path) -> bool:
         return True
     except ValueError:
         return False
+
+
+def walk_breadth_first(
+    root: Path | str, max_entries: int, descend: Callable[[os.DirEntry[str], int], bool]
+) -> Iterator[tuple[str, os.DirEntry[str], int]]:
+    """Every entry under ``root``, breadth first and by name within a folder, as its
+    ``/``-joined path from ``root``, the entry and its folder's depth (0: in ``root``). A
+    folder (not a link to one) is entered when ``descend(entry, depth)``; unreadable ones are
+    passed over. Stops after ``max_entries`` entries, counting those of every folder listed
+    (blocking: call it in a worker thread)."""
+    queue: deque[tuple[str, int]] = deque([("", 0)])
+    seen = 0
+    while queue:
+        folder, depth = queue.popleft()
+        try:
+            with os.scandir(os.path.join(root, folder)) as entries:
+                listing = sorted(entries, key=lambda entry: entry.name)
+        except OSError:
+            continue
+        for entry in listing:
+            seen += 1
+            if seen > max_entries:
+                return
+            relative = f"{folder}/{entry.name}" if folder else entry.name
+            try:
+                is_folder = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_folder and descend(entry, depth):
+                queue.append((relative, depth + 1))
+            yield relative, entry, depth

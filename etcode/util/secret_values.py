@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 
+from etcode.util.fs import walk_breadth_first
 from etcode.util.ignore import is_secret_file
 
 MAX_ENTRIES = 5_000
@@ -93,27 +93,21 @@ def secret_files(root: Path, listed: Iterable[str] = ()) -> list[Path]:
     for name in listed:
         path = Path(os.path.expanduser(name))
         found.append(path if path.is_absolute() else root / path)
-    queue: deque[tuple[Path, int]] = deque([(root, 0)])
-    seen = 0
-    while queue and seen < MAX_ENTRIES:
-        folder, depth = queue.popleft()
+
+    def descend(entry: os.DirEntry[str], depth: int) -> bool:
+        return depth + 1 < MAX_DEPTH and entry.name not in _SKIPPED
+
+    for _relative, entry, _depth in walk_breadth_first(root, MAX_ENTRIES, descend):
         try:
-            with os.scandir(folder) as entries:
-                listing = sorted(entries, key=lambda entry: entry.name)
+            name = entry.name
+            if (
+                is_secret_file(name)
+                and not name.endswith(_TEMPLATES)
+                and not entry.is_dir(follow_symlinks=False)
+            ):
+                found.append(Path(entry.path))
         except OSError:
             continue
-        for entry in listing:
-            seen += 1
-            if seen > MAX_ENTRIES:
-                break
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if depth + 1 < MAX_DEPTH and entry.name not in _SKIPPED:
-                        queue.append((Path(entry.path), depth + 1))
-                elif is_secret_file(entry.name) and not entry.name.endswith(_TEMPLATES):
-                    found.append(Path(entry.path))
-            except OSError:
-                continue
     return list(dict.fromkeys(found))[:MAX_FILES]
 
 
