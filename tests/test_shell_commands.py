@@ -291,6 +291,10 @@ def _hidden_forms(target: str) -> list[str]:
         "export BASH_ENV=EVIL/env.sh; bash -c :",
         "BASH_ENV=EVIL/env.sh bash -c :",
         f"mapfile -t -C 'rm {target}' -c 1 lines <<< x",
+        f": ${{PWD#$(rm {target})}}",
+        f": \"${{PWD%%`rm {target}`}}\"",
+        f": ${{PWD^^$(rm {target})}}",
+        f"y='{hide}'; : ${{PWD#$((y))}}",
     ]
 
 
@@ -404,6 +408,9 @@ ALLOW_ALL = {"bash": "allow"}
         "ls $((x))",
         "ls $[x]",
         "ls ${PWD:x:0}",
+        "ls ${PWD#$(rm x)}",
+        "ls ${PWD%%$((y))}",
+        "ls ${PWD,$[y]}",
         "echo ${x: -y} ${x:(y):1}",
         "echo ${a[i]}",
         "echo ${!name}",

@@ -300,9 +300,9 @@ class _Reader:
         """In a line that evaluates text as code, the ``$(…)`` in its literal strings may
         run (``x='a[$(rm v)]'; ls $((x))``): read them, so that deny rules see them."""
         for node in _walk(root):
-            if node.type not in ("raw_string", "string", "ansi_c_string", "word", "heredoc_content"):
+            if node.type not in ("raw_string", "string", "ansi_c_string", "word", "heredoc_content", "regex"):
                 continue
-            value = self._literal(node) if node.type != "heredoc_content" else _text(node)
+            value = self._literal(node) if node.type not in ("heredoc_content", "regex") else _text(node)
             for inner in shell_plain.substitutions(value or ""):
                 self.read(inner, depth + 1)
 

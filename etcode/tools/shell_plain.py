@@ -167,6 +167,9 @@ def _ifs_for_read(node: Node) -> bool:
 
 def _expansion_risk(node: Node) -> str | None:
     tokens = [child.type for child in node.children]
+    for child in node.children:  # the grammar leaves ``${x#$(cmd)}``'s pattern unread
+        if child.type == "regex" and ("$" in _text(child) or "`" in _text(child)):
+            return "an expansion in a ${…} pattern is not read by the grammar, and can run code"
     if len(tokens) > 1 and tokens[1] == "!":
         return "${!name} reads a variable named by another, which can run code"
     if "@" in tokens:
