@@ -50,7 +50,7 @@ def refused(text: str) -> bool:
         f"v='{HIDE}'; a[v]=1; ls",
         f"v='{HIDE}'; for ((i=0;i<v;i++)); do ls; done",
         "ls ${PWD#$(rm -rf victim)}",
-        "ls \"${PWD%%`rm -rf victim`}\"",
+        'ls "${PWD%%`rm -rf victim`}"',
     ],
 )
 def test_code_in_arithmetic_does_not_run(project: Path, llm: FakeLLM, command: str) -> None:

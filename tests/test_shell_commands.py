@@ -292,7 +292,7 @@ def _hidden_forms(target: str) -> list[str]:
         "BASH_ENV=EVIL/env.sh bash -c :",
         f"mapfile -t -C 'rm {target}' -c 1 lines <<< x",
         f": ${{PWD#$(rm {target})}}",
-        f": \"${{PWD%%`rm {target}`}}\"",
+        f': "${{PWD%%`rm {target}`}}"',
         f": ${{PWD^^$(rm {target})}}",
         f"y='{hide}'; : ${{PWD#$((y))}}",
     ]
