@@ -295,6 +295,8 @@ def _hidden_forms(target: str) -> list[str]:
         f': "${{PWD%%`rm {target}`}}"',
         f": ${{PWD^^$(rm {target})}}",
         f"y='{hide}'; : ${{PWD#$((y))}}",
+        f": `echo \\`rm {target}\\``",
+        f": `echo \\$(rm {target})`",
     ]
 
 

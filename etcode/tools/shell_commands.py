@@ -37,6 +37,8 @@ MAX_DEPTH = 8
 #: Redirection targets that write nothing anyone keeps.
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
 _WRITE_OPERATORS = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&"})
+#: What a backslash escapes inside backticks (bash removes it before running the text).
+_BACKTICK_ESCAPE = re.compile(r"\\([\\`$])")
 _READ_OPERATORS = frozenset({"<", "<>", "<&"})
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish", "busybox"})
 #: Commands whose second word picks the action (``git push``, ``npm run``).
@@ -272,9 +274,23 @@ class _Reader:
                 self._command(node, depth)
             elif kind == "file_redirect":
                 self._redirect(node)
+            elif kind == "command_substitution":
+                self._escaped_backticks(node, depth)
             self._plainness(node)
         if len(self.analysis.unsafe_parts) > unsafe_before:
             self._hidden_substitutions(root, depth)
+
+    def _escaped_backticks(self, node: Node, depth: int) -> None:
+        """Inside backticks bash drops the backslash before a backtick, ``$`` or backslash
+        and then runs the text, so an escaped backtick pair inside backticks is a nested
+        substitution that runs (the grammar keeps the backslashes): read it as bash will."""
+        text = _text(node)
+        if not text.startswith("`") or "\\" not in text:
+            return
+        inner = text[1:-1] if len(text) > 1 and text.endswith("`") else text[1:]
+        body = _BACKTICK_ESCAPE.sub(r"\1", inner)
+        if body != inner:
+            self.read(body, depth + 1)
 
     def _plainness(self, node: Node) -> None:
         """Record ``node`` if it is unsafe or opaque (:mod:`etcode.tools.shell_plain`)."""
