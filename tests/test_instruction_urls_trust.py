@@ -7,6 +7,7 @@ and the cloud metadata address (169.254.169.254) are refused, in any spelling, u
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -17,8 +18,9 @@ from etcode.prompt.instruction import fetch_urls, rules_internal_check
 from etcode.util.paths import config_dir
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import FakeLLM, Reply
-from tests.http_support import serving
+from tests.http_support import QuietServer, serving, stub_dns
 from tests.project_support import git_init
+from tests.require import missing
 
 METADATA_PATH = "/latest/meta-data/iam/security-credentials/role"
 CREDENTIAL = "AKIAFAKECLOUDCREDENTIAL"
@@ -135,3 +137,33 @@ async def test_every_spelling_of_this_machine_is_refused(metadata: tuple[str, li
     results = await fetch_urls([f"http://localhost:{port}/ok"], 5, denied)
     assert results[0][2] is not None
     assert hits == ["/ok"]
+
+
+async def test_an_instruction_url_is_fetched_from_the_address_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DNS rebinding: the name answers 127.0.0.1 when it is checked (allowed by a rule) and
+    127.0.0.2 afterwards; the request still goes to the address that was checked, not to a
+    second lookup's answer."""
+    answers = stub_dns(monkeypatch)
+    hits: dict[str, list[str]] = {"127.0.0.1": [], "127.0.0.2": []}
+    first = QuietServer(("127.0.0.1", 0), type("Handler", (_Metadata,), {"hits": hits["127.0.0.1"]}))
+    port = first.server_address[1]
+    try:
+        second = QuietServer(("127.0.0.2", port), type("Handler", (_Metadata,), {"hits": hits["127.0.0.2"]}))
+    except OSError:
+        first.server_close()
+        missing("loopback", "127.0.0.2 cannot be bound here")
+    servers = [first, second]
+    for httpd in servers:
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        answers["rebind.test"] = ["127.0.0.1", "127.0.0.2"]
+        allowed = rules_internal_check({"private_network": {f"http://rebind.test:{port}/*": "allow"}})
+        [(_, text, error)] = await fetch_urls([f"http://rebind.test:{port}/guide"], 5, allowed)
+        assert error is None and CREDENTIAL in text
+        assert hits == {"127.0.0.1": ["/guide"], "127.0.0.2": []}
+    finally:
+        for httpd in servers:
+            httpd.shutdown()
+            httpd.server_close()

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from etcode.tools.base import PermissionDenied, ToolContext, ToolError
 from etcode.tools.web_fetch import WebFetchTool, html_to_markdown
+from tests import http_support
 from tests.http_support import QuietServer, serving
 from tests.require import missing
 from tests.tool_support import make_ctx
@@ -519,31 +520,12 @@ def test_property_lenient_spellings_of_one_path(data: st.DataObject) -> None:
 
 # ---- names through a stub resolver: nothing is looked up outside the test ------------------
 
-import ipaddress  # noqa: E402
 import socket  # noqa: E402
 
 
 @pytest.fixture
 def stub_dns(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    """``socket.getaddrinfo`` (what asyncio and httpx resolve with) answers from this dict:
-    each name's list of answers is used in turn, the last one for ever; other names fail."""
-    answers: dict[str, list[str]] = {}
-    real = socket.getaddrinfo
-
-    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-        name = host.decode() if isinstance(host, bytes) else str(host)
-        if name not in answers:
-            try:
-                ipaddress.ip_address(name)
-            except ValueError:
-                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known") from None
-            return real(host, port, *args, **kwargs)
-        queue = answers[name]
-        ip = queue.pop(0) if len(queue) > 1 else queue[0]
-        return real(ip, port, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-    return answers
+    return http_support.stub_dns(monkeypatch)
 
 
 def _serve(host: str, port: int = 0) -> tuple[QuietServer, list[str]]:

@@ -246,11 +246,10 @@ async def fetch_urls(
     169.254.169.254...) unless ``internal_allowed`` says so (WebFetch's private-network check)."""
     if not urls:
         return []
-    import httpx
 
-    async def one(client: httpx.AsyncClient, url: str) -> tuple[str, str, str | None]:
+    async def one(url: str) -> tuple[str, str, str | None]:
         try:
-            response = await asyncio.wait_for(_get_following(client, url, timeout, internal_allowed), timeout)
+            response = await asyncio.wait_for(_get_following(url, timeout, internal_allowed), timeout)
         except TimeoutError:
             return url, "", f"timed out after {timeout:g} s"
         except InternalAddress as err:
@@ -261,8 +260,7 @@ async def fetch_urls(
             return url, "", f"HTTP {response.status_code}"
         return url, response.text, None
 
-    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
-        return list(await asyncio.gather(*(one(client, url) for url in urls)))
+    return list(await asyncio.gather(*(one(url) for url in urls)))
 
 
 MAX_REDIRECTS = 5
@@ -273,23 +271,32 @@ class InternalAddress(ValueError):
 
 
 async def _get_following(
-    client: httpx.AsyncClient, url: str, timeout: float, internal_allowed: InternalCheck | None = None
+    url: str, timeout: float, internal_allowed: InternalCheck | None = None
 ) -> httpx.Response:
     """GET ``url``, following redirects; a hop to an internal address (loopback, private,
-    link-local) is refused unless ``internal_allowed`` allows it."""
+    link-local) is refused unless ``internal_allowed`` allows it, and each hop is fetched
+    from the address that was checked (or through the proxy the environment names, which
+    resolves the name), as WebFetch does."""
+    import httpx
+
     from etcode.util.web_address import is_internal, normalize_url, resolve
 
     address = normalize_url(url)
     for hop in range(MAX_REDIRECTS + 1):
-        internal = [ip for ip in await resolve(address, timeout) if is_internal(ip)]
+        proxy = address.proxy()
+        ips = [] if address.resolved_by_proxy(proxy) else await resolve(address, timeout)
+        internal = [ip for ip in ips if is_internal(ip)]
         if internal and (internal_allowed is None or not internal_allowed(address, internal)):
             how = "redirected to " if hop else ""
-            ips = ", ".join(str(ip) for ip in internal)
+            shown = ", ".join(str(ip) for ip in internal)
             raise InternalAddress(
-                f"{how}{address.host}, an address on this machine or its network ({ips}): not fetched "
+                f"{how}{address.host}, an address on this machine or its network ({shown}): not fetched "
                 f'(allow it with a "private_network" rule in your own config)'
             )
-        response = await client.get(address.url)
+        target, headers, extensions = address.pinned_request(str(ips[0])) if ips else (address.url, {}, {})
+        transport = httpx.AsyncHTTPTransport(proxy=proxy)
+        async with httpx.AsyncClient(transport=transport, timeout=timeout, trust_env=False) as client:
+            response = await client.get(target, headers=headers, extensions=extensions)
         location = response.headers.get("location")
         if response.status_code not in (301, 302, 303, 307, 308) or not location:
             return response

@@ -242,9 +242,9 @@ class _Fetch:
         from etcode.util.web_address import is_internal, resolve
 
         named = address.url
-        proxy = _proxy_for(address)
-        if proxy and address.literal_ip() is None and address.host != "localhost":
-            addresses = []  # the proxy resolves the name; it is what reaches the network
+        proxy = address.proxy()
+        if address.resolved_by_proxy(proxy):
+            addresses = []
         else:
             addresses = await self._timed(resolve(address, self.left))
         at_ips = [address.with_host(str(ip)) for ip in addresses]
@@ -284,10 +284,8 @@ class _Fetch:
         extensions: dict[str, Any] = {}
         request_headers = dict(headers)
         if connect_to is not None:
-            ip = f"[{connect_to}]" if ":" in connect_to else connect_to
-            url = f"{address.scheme}://{ip}:{address.port}{address.target}"
-            request_headers["Host"] = address.netloc
-            extensions["sni_hostname"] = address.host
+            url, pin_headers, extensions = address.pinned_request(connect_to)
+            request_headers.update(pin_headers)
         from etcode.util.web_address import normalize_url
 
         async with client.stream("GET", url, headers=request_headers, extensions=extensions) as response:
@@ -346,19 +344,6 @@ async def _read_body(response: Any, url: str) -> bytes:
     if len(body) > MAX_RESPONSE_BYTES:
         raise ToolError("Response too large (over 5 MB).")
     return body
-
-
-def _proxy_for(address: WebAddress) -> str | None:
-    """The proxy the environment names for this URL (``HTTPS_PROXY``, ``ALL_PROXY``... less
-    ``NO_PROXY``), None for none."""
-    import urllib.request
-
-    proxies = urllib.request.getproxies_environment()
-    proxy = proxies.get(address.scheme) or proxies.get("all")
-    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # not in typeshed
-    if not proxy or bypass(address.host, proxies):
-        return None
-    return proxy if "://" in proxy else f"http://{proxy}"
 
 
 def _charset(content_type: str) -> str:

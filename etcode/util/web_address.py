@@ -72,6 +72,31 @@ class WebAddress:
         except ValueError:
             return None
 
+    def pinned_request(self, ip: str) -> tuple[str, dict[str, str], dict[str, Any]]:
+        """The URL, headers and httpx extensions that send this request to ``ip`` (a
+        checked address) while the server, and TLS, still see the host name: a second
+        lookup by the HTTP client could answer another address (DNS rebinding)."""
+        host = f"[{ip}]" if ":" in ip else ip
+        url = f"{self.scheme}://{host}:{self.port}{self.target}"
+        return url, {"Host": self.netloc}, {"sni_hostname": self.host}
+
+    def proxy(self) -> str | None:
+        """The proxy the environment names for this URL (``HTTPS_PROXY``, ``ALL_PROXY``...
+        less ``NO_PROXY``), None for none."""
+        import urllib.request
+
+        proxies = urllib.request.getproxies_environment()
+        proxy = proxies.get(self.scheme) or proxies.get("all")
+        bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # not in typeshed
+        if not proxy or bypass(self.host, proxies):
+            return None
+        return proxy if "://" in proxy else f"http://{proxy}"
+
+    def resolved_by_proxy(self, proxy: str | None) -> bool:
+        """Whether ``proxy`` resolves this URL's name (then it is what reaches the network,
+        and the name is not looked up here)."""
+        return bool(proxy) and self.literal_ip() is None and self.host != "localhost"
+
 
 def normalize_url(raw: str, base: str | None = None) -> WebAddress:
     """Parse and normalize an http(s) URL (relative to ``base`` for a redirect's
