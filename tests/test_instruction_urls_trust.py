@@ -167,3 +167,24 @@ async def test_an_instruction_url_is_fetched_from_the_address_checked(
         for httpd in servers:
             httpd.shutdown()
             httpd.server_close()
+
+
+def test_debug_prompt_leaves_out_an_untrusted_projects_instruction_url(
+    repo: Path, llm: FakeLLM, metadata: tuple[str, list[str]]
+) -> None:
+    """``etcode debug prompt`` builds the prompt a run would send: a project's instruction URL
+    that is not trusted is not fetched there either (even where the user's own rules open
+    the address), and the warning names the setting."""
+    base, hits = metadata
+    user_config({"permission": {"private_network": {f"{base}/*": "allow"}}})
+    write_config(repo, llm, instructions=[base + METADATA_PATH])
+    proc = etcode("debug", "prompt", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert hits == [] and CREDENTIAL not in proc.stdout
+    assert (
+        "warning: left out, not trusted: instructions[0] (`etcode run --trust` approves them)" in proc.stderr
+    )
+    llm.script(Reply(text="trusted"))
+    assert etcode("run", "--trust", "hi", cwd=repo).returncode == 0  # approved and remembered
+    proc = etcode("debug", "prompt", cwd=repo)
+    assert hits == [METADATA_PATH] * 2 and CREDENTIAL in proc.stdout

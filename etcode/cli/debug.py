@@ -59,13 +59,22 @@ def _rule(layer: str, source: str | None) -> str:
     return label + "─" * max(3, RULE_WIDTH - len(label))
 
 
-def _load_config(directory: Any, worktree: Any) -> Any:
-    """The project's config, or None when the loader is not available."""
+def _load_config(directory: Any, worktree: Any, warnings: list[str]) -> Any:
+    """The project's config without the settings of its files that are not trusted (their
+    instruction URLs are not fetched, nor their linked files read: nothing the run would not
+    do either), each named in ``warnings``; None when the loader is not available."""
     try:
         from etcode.config.loader import load_config
+        from etcode.config.trust import exclusions, untrusted
     except ImportError:
         return None
-    return load_config(directory, worktree)
+    config = load_config(directory, worktree)
+    found = untrusted(config)
+    if not found:
+        return config
+    keys = ", ".join(dict.fromkeys(finding.key for finding in found))
+    warnings.append(f"left out, not trusted: {keys} (`etcode run --trust` approves them)")
+    return load_config(directory, worktree, without=exclusions(found))
 
 
 async def _build(
@@ -77,7 +86,8 @@ async def _build(
     from etcode.prompt.instruction import InstructionPrompt, rules_internal_check
     from etcode.prompt.system import SystemPrompt
 
-    config = _load_config(info.directory, info.worktree)
+    warnings: list[str] = []
+    config = _load_config(info.directory, info.worktree, warnings)
     agents = load_agents(getattr(config, "agent", None) or {}, info.directory, info.worktree)
     chosen = get_agent(agent_name or getattr(config, "default_agent", None) or DEFAULT_AGENT, agents)
     model_id = (
@@ -93,7 +103,6 @@ async def _build(
             getattr(config, "permission", None), getattr(config, "permission_files", [])
         ),
     )
-    warnings: list[str] = []
     parts = await SystemPrompt.build(
         chosen, model_id, instructions, is_git=info.is_git, on_warning=warnings.append
     )
