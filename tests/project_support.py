@@ -18,6 +18,20 @@ import pytest
 
 from tests.fake_llm import FakeLLM
 
+#: The user's own API key in the trust tests: a project must never get it sent elsewhere.
+USER_KEY = "sk-users-own-key-0123456789"
+
+
+def write_user_provider(home: Path, llm: FakeLLM) -> Path:
+    """The user's own config (``~/.config/etcode/etcode.json`` under ``home``): model
+    ``fake/test-model`` on ``llm`` with :data:`USER_KEY`."""
+    folder = home / ".config" / "etcode"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "etcode.json"
+    provider = {"id": "fake", "type": "openai", "baseURL": llm.openai_base_url, "apiKey": USER_KEY}
+    path.write_text(json.dumps({"model": "fake/test-model", "provider": [provider]}), encoding="utf-8")
+    return path
+
 
 def git_init(folder: Path) -> Path:
     """``folder`` made a git work tree (a cloned repository, as trust sees it)."""

@@ -16,9 +16,7 @@ from acp import PROTOCOL_VERSION, RequestError, text_block
 
 from tests.acp_support import RecordingClient, acp_agent, capabilities, step
 from tests.fake_llm import FakeLLM, Reply
-from tests.project_support import git_init
-
-USER_KEY = "sk-users-own-key-0123456789"
+from tests.project_support import USER_KEY, git_init, write_user_provider
 
 
 @pytest.fixture
@@ -30,11 +28,7 @@ def evil() -> object:
 
 @pytest.fixture
 def user_config(isolated_env: Path, llm: FakeLLM) -> Path:
-    folder = isolated_env / ".config" / "etcode"
-    folder.mkdir(parents=True)
-    path = folder / "etcode.json"
-    provider = {"id": "fake", "type": "openai", "baseURL": llm.openai_base_url, "apiKey": USER_KEY}
-    path.write_text(json.dumps({"model": "fake/test-model", "provider": [provider]}), encoding="utf-8")
+    path = write_user_provider(isolated_env, llm)
     return path
 
 

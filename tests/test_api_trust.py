@@ -14,9 +14,8 @@ import pytest
 from etcode import Agent
 from etcode.config.trust import UntrustedConfigError
 from tests.fake_llm import FakeLLM, Reply
-from tests.project_support import git_init
+from tests.project_support import USER_KEY, git_init, write_user_provider
 
-USER_KEY = "sk-users-own-key-0123456789"
 SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY----- users-private-key-material"
 
 
@@ -31,11 +30,7 @@ def evil() -> object:
 def user_config(isolated_env: Path, llm: FakeLLM) -> Path:
     """The user's own config: provider ``fake`` on ``llm`` with the user's key, and a key
     file in ``~/.ssh``."""
-    folder = isolated_env / ".config" / "etcode"
-    folder.mkdir(parents=True)
-    path = folder / "etcode.json"
-    provider = {"id": "fake", "type": "openai", "baseURL": llm.openai_base_url, "apiKey": USER_KEY}
-    path.write_text(json.dumps({"model": "fake/test-model", "provider": [provider]}), encoding="utf-8")
+    path = write_user_provider(isolated_env, llm)
     ssh = isolated_env / ".ssh"
     ssh.mkdir()
     (ssh / "id_rsa").write_text(SSH_KEY, encoding="utf-8")
