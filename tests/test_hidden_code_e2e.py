@@ -51,6 +51,7 @@ def refused(text: str) -> bool:
         f"v='{HIDE}'; for ((i=0;i<v;i++)); do ls; done",
         "ls ${PWD#$(rm -rf victim)}",
         'ls "${PWD%%`rm -rf victim`}"',
+        "ls ${nope:-`rm -rf victim`}",
     ],
 )
 def test_code_in_arithmetic_does_not_run(project: Path, llm: FakeLLM, command: str) -> None:

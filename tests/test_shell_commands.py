@@ -106,6 +106,10 @@ def test_deep_nesting_does_not_crash() -> None:
     assert "rm x" in analyze(deep).patterns()
     nested = "eval " * 20 + "rm x"  # each eval reads its words as a new line
     assert analyze(nested).dynamic_patterns()  # too deep to follow: asked
+    numbers = "ls $((" + "(" * 1500 + "1" + ")" * 1500 + "))"
+    assert analyze(numbers).dynamic_patterns() == []  # numbers only: no crash, not asked
+    variable = "ls $((" + "(" * 1500 + "x" + ")" * 1500 + "))"
+    assert analyze(variable).dynamic_patterns()
 
 
 # ---- the cases through the real checks -------------------------------------
@@ -297,6 +301,9 @@ def _hidden_forms(target: str) -> list[str]:
         f"y='{hide}'; : ${{PWD#$((y))}}",
         f": `echo \\`rm {target}\\``",
         f": `echo \\$(rm {target})`",
+        f": ${{nope:-`rm {target}`}}",
+        f': "${{PWD:+`rm {target}`}}"',
+        f": ${{PWD/#/`rm {target}`}}",
     ]
 
 
@@ -413,6 +420,7 @@ ALLOW_ALL = {"bash": "allow"}
         "ls ${PWD#$(rm x)}",
         "ls ${PWD%%$((y))}",
         "ls ${PWD,$[y]}",
+        "ls ${nope:-`rm x`}",
         "echo ${x: -y} ${x:(y):1}",
         "echo ${a[i]}",
         "echo ${!name}",

@@ -295,14 +295,12 @@ class _Reader:
     def _plainness(self, node: Node) -> None:
         """Record ``node`` if it is unsafe or opaque (:mod:`etcode.tools.shell_plain`)."""
         risk = shell_plain.node_risk(node)
-        parent = node.parent
-        if risk is not None and parent is not None and parent.type in _REPORTED_WHOLE.get(node.type, ()):
-            return  # ``export A=1``, ``a[x]=1``: the whole is reported
         if risk is not None:
-            shown = (
-                parent if node.type == "variable_assignment" and parent and parent.type == "command" else node
-            )
-            self._unsafe(_text(shown), risk)
+            parent = node.parent  # not for every node: tree-sitter finds a parent from the root
+            if parent is not None and parent.type in _REPORTED_WHOLE.get(node.type, ()):
+                return  # ``export A=1``, ``a[x]=1``: the whole is reported
+            whole = node.type == "variable_assignment" and parent is not None and parent.type == "command"
+            self._unsafe(_text(parent if whole and parent is not None else node), risk)
             return
         reason = shell_plain.opaque(node)
         if reason is not None:

@@ -106,10 +106,11 @@ def _plain_number(node: Node) -> bool:
 def _arithmetic_is_literal(node: Node) -> bool:
     """True when an arithmetic expression holds only numbers (no variable, no
     substitution whose text bash would evaluate again)."""
-    for child in node.named_children:
+    stack = list(node.named_children)  # no recursion: ``$(((((…1…)))))`` nests deep
+    while stack:
+        child = stack.pop()
         if child.type in _ARITHMETIC_SHAPES:
-            if not _arithmetic_is_literal(child):
-                return False
+            stack.extend(child.named_children)
         elif not _plain_number(child):
             return False
     return True
@@ -167,9 +168,9 @@ def _ifs_for_read(node: Node) -> bool:
 
 def _expansion_risk(node: Node) -> str | None:
     tokens = [child.type for child in node.children]
-    for child in node.children:  # the grammar leaves ``${x#$(cmd)}``'s pattern unread
-        if child.type == "regex" and ("$" in _text(child) or "`" in _text(child)):
-            return "an expansion in a ${…} pattern is not read by the grammar, and can run code"
+    for child in node.children:  # the grammar leaves ``${x#$(cmd)}``, ``${x:-`cmd`}`` unread
+        if child.type in ("regex", "word") and ("$" in _text(child) or "`" in _text(child)):
+            return "an expansion inside ${…} is not read by the grammar, and can run code"
     if len(tokens) > 1 and tokens[1] == "!":
         return "${!name} reads a variable named by another, which can run code"
     if "@" in tokens:
