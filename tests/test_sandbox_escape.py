@@ -252,19 +252,73 @@ async def test_existing_config_files_stay_and_concurrent_commands_share_placehol
 
     # The slow command holds the placeholder while the quick one starts and ends with it:
     # its end must not remove the mount point the slow one still relies on.
+    from etcode.tools.sandbox import settle
+
     slow = asyncio.create_task(
         bash("touch started; until [ -e go ]; do sleep 0.02; done; echo x > etcode.json || echo refused-slow")
     )
-    quick = await bash(
-        "until [ -e started ]; do sleep 0.02; done; echo x > etcode.json || echo refused-quick; cat AGENTS.md"
-    )
-    (root / "go").touch()
-    assert "refused-slow" in (await slow).output and "refused-quick" in quick.output
+    try:
+        quick = await bash(
+            "until [ -e started ]; do sleep 0.02; done; echo x > etcode.json || echo refused-quick; cat AGENTS.md"
+        )
+        settle()  # the quick command's placeholders are released before the slow one writes
+    finally:
+        (root / "go").touch()  # the slow command ends whatever happened
+        slow_result = await slow
+    assert "refused-slow" in slow_result.output and "refused-quick" in quick.output
     assert "the project's own" in quick.output
-    from etcode.tools.sandbox import settle
-
     settle()  # placeholders are removed in a worker thread after the command
     assert sorted(p.name for p in root.iterdir()) == [".git", "AGENTS.md", "go", "started"]
+
+
+OTHER_PROCESS = """
+import subprocess, sys
+from pathlib import Path
+from etcode.tools.sandbox import SandboxPolicy, prepare
+root = Path(sys.argv[1])
+command = "echo x > b-started; until [ -e b-go ]; do sleep 0.02; done; echo planted > etcode.json || echo refused-b"
+launch = prepare(SandboxPolicy("workspace-write"), command, "/bin/bash", root, root)
+proc = subprocess.run(launch.argv, pass_fds=launch.pass_fds, capture_output=True, text=True, timeout=120)
+launch.close()
+print(proc.stdout + proc.stderr)
+"""
+
+
+async def test_another_etcode_process_keeps_a_placeholder_it_uses(tmp_path: Path) -> None:
+    """Two etcode processes in one worktree: the first one's command ends while the
+    second one's sandbox still relies on the first one's placeholder for ``etcode.json``.
+    Removing it then (as a count kept in one process did) detached the second sandbox's
+    read-only mount and let it plant the file."""
+    from etcode.tools.sandbox import release_mount_points, settle
+    from tests.process_support import wait_for_file
+
+    root = (tmp_path / "repo").resolve()
+    (root / ".git").mkdir(parents=True)
+    ctx = ruled_context(root, None, None, sandbox=SandboxPolicy("workspace-write"))
+    tool = BashTool()
+    first = asyncio.create_task(
+        tool.run(tool.parse({"command": "echo x > a-started; until [ -e a-go ]; do sleep 0.02; done"}), ctx)
+    )
+    other = None
+    try:
+        await wait_for_file(root / "a-started")
+        assert (root / "etcode.json").exists()  # the first command's placeholder
+        other = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", OTHER_PROCESS, str(root), stdout=subprocess.PIPE
+        )
+        await wait_for_file(root / "b-started")
+    finally:
+        (root / "a-go").touch()
+        await first
+    settle()  # the first process tried to remove its placeholder
+    (root / "b-go").touch()
+    assert other is not None
+    out, _ = await asyncio.wait_for(other.communicate(), 120)
+    assert "refused-b" in out.decode()
+    assert not (root / "etcode.json").exists() or (root / "etcode.json").read_text() == ""
+    release_mount_points([])  # the next command's end: nothing uses it now
+    settle()
+    assert not (root / "etcode.json").exists()
 
 
 class LocalTerminal:

@@ -222,7 +222,7 @@ def _blanks() -> tuple[Path, Path]:
 
 
 def _remove_blanks(folder: Path) -> None:
-    release_mount_points(list(_mount_users), force=True)
+    release_mount_points(list(_mount_users), force=True)  # those of other processes wait
     for child in (folder / "empty.d", folder / "empty", folder / "seccomp.bpf"):
         with contextlib.suppress(OSError):
             child.chmod(0o700)
@@ -247,24 +247,66 @@ def _filter_file() -> Path | None:
 
 
 # Mount points bwrap creates in the project for protected names that do not exist yet:
-# removed once no running command of this process uses them (removing one while another
-# sandbox runs would detach that sandbox's mount). A command that finds a placeholder of
-# another one still running shares it. The removal waits on the kernel's mount teardown
-# (several ms), so it runs in a worker thread, after the command's result.
+# removed once no running command uses them (removing one while another sandbox runs would
+# detach that sandbox's mount). A command that finds a placeholder of another one still
+# running shares it. Other etcode processes in the same worktree count too: each command
+# holds a shared lock on the worktree's lock file (in etcode's state folder, hidden from
+# sandboxes) while it runs, and a placeholder is removed only under the exclusive lock,
+# taken without waiting; if another command holds it, the removal is tried again after
+# this process's next command, and at exit (an empty file may then stay behind). The
+# removal waits on the kernel's mount teardown (several ms), so it runs in a worker
+# thread, after the command's result.
 _mount_lock = threading.RLock()
 _mount_users: dict[Path, int] = {}
+#: Each placeholder in use: the lock file of its worktree.
+_mount_owners: dict[Path, Path] = {}
+#: Placeholders no command of this process uses whose removal waits for another process.
+_pending: dict[Path, Path] = {}
 _remover: ThreadPoolExecutor | None = None
 
 
-def _claim_mount_points(paths: list[Path]) -> None:
+def worktree_lock(worktree: Path) -> Path:
+    """The lock file the sandboxed commands of every etcode process in ``worktree`` share."""
+    import hashlib
+
+    from etcode.util.paths import state_dir
+
+    folder = state_dir() / "sandbox"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder / f"{hashlib.sha256(str(worktree.resolve()).encode()).hexdigest()[:24]}.lock"
+
+
+def _lock(path: Path, exclusive: bool) -> int | None:
+    """An open descriptor of ``path`` holding a shared lock (waited for: the exclusive one
+    is only ever held for a removal) or an exclusive one (not waited for); None when it
+    cannot be had."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _claim_mount_points(paths: list[Path], lock: Path | None) -> None:
     with _mount_lock:
         for path in paths:
             _mount_users[path] = _mount_users.get(path, 0) + 1
+            _pending.pop(path, None)
+            if lock is not None:
+                _mount_owners[path] = lock
 
 
-def release_mount_points(paths: list[Path], force: bool = False) -> None:
-    """Forget ``paths`` for one command; remove each that no command uses any more and
-    that is still an empty file or folder (what bwrap left)."""
+def release_mount_points(paths: list[Path], lock: Path | None = None, force: bool = False) -> None:
+    """Forget ``paths`` for one command; remove each that no command uses any more (in
+    this process, and in any other that holds ``lock``) and that is still an empty file or
+    folder (what bwrap left). ``force``: this process's counts no longer matter (exit)."""
     with _mount_lock:
         for path in paths:
             left = 0 if force else _mount_users.get(path, 1) - 1
@@ -272,24 +314,40 @@ def release_mount_points(paths: list[Path], force: bool = False) -> None:
                 _mount_users[path] = left
                 continue
             _mount_users.pop(path, None)
-            with contextlib.suppress(OSError):
-                info = path.lstat()
-                if stat.S_ISREG(info.st_mode) and info.st_size == 0:
-                    path.unlink()
-                elif stat.S_ISDIR(info.st_mode) and not any(path.iterdir()):
-                    path.rmdir()
+            owner = _mount_owners.pop(path, None) or lock
+            if owner is not None:
+                _pending[path] = owner
+        for lock_path in dict.fromkeys(_pending.values()):
+            fd = _lock(lock_path, exclusive=True)
+            if fd is None:
+                continue  # another command runs in this worktree: later
+            try:
+                for path in [p for p, owner in _pending.items() if owner == lock_path]:
+                    del _pending[path]
+                    _remove_if_empty(path)
+            finally:
+                os.close(fd)
 
 
-def _release_later(paths: list[Path]) -> None:
+def _remove_if_empty(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        info = path.lstat()
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            path.unlink()
+        elif stat.S_ISDIR(info.st_mode) and not any(path.iterdir()):
+            path.rmdir()
+
+
+def _release_later(paths: list[Path], lock: Path | None) -> None:
     global _remover
-    if not paths:
+    if not paths and not _pending:
         return
     with _mount_lock:
         if _remover is None:  # its thread is joined at exit, before atexit's final sweep
             from concurrent.futures import ThreadPoolExecutor
 
             _remover = ThreadPoolExecutor(max_workers=1, thread_name_prefix="etcode-sandbox")
-        _remover.submit(release_mount_points, paths)
+        _remover.submit(release_mount_points, paths, lock)
 
 
 def settle(timeout: float = 10.0) -> None:
@@ -356,6 +414,10 @@ class Launch:
     argv: list[str]
     pass_fds: tuple[int, ...] = ()
     mount_points: list[Path] = field(default_factory=list)
+    #: The worktree's lock file and this command's shared lock on it (see
+    #: :func:`release_mount_points`), held from before its placeholders were chosen.
+    lock: Path | None = None
+    lock_fd: int | None = None
     #: Protected names that are symbolic links, and their targets: a bind protects the
     #: target, not the link, so a link the command replaced is put back after it.
     links: dict[Path, str] = field(default_factory=dict)
@@ -371,7 +433,10 @@ class Launch:
         """After the command (and with it the sandbox) has ended. Returns the protected
         links it replaced, now put back."""
         self.started()
-        _release_later(self.mount_points)
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)  # first: the removal needs every command's lock gone
+            self.lock_fd = None
+        _release_later(self.mount_points, self.lock)
         self.mount_points = []
         links, self.links = self.links, {}
         return _restore_links(links)
@@ -425,21 +490,32 @@ def prepare(
         for path in writable:
             args += ["--bind", str(path), str(path)]
     protected = [*protected_paths(directory, worktree), *policy.protected]
-    with _mount_lock:  # a placeholder seen here is not removed before this command claims it
+    lock = worktree_lock(worktree) if writable else None
+    # Before the placeholders are chosen: one seen now is not removed by any process
+    # (nor by this one: the mount lock) until this command has ended.
+    lock_fd = _lock(lock, exclusive=False) if lock is not None else None
+    with _mount_lock:
         mount_points = _protect(args, protected, writable)
-        _claim_mount_points(mount_points)
-    links = {path: os.readlink(path) for path in protected if writable and _is_link(path, writable)}
-    _hide(args, [directory.resolve(), worktree.resolve()])
-    for path in policy.unix_sockets:
-        if path.exists():
-            args += ["--bind", str(path), str(path)]  # a listed socket under the private /tmp
-    if not policy.network:
-        args.append("--unshare-net")
-    fds: tuple[int, ...] = ()
-    if not policy.unix_sockets:
-        args, fds = _with_filter(args, shell, pass_fds)
-    args += ["--chdir", str(directory), "--", shell, "-c", command]
-    return Launch(args, fds, mount_points, links)
+        _claim_mount_points(mount_points, lock)
+    launch = Launch(args, mount_points=mount_points, lock=lock, lock_fd=lock_fd)
+    try:
+        launch.links = {
+            path: os.readlink(path) for path in protected if writable and _is_link(path, writable)
+        }
+        _hide(args, [directory.resolve(), worktree.resolve()])
+        for path in policy.unix_sockets:
+            if path.exists():
+                args += ["--bind", str(path), str(path)]  # a listed socket under the private /tmp
+        if not policy.network:
+            args.append("--unshare-net")
+        if not policy.unix_sockets:
+            args, launch.pass_fds = _with_filter(args, shell, pass_fds)
+        launch.argv = args + ["--chdir", str(directory), "--", shell, "-c", command]
+    except BaseException:
+        launch.links = {}  # nothing ran: nothing to put back
+        launch.close()  # the claims, the lock and the filter's descriptor are given back
+        raise
+    return launch
 
 
 def _is_link(path: Path, writable: list[Path]) -> bool:

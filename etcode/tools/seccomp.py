@@ -73,6 +73,10 @@ def filter_fd() -> int | None:
     if program is None:
         return None
     fd = os.memfd_create("etcode-seccomp", os.MFD_CLOEXEC)  # pass_fds makes it inherited
-    os.write(fd, program)
-    os.lseek(fd, 0, os.SEEK_SET)
+    try:
+        os.write(fd, program)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
