@@ -183,3 +183,11 @@ def test_allowing_an_mcp_servers_tools_is_loosening(repo: Path) -> None:
         }
     )
     assert findings(repo) == []
+
+
+def test_an_mcp_server_is_known_by_the_name_its_tools_get(repo: Path) -> None:
+    """A server named ``my.docs`` offers ``my_docs_*`` tools (``mcp/naming.py``): a project
+    allowing those is loosening too (the raw name ``my.docs_*`` let it through)."""
+    user_config({"mcp": {"my.docs": {"type": "remote", "url": "https://docs.example/mcp"}}})
+    (repo / "etcode.json").write_text(json.dumps({"permission": {"my_docs_*": "allow"}}), encoding="utf-8")
+    assert findings(repo) == ["etcode.json: permission.my_docs_*"]

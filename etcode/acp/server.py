@@ -229,9 +229,10 @@ class EtcodeAcpAgent:
             config = await asyncio.to_thread(load_config, instance.directory, instance.worktree, flags=flags)
             if options.trust:  # `etcode acp --trust`: every folder's, approved and remembered
                 await asyncio.to_thread(require_trust, config, trust=True)
-            pending = pending_of(config, await asyncio.to_thread(untrusted, config))
+            findings = [] if options.trust else await asyncio.to_thread(untrusted, config)
             register_config(config)
-            config = with_client_servers(config, mcp_servers)
+            config = with_client_servers(config, mcp_servers)  # a copy when the editor adds servers
+            pending = pending_of(config, findings)  # the copy the session uses is the one trusted
             asker = AcpAsker(self.conn, session_id or "", instance.directory)
             tui_options = TuiOptions(
                 directory=instance.directory,

@@ -318,7 +318,8 @@ def load_agents(
     """Every agent by name: built-ins first (build, plan, general, explore, workflow), then the
     custom ones sorted. Raises :class:`ConfigError` for an invalid agent definition.
     ``without``: settings of project markdown agents left out (``Config.without``)."""
-    from etcode.prompt.instruction import default_global_dir, folders_between
+    from etcode.prompt.instruction import default_global_dir
+    from etcode.util.paths import folders_between
 
     agents: dict[str, AgentInfo | None] = dict(builtin_agents())
     layers: list[dict[str, tuple[dict[str, Any], str]]] = []

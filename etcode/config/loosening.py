@@ -215,7 +215,12 @@ class Layers:
         for file in self.files:
             servers = file.raw.get("mcp") if file.kind == "config" else None
             names.update(dict.fromkeys(str(n) for n in (servers if isinstance(servers, dict) else ())))
-        return [Rule(f"{name}_*", "*", "ask", DEFAULTS_LAYER) for name in names]
+        from etcode.mcp.naming import sanitize
+
+        # As the tools are named (``mcp/naming.py``); a name shortened past 64 characters
+        # keeps its first 55, so that prefix still covers it.
+        prefixes = [f"{sanitize(name)}_" for name in names]
+        return [Rule(f"{prefix[:55]}*", "*", "ask", DEFAULTS_LAYER) for prefix in prefixes]
 
 
 class _Decider:

@@ -246,10 +246,22 @@ async def fetch_urls(
     169.254.169.254...) unless ``internal_allowed`` says so (WebFetch's private-network check)."""
     if not urls:
         return []
+    import httpx
+
+    clients: dict[str | None, httpx.AsyncClient] = {}
+
+    def client_for(proxy: str | None) -> httpx.AsyncClient:
+        """One client per proxy (None: none) for every URL: loading the certificates is slow."""
+        if proxy not in clients:
+            transport = httpx.AsyncHTTPTransport(proxy=proxy)
+            clients[proxy] = httpx.AsyncClient(transport=transport, timeout=timeout, trust_env=False)
+        return clients[proxy]
 
     async def one(url: str) -> tuple[str, str, str | None]:
         try:
-            response = await asyncio.wait_for(_get_following(url, timeout, internal_allowed), timeout)
+            response = await asyncio.wait_for(
+                _get_following(url, timeout, client_for, internal_allowed), timeout
+            )
         except TimeoutError:
             return url, "", f"timed out after {timeout:g} s"
         except InternalAddress as err:
@@ -260,7 +272,11 @@ async def fetch_urls(
             return url, "", f"HTTP {response.status_code}"
         return url, response.text, None
 
-    return list(await asyncio.gather(*(one(url) for url in urls)))
+    try:
+        return list(await asyncio.gather(*(one(url) for url in urls)))
+    finally:
+        for client in clients.values():
+            await client.aclose()
 
 
 MAX_REDIRECTS = 5
@@ -271,14 +287,15 @@ class InternalAddress(ValueError):
 
 
 async def _get_following(
-    url: str, timeout: float, internal_allowed: InternalCheck | None = None
+    url: str,
+    timeout: float,
+    client_for: Callable[[str | None], httpx.AsyncClient],
+    internal_allowed: InternalCheck | None = None,
 ) -> httpx.Response:
     """GET ``url``, following redirects; a hop to an internal address (loopback, private,
     link-local) is refused unless ``internal_allowed`` allows it, and each hop is fetched
     from the address that was checked (or through the proxy the environment names, which
     resolves the name), as WebFetch does."""
-    import httpx
-
     from etcode.util.web_address import is_internal, normalize_url, resolve
 
     address = normalize_url(url)
@@ -294,9 +311,7 @@ async def _get_following(
                 f'(allow it with a "private_network" rule in your own config)'
             )
         target, headers, extensions = address.pinned_request(str(ips[0])) if ips else (address.url, {}, {})
-        transport = httpx.AsyncHTTPTransport(proxy=proxy)
-        async with httpx.AsyncClient(transport=transport, timeout=timeout, trust_env=False) as client:
-            response = await client.get(target, headers=headers, extensions=extensions)
+        response = await client_for(proxy).get(target, headers=headers, extensions=extensions)
         location = response.headers.get("location")
         if response.status_code not in (301, 302, 303, 307, 308) or not location:
             return response

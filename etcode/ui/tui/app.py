@@ -34,7 +34,7 @@ from etcode.ui.tui.goodbye import ExitState, ToolLines, exit_state_of
 from etcode.ui.tui.hangup import detach_from_terminal
 from etcode.ui.tui.highlight import LEXERS, PRELOAD
 from etcode.ui.tui.history import PromptHistory
-from etcode.ui.tui.mentions import FileIndex, attach, resolve_mentions
+from etcode.ui.tui.mentions import Attachment, FileIndex, attach, resolve_mentions
 from etcode.ui.tui.options import TuiOptions
 from etcode.ui.tui.widgets.conversation import Conversation
 from etcode.ui.tui.widgets.prompt import PromptBox, PromptInput
@@ -203,7 +203,7 @@ class EtcodeApp(App[int]):
             return
         from etcode.config.trust import untrusted
 
-        found = untrusted(self.config)
+        found = await asyncio.to_thread(untrusted, self.config)  # the loosening check is no instant
         if found:
             from etcode.ui.tui.widgets.trust import TrustScreen
 
@@ -347,7 +347,14 @@ class EtcodeApp(App[int]):
         if parsed is not None:
             await self.run_command(parsed)
             return
-        attachments = resolve_mentions(text, self.directory, getattr(self.config, "trusted", False))
+        trusted = getattr(self.config, "trusted", False)
+
+        def read_mentions() -> list[Attachment]:
+            from etcode.instance import describe
+
+            return resolve_mentions(text, self.directory, trusted, describe(self.directory).worktree)
+
+        attachments = await asyncio.to_thread(read_mentions)
         task = attach(message.full, attachments) if attachments else message.full
         shown = [a.path for a in attachments]
         if self.busy or (self.host is None and not self._agent_failed):

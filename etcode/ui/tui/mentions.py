@@ -33,10 +33,13 @@ def find_mentions(text: str) -> list[str]:
     return [m for m in seen if m]
 
 
-def resolve_mentions(text: str, directory: Path, trusted: bool = False) -> list[Attachment]:
+def resolve_mentions(
+    text: str, directory: Path, trusted: bool = False, root: Path | None = None
+) -> list[Attachment]:
     """Read every mentioned file that exists under (or relative to) ``directory``. A file
-    of the project reached through a link out of it (or to a secret or git-ignored file) is
-    not attached unless the project is ``trusted`` (``prompt/project_files.py``)."""
+    of the project (``root``, its worktree; ``directory`` when not given) reached through a
+    link out of it (or to a secret or git-ignored file) is not attached unless the project
+    is ``trusted`` (``prompt/project_files.py``). Blocking: call it in a worker thread."""
     from etcode.prompt.project_files import TRUST_HINT, refusal
     from etcode.util.fs import is_binary_file
 
@@ -47,7 +50,7 @@ def resolve_mentions(text: str, directory: Path, trusted: bool = False) -> list[
         if not path.is_file():
             continue
         shown = _display(path, directory)
-        reason = None if trusted else refusal(path, directory)
+        reason = None if trusted else refusal(path, root or directory)
         if reason is not None:
             attachments.append(Attachment(shown, None, f"not attached: {reason} ({TRUST_HINT})"))
             continue
