@@ -13,6 +13,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from etcode.util.ignore import TEMPLATES
 from etcode.util.wildcard import wildcard_match
 
 #: Names of files that hold secrets (the ``read`` permission asks for the ``.env`` ones).
@@ -21,8 +22,6 @@ SECRET_NAMES: tuple[str, ...] = (
     "id_ecdsa*", "id_ed25519*", ".netrc", ".npmrc", ".pypirc", ".pgpass", "credentials*",
     "*.keystore", "*.jks",
 )  # fmt: skip
-#: ``.env`` templates are meant to be shared (the ``read`` permission allows them too).
-TEMPLATES: tuple[str, ...] = ("*.example", "*.sample", "*.template")
 #: Variables that would point git at another repository (set inside git hooks).
 _GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
 GIT_TIMEOUT = 5.0

@@ -602,16 +602,22 @@ RUN_HINT = (
 
 
 def require_trust(
-    config: Any, *, trust: bool = False, allow: bool = False, store: TrustStore | None = None
+    config: Any,
+    *,
+    trust: bool = False,
+    allow: bool = False,
+    store: TrustStore | None = None,
+    hint: str | None = None,
 ) -> list[Finding]:
     """The gate of headless commands. Unapproved risky settings raise
     :class:`UntrustedConfigError`, unless ``trust`` (approve and remember the files) or
-    ``allow`` (this time only); returns the findings so let through (to report them)."""
+    ``allow`` (this time only); returns the findings so let through (to report them).
+    ``hint``: how to approve them, for the error (``etcode run --trust`` by default)."""
     if trust:
         _mark_trusted(config)
     found = untrusted(config, store)
     if found and trust:
         trust_files(config, found, store)
     elif found and not allow:
-        raise UntrustedConfigError(found, RUN_HINT)
+        raise UntrustedConfigError(found, hint or RUN_HINT)
     return found

@@ -45,6 +45,8 @@ SEARCH_EXCLUDES: tuple[str, ...] = (
 #: reading one asks (the ``read`` permission's default rules). ``.envrc`` is direnv's
 #: (``.envrc.local``/``.envrc.private`` are its common per-user companions).
 SECRET_FILES: tuple[str, ...] = (".env", ".env.*", ".envrc", ".envrc.*")
+#: ``.env.example`` and the like: templates meant to be shared, not secrets.
+TEMPLATES: tuple[str, ...] = ("*.example", "*.sample", "*.template", "*.dist")
 
 _GLOB_CHARS = re.compile(r"[*?\[{]")
 

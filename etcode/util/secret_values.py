@@ -20,7 +20,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from etcode.util.fs import walk_breadth_first
-from etcode.util.ignore import is_secret_file
+from etcode.util.ignore import TEMPLATES, is_secret_file
+from etcode.util.redact import MIN_SECRET_LENGTH
+from etcode.util.wildcard import wildcard_match
 
 MAX_ENTRIES = 5_000
 MAX_DEPTH = 4
@@ -31,8 +33,6 @@ _SKIPPED = frozenset(
     {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
      ".mypy_cache", ".pytest_cache", ".ruff_cache", "dist", "build", "target"}
 )  # fmt: skip
-#: ``.env.example`` and the like are templates meant to be shared.
-_TEMPLATES = (".example", ".sample", ".template", ".dist")
 
 _SECRET_KEY = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|DSN", re.IGNORECASE)
 #: One lowercase word (``changeme``, ``development``): taking it would blank the word everywhere.
@@ -82,7 +82,9 @@ def _worth_taking(key: str, value: str) -> list[str]:
         taken.append(password.group(1))
     if "\n" in value:
         taken += [line.strip() for line in value.splitlines() if not line.strip().startswith("-----")]
-    return [part for part in taken if len(part.strip()) >= 8 and not _PLAIN_WORD.fullmatch(part)]
+    return [
+        part for part in taken if len(part.strip()) >= MIN_SECRET_LENGTH and not _PLAIN_WORD.fullmatch(part)
+    ]
 
 
 def secret_files(root: Path, listed: Iterable[str] = ()) -> list[Path]:
@@ -102,7 +104,7 @@ def secret_files(root: Path, listed: Iterable[str] = ()) -> list[Path]:
             name = entry.name
             if (
                 is_secret_file(name)
-                and not name.endswith(_TEMPLATES)
+                and not any(wildcard_match(name, template) for template in TEMPLATES)
                 and not entry.is_dir(follow_symlinks=False)
             ):
                 found.append(Path(entry.path))

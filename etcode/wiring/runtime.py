@@ -304,17 +304,10 @@ def _check_trust(config: Config, trust: bool | None) -> None:
     """The gate of ``etcode run``, for the Python API: a project file's risky settings
     not approved in their current version are refused, or approved and remembered with
     ``trust=True``; ``None``: the caller asked the user itself (the CLI, the chat, ACP)."""
-    if trust is None:
-        return
-    from etcode.config.trust import UntrustedConfigError, trust_files, untrusted
+    if trust is not None:
+        from etcode.config.trust import require_trust
 
-    if trust:
-        config.mark_trusted()  # linked instruction files are sent too, as with `etcode run --trust`
-    found = untrusted(config)
-    if found and trust:
-        trust_files(config, found)
-    elif found:
-        raise UntrustedConfigError(found, API_TRUST_HINT)
+        require_trust(config, trust=trust, hint=API_TRUST_HINT)
 
 
 def _retry_config(config: Config) -> RetryConfig:
