@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from etcode.tools.shell_commands import ShellCommand, path_text
+from etcode.tools.shell_plain import base_name
 from etcode.util.fs import real_path, walk_breadth_first
 
 #: Directory entries looked at per command (the shallow ones first); what lies deeper in
@@ -59,7 +60,7 @@ def folder_reads(commands: Iterable[ShellCommand]) -> list[FolderRead]:
     working directory)."""
     found: list[FolderRead] = []
     commands = [command for command in commands if not command.dynamic and command.words]
-    names = [_base(command.words[0].text) for command in commands]
+    names = [base_name(command.words[0].text) for command in commands]
     fed = any(name in _FED_PROGRAMS for name in names)  # ``find . | xargs cat``
     for command, name in zip(commands, names, strict=True):
         args = [text for text in map(path_text, command.words[1:]) if text is not None]
@@ -74,10 +75,6 @@ def folder_reads(commands: Iterable[ShellCommand]) -> list[FolderRead]:
 
 #: Programs that run a command on the names they read (``find . -type f | xargs cat``).
 _FED_PROGRAMS = frozenset({"xargs", "parallel"})
-
-
-def _base(name: str) -> str:
-    return name.rstrip("/").rsplit("/", 1)[-1]
 
 
 # ---- one reader per program ---------------------------------------------------------------

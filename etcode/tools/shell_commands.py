@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from etcode.tools import shell_plain
 from etcode.tools.option_prefixes import spelled_out
+from etcode.tools.shell_plain import base_name as _base
+from etcode.tools.shell_plain import node_text as _text
+from etcode.tools.shell_plain import walk as _walk
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -83,7 +85,7 @@ class ShellCommand:
         by its base name (``/bin/rm x`` → ``rm x``); with assignments, also with them."""
         texts = [self.text]
         if "/" in self.name and self.words[0].literal:
-            base = self.name.rstrip("/").rsplit("/", 1)[-1]
+            base = _base(self.name)
             if base:
                 texts.append(" ".join([base, *(word.text for word in self.words[1:])]))
         if self.assignments:
@@ -233,19 +235,6 @@ def _misread(root: Node) -> bool:
     """True when the grammar took a line break into an unquoted word (tree-sitter-bash
     reads ``true<newline>\\rm x`` as one command): bash never does, so the tree is wrong."""
     return any(node.type == "word" and "\n" in _text(node) for node in _walk(root))
-
-
-def _walk(root: Node) -> Iterator[Node]:
-    """Every node under ``root``, depth first, without recursion (deep nesting is fine)."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(node.children))
-
-
-def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", errors="surrogateescape")
 
 
 class _Reader:
@@ -641,10 +630,6 @@ _WRAPPERS: dict[str, frozenset[str]] = {
 #: Wrappers whose first plain word is a value, not the command (``timeout 5 rm``).
 _SKIP_FIRST = frozenset({"timeout", "chroot", "flock", "taskset", "sg"})
 _WATCH_ARGS = frozenset({"-n", "--interval", "-d", "-g", "-q"})
-
-
-def _base(name: str) -> str:
-    return name.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _after_options(words: list[Word], with_value: frozenset[str]) -> list[Word]:

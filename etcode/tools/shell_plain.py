@@ -22,7 +22,7 @@ so that what the rules see is what runs. Two kinds of parts are not:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -95,12 +95,27 @@ def sensitive_name(name: str) -> bool:
     return not any(char.islower() for char in name) and name != "_"
 
 
-def _text(node: Node) -> str:
+def node_text(node: Node) -> str:
+    """A node's source text."""
     return (node.text or b"").decode("utf-8", errors="surrogateescape")
 
 
+def walk(root: Node) -> Iterator[Node]:
+    """Every node under ``root``, depth first, without recursion (deep nesting is fine)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node.children))
+
+
+def base_name(program: str) -> str:
+    """A program's name without its folder (``/bin/rm`` → ``rm``)."""
+    return program.rstrip("/").rsplit("/", 1)[-1]
+
+
 def _plain_number(node: Node) -> bool:
-    return node.type in ("number", "word", "variable_name") and bool(_NUMBER.fullmatch(_text(node)))
+    return node.type in ("number", "word", "variable_name") and bool(_NUMBER.fullmatch(node_text(node)))
 
 
 def _arithmetic_is_literal(node: Node) -> bool:
@@ -122,10 +137,10 @@ def node_risk(node: Node) -> str | None:
     if kind == "variable_assignment":
         return None if _ifs_for_read(node) else "an assignment changes how later commands run"
     if kind == "declaration_command":
-        builtin = _text(node.children[0]) if node.children else ""
+        builtin = node_text(node.children[0]) if node.children else ""
         arguments = node.named_children
         if all(child.type == "word" for child in arguments) and _lists_only(
-            builtin, [_text(c) for c in arguments]
+            builtin, [node_text(c) for c in arguments]
         ):
             return None
         return _SHELL_CHANGING.get(builtin, "it sets variables")
@@ -135,9 +150,9 @@ def node_risk(node: Node) -> str | None:
         return None if _arithmetic_is_literal(node) else "arithmetic over variables can run code"
     if kind == "compound_statement" and node.children and node.children[0].type == "((":
         return None if _arithmetic_is_literal(node) else "arithmetic over variables can run code"
-    if kind == "command_substitution" and _text(node).startswith("$(("):
+    if kind == "command_substitution" and node_text(node).startswith("$(("):
         return "arithmetic over variables can run code"  # ``$((x))`` read as ``$( (x) )``
-    if kind == "subshell" and _text(node).startswith("(("):
+    if kind == "subshell" and node_text(node).startswith("(("):
         return "arithmetic over variables can run code"  # ``time ((x))`` read as ``( (x) )``
     if kind == "expansion":
         return _expansion_risk(node)
@@ -145,31 +160,31 @@ def node_risk(node: Node) -> str | None:
         index = node.child_by_field_name("index")
         if index is None:
             index = next((c for c in node.named_children[1:]), None)
-        if index is not None and not _plain_number(index) and _text(index) not in ("@", "*"):
+        if index is not None and not _plain_number(index) and node_text(index) not in ("@", "*"):
             return "an array index is arithmetic, which can run code"
         return None
     if kind == "test_command":
         return _test_risk(node)
     if kind == "for_statement":
         variable = node.child_by_field_name("variable")
-        if variable is not None and sensitive_name(_text(variable)):
-            return f"the loop sets {_text(variable)}, which changes how later commands run"
+        if variable is not None and sensitive_name(node_text(variable)):
+            return f"the loop sets {node_text(variable)}, which changes how later commands run"
     return None
 
 
 def _ifs_for_read(node: Node) -> bool:
     """``IFS=… read -r line``: the idiom sets how ``read`` splits, for ``read`` alone."""
     parent, name = node.parent, node.child_by_field_name("name")
-    if parent is None or parent.type != "command" or name is None or _text(name) != "IFS":
+    if parent is None or parent.type != "command" or name is None or node_text(name) != "IFS":
         return False
     program = parent.child_by_field_name("name")
-    return program is not None and _text(program) in ("read", "mapfile", "readarray")
+    return program is not None and node_text(program) in ("read", "mapfile", "readarray")
 
 
 def _expansion_risk(node: Node) -> str | None:
     tokens = [child.type for child in node.children]
     for child in node.children:  # the grammar leaves ``${x#$(cmd)}``, ``${x:-`cmd`}`` unread
-        if child.type in ("regex", "word") and ("$" in _text(child) or "`" in _text(child)):
+        if child.type in ("regex", "word") and ("$" in node_text(child) or "`" in node_text(child)):
             return "an expansion inside ${…} is not read by the grammar, and can run code"
     if len(tokens) > 1 and tokens[1] == "!":
         return "${!name} reads a variable named by another, which can run code"
@@ -191,11 +206,11 @@ def _offset_is_literal(node: Node) -> bool:
 
 
 def _test_risk(node: Node) -> str | None:
-    bracket = _text(node.children[0]) if node.children else ""
-    for child in _descendants(node):
+    bracket = node_text(node.children[0]) if node.children else ""
+    for child in walk(node):
         if child.type != "test_operator":
             continue
-        operator = _text(child)
+        operator = node_text(child)
         if operator in _NAME_TESTS:
             return f"{operator} evaluates an array index, which can run code"
         if operator in _ARITHMETIC_TESTS and bracket == "[[":
@@ -206,22 +221,12 @@ def _test_risk(node: Node) -> str | None:
     return None
 
 
-def _descendants(node: Node) -> list[Node]:
-    found: list[Node] = []
-    stack = list(node.children)
-    while stack:
-        child = stack.pop()
-        found.append(child)
-        stack.extend(child.children)
-    return found
-
-
 def command_risk(words: Sequence[str], dynamic: Sequence[bool]) -> str | None:
     """Why a simple command (its words after quote removal; ``dynamic[i]`` when word i is
     known only at run time) is unsafe, or None."""
     if not words:
         return None
-    name = words[0].rsplit("/", 1)[-1] if not dynamic[0] else words[0]
+    name = base_name(words[0]) if not dynamic[0] else words[0]
     args = list(words[1:])
     known = list(dynamic[1:])
     if name in _SHELL_CHANGING:
@@ -309,14 +314,14 @@ def opaque(node: Node) -> str | None:
         return "a background job" if kind == "&" else None
     if kind not in _PLAIN_NODES:
         return f"{kind.replace('_', ' ')} is known only at run time"
-    if kind == "word" and _GLOB.search(_text(node)) and not _quoted(node):
+    if kind == "word" and _GLOB.search(node_text(node)) and not _quoted(node):
         return "an unquoted glob: file names may become options"
     if kind == "file_redirect":
         operator = next((c.type for c in node.children if not c.is_named), "")
         target = node.named_children[-1] if node.named_children else None
         if operator.startswith("<") or target is None:
             return None
-        if target.type == "number" or _text(target) in ("/dev/null", "-"):
+        if target.type == "number" or node_text(target) in ("/dev/null", "-"):
             return None
         return "a redirection writes a file"
     return None
