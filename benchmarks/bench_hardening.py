@@ -4,9 +4,11 @@ shell parser's reading of a few typical command lines for the permission rules.
 
 Targets: the sandbox adds < 30 ms per command (issue 27: the seccomp filter, the private
 /tmp, the hidden credential stores and the placeholders over missing config files at most
-10 ms more than before); the parser takes < 1 ms per line. The folder is an empty temp dir,
-the worst case for the placeholders (every protected name is missing); their removal after
-a command runs in a worker thread while the model answers, so it is left out of the timing.
+10 ms more than before); the parser takes < 1 ms per line. The folder is an empty temp dir
+(every protected name is missing, so each gets a placeholder), and once more with the
+working directory four folders below the worktree root (placeholders in each folder on the
+way: the cost grows with the depth); their removal after a command runs in a worker thread
+while the model answers, so it is left out of the timing.
 
 Run: ``python benchmarks/bench_hardening.py``
 """
@@ -36,8 +38,9 @@ LINES = (
 )
 
 
-async def _bash_ms(policy: SandboxPolicy, runs: int, folder: Path) -> float:
-    ctx = ToolContext(session_id="b", call_id="c", directory=folder, worktree=folder, sandbox=policy)
+async def _bash_ms(policy: SandboxPolicy, runs: int, folder: Path, directory: Path | None = None) -> float:
+    directory = directory or folder
+    ctx = ToolContext(session_id="b", call_id="c", directory=directory, worktree=folder, sandbox=policy)
     tool = BashTool()
     params = tool.parse({"command": "true"})
     await tool.run(params, ctx)  # warm up (imports, the parser, the page cache)
@@ -60,6 +63,13 @@ def sandbox_cost(runs: int = 40) -> dict[str, float]:
                 figures[mode] = asyncio.run(_bash_ms(SandboxPolicy(mode), runs, folder))  # type: ignore[arg-type]
             else:
                 figures[mode] = float("nan")
+        deep = folder / "a" / "b" / "c" / "d"
+        deep.mkdir(parents=True)
+        nested = SandboxPolicy("workspace-write")
+        ok = unavailable_reason() is None
+        figures["workspace-write, 4 deep"] = (
+            asyncio.run(_bash_ms(nested, runs, folder, deep)) if ok else float("nan")
+        )
     return figures
 
 
