@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from etcode.security.sandbox import SandboxPolicy, settle, unavailable_reason  # noqa: E402
+from etcode.security.shell_commands import analyze  # noqa: E402
 from etcode.tools.base import ToolContext  # noqa: E402
 from etcode.tools.bash import BashTool  # noqa: E402
-from etcode.tools.sandbox import SandboxPolicy, settle, unavailable_reason  # noqa: E402
-from etcode.tools.shell_commands import analyze  # noqa: E402
 
 LINES = (
     "git status",

@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from etcode.contract.results import LoopLimits  # noqa: E402
+from etcode.engine.loop import AgentLoop, LoopSettings  # noqa: E402
 from etcode.provider.factory import make_provider  # noqa: E402
 from etcode.provider.spec import RetryConfig  # noqa: E402
 from etcode.provider.types import Message, ModelRequest  # noqa: E402
-from etcode.session.loop import AgentLoop, LoopSettings  # noqa: E402
-from etcode.session.result import LoopLimits  # noqa: E402
 from etcode.tools.base import tool  # noqa: E402
 from etcode.tools.registry import ToolRegistry  # noqa: E402
 from tests.fake_llm import Call, FakeLLM, Reply  # noqa: E402

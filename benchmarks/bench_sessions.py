@@ -27,8 +27,8 @@ SHARED_TIKTOKEN = Path(__file__).resolve().parents[2] / "shared" / "tiktoken"
 if SHARED_TIKTOKEN.is_dir():
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(SHARED_TIKTOKEN))
 
+from etcode.engine.history import repair_dangling  # noqa: E402
 from etcode.provider.types import Message, TextPart, ToolCallPart, ToolResultPart, Usage  # noqa: E402
-from etcode.session.history import repair_dangling  # noqa: E402
 from etcode.session.recorder import SessionRecorder  # noqa: E402
 from etcode.session.store import SessionStore  # noqa: E402
 from etcode.util import tokens  # noqa: E402

@@ -245,7 +245,7 @@ def sessions() -> None:
 def compaction(runs: int) -> None:
     """Time of one auto-compaction round (the summary request included) against the fake server."""
     from etcode.api import Agent
-    from etcode.session import events as ev
+    from etcode.contract import events as ev
 
     def text(topic: str, words: int) -> str:
         return " ".join(f"fact{i} about {topic} number {i * 7 % 13}" for i in range(words // 5))

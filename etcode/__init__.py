@@ -23,16 +23,16 @@ _LAZY = {
     "create_todo_tool": "etcode.tools.todo",
     "TODO_UPDATE": "etcode.tools.todo",
     "todo_update_event": "etcode.tools.todo",
-    "TodoUpdate": "etcode.session.events",
+    "TodoUpdate": "etcode.contract.events",
     # A client of your own (``Agent(llm=...)``), in the agent-loop design's shapes.
     "BaseLLMClient": "etcode.provider.chat_client",
     "LLMResponse": "etcode.provider.chat_client",
     "ToolCall": "etcode.provider.chat_client",
     "TokenUsage": "etcode.provider.chat_client",
     # Step-level events (``run_stream``/``arun_stream``) and their text renderer.
-    "LoopEvent": "etcode.session.loop_events",
-    "Event": "etcode.session.loop_events:LoopEvent",
-    "EventType": "etcode.session.loop_events",
+    "LoopEvent": "etcode.engine.step_events",
+    "Event": "etcode.engine.step_events:LoopEvent",
+    "EventType": "etcode.engine.step_events",
     "Renderer": "etcode.ui.loop_renderer",
 }
 
@@ -63,10 +63,10 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover
     from etcode.api import Agent, AgentResult, LoopLimits, RetryConfig, Tool, ToolResult, tool
+    from etcode.contract.events import TodoUpdate
+    from etcode.engine.step_events import EventType, LoopEvent
+    from etcode.engine.step_events import LoopEvent as Event
     from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall
-    from etcode.session.events import TodoUpdate
-    from etcode.session.loop_events import EventType, LoopEvent
-    from etcode.session.loop_events import LoopEvent as Event
     from etcode.tools.todo import TODO_UPDATE, TodoItem, TodoStore, create_todo_tool, todo_update_event
     from etcode.ui.loop_renderer import Renderer
 

@@ -20,18 +20,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from etcode.contract.events import Event, SessionStart
+from etcode.contract.results import AgentResult, LoopLimits
 from etcode.prompt.system import DEFAULT_NAME
 from etcode.provider.spec import CUSTOM_PROVIDER, RetryConfig
 from etcode.provider.types import Message
-from etcode.session.events import Event, SessionStart
-from etcode.session.result import AgentResult, LoopLimits
 from etcode.tools.base import Tool, ToolResult, tool
 from etcode.tools.dict_tool import as_tool
 from etcode.util.sync_bridge import iterate_blocking, loop_running, run_blocking
 
 if TYPE_CHECKING:
+    from etcode.engine.step_events import LoopEvent
     from etcode.provider.chat_client import BaseLLMClient
-    from etcode.session.loop_events import LoopEvent
     from etcode.session.snapshots import UndoReport
     from etcode.wiring.runtime import Runtime
 
@@ -82,7 +82,7 @@ class Agent:
     Successive runs continue the same conversation (``reset()`` starts over). ``run`` returns
     the result from ordinary code and an awaitable inside ``async`` code; ``run_sync``,
     ``arun``, ``stream`` (etcode's detailed events), ``arun_stream``/``run_stream``
-    (step-level :class:`~etcode.session.loop_events.LoopEvent` s) are the other forms.
+    (step-level :class:`~etcode.engine.step_events.LoopEvent` s) are the other forms.
 
     Sessions. ``store`` decides where the conversation is kept:
 
@@ -164,7 +164,7 @@ class Agent:
         self.asker = asker
         self.trust = trust
         self.history: list[Message] = []
-        from etcode.session.agent_session import AgentSession
+        from etcode.wiring.agent_session import AgentSession
 
         self._session = AgentSession.resolve(
             store, session_id, continue_last=continue_last, fork=fork, directory=self.directory
@@ -184,14 +184,14 @@ class Agent:
     # ---- running -----------------------------------------------------------------
     async def stream(self, task: str) -> AsyncIterator[Event]:
         """Run one task, yielding every event; the last is ``DoneEvent``."""
-        from etcode.session.loop import AgentLoop
+        from etcode.engine.loop import AgentLoop
 
         self._stop_requested = False
         runtime = await self._prepare()
         session = self._session
         session.parent_id = self.parent_session_id
         self.history = await session.begin_turn(task, runtime, self.history)
-        from etcode.session.server_window import apply_server_facts
+        from etcode.wiring.server_window import apply_server_facts
 
         told = await apply_server_facts(runtime, session.window)  # the server's window, at most 0.3 s
         if runtime.agent_name == "workflow":  # Planner → Executor → Verifier
@@ -227,8 +227,8 @@ class Agent:
         (``loop_start``, ``thought``, ``action``, ``observation``, ``todo_update``, ``error``,
         ``loop_end``); ``messages`` replaces the conversation so far (Message objects or
         OpenAI Chat dicts, e.g. an earlier result's ``messages``)."""
+        from etcode.engine.step_events import EventType, loop_events
         from etcode.provider.chat_client import messages_to_openai
-        from etcode.session.loop_events import EventType, loop_events
 
         self._adopt(messages)
         async for event in loop_events(self.stream(task), task):
@@ -401,7 +401,7 @@ class Agent:
 
     async def _prepare_once(self) -> Any:
         if self._runtime is None:
-            from etcode.util.hardening import harden_process
+            from etcode.security.hardening import harden_process
             from etcode.wiring.runtime import Runtime
 
             harden_process()  # its tools cannot read this process's keys (/proc/PID/environ)

@@ -7,7 +7,7 @@ import asyncio
 import os
 
 from etcode import Agent, Renderer, tool
-from etcode.session import events
+from etcode.contract import events
 
 
 @tool

@@ -77,6 +77,6 @@ def fresh_redactor():
     """Secrets a test teaches the process-wide redactor (an Agent registers its config's
     keys) are forgotten after it: tool output of the next test is not redacted by them."""
     yield
-    from etcode.util.redact import reset_redactor
+    from etcode.security.redact import reset_redactor
 
     reset_redactor()

@@ -60,12 +60,12 @@ def install(stage: str) -> None:
 
         _second_call_fails(SessionStore, "record_usage")
     elif stage == "renderer":
-        from etcode.session import events as ev
+        from etcode.contract import events as ev
         from etcode.ui.plain import PlainRenderer
 
         _second_call_fails(PlainRenderer, "handle", when=lambda _self, event: isinstance(event, ev.StepStart))
     elif stage == "window":
-        from etcode.session.window import ContextWindow
+        from etcode.engine.window import ContextWindow
 
         _second_call_fails(ContextWindow, "record")
     elif stage == "stuck-thread":  # ReadFile blocks a worker thread for ever (a hung mount)

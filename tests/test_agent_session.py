@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from etcode import Agent
+from etcode.engine.title import TITLE_PROMPT, title_from_text
 from etcode.session.store import SessionStore
-from etcode.session.title import TITLE_PROMPT, title_from_text
 from etcode.util.paths import data_dir
 from tests.fake_llm import Call, FakeLLM, Recorded, Reply
 

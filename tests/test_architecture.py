@@ -10,6 +10,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "etcode"
 #: The rooms below the composition root (``wiring``) and the public API.
 CORE = (
+    "contract",
+    "engine",
+    "security",
     "session",
     "tools",
     "provider",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from etcode import Agent, tool
-from etcode.session.compaction import ANNOUNCE_HEADER
+from etcode.engine.compaction import ANNOUNCE_HEADER
 from tests.fake_llm import FakeLLM, Recorded, Reply
 
 SYSTEM = "You are TEST-SYSTEM-MARKER, a careful assistant."

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from etcode.api import Agent
+from etcode.contract.events import Event
+from etcode.contract.results import AgentResult
 from etcode.provider.chat_client import (
     BaseLLMClient,
     ChatClientProvider,
@@ -34,8 +36,6 @@ from etcode.provider.types import (
     ToolResultPart,
     ToolSchema,
 )
-from etcode.session.events import Event
-from etcode.session.result import AgentResult
 from etcode.testing import ScriptedModel, TestModel, arguments_for_schema, call, reply
 
 FAST = RetryConfig(max_retries=2, initial_delay=0.001, max_delay=0.001)

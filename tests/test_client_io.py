@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from etcode.session.events import WarningEvent
+from etcode.contract.events import WarningEvent
 from etcode.tools.base import ToolContext, ToolError
 from etcode.tools.bash import BashTool
 from etcode.tools.client_io import (
@@ -251,7 +251,7 @@ class Editor:
 
 
 async def test_a_cancel_while_the_editor_creates_the_terminal_kills_and_releases_it(tmp_path: Path) -> None:
-    from etcode.acp.client_io import EditorTerminal
+    from etcode.acp.editor_requests import EditorTerminal
 
     editor = Editor(hold=True)
     mark = token()
@@ -270,7 +270,7 @@ async def test_a_cancel_while_the_editor_creates_the_terminal_kills_and_releases
 
 
 async def test_a_cancel_at_any_turn_of_an_editor_terminal_leaves_no_process(tmp_path: Path) -> None:
-    from etcode.acp.client_io import EditorTerminal
+    from etcode.acp.editor_requests import EditorTerminal
 
     left: dict[int, list[int]] = {}
     for turns in range(30):

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from etcode import Agent, tool
+from etcode.contract import events as ev
+from etcode.engine.compaction import SUMMARY_HEADER, prune_outputs, split_history
+from etcode.engine.context import TokenEstimator
 from etcode.provider.types import Message, TextPart, ToolCallPart, ToolResultPart
-from etcode.session import events as ev
-from etcode.session.compaction import SUMMARY_HEADER, prune_outputs, split_history
-from etcode.session.context import TokenEstimator
 from etcode.session.store import SessionStore
 from tests.fake_llm import Call, FakeLLM, Fault, Reply
 

@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 
 from etcode import Agent, tool
+from etcode.contract import events as ev
+from etcode.engine.compaction import SUMMARY_HEADER, split_history
+from etcode.engine.context import TokenEstimator
 from etcode.provider.types import Message, TextPart, ToolCallPart, ToolResultPart
-from etcode.session import events as ev
-from etcode.session.compaction import SUMMARY_HEADER, split_history
-from etcode.session.context import TokenEstimator
 from tests.cli_helpers import etcode, result_line, write_config
 from tests.fake_llm import Call, FakeLLM, Fault, Reply
 

@@ -354,7 +354,7 @@ def bin_with(tmp_path: Path, **scripts: str) -> str:
 
 
 def test_the_sandbox_line_matches_this_machine(project: Path) -> None:
-    from etcode.tools.sandbox import unavailable_reason
+    from etcode.security.sandbox import unavailable_reason
 
     proc = doctor(project, "--offline")
     sandbox = line(proc, "sandbox")

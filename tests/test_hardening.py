@@ -1,4 +1,4 @@
-"""etcode's process is not dumpable (etcode/util/hardening.py): other processes of the same
+"""etcode's process is not dumpable (etcode/security/hardening.py): other processes of the same
 user — the model's own Bash commands — cannot read its environment (the configured keys).
 Both tests run as an ordinary user (tests/user_support.py): root reads any process."""
 
@@ -40,7 +40,7 @@ def _env(home: Path) -> dict[str, str]:
 
 _CHILD = """
 import os, subprocess, sys
-from etcode.util.hardening import harden_process, is_dumpable
+from etcode.security.hardening import harden_process, is_dumpable
 if sys.argv[1] == "harden":
     assert harden_process() and is_dumpable() is False
 elif sys.argv[1] == "opted-out":

@@ -8,7 +8,7 @@ import io
 import json
 from pathlib import Path
 
-from etcode.session import events as ev
+from etcode.contract import events as ev
 from etcode.tools.base import ToolContext
 from etcode.tools.bash import BashParams, BashTool
 from etcode.tools.progress import OutputProgress, clean_output

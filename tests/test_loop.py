@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from etcode.contract import events as ev
+from etcode.contract.results import LoopLimits
+from etcode.engine.loop import AgentLoop, LoopSettings
 from etcode.provider.errors import ProviderError
 from etcode.provider.types import Message
-from etcode.session import events as ev
-from etcode.session.loop import AgentLoop, LoopSettings
-from etcode.session.result import LoopLimits
 from etcode.tools.base import ToolContext, ToolError, tool
 from etcode.tools.registry import ToolRegistry
 from tests.scripted import Answer, ScriptedProvider

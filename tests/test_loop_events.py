@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 from etcode import Agent, tool
-from etcode.session import events as ev
-from etcode.session.loop_events import EventType, LoopEvent, loop_events
-from etcode.session.result import AgentResult
+from etcode.contract import events as ev
+from etcode.contract.results import AgentResult
+from etcode.engine.step_events import EventType, LoopEvent, loop_events
 from etcode.ui.loop_renderer import Renderer
 from tests.fake_llm import Call, FakeLLM, Reply
 

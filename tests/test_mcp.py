@@ -324,7 +324,7 @@ def test_run_without_mcp_config_never_imports_the_sdk(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
         imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
-        assert "etcode.session.loop" in imported
+        assert "etcode.engine.loop" in imported
         assert not [name for name in imported if name.split(".")[0] == "mcp"]
 
 

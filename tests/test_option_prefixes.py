@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from etcode.permission.service import NON_INTERACTIVE_REASON
-from etcode.tools.option_prefixes import spelled_out
+from etcode.security.option_prefixes import spelled_out
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
 from tests.require import needs

@@ -303,7 +303,7 @@ async def test_a_public_url_cannot_redirect_into_this_machine(monkeypatch: pytes
     import ipaddress
 
     from etcode.prompt.instruction import fetch_urls
-    from etcode.util import web_address
+    from etcode.security import web_address
 
     real = web_address.is_internal
     public = ipaddress.ip_address("127.0.0.2")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from etcode.tools import recursive_reads
-from etcode.util.secret_values import project_secret_values, secret_values
+from etcode.security import recursive_reads
+from etcode.security.secret_values import project_secret_values, secret_values
 from tests.permission_support import command_decision
 
 

@@ -23,10 +23,10 @@ from etcode.permission import (
     Decision,
     DenyAsker,
 )
+from etcode.security.sandbox import SandboxPolicy, unavailable_reason
 from etcode.tools import bash as bash_module
 from etcode.tools.base import ToolContext
 from etcode.tools.bash import BashTool
-from etcode.tools.sandbox import SandboxPolicy, unavailable_reason
 from tests import process_support
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
+from etcode.security.sandbox import SandboxPolicy, unavailable_reason
 from etcode.tools.base import ToolContext
 from etcode.tools.bash import BashTool
 from etcode.tools.client_io import TERMINAL_KEY, TerminalRun
-from etcode.tools.sandbox import SandboxPolicy, unavailable_reason
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
 from tests.permission_support import ruled_context
@@ -252,7 +252,7 @@ async def test_existing_config_files_stay_and_concurrent_commands_share_placehol
 
     # The slow command holds the placeholder while the quick one starts and ends with it:
     # its end must not remove the mount point the slow one still relies on.
-    from etcode.tools.sandbox import settle
+    from etcode.security.sandbox import settle
 
     slow = asyncio.create_task(
         bash("touch started; until [ -e go ]; do sleep 0.02; done; echo x > etcode.json || echo refused-slow")
@@ -274,7 +274,7 @@ async def test_existing_config_files_stay_and_concurrent_commands_share_placehol
 OTHER_PROCESS = """
 import subprocess, sys
 from pathlib import Path
-from etcode.tools.sandbox import SandboxPolicy, prepare
+from etcode.security.sandbox import SandboxPolicy, prepare
 root = Path(sys.argv[1])
 command = "echo x > b-started; until [ -e b-go ]; do sleep 0.02; done; echo planted > etcode.json || echo refused-b"
 launch = prepare(SandboxPolicy("workspace-write"), command, "/bin/bash", root, root)
@@ -289,7 +289,7 @@ async def test_another_etcode_process_keeps_a_placeholder_it_uses(tmp_path: Path
     second one's sandbox still relies on the first one's placeholder for ``etcode.json``.
     Removing it then (as a count kept in one process did) detached the second sandbox's
     read-only mount and let it plant the file."""
-    from etcode.tools.sandbox import release_mount_points, settle
+    from etcode.security.sandbox import release_mount_points, settle
     from tests.process_support import wait_for_file
 
     root = (tmp_path / "repo").resolve()
@@ -371,7 +371,7 @@ print(json.dumps(found))
 
 @pytest.mark.parametrize("state", ["on", "off"])
 def test_the_filter_refuses_only_unix_sockets_and_io_uring(tmp_path: Path, state: str) -> None:
-    from etcode.tools.seccomp import unix_socket_filter
+    from etcode.security.seccomp import unix_socket_filter
 
     program = unix_socket_filter()
     assert program is not None and len(program) % 8 == 0
@@ -386,7 +386,7 @@ def test_the_filter_refuses_only_unix_sockets_and_io_uring(tmp_path: Path, state
 
 
 def test_no_filter_for_a_machine_it_is_not_written_for() -> None:
-    from etcode.tools.seccomp import unix_socket_filter
+    from etcode.security.seccomp import unix_socket_filter
 
     assert unix_socket_filter("riscv64") is None
     assert unix_socket_filter("aarch64") != unix_socket_filter("x86_64")

@@ -17,17 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from etcode.config.schema import Config
+from etcode.contract import events as ev
 from etcode.provider.spec import ProviderSpec
-from etcode.session import events as ev
-from etcode.tools.base import PermissionDenied, ToolContext
-from etcode.tools.glob_tool import GlobTool
-from etcode.tools.grep import GrepTool
-from etcode.tools.read_file import ReadFileTool
-from etcode.tools.read_many_files import ReadManyFilesTool
-from etcode.ui.jsonl import JsonLinesRenderer
-from etcode.ui.plain import PlainRenderer
-from etcode.util import redact as redact_module
-from etcode.util.redact import (
+from etcode.security import redact as redact_module
+from etcode.security.redact import (
     REDACTED,
     RedactingFilter,
     Redactor,
@@ -42,6 +35,13 @@ from etcode.util.redact import (
     secrets_from_config,
     secrets_from_env,
 )
+from etcode.tools.base import PermissionDenied, ToolContext
+from etcode.tools.glob_tool import GlobTool
+from etcode.tools.grep import GrepTool
+from etcode.tools.read_file import ReadFileTool
+from etcode.tools.read_many_files import ReadManyFilesTool
+from etcode.ui.jsonl import JsonLinesRenderer
+from etcode.ui.plain import PlainRenderer
 from tests.fake_llm import Call, FakeLLM, Fault, Reply
 from tests.tool_support import make_ctx
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from etcode.security.redact import REDACTED, register_secrets, reset_redactor
 from etcode.tools.base import ToolContext, ToolError
 from etcode.tools.edit import EditTool
 from etcode.tools.truncate import MAX_BYTES, truncate_output, truncate_parts, wait_saved
 from etcode.tools.write_file import WriteFileTool
-from etcode.util.redact import REDACTED, register_secrets, reset_redactor
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
 from tests.tool_support import make_ctx
@@ -74,7 +74,7 @@ async def test_the_python_api_gets_the_redacted_output(tmp_path: Path, llm: Fake
     """An ``Agent`` learns its own key: a tool result event and the next request hold
     ``[REDACTED]`` (the API prints nothing, so nothing else would redact it)."""
     from etcode import Agent
-    from etcode.session import events as ev
+    from etcode.contract import events as ev
 
     (tmp_path / "notes.txt").write_text(f"key={KEY}\n", encoding="utf-8")
     llm.script(Reply(calls=[Call("ReadFile", {"file_path": "notes.txt"})]), Reply(text="done"))
@@ -121,7 +121,7 @@ def test_a_large_output_saved_in_the_background_is_redacted() -> None:
 
 def test_short_or_path_like_values_are_never_redacted() -> None:
     """The minimum-length rule: a short secret-named value would blank ordinary words."""
-    from etcode.util.redact import Redactor
+    from etcode.security.redact import Redactor
 
     redactor = Redactor(["abc", "/usr/local/bin"])
     assert redactor.redact_known("abc /usr/local/bin") == "abc /usr/local/bin"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from etcode.engine.history import INTERRUPTED_RESULT, repair_dangling
 from etcode.provider.types import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, Usage
-from etcode.session.history import INTERRUPTED_RESULT, repair_dangling
 from etcode.session.store import (
     SCHEMA_VERSION,
     AmbiguousSessionError,

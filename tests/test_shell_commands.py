@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from etcode.permission import Decision
+from etcode.security.shell_commands import analyze, expand_braces
 from etcode.tools.base import PermissionDenied
 from etcode.tools.bash import BashTool
-from etcode.tools.shell_commands import analyze, expand_braces
 from tests.permission_support import Answer, command_decision, ruled_context
 
 decision = command_decision
@@ -527,8 +527,8 @@ def _plain_only_decision(directory: Path, command: str) -> str:
     """Like ``command_decision`` with ``"*": "allow"``, for an agent whose sandbox is missing."""
     import asyncio
 
+    from etcode.security.sandbox import SandboxPolicy
     from etcode.tools.command_permission import check_command
-    from etcode.tools.sandbox import SandboxPolicy
 
     asker = Answer()
     ctx = ruled_context(directory, ALLOW_ALL, asker, sandbox=SandboxPolicy(plain_commands_only=True))

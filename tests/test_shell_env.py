@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from etcode.config.schema import validate
-from etcode.tools.shell_env import ShellEnvPolicy
+from etcode.security.shell_env import ShellEnvPolicy
 from etcode.util.errors import ConfigError
 from tests.cli_helpers import TEST_KEY, etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from etcode.engine.context import ContextBudget, ContextMeter, TokenEstimator
 from etcode.provider.catalog import ModelCatalog, ModelPrice, cost_of
 from etcode.provider.types import Usage
-from etcode.session.context import ContextBudget, ContextMeter, TokenEstimator
 from etcode.util import tokens
 from etcode.util.paths import cache_dir
 from tests.conftest import SHARED_TIKTOKEN
@@ -340,7 +340,7 @@ def test_cost_arithmetic() -> None:
 
 async def test_cost_per_step_and_per_session_against_the_fake_server(tmp_path: Path) -> None:
     from etcode import Agent
-    from etcode.session import events as ev
+    from etcode.contract import events as ev
     from etcode.session.store import SessionStore
 
     with FakeLLM() as llm:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from etcode.tools.base import ToolError
-from etcode.tools.catalog import BUILTIN_CLASSES, CATALOG_FILE, generate, load_class, render
+from etcode.tools.builtin_catalog import BUILTIN_CLASSES, CATALOG_FILE, generate, load_class, render
 from etcode.tools.lazy import LazyTool
 from etcode.tools.registry import builtin_tools
 from tests.cli_helpers import write_config
@@ -26,7 +26,7 @@ TOOL_MODULES = sorted(path.partition(":")[0] for path in BUILTIN_CLASSES)
 
 def test_the_catalog_says_what_the_tools_say() -> None:
     assert CATALOG_FILE.read_text(encoding="utf-8") == render(generate()), (
-        "etcode/tools/builtin_catalog.json is stale: run `python -m etcode.tools.catalog`"
+        "etcode/tools/builtin_catalog.json is stale: run `python -m etcode.tools.builtin_catalog`"
     )
 
 

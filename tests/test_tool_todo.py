@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from etcode.session.events import TodoUpdate
+from etcode.contract.events import TodoUpdate
 from etcode.tools.base import ToolContext, ToolError
 from etcode.tools.loop_detect import LoopDetector
 from etcode.tools.todo import TodoStore, TodoWriteTool

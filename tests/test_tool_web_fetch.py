@@ -204,7 +204,7 @@ def test_markdown_table_and_entities() -> None:
 # ---- issue 12, point 10: rules on every hop, one spelling per address, the local network ----
 
 from etcode.permission import AllowAsker, DenyAsker  # noqa: E402
-from etcode.util.web_address import InvalidURL, is_internal, normalize_url  # noqa: E402
+from etcode.security.web_address import InvalidURL, is_internal, normalize_url  # noqa: E402
 from tests.permission_support import ruled_context  # noqa: E402
 
 

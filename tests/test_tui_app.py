@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from textual import events
 
-from etcode.session import events as ev
+from etcode.contract import events as ev
 from etcode.ui.tui.widgets.messages import AssistantMessage, Notice, UserMessage
 from etcode.ui.tui.widgets.permission import PermissionScreen
 from etcode.ui.tui.widgets.tool import ToolMessage

@@ -254,8 +254,8 @@ def test_tool_result_display_fields_round_trip_and_stay_out_of_old_rows() -> Non
 
 
 def test_internal_messages_become_notices_and_ordinary_ones_do_not() -> None:
+    from etcode.engine.compaction import announcement, summary_message
     from etcode.provider.types import ToolSchema
-    from etcode.session.compaction import announcement, summary_message
     from etcode.session.snapshots import undo_note
     from etcode.ui.tui.replay import COMPACTED, entries_of, notice_of
 

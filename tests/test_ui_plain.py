@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from etcode.session import events as ev
+from etcode.contract import events as ev
 from etcode.ui.jsonl import JsonLinesRenderer
 from etcode.ui.plain import PlainRenderer
 

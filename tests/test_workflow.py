@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from etcode import Agent
-from etcode.session import events as ev
+from etcode.contract import events as ev
 from etcode.tools.base import Tool, ToolContext, ToolResult
 from etcode.tools.registry import ToolRegistry
 from etcode.workflow.cache import CACHED_NOTE, ToolCache, cached_registry

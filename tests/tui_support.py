@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from etcode.session import events as ev
+from etcode.contract import events as ev
 from etcode.ui.tui.app import EtcodeApp
 from etcode.ui.tui.history import PromptHistory
 from etcode.ui.tui.options import TuiOptions

@@ -43,7 +43,7 @@ from etcode.acp.permission import AcpAsker
 from etcode.acp.prompt_text import prompt_text
 from etcode.acp.trust import PendingTrust
 from etcode.acp.updates import updates_of
-from etcode.session import events as ev
+from etcode.contract import events as ev
 from etcode.util.errors import EtcodeError
 
 log = logging.getLogger("etcode.acp")
@@ -101,7 +101,7 @@ def _errors_as_rpc(err: BaseException) -> RequestError:
     """etcode's one-line errors (config, model, trust, session lock) as JSON-RPC errors."""
     if isinstance(err, RequestError):
         return err
-    from etcode.util.redact import redact
+    from etcode.security.redact import redact
 
     return RequestError(-32603, redact(_one_line(err)))
 
@@ -219,9 +219,9 @@ class EtcodeAcpAgent:
         from etcode.config.loader import load_config
         from etcode.config.trust import require_trust, untrusted
         from etcode.instance import Instance
+        from etcode.security.redact import register_config
         from etcode.ui.tui.controller import AgentHost
         from etcode.ui.tui.options import TuiOptions
-        from etcode.util.redact import register_config
 
         options = self.options
         with Instance.provide(directory) as instance:
@@ -262,7 +262,7 @@ class EtcodeAcpAgent:
         def equip(agent: Any) -> None:
             if not (read or write or terminal):
                 return
-            from etcode.acp.client_io import EditorFiles, EditorTerminal
+            from etcode.acp.editor_requests import EditorFiles, EditorTerminal
             from etcode.tools.client_io import FILES_KEY, TERMINAL_KEY
 
             if read or write:

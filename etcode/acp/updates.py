@@ -25,7 +25,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from etcode.session import events as ev
+from etcode.contract import events as ev
 
 Update = (
     AgentMessageChunk

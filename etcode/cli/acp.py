@@ -16,8 +16,8 @@ def acp_command(
     debug: bool = False,
 ) -> int:
     from etcode.config.loader import env_debug
-    from etcode.tools.sandbox import check_flag
-    from etcode.util.hardening import harden_process
+    from etcode.security.hardening import harden_process
+    from etcode.security.sandbox import check_flag
 
     harden_process()  # the model's commands cannot read this process's keys (/proc/PID/environ)
     check_flag(sandbox)
@@ -25,7 +25,7 @@ def acp_command(
     logging.basicConfig(level=level, stream=sys.stderr, format="[%(name)s] %(message)s")
     logging.getLogger("httpx").setLevel(max(level, logging.INFO))
     logging.getLogger("httpcore").setLevel(logging.WARNING)
-    from etcode.util.redact import install_log_redaction
+    from etcode.security.redact import install_log_redaction
 
     install_log_redaction()
     from etcode.acp.main import protect_stdout, serve

@@ -35,7 +35,7 @@ def prompt(
         with Instance.provide(Path.cwd()) as info:
             parts, warnings, window = asyncio.run(_build(info, model, agent))
     except EtcodeError as err:  # one line and the error's exit code, as in the main CLI
-        from etcode.util.redact import redact
+        from etcode.security.redact import redact
 
         typer.echo(f"error: {redact(str(err))}", err=True)
         raise SystemExit(err.exit_code) from None
@@ -117,8 +117,8 @@ async def _window(config: Any, model_id: str) -> dict[str, Any]:
     model: the catalog's limits, else what its server says (asked, or cached)."""
     from etcode.provider.catalog import ModelCatalog
     from etcode.provider.discovery import ask_all, server_kind
-    from etcode.session.server_window import wants_lean
     from etcode.util.errors import EtcodeError
+    from etcode.wiring.server_window import wants_lean
 
     mode = getattr(config, "prompt", None)
     provider_id, _, model = model_id.partition("/")

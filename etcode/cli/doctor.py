@@ -39,7 +39,7 @@ def doctor_command(model: str | None, as_json: bool, offline: bool) -> int:
 
 def render(checks: Sequence[Check], stream: TextIO) -> list[str]:
     """``✓ config     /p/etcode.json (project, ...)``: the fix after `` — ``; keys redacted."""
-    from etcode.util.redact import redact
+    from etcode.security.redact import redact
 
     symbols = SYMBOLS if _can_encode(stream, "✓✗") else ASCII_SYMBOLS
     colour = _wants_colour(stream)
@@ -62,7 +62,7 @@ def render(checks: Sequence[Check], stream: TextIO) -> list[str]:
 def _print_json(checks: Sequence[Check]) -> None:
     import json
 
-    from etcode.util.redact import redact_data
+    from etcode.security.redact import redact_data
 
     data = {"ok": not any(c.status == "fail" for c in checks), "checks": [c.to_dict() for c in checks]}
     sys.stdout.write(json.dumps(redact_data(data), ensure_ascii=False) + "\n")

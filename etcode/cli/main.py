@@ -126,7 +126,7 @@ def _report_unexpected(err: Exception, debug: bool) -> None:
 
 def _redact(text: str) -> str:
     """Error text without API keys (those of the environment and the loaded config)."""
-    from etcode.util.redact import redact
+    from etcode.security.redact import redact
 
     return redact(text)
 

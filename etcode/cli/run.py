@@ -93,7 +93,7 @@ def run_command(options: RunOptions) -> int:
     if options.output_format not in FORMATS:
         raise UsageError(f'--format must be one of {", ".join(FORMATS)}, not "{options.output_format}"')
     from etcode.config.loader import env_debug
-    from etcode.util.hardening import harden_process
+    from etcode.security.hardening import harden_process
     from etcode.util.memory import keep_freed_memory
 
     harden_process()  # the model's commands cannot read this process's keys (/proc/PID/environ)
@@ -102,14 +102,14 @@ def run_command(options: RunOptions) -> int:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="[%(name)s] %(message)s")
         logging.getLogger("httpx").setLevel(logging.INFO)
         logging.getLogger("httpcore").setLevel(logging.WARNING)
-        from etcode.util.redact import install_log_redaction
+        from etcode.security.redact import install_log_redaction
 
         install_log_redaction()  # API keys never reach the debug log (httpx's or ours)
     if options.fork and not (options.continue_last or options.session):
         raise UsageError("--fork needs --continue or --session ID (the session to copy)")
     if options.continue_last and options.session:
         raise UsageError("give either --continue or --session ID, not both")
-    from etcode.tools.sandbox import check_flag
+    from etcode.security.sandbox import check_flag
 
     check_flag(options.sandbox)
     task = read_task(options.message)
@@ -132,7 +132,7 @@ async def _run(task: str, options: RunOptions) -> int:
         }
         config = load_config(instance.directory, instance.worktree, flags=flags)
         _check_trust(config, options)
-        from etcode.util.redact import register_config
+        from etcode.security.redact import register_config
 
         register_config(config)  # output, errors and logs redact its keys from here on
         from etcode.session.store import SessionStore
@@ -171,7 +171,7 @@ async def _run_agent(
         trust=None,  # checked above (_check_trust)
     )
     if options.max_steps is not None:
-        from etcode.session.result import LoopLimits
+        from etcode.contract.results import LoopLimits
 
         agent.limits = LoopLimits(
             max_steps=options.max_steps,

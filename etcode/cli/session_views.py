@@ -108,7 +108,7 @@ def print_session_table(items: list[SessionInfo]) -> None:
     table.add_column("Updated", no_wrap=True)
     table.add_column("Messages", justify="right", no_wrap=True)
     table.add_column("Cost", justify="right", no_wrap=True)
-    from etcode.util.redact import redact
+    from etcode.security.redact import redact
 
     for item in items:  # the title redacted before the table cuts it
         table.add_row(
@@ -118,7 +118,7 @@ def print_session_table(items: list[SessionInfo]) -> None:
 
 
 def _one_line(text: str, width: int = 100) -> str:
-    from etcode.util.redact import redact
+    from etcode.security.redact import redact
 
     line = " ".join(redact(text).strip().split())  # redacted before the cut
     return line if len(line) <= width else line[: width - 1] + "…"
@@ -184,7 +184,7 @@ def transcript_lines(info: SessionInfo, messages: list[StoredMessage]) -> list[s
 
 
 def print_transcript(info: SessionInfo, messages: list[StoredMessage]) -> None:
-    from etcode.util.redact import redact, register_config
+    from etcode.security.redact import redact, register_config
 
     register_config(session_config(info))  # before the lines are cut to one line each
     text = "\n".join(transcript_lines(info, messages)).rstrip() + "\n"

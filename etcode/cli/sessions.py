@@ -69,7 +69,7 @@ def export(
         "todos": store.load_todos(info.id),
         "usage": store.usage_rows(info.id),
     }
-    from etcode.util.redact import redact_export
+    from etcode.security.redact import redact_export
 
     views.print_json(redact_export(data, views.session_config(info)))
 

@@ -35,9 +35,9 @@ def chat_command(
             sandbox=sandbox,
         )
         return run_command(options)
+    from etcode.security.hardening import harden_process
     from etcode.ui.tui.launch import run_tui
     from etcode.ui.tui.options import TuiOptions
-    from etcode.util.hardening import harden_process
     from etcode.util.memory import keep_freed_memory
 
     harden_process()  # the model's commands cannot read this process's keys (/proc/PID/environ)

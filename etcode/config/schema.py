@@ -161,7 +161,7 @@ class McpServerConfig(_Strict):
 
 
 class ShellEnvConfig(_Strict):
-    """The environment of ``Bash`` commands (see ``etcode/tools/shell_env.py``): what is
+    """The environment of ``Bash`` commands (see ``etcode/security/shell_env.py``): what is
     inherited, name patterns included despite looking secret, more names excluded, and
     variables set."""
 
@@ -188,7 +188,7 @@ class ShellEnvConfig(_Strict):
 
 
 class SandboxConfig(_Strict):
-    """The OS sandbox of ``Bash`` commands (``etcode/tools/sandbox.py``). Written as a
+    """The OS sandbox of ``Bash`` commands (``etcode/security/sandbox.py``). Written as a
     mode alone (``"sandbox": "workspace-write"``) or as this object."""
 
     mode: Literal["off", "workspace-write", "read-only"] = "off"

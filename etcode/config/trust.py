@@ -400,7 +400,7 @@ class _Scan:
         """``agent.<name>.sandbox`` looser than the built-in agent's own (plan, explore:
         read-only): a project must not take the read-only agents out of their sandbox."""
         from etcode.agent.registry import builtin_agents
-        from etcode.tools.sandbox import STRICTNESS
+        from etcode.security.sandbox import STRICTNESS
 
         agents = self.file.raw.get("agent")
         if not isinstance(agents, dict):

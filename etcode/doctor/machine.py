@@ -26,7 +26,7 @@ def check_sandbox(config: Config | None, directory: Path, worktree: Path) -> Che
     built-in plan/explore agents then run commands without theirs."""
     import sys
 
-    from etcode.tools.sandbox import bwrap_path, probe_bwrap
+    from etcode.security.sandbox import bwrap_path, probe_bwrap
 
     needed_by = _needed_by(config, directory, worktree)
     bwrap = bwrap_path()

@@ -94,7 +94,7 @@ def _check_config(
             out.extend(lines.values())
             out.append(fail("config", str(err), "correct the setting or variable the error names"))
             return None
-        from etcode.util.redact import register_config
+        from etcode.security.redact import register_config
 
         register_config(config)  # its keys never show, whatever a line quotes
         config = _with_trust(config, directory, worktree, env, lines, left_out)

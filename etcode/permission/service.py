@@ -2,7 +2,7 @@
 
 ``await service.check(permission, patterns, metadata)`` returns when every pattern is
 allowed (by a rule, or by the user through the :class:`Asker`) and raises
-:class:`~etcode.tools.base.PermissionDenied` — whose message the model sees — otherwise.
+:class:`~etcode.contract.tools.PermissionDenied` — whose message the model sees — otherwise.
 """
 
 from __future__ import annotations
@@ -11,11 +11,9 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
-if TYPE_CHECKING:
-    from etcode.tools.base import PermissionDenied
-
+from etcode.contract.tools import PermissionDenied
 from etcode.permission.rules import ANSWERS_LAYER, LayeredMatcher, Rule, Ruleset, rules_for, rules_from_config
 from etcode.permission.rules import wildcard_match as _wildcard_match
 
@@ -39,13 +37,6 @@ NOT_GRANTED_BY_YES: dict[str, str] = {
         'such as "permission": {"private_network": {"http://localhost:8000/*": "allow"}}'
     ),
 }
-
-
-def _denied_error() -> type[PermissionDenied]:
-    """The tools' ``PermissionDenied`` (imported late to keep this package light)."""
-    from etcode.tools.base import PermissionDenied
-
-    return PermissionDenied
 
 
 @dataclass
@@ -173,7 +164,7 @@ class PermissionService:
             decision = await self.asker.ask(request)
         if decision.kind == "reject":
             reason = decision.reason or "denied by the user"
-            raise _denied_error()(
+            raise PermissionDenied(
                 f"{reason} (permission {permission!r}: {', '.join(pending)})", patterns=pending, asked=True
             )
         if decision.kind == "allow_always":
@@ -197,7 +188,7 @@ class PermissionService:
         for pattern in [*patterns, *(p for p in always_ask if p not in patterns)]:
             rule = matcher.decide(self._pattern(permission, pattern))
             if rule.action == "deny":
-                raise _denied_error()(
+                raise PermissionDenied(
                     f"denied by permission rule {rule.describe()} ({permission}: {pattern}). "
                     "Do not retry this call; choose another approach or ask the user.",
                     patterns=[pattern],
@@ -210,7 +201,7 @@ class PermissionService:
             if any(_wildcard_match(text, rule.pattern) for text in named):
                 continue  # the rule speaks of a pattern too: its answer there stands
             if rule.action == "deny":
-                raise _denied_error()(
+                raise PermissionDenied(
                     f"denied by permission rule {rule.describe()} ({permission}: {alias}). "
                     "Do not retry this call; choose another approach or ask the user.",
                     patterns=[alias],

@@ -21,7 +21,7 @@ from etcode.util.paths import folders_between
 if TYPE_CHECKING:
     import httpx
 
-    from etcode.util.web_address import IPAddress, WebAddress
+    from etcode.security.web_address import IPAddress, WebAddress
 
 #: ``(address, its internal IPs) -> allowed?``: may an instruction URL reach this machine.
 InternalCheck = Callable[["WebAddress", "Sequence[IPAddress]"], bool]
@@ -296,7 +296,7 @@ async def _get_following(
     link-local) is refused unless ``internal_allowed`` allows it, and each hop is fetched
     from the address that was checked (or through the proxy the environment names, which
     resolves the name), as WebFetch does."""
-    from etcode.util.web_address import is_internal, normalize_url, resolve
+    from etcode.security.web_address import is_internal, normalize_url, resolve
 
     address = normalize_url(url)
     for hop in range(MAX_REDIRECTS + 1):

@@ -13,7 +13,7 @@ import httpx
 
 from etcode.provider.errors import ContextOverflowError, ProviderError
 from etcode.provider.retry import parse_retry_after, should_retry
-from etcode.util.redact import hide
+from etcode.security.redact import hide
 
 _MAX_MESSAGE = 300
 

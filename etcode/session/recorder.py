@@ -15,8 +15,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from etcode.engine.compaction import NOTE_HEADER, is_summary
 from etcode.provider.types import Message, Usage
-from etcode.session.compaction import NOTE_HEADER, is_summary
 from etcode.session.store import SessionStore
 
 log = logging.getLogger("etcode.recorder")

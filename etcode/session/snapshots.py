@@ -23,8 +23,8 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from etcode.engine.compaction import NOTE_HEADER
 from etcode.provider.types import Message
-from etcode.session.compaction import NOTE_HEADER
 from etcode.session.snapshot_copies import (
     DEFAULT_MAX_FILE_BYTES,
     NOT_A_FILE,

@@ -18,7 +18,7 @@ from etcode.tools.truncate import truncate_output
 from etcode.util.process_group import close_pipes, kill_process_group, start_process
 
 if TYPE_CHECKING:
-    from etcode.tools.sandbox import Launch, SandboxPolicy
+    from etcode.security.sandbox import Launch, SandboxPolicy
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -114,7 +114,7 @@ async def _execute(
         try:
             ran = await terminal.run(argv, env, ctx.directory, timeout_ms / 1000, ctx.abort, ctx.call_id)
         except client_io.ClientTerminalError as err:
-            from etcode.session.events import WarningEvent
+            from etcode.contract.events import WarningEvent
 
             ctx.emit(WarningEvent(f"the editor could not run the command ({err}); running it here"))
         else:
@@ -236,10 +236,10 @@ class BashTool(Tool):
 
     async def run(self, params: BashParams, ctx: ToolContext) -> ToolResult:
         # The shell grammar, the environment policy and the sandbox load with the first command.
-        from etcode.tools import sandbox
+        from etcode.security import sandbox
+        from etcode.security.sandbox import SandboxPolicy
+        from etcode.security.shell_env import ShellEnvPolicy
         from etcode.tools.command_permission import check_command
-        from etcode.tools.sandbox import SandboxPolicy
-        from etcode.tools.shell_env import ShellEnvPolicy
 
         await check_command(ctx, params.command, params.description, self.name)
         timeout_ms = min(params.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)

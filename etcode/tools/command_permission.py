@@ -1,4 +1,4 @@
-"""The permission checks of a ``Bash`` command, from what :mod:`etcode.tools.shell_commands`
+"""The permission checks of a ``Bash`` command, from what :mod:`etcode.security.shell_commands`
 reads in it:
 
 - ``bash`` rules see every simple command the line can run (``git status``, ``rm x``
@@ -8,7 +8,7 @@ reads in it:
   asks like ReadFile would and ``cat secret/k`` is refused by ``{"read": {"secret/*": "deny"}}``;
 - ``edit`` rules see the files written by redirections (``echo x > secret/k``);
 - what can run code or steer a later program (``$((x))``, ``export GIT_DIR=…``, see
-  :mod:`etcode.tools.shell_plain`) is asked whatever the allow rules say (deny rules first);
+  :mod:`etcode.security.shell_plain`) is asked whatever the allow rules say (deny rules first);
   a read-only agent without its sandbox is asked about every line that is not plain.
 
 Rules hold against a model that follows them; a hostile one can still hide a file name
@@ -23,10 +23,10 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from etcode.security.recursive_reads import folder_reads, guarded_files
+from etcode.security.shell_commands import ShellAnalysis, analyze, path_text
 from etcode.tools.base import ToolContext
 from etcode.tools.paths import rule_patterns
-from etcode.tools.recursive_reads import folder_reads, guarded_files
-from etcode.tools.shell_commands import ShellAnalysis, analyze, path_text
 from etcode.util.fs import real_path
 
 #: Glob words in a command (``cat secret/*``) are expanded up to this many files.
@@ -110,7 +110,7 @@ def _changed_dirs(analysis: ShellAnalysis) -> list[str]:
 
 async def _folder_files(ctx: ToolContext, analysis: ShellAnalysis) -> list[str]:
     """Files the rules guard inside the folders a command reads whole (``grep -r x .``
-    reads ``.env``): see :mod:`etcode.tools.recursive_reads`."""
+    reads ``.env``): see :mod:`etcode.security.recursive_reads`."""
     reads = folder_reads(analysis.commands)
     if not reads:
         return []

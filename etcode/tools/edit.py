@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from etcode.security.redact import replaces_secret
 from etcode.tools import client_io
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.edit_match import (
@@ -27,7 +28,6 @@ from etcode.util.fs import (
     suggest_names,
     write_target,
 )
-from etcode.util.redact import replaces_secret
 
 #: Tool output shows configured keys as [REDACTED]; copying that back would destroy them.
 SECRET_OVERWRITE = (

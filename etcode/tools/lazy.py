@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from etcode.provider.types import ToolSchema
 from etcode.tools.base import InstanceTool, Tool, ToolContext, ToolResult
-from etcode.tools.catalog import CatalogEntry, load_class
+from etcode.tools.builtin_catalog import CatalogEntry, load_class
 
 
 class LazyTool(InstanceTool):

@@ -1,4 +1,4 @@
-"""Live output of a running tool as :class:`~etcode.session.events.ToolProgress` events.
+"""Live output of a running tool as :class:`~etcode.contract.events.ToolProgress` events.
 
 A command may print megabytes a second; front ends want a few lines now and then. So the
 output is decoded, cleaned (ANSI escapes and control characters removed, progress-bar
@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from etcode.session.events import ToolProgress
+from etcode.contract.events import ToolProgress
 
 INTERVAL = 0.1  # seconds: at most ~10 events a second per call
 MAX_CHARS = 4000  # characters of output one event carries (the tail)

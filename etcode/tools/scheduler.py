@@ -14,12 +14,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from etcode.contract.events import ToolCallStart, ToolResultEvent
 from etcode.provider.types import ToolCallPart, ToolResultPart
-from etcode.session.events import ToolCallStart, ToolResultEvent
+from etcode.security.redact import redact, redact_known, redact_known_data
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.registry import ToolRegistry
 from etcode.tools.shown import kept_data
-from etcode.util.redact import redact, redact_known, redact_known_data
 from etcode.util.text import clean_text
 
 log = logging.getLogger("etcode.scheduler")

@@ -39,7 +39,7 @@ async def before_write(ctx: ToolContext, path: Path) -> None:
         detail = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
         raise ToolError(f"Not changed: could not save an undo copy of {path} first ({detail}).") from None
     if warning:
-        from etcode.session.events import WarningEvent
+        from etcode.contract.events import WarningEvent
 
         ctx.emit(WarningEvent(warning))
 
@@ -54,6 +54,6 @@ async def after_write(ctx: ToolContext, path: Path) -> None:
     try:
         await hook(path)
     except Exception as err:
-        from etcode.session.events import WarningEvent
+        from etcode.contract.events import WarningEvent
 
         ctx.emit(WarningEvent(f"could not record what etcode wrote to {path} for undo ({err})"))

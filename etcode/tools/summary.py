@@ -5,8 +5,8 @@ from __future__ import annotations
 import difflib
 import re
 
+from etcode.security.redact import redact
 from etcode.util.fs import format_size
-from etcode.util.redact import redact
 
 __all__ = ["format_size", "plural", "count_lines", "unified_diff", "diff_stats", "shorten"]
 

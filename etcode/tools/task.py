@@ -1,7 +1,7 @@
 """``Task``: hand a self-contained job to a subagent that runs in its own child session.
 
 The tool only describes and validates the call; the session layer supplies the
-:class:`SubagentRunner` that builds and runs the child (``etcode.session.subagent``).
+:class:`SubagentRunner` that builds and runs the child (``etcode.wiring.subagent``).
 A call is read-only for scheduling — so several may run at once — exactly when its
 ``subagent_type`` names a read-only agent such as ``explore``.
 """

@@ -6,8 +6,8 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from etcode.contract.events import TodoUpdate
 from etcode.provider.types import ToolSchema
-from etcode.session.events import TodoUpdate
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 Status = Literal["pending", "in_progress", "completed"]

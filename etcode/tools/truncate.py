@@ -10,7 +10,6 @@ values are redacted before the cut, so neither the head nor the saved file holds
 
 from __future__ import annotations
 
-import os
 import stat
 import threading
 import time
@@ -19,10 +18,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from etcode.security.redact import redact_known
 from etcode.tools.base import ToolResult
 from etcode.util.fs import format_size
+from etcode.util.paths import tool_output_dir
 from etcode.util.private import private_dir, private_file, tighten
-from etcode.util.redact import redact_known
 
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
@@ -46,8 +46,7 @@ class Truncated:
 
 def output_dir() -> Path:
     """Folder of saved full outputs: ``$XDG_DATA_HOME/etcode/tool-output``."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "etcode" / "tool-output"
+    return tool_output_dir()
 
 
 def _cleanup(folder: Path) -> None:

@@ -15,7 +15,7 @@ from etcode.tools.summary import format_size
 from etcode.tools.truncate import truncate_output
 
 if TYPE_CHECKING:
-    from etcode.util.web_address import WebAddress
+    from etcode.security.web_address import WebAddress
 
 # The HTML converters live in ``html_convert`` (imported when a page is converted); these
 # names stay importable from here.
@@ -166,7 +166,7 @@ class _Fetch:
         self.left = timeout
 
     async def run(self) -> tuple[int, str, str, bytes]:
-        from etcode.util.web_address import InvalidURL
+        from etcode.security.web_address import InvalidURL
 
         try:
             return await self._run()
@@ -176,7 +176,7 @@ class _Fetch:
     async def _run(self) -> tuple[int, str, str, bytes]:
         import httpx
 
-        from etcode.util.web_address import WebAddress, normalize_url
+        from etcode.security.web_address import WebAddress, normalize_url
 
         address = normalize_url(self.params.url)
         headers = {
@@ -239,7 +239,7 @@ class _Fetch:
         path read leniently (:meth:`WebAddress.loose`); an internal
         address — loopback, private, link-local — also needs a ``private_network`` rule
         (or the user's answer)."""
-        from etcode.util.web_address import is_internal, resolve
+        from etcode.security.web_address import is_internal, resolve
 
         named = address.url
         proxy = address.proxy()
@@ -286,7 +286,7 @@ class _Fetch:
         if connect_to is not None:
             url, pin_headers, extensions = address.pinned_request(connect_to)
             request_headers.update(pin_headers)
-        from etcode.util.web_address import normalize_url
+        from etcode.security.web_address import normalize_url
 
         async with client.stream("GET", url, headers=request_headers, extensions=extensions) as response:
             location = response.headers.get("location")

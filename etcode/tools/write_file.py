@@ -6,13 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from etcode.security.redact import replaces_secret
 from etcode.tools import client_io
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.edit import SECRET_OVERWRITE
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import write_target
-from etcode.util.redact import replaces_secret
 
 
 class WriteFileParams(BaseModel):

@@ -6,8 +6,8 @@ import dataclasses
 import json
 from typing import Any, TextIO
 
-from etcode.session import events as ev
-from etcode.util.redact import StreamRedactor, redact
+from etcode.contract import events as ev
+from etcode.security.redact import StreamRedactor, redact
 
 
 class JsonLinesRenderer:

@@ -1,4 +1,4 @@
-"""A plain-text renderer of step-level :class:`~etcode.session.loop_events.LoopEvent` s.
+"""A plain-text renderer of step-level :class:`~etcode.engine.step_events.LoopEvent` s.
 
 ``Renderer().render(event)`` gives one string per event. Rules registered with
 ``@renderer.on_tool("name")`` (for that tool's actions and observations) win over rules
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from etcode.session.loop_events import EventType, LoopEvent
+from etcode.engine.step_events import EventType, LoopEvent
 
 __all__ = ["Renderer"]
 

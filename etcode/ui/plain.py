@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from etcode.session import events as ev
+from etcode.contract import events as ev
+from etcode.security.redact import RedactingStream
 from etcode.ui.live_tail import LiveTail, cut_to_cells, elapsed_text
-from etcode.util.redact import RedactingStream
 
 RESET = "\x1b[0m"
 DIM = "\x1b[2m"

@@ -48,6 +48,12 @@ def state_dir(env: Mapping[str, str] | None = None) -> Path:
     return _xdg("XDG_STATE_HOME", (".local", "state"), env)
 
 
+def tool_output_dir() -> Path:
+    """Folder of tools' saved full outputs: ``$XDG_DATA_HOME/etcode/tool-output``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "etcode" / "tool-output"
+
+
 def folders_between(start: Path, top: Path) -> list[Path]:
     """``start`` and its ancestors up to and including ``top``, outermost first.
     Just ``[start]`` when ``top`` is not ``start`` or one of its ancestors."""

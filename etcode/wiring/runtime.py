@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from etcode.contract.events import Event, WarningEvent
+from etcode.contract.results import LoopLimits
+from etcode.engine.loop import LoopSettings
 from etcode.instance import Instance, InstanceInfo, describe
 from etcode.provider.spec import ProviderSpec, RetryConfig
-from etcode.session.events import Event, WarningEvent
-from etcode.session.loop import LoopSettings
-from etcode.session.result import LoopLimits
 from etcode.tools.registry import ToolRegistry, builtin_tools
-from etcode.wiring.sandbox import sandbox_policy
+from etcode.wiring.sandbox_choice import sandbox_policy
 
 if TYPE_CHECKING:
     from etcode.agent.registry import AgentInfo
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from etcode.provider.base import Provider
     from etcode.provider.catalog import ModelCatalog
     from etcode.provider.discovery import ServerProbe
-    from etcode.tools.sandbox import SandboxPolicy
-    from etcode.tools.shell_env import ShellEnvPolicy
+    from etcode.security.sandbox import SandboxPolicy
+    from etcode.security.shell_env import ShellEnvPolicy
     from etcode.wiring.settings import AgentSettings, ChildFactory
 
 
@@ -246,7 +246,7 @@ def _catalog_and_probe(config: Config, spec: ProviderSpec) -> tuple[ModelCatalog
     """The model catalog, and a probe asking a local server for its window and tool support
     (begun now, so it runs while the prompt is assembled)."""
     from etcode.provider.catalog import ModelCatalog
-    from etcode.session.server_window import begin_probe
+    from etcode.wiring.server_window import begin_probe
 
     catalog = ModelCatalog.load(config)
     return catalog, begin_probe(spec)
@@ -255,7 +255,7 @@ def _catalog_and_probe(config: Config, spec: ProviderSpec) -> tuple[ModelCatalog
 def _learn_secrets(config: Config, spec: ProviderSpec) -> None:
     """Teach the redactor the keys in play (config and the resolved provider key): tool
     output holding one is redacted before the model or the session store sees it."""
-    from etcode.util.redact import register_config, register_secrets
+    from etcode.security.redact import register_config, register_secrets
 
     register_config(config)
     register_secrets(spec.api_key)
@@ -264,16 +264,16 @@ def _learn_secrets(config: Config, spec: ProviderSpec) -> None:
 def _learn_file_secrets(worktree: Path, listed: list[str]) -> None:
     """Teach the redactor the secret-looking values of the project's ``.env``/``.envrc``
     files and ``secret_files``: a command that prints one shows ``[REDACTED]``."""
-    from etcode.util.redact import register_secrets
-    from etcode.util.secret_values import project_secret_values
+    from etcode.security.redact import register_secrets
+    from etcode.security.secret_values import project_secret_values
 
     register_secrets(*project_secret_values(worktree, listed))
 
 
 def _shell_env(config: Config, spec: ProviderSpec) -> ShellEnvPolicy:
     """What Bash commands inherit: the config's ``shell.env``, never the session's keys."""
-    from etcode.tools.shell_env import ShellEnvPolicy
-    from etcode.util.redact import secrets_from_config
+    from etcode.security.redact import secrets_from_config
+    from etcode.security.shell_env import ShellEnvPolicy
 
     return ShellEnvPolicy.from_config(config, {spec.api_key, *secrets_from_config(config)})
 
@@ -401,7 +401,7 @@ def _add_mcp_tools(
         return
     if owned:
         warnings.extend(mcp.warnings())
-    from etcode.session.subagent import cannot_write_files
+    from etcode.wiring.subagent import cannot_write_files
 
     read_only_agent = cannot_write_files(agent_info)
     for item in mcp.tools():
@@ -416,7 +416,7 @@ def _add_task_tool(agent: AgentSettings, runtime: Runtime) -> None:
     and the runtime can build children."""
     if not agent.builtin_tools or runtime.make_child is None:
         return
-    from etcode.session.subagent import task_tool_for
+    from etcode.wiring.subagent import task_tool_for
 
     task = task_tool_for(agent, runtime)
     if task is not None:

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from etcode.config.schema import Config
+    from etcode.contract.events import Event
+    from etcode.contract.results import AgentResult, LoopLimits
     from etcode.permission.service import Asker
     from etcode.provider.base import Provider
     from etcode.provider.spec import RetryConfig
-    from etcode.session.events import Event
-    from etcode.session.result import AgentResult, LoopLimits
     from etcode.tools.base import Tool
     from etcode.wiring.runtime import Runtime
 

@@ -1,6 +1,6 @@
 """The Planner → Executor → Verifier engine behind ``--agent workflow``.
 
-``WorkflowRun`` has the surface of :class:`~etcode.session.loop.AgentLoop` (``events()``,
+``WorkflowRun`` has the surface of :class:`~etcode.engine.loop.AgentLoop` (``events()``,
 ``result``, ``interrupt()``), so ``Agent.stream`` and every front end drive it alike.
 Each role turn is an ordinary loop run with the role's system prompt: the planner and
 the verifier without tools, the executor with the session's tools behind a per-run
@@ -22,12 +22,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from etcode.contract import events as ev
+from etcode.contract.results import AgentResult, LoopLimits
+from etcode.engine.loop import AgentLoop, LoopSettings
+from etcode.engine.pump import EventPump
+from etcode.engine.seams import LoopWindow, Recorder, record_safely
 from etcode.provider.types import Message, TextPart, ToolSchema, Usage
-from etcode.session import events as ev
-from etcode.session.loop import AgentLoop, LoopSettings
-from etcode.session.pump import EventPump
-from etcode.session.recording import LoopWindow, Recorder, record_safely
-from etcode.session.result import AgentResult, LoopLimits
 from etcode.tools.registry import ToolRegistry
 from etcode.workflow import requests, steps
 from etcode.workflow.cache import ToolCache, cached_registry
@@ -36,9 +36,9 @@ from etcode.workflow.models import ExecutorReport, Plan, Todo, Verdict, todos_fr
 from etcode.workflow.prompts import PromptManager
 
 if TYPE_CHECKING:
+    from etcode.engine.compaction import CompactionResult
+    from etcode.engine.context import ContextBudget
     from etcode.provider.errors import ContextOverflowError
-    from etcode.session.compaction import CompactionResult
-    from etcode.session.context import ContextBudget
     from etcode.wiring.runtime import Runtime
     from etcode.wiring.settings import AgentSettings
 

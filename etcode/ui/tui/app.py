@@ -23,7 +23,7 @@ from textual.containers import Horizontal
 from textual.widgets import Input, Static, TextArea
 from textual.worker import Worker
 
-from etcode.session.events import StepStart
+from etcode.contract.events import StepStart
 from etcode.ui.tui import commands as slash
 from etcode.ui.tui import warmup
 from etcode.ui.tui.asker import TuiAsker

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from etcode.session import events as ev
+from etcode.contract import events as ev
 from etcode.ui.tui.widgets.conversation import Conversation
 from etcode.ui.tui.widgets.status import StatusBar
 from etcode.ui.tui.widgets.todo import TodoPanel

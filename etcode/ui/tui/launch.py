@@ -27,7 +27,7 @@ def check_options(options: TuiOptions) -> None:
         raise UsageError("--fork needs --continue or --session ID (the session to copy)")
     if options.continue_last and options.session_id:
         raise UsageError("give either --continue or --session ID, not both")
-    from etcode.tools.sandbox import check_flag
+    from etcode.security.sandbox import check_flag
 
     check_flag(options.sandbox)
 
@@ -63,7 +63,7 @@ def run_tui(options: TuiOptions) -> int:
 def _redact_keys(config: object) -> None:
     """Keep the config's API keys out of what the app shows (when the core offers it)."""
     try:
-        from etcode.util.redact import register_config
+        from etcode.security.redact import register_config
     except ImportError:
         return
     register_config(config)

@@ -19,5 +19,5 @@ class TuiOptions:
     fork: bool = False
     inline: bool = False
     debug: bool = False
-    #: ``--sandbox MODE`` (see ``etcode/tools/sandbox.py``); None: as configured.
+    #: ``--sandbox MODE`` (see ``etcode/security/sandbox.py``); None: as configured.
     sandbox: str | None = None

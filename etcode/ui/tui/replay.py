@@ -44,7 +44,7 @@ def user_text(text: str) -> tuple[str, list[str]]:
 
 def entries_of(messages: Sequence[Any]) -> list[Entry]:
     """Entries for one batch's messages (kinds told from the text)."""
-    from etcode.session.compaction import NOTE_HEADER, is_summary
+    from etcode.engine.compaction import NOTE_HEADER, is_summary
 
     def kind(m: Any) -> str:
         if is_summary(m):
@@ -64,7 +64,7 @@ def entries_of_transcript(stored: Sequence[Any]) -> list[Entry]:
 
 def notice_of(entry: Entry) -> str | None:
     """The notice that shows an internal message (None: an ordinary message)."""
-    from etcode.session.compaction import ANNOUNCE_HEADER, NOTE_HEADER
+    from etcode.engine.compaction import ANNOUNCE_HEADER, NOTE_HEADER
     from etcode.session.snapshots import UNDO_HEADER
 
     message = entry.message

@@ -16,7 +16,7 @@ from textual.widgets.option_list import Option
 
 def session_label(info: Any) -> str:
     """One line: title, when, messages, cost."""
-    from etcode.util.redact import redact
+    from etcode.security.redact import redact
 
     title = redact(getattr(info, "title", None) or "(untitled)")  # before the cut to 60
     updated = getattr(info, "updated", None)

@@ -23,9 +23,9 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Static
 
+from etcode.security.redact import redact
 from etcode.ui.live_tail import LiveTail, elapsed_text
 from etcode.ui.tui.theme import code_theme
-from etcode.util.redact import redact
 
 MAX_DETAIL_LINES = 400
 #: Changed lines of a diff shown under a finished edit before it is expanded.

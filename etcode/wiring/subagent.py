@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from etcode.session.events import SubagentEvent, ToolCallStart, ToolResultEvent
+from etcode.contract.events import SubagentEvent, ToolCallStart, ToolResultEvent
 from etcode.tools.base import ToolContext, ToolResult
 from etcode.tools.task import TaskTool
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from etcode.agent.registry import AgentInfo
     from etcode.config.schema import Config
-    from etcode.tools.sandbox import SandboxPolicy
+    from etcode.security.sandbox import SandboxPolicy
 
 
 async def sandbox_policy(
@@ -21,7 +21,7 @@ async def sandbox_policy(
     here is an error; a built-in agent's default (plan: read-only) only warns, and its
     commands are then allowed only when plain (``SandboxPolicy.plain_commands_only``)."""
     from etcode.config.loader import FLAGS_SOURCE
-    from etcode.tools.sandbox import (
+    from etcode.security.sandbox import (
         STRICTNESS,
         SandboxPolicy,
         SandboxUnavailable,
@@ -52,7 +52,7 @@ async def sandbox_policy(
         return SandboxPolicy(plain_commands_only=True)
     writable = tuple(Path(p).expanduser() for p in configured.writable) if configured is not None else ()
     network = bool(configured.network) if configured is not None else False
-    from etcode.tools.seccomp import unsupported_machine
+    from etcode.security.seccomp import unsupported_machine
 
     if unsupported_machine():
         warnings.append(f"the sandbox cannot block unix sockets on this machine ({unsupported_machine()})")
@@ -70,7 +70,7 @@ def _unloosened(
     take a read-only agent out of its sandbox. (The config's ``agent`` key goes through
     project trust; the user's global agent files may loosen it.)"""
     from etcode.agent.registry import builtin_agents
-    from etcode.tools.sandbox import STRICTNESS
+    from etcode.security.sandbox import STRICTNESS
 
     builtin = builtin_agents().get(agent_name)
     default = builtin.sandbox if builtin is not None else None

@@ -6,11 +6,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from etcode.provider.base import Provider
-from etcode.provider.catalog import CatalogModel, ModelCatalog
-from etcode.provider.errors import ContextOverflowError
-from etcode.provider.types import Message, ToolSchema, Usage
-from etcode.session.compaction import (
+from etcode.contract.events import CompactionEvent, Event, UsageUpdate
+from etcode.engine.compaction import (
     DEFAULT_KEEP_TURNS,
     NOTHING_OLDER,
     CompactionResult,
@@ -19,7 +16,7 @@ from etcode.session.compaction import (
     newest_user_index,
     too_long_error,
 )
-from etcode.session.context import (
+from etcode.engine.context import (
     MAX_RESERVE,
     ROUGH_MARGIN,
     ContextBudget,
@@ -28,10 +25,13 @@ from etcode.session.context import (
     answer_size,
     budget_for,
 )
-from etcode.session.events import CompactionEvent, Event, UsageUpdate
+from etcode.provider.base import Provider
+from etcode.provider.catalog import CatalogModel, ModelCatalog
+from etcode.provider.errors import ContextOverflowError
+from etcode.provider.types import Message, ToolSchema, Usage
 
 if TYPE_CHECKING:
-    from etcode.session.recording import LoopWindow
+    from etcode.engine.seams import LoopWindow
 
 
 class ContextWindow:

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from etcode.session import events as ev
+from etcode.contract import events as ev
 
 __all__ = ["EventType", "LoopEvent", "loop_events"]
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from etcode.contract.events import Event, WarningEvent
 from etcode.provider.spec import ProviderSpec
-from etcode.session.events import Event, WarningEvent
 
 if TYPE_CHECKING:
+    from etcode.engine.window import ContextWindow
     from etcode.provider.discovery import ServerFacts, ServerProbe
-    from etcode.session.window import ContextWindow
     from etcode.wiring.runtime import Runtime
 
 #: Windows up to this size (tokens) get the lean prompt, unless ``"prompt": "full"``.

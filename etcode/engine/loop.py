@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from etcode.contract import events as ev
+from etcode.contract.results import AgentResult, LoopLimits
+from etcode.engine.pump import EventPump
+from etcode.engine.seams import LoopWindow, Recorder, record_safely
 from etcode.provider.base import Provider
 from etcode.provider.errors import ContextOverflowError, ProviderError
 from etcode.provider.types import (
@@ -31,11 +35,7 @@ from etcode.provider.types import (
     ToolResultPart,
     Usage,
 )
-from etcode.session import events as ev
-from etcode.session.pump import EventPump
-from etcode.session.recording import LoopWindow, Recorder, record_safely
-from etcode.session.result import AgentResult, LoopLimits
-from etcode.tools.base import (
+from etcode.contract.tools import (
     PermissionCheck,
     PermissionDecide,
     ToolContext,
@@ -48,9 +48,9 @@ from etcode.tools.scheduler import ToolScheduler
 from etcode.util.errors import EtcodeError
 
 if TYPE_CHECKING:
-    from etcode.session.compaction import CompactionResult
-    from etcode.tools.sandbox import SandboxPolicy
-    from etcode.tools.shell_env import ShellEnvPolicy
+    from etcode.engine.compaction import CompactionResult
+    from etcode.security.sandbox import SandboxPolicy
+    from etcode.security.shell_env import ShellEnvPolicy
 
 log = logging.getLogger("etcode.loop")
 
@@ -86,9 +86,9 @@ class LoopSettings:
     instructions_for: Callable[[Path], Awaitable[str | None]] = _no_instructions
     #: Per-session tool state (todos...), shared across runs of one session.
     state: dict[str, Any] = field(default_factory=dict)
-    #: What Bash commands inherit (``etcode.tools.shell_env.ShellEnvPolicy``; None: the default).
+    #: What Bash commands inherit (``etcode.security.shell_env.ShellEnvPolicy``; None: the default).
     shell_env: ShellEnvPolicy | None = None
-    #: How Bash commands are confined (``etcode.tools.sandbox.SandboxPolicy``; None: not at all).
+    #: How Bash commands are confined (``etcode.security.sandbox.SandboxPolicy``; None: not at all).
     sandbox: SandboxPolicy | None = None
     #: Called after each finished step with the full history (persistence hook).
     on_step: Callable[[list[Message]], Awaitable[None]] | None = None
@@ -96,7 +96,7 @@ class LoopSettings:
     on_call: Callable[[str, str], str | None] | None = None
     #: Persists the session as it runs (``etcode.session.recorder.SessionRecorder``).
     recorder: Recorder | None = None
-    #: Context budget, usage/cost accounting and compaction (``etcode.session.window.ContextWindow``).
+    #: Context budget, usage/cost accounting and compaction (``etcode.engine.window.ContextWindow``).
     window: LoopWindow | None = None
 
 
@@ -390,7 +390,7 @@ class AgentLoop(EventPump):
     async def _compact(self, window: LoopWindow, reason: str, tokens: int | None = None) -> bool:
         """Replace the history by a compacted batch (events: compaction start/done, usage).
         Returns False when the user interrupted it (the history is then unchanged)."""
-        from etcode.session.window import compact_with_events
+        from etcode.engine.window import compact_with_events
 
         s = self.settings
 

@@ -7,7 +7,7 @@ call: importing the ten tool modules and generating their schemas cost ~30 ms of
 ``etcode run``, most of which never calls most tools.
 
 The file is generated from the tools themselves; ``tests/test_tool_catalog.py`` fails
-when it is stale. Regenerate it with ``python -m etcode.tools.catalog``.
+when it is stale. Regenerate it with ``python -m etcode.tools.builtin_catalog``.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def render(entries: list[dict[str, Any]]) -> str:
 
 
 def main() -> int:
-    """Write ``builtin_catalog.json`` from the tools (``python -m etcode.tools.catalog``)."""
+    """Write ``builtin_catalog.json`` from the tools (``python -m etcode.tools.builtin_catalog``)."""
     CATALOG_FILE.write_text(render(generate()), encoding="utf-8")
     sys.stdout.write(f"wrote {CATALOG_FILE}\n")
     return 0

@@ -20,7 +20,7 @@ TITLE_PROMPT = (
 def title_from_text(text: str, limit: int = MAX_TITLE) -> str:
     """The first meaningful line of ``text``, whitespace collapsed, cut at a word boundary
     (secrets redacted before the cut: half a key would no longer be recognised)."""
-    from etcode.util.redact import redact
+    from etcode.security.redact import redact
 
     line = next((ln.strip() for ln in redact(text).splitlines() if ln.strip()), "")
     line = re.sub(r"\s+", " ", line)

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from etcode.contract.events import UsageUpdate
 from etcode.provider.catalog import CatalogModel, ModelPrice, cost_of
 from etcode.provider.types import (
     Message,
@@ -22,7 +23,6 @@ from etcode.provider.types import (
     ToolSchema,
     Usage,
 )
-from etcode.session.events import UsageUpdate
 from etcode.util.tokens import count_tokens, estimate_tokens
 
 DEFAULT_THRESHOLD = 0.9

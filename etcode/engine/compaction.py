@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from etcode.contract.events import CompactionEvent
+from etcode.engine.context import ContextBudget, TokenEstimator
 from etcode.provider.base import Provider
 from etcode.provider.errors import ContextOverflowError, ProviderError
 from etcode.provider.types import (
@@ -33,8 +35,6 @@ from etcode.provider.types import (
     ToolSchema,
     Usage,
 )
-from etcode.session.context import ContextBudget, TokenEstimator
-from etcode.session.events import CompactionEvent
 
 SUMMARY_HEADER = (
     "[etcode] Summary of the earlier conversation (older messages were compacted to save context):"

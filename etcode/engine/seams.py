@@ -8,16 +8,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
-from etcode.session.events import Event, UsageUpdate, WarningEvent
+from etcode.contract.events import Event, UsageUpdate, WarningEvent
 from etcode.util.errors import EtcodeError
 
 if TYPE_CHECKING:
+    from etcode.engine.compaction import CompactionResult
+    from etcode.engine.context import ContextBudget
+    from etcode.engine.loop import LoopSettings
     from etcode.provider.base import Provider
     from etcode.provider.errors import ContextOverflowError
     from etcode.provider.types import Message, ToolSchema, Usage
-    from etcode.session.compaction import CompactionResult
-    from etcode.session.context import ContextBudget
-    from etcode.session.loop import LoopSettings
 
 
 class Recorder(Protocol):
@@ -30,7 +30,7 @@ class Recorder(Protocol):
 
 
 class LoopWindow(Protocol):
-    """The context window as a loop run uses it (see ``etcode.session.window``). The
+    """The context window as a loop run uses it (see ``etcode.engine.window``). The
     compaction members are used only when ``auto`` is true."""
 
     @property

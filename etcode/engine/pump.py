@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from etcode.session import events as ev
+from etcode.contract import events as ev
 
 _END = object()
 

@@ -13,23 +13,23 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from etcode.contract import events as ev
+from etcode.engine.compaction import announcement, is_announcement
+from etcode.engine.history import repair_dangling
+from etcode.engine.title import generate_title, title_from_text
 from etcode.provider.types import Message, Usage
-from etcode.session import events as ev
-from etcode.session.compaction import announcement, is_announcement
-from etcode.session.history import repair_dangling
 from etcode.session.lock import SessionLock
 from etcode.session.recorder import SessionRecorder
 from etcode.session.snapshots import FileSnapshots, UndoReport, undo_note
 from etcode.session.store import SessionInfo, SessionNotFoundError, SessionStore
-from etcode.session.title import generate_title, title_from_text
 from etcode.tools.snapshot import STATE_KEY
 from etcode.util.errors import EtcodeError
 from etcode.util.ids import new_id
 from etcode.util.tokens import preload
 
 if TYPE_CHECKING:
-    from etcode.session.compaction import CompactionResult
-    from etcode.session.window import ContextWindow
+    from etcode.engine.compaction import CompactionResult
+    from etcode.engine.window import ContextWindow
     from etcode.wiring.runtime import Runtime
     from etcode.wiring.settings import AgentSettings
 
@@ -188,7 +188,7 @@ class AgentSession:
             store, self.session_id, turn, max_file_bytes=runtime.config.snapshot.max_file_bytes
         )
         self.install(agent.state)
-        from etcode.session.window import ContextWindow
+        from etcode.engine.window import ContextWindow
 
         self.window = ContextWindow.build(
             runtime.spec,
@@ -354,7 +354,7 @@ class AgentSession:
         if not history or self.window is None:
             emit(ev.CompactionEvent(reason, "done", message="nothing to compact"))
             return history
-        from etcode.session.window import compact_with_events
+        from etcode.engine.window import compact_with_events
 
         system, tools = runtime.system, runtime.tools.schemas()
 

@@ -13,7 +13,7 @@ It also lists the files written by redirections and read by ``<``.
 What cannot be known without running the line — a command name that comes from a
 variable or a substitution, ``eval`` of non-literal text, a shell reading commands from
 a pipe — is marked *dynamic*: a rule can never simply allow it; it is asked. So are the
-parts :mod:`etcode.tools.shell_plain` finds unsafe (arithmetic over variables, assignments,
+parts :mod:`etcode.security.shell_plain` finds unsafe (arithmetic over variables, assignments,
 ``declare``/``export``, ``[[ $x -eq 0 ]]``…): they can run code or steer a later program.
 """
 
@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from etcode.tools import shell_plain
-from etcode.tools.option_prefixes import spelled_out
-from etcode.tools.shell_plain import base_name as _base
-from etcode.tools.shell_plain import node_text as _text
-from etcode.tools.shell_plain import walk as _walk
+from etcode.security import shell_plain
+from etcode.security.option_prefixes import spelled_out
+from etcode.security.shell_plain import base_name as _base
+from etcode.security.shell_plain import node_text as _text
+from etcode.security.shell_plain import walk as _walk
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -282,7 +282,7 @@ class _Reader:
             self.read(body, depth + 1)
 
     def _plainness(self, node: Node) -> None:
-        """Record ``node`` if it is unsafe or opaque (:mod:`etcode.tools.shell_plain`)."""
+        """Record ``node`` if it is unsafe or opaque (:mod:`etcode.security.shell_plain`)."""
         risk = shell_plain.node_risk(node)
         if risk is not None:
             parent = node.parent  # not for every node: tree-sitter finds a parent from the root

@@ -6,7 +6,7 @@ the permission rules let through (issue 27, item 6).
 Only values that look like secrets are taken: a key named like one (``*KEY*``,
 ``*SECRET*``, ``*TOKEN*``, ``*PASSWORD*``, ``*PASSWD*``, ``*PASSPHRASE*``, ``*CREDENTIAL*``,
 ``*DSN*``) or a URL holding a password (``postgres://u:pw@h``),
-of :data:`~etcode.util.redact.MIN_SECRET_LENGTH` characters or more and not one lowercase
+of :data:`~etcode.security.redact.MIN_SECRET_LENGTH` characters or more and not one lowercase
 word (``changeme``, which would blank that word everywhere): ``PORT=3000`` and
 ``DEBUG=true`` stay visible. The search is bounded: :data:`MAX_ENTRIES` directory entries,
 :data:`MAX_DEPTH` folders deep, :data:`MAX_FILES` files of at most :data:`MAX_FILE_BYTES`.
@@ -19,9 +19,9 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from etcode.security.redact import MIN_SECRET_LENGTH
 from etcode.util.fs import walk_breadth_first
 from etcode.util.ignore import TEMPLATES, is_secret_file
-from etcode.util.redact import MIN_SECRET_LENGTH
 from etcode.util.wildcard import wildcard_match
 
 MAX_ENTRIES = 5_000

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from etcode.tools.shell_commands import ShellCommand, path_text
-from etcode.tools.shell_plain import base_name
+from etcode.security.shell_commands import ShellCommand, path_text
+from etcode.security.shell_plain import base_name
 from etcode.util.fs import real_path, walk_breadth_first
 
 #: Directory entries looked at per command (the shallow ones first); what lies deeper in

@@ -11,7 +11,7 @@ Modes:
 - ``read-only``: nothing writable but a private, empty ``/tmp``; no network unless allowed.
 
 In both, credential stores (``~/.ssh``, ``~/.aws``…, etcode's data folder) are hidden,
-``socket(AF_UNIX)`` fails (a seccomp filter, :mod:`etcode.tools.seccomp`) unless the config
+``socket(AF_UNIX)`` fails (a seccomp filter, :mod:`etcode.security.seccomp`) unless the config
 lists ``allowUnixSockets``, and the variables naming host sockets are not passed.
 
 Rules decide *whether* a command runs; the sandbox bounds *what it can do* when a rule (or
@@ -140,7 +140,7 @@ def bwrap_path() -> str | None:
 def probe_bwrap(bwrap: str) -> str | None:
     """None when ``bwrap`` can build a sandbox here (it runs ``true`` in one, with the
     seccomp filter, 10 s at most), else its one-line complaint. Cached per executable."""
-    from etcode.tools.seccomp import filter_fd
+    from etcode.security.seccomp import filter_fd
 
     fd = filter_fd()
     seccomp = ["--seccomp", str(fd)] if fd is not None else []
@@ -235,7 +235,7 @@ def _remove_blanks(folder: Path) -> None:
 def _filter_file() -> Path | None:
     """The seccomp filter as a file, for a command run by the editor's terminal (no fd can
     be passed there): read-only, in this process's private folder."""
-    from etcode.tools.seccomp import unix_socket_filter
+    from etcode.security.seccomp import unix_socket_filter
 
     program = unix_socket_filter()
     if program is None:
@@ -549,7 +549,7 @@ def _protect(args: list[str], paths: list[Path], writable: list[Path]) -> list[P
 def _hide(args: list[str], shown: list[Path]) -> None:
     """Add an empty tmpfs over each credential folder and an empty file over each
     credential file (never over the project itself)."""
-    from etcode.tools.truncate import output_dir
+    from etcode.util.paths import tool_output_dir as output_dir
 
     hidden = [path for path in hidden_paths() if not any(place.is_relative_to(path) for place in shown)]
     for path in hidden:
@@ -563,7 +563,7 @@ def _hide(args: list[str], shown: list[Path]) -> None:
 
 def _with_filter(args: list[str], shell: str, pass_fds: bool) -> tuple[list[str], tuple[int, ...]]:
     """``args`` with the unix-socket filter (unchanged on a machine it is not built for)."""
-    from etcode.tools.seccomp import filter_fd
+    from etcode.security.seccomp import filter_fd
 
     if pass_fds:
         fd = filter_fd()

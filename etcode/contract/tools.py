@@ -1,0 +1,98 @@
+"""The context a tool runs in, what it returns and how it fails, and the permission callables
+a session hands it (``ctx.check_permission``, ``ctx.decide_permission``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from etcode.security.sandbox import SandboxPolicy
+    from etcode.security.shell_env import ShellEnvPolicy
+
+
+class ToolError(Exception):
+    """Raised by a tool to report a failure the model should see (no traceback)."""
+
+
+class PermissionDenied(ToolError):
+    """The call was refused by a permission rule or by the user. ``patterns`` are the
+    refused patterns when known; ``asked`` is True when the user said no (False: a rule)."""
+
+    def __init__(self, message: str, *, patterns: list[str] | None = None, asked: bool = False) -> None:
+        super().__init__(message)
+        self.patterns: list[str] = list(patterns or [])
+        self.asked = asked
+
+
+@dataclass
+class ToolResult:
+    """What a tool returns. ``output`` is what the model sees; ``data`` is structured
+    detail for front ends; ``summary`` overrides the generated result summary."""
+
+    output: str
+    is_error: bool = False
+    data: dict[str, Any] | None = None
+    summary: str | None = None
+
+
+PermissionCheck = Callable[[str, list[str], dict[str, Any]], Awaitable[None]]
+
+
+async def _allow_all(permission: str, patterns: list[str], metadata: dict[str, Any]) -> None:
+    return None
+
+
+#: ``decide(permission, pattern, tool)`` → ``"allow"``, ``"ask"`` or ``"deny"``: what the
+#: rules say about one pattern, without asking anyone (for filtering, e.g. Grep's results).
+PermissionDecide = Callable[[str, str, "str | None"], str]
+
+
+def _decide_allow(permission: str, pattern: str, tool: str | None) -> str:
+    return "allow"
+
+
+async def _no_instructions(path: Path) -> str | None:
+    return None
+
+
+@dataclass
+class ToolContext:
+    """Everything a running tool may use. ``emit`` sends a session event; ``abort`` is
+    set when the user interrupts; ``check_permission(permission, patterns, metadata)``
+    raises :class:`PermissionDenied` when a rule (or the user) refuses."""
+
+    session_id: str
+    call_id: str
+    directory: Path
+    worktree: Path
+    abort: asyncio.Event = field(default_factory=asyncio.Event)
+    emit: Callable[[Any], None] = lambda event: None
+    check_permission: PermissionCheck = _allow_all
+    #: What the rules say about a pattern, without asking (see :data:`PermissionDecide`).
+    decide_permission: PermissionDecide = _decide_allow
+    #: For read tools: given a file just read, the nested AGENTS.md text to attach to the
+    #: result (once per session), or None. Wired by the session from the prompt layer.
+    instructions_for: Callable[[Path], Awaitable[str | None]] = _no_instructions
+    #: Per-session state shared by tools (e.g. ``state["todos"]``), kept across steps.
+    state: dict[str, Any] = field(default_factory=dict)
+    #: What ``Bash`` commands inherit from the environment; None: the default policy
+    #: (everything but secret-looking variables). See ``etcode/security/shell_env.py``.
+    shell_env: ShellEnvPolicy | None = None
+    #: How ``Bash`` commands are confined; None: not at all (``etcode/security/sandbox.py``).
+    sandbox: SandboxPolicy | None = None
+    #: ``await add_usage(usage, cost, model)`` counts model calls a tool made (a ``Task``
+    #: subagent's) in the run's usage and the session's totals; None: nowhere to count them.
+    add_usage: Callable[[Any, float | None, str], Awaitable[None]] | None = None
+
+    def resolve(self, path: str | Path) -> Path:
+        """A path as the tool should open it: relative paths are taken from the working dir."""
+        from etcode.util.fs import expand_user
+
+        candidate = expand_user(path)  # "~name" of an unknown user stays a plain name
+        if not candidate.is_absolute():
+            candidate = self.directory / candidate
+        return candidate
