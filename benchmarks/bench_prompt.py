@@ -18,12 +18,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from etcode.agent import get_agent  # noqa: E402
-from etcode.prompt.instruction import InstructionPrompt  # noqa: E402
+from etcode.prompt.instruction import InstructionPrompt, rules_internal_check  # noqa: E402
 from etcode.prompt.system import SystemPrompt  # noqa: E402
 
 DELAY = 1.0
 LEVELS = 10
 URLS = 4
+#: The slow servers listen on 127.0.0.1; as a user would, a rule lets instruction URLs reach
+#: them (without one an address on this machine is refused, issue 27.9).
+LOOPBACK_OK = rules_internal_check({"private_network": {"http://127.0.0.1:*": "allow"}})
 
 
 class SlowHandler(BaseHTTPRequestHandler):
@@ -53,7 +56,9 @@ def make_tree(root: Path) -> Path:
 
 
 async def build_once(directory: Path, root: Path, urls: list[str], global_dir: Path) -> tuple[float, int]:
-    instructions = InstructionPrompt(directory, root, instructions=urls, global_dir=global_dir)
+    instructions = InstructionPrompt(
+        directory, root, instructions=urls, global_dir=global_dir, internal_allowed=LOOPBACK_OK
+    )
     started = time.perf_counter()
     parts = await SystemPrompt.build(get_agent("build"), "anthropic/claude-sonnet-4", instructions)
     return time.perf_counter() - started, len(parts)

@@ -91,7 +91,7 @@ async def bench_append(store: SessionStore) -> float:
 
 
 def bench_tokens() -> tuple[float | None, float | None, float | None, float]:
-    source = (Path(__file__).resolve().parent.parent / "etcode" / "session" / "loop.py").read_text()
+    source = (Path(__file__).resolve().parent.parent / "etcode" / "engine" / "loop.py").read_text()
     text = (source * (1_048_576 // len(source) + 1))[:1_048_576]
     warm = load = exact = None
     if tokens.encoding_file("o200k_base") is not None:
