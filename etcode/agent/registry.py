@@ -17,7 +17,7 @@ from etcode.util.errors import ConfigError, UsageError
 from etcode.util.wildcard import wildcard_match
 
 if TYPE_CHECKING:
-    from etcode.config.loader import Loc
+    from etcode.config.raw import Loc
 
 Mode = Literal["primary", "subagent", "all"]
 MODES: tuple[str, ...] = ("primary", "subagent", "all")
@@ -266,7 +266,7 @@ def markdown_agents(
         meta, body = parse_markdown(path.read_text(encoding="utf-8"), where)
         dropped = left_out.get(path.resolve())
         if dropped:
-            from etcode.config.loader import drop_keys
+            from etcode.config.raw import drop_keys
 
             meta = drop_keys({"agent": {path.stem: meta}}, dropped)["agent"][path.stem]
         settings = settings_of(meta)

@@ -15,17 +15,16 @@ Each layer is validated on its own first, so an error names the file it came fro
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import os
 import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from etcode.config.jsonc import parse_jsonc
+from etcode.config.raw import ConfigFile, Loc, drop_keys
 from etcode.config.schema import Config, key_path, validate
 from etcode.util.errors import ConfigError
 from etcode.util.paths import config_dir, find_up_all
@@ -44,30 +43,6 @@ FLAGS_SOURCE = "command line"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
 _TOKEN = re.compile(r"\{(env|file):([^{}]+)\}")
-
-
-#: A key's place in a file's JSON: ``("provider", 0, "baseURL")``.
-Loc = tuple[str | int, ...]
-
-
-@dataclass(frozen=True)
-class ConfigFile:
-    """One config file as read, kept on the ``Config`` for the project-trust check
-    (``config/trust.py``): its data before ``{env:}``/``{file:}`` substitution, so one can
-    tell where a value comes from (without what ``load_config(without=...)`` left out),
-    and the sha256 of its bytes."""
-
-    path: Path
-    #: True for files found in the worktree; the global file and ``ETCODE_CONFIG`` are the user's.
-    project: bool
-    raw: dict[str, Any]
-    sha256: str
-    #: The worktree the file was found in (``{file:}`` paths outside it are the user's files).
-    root: Path
-    #: "config" (an ``etcode.json``), or "agent": a project markdown agent
-    #: (``.etcode/agent/<name>.md``) whose front matter sets ``permission``, kept as
-    #: ``{"agent": {name: {"permission": ...}}}`` (never substituted).
-    kind: str = "config"
 
 
 # --- discovery -----------------------------------------------------------------------
@@ -202,36 +177,6 @@ def load_file(path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any
     """Read, parse, substitute and validate one config file; returns its canonical dict."""
     env = os.environ if env is None else env
     return _prepare(_read_raw(path)[0], path, env)
-
-
-def drop_keys(data: dict[str, Any], locs: Sequence[Loc]) -> dict[str, Any]:
-    """A copy of ``data`` without the values at ``locs`` (a missing place is ignored)."""
-    out = copy.deepcopy(data)
-    for loc in locs:  # list items are marked first and removed at the end: indexes stay valid
-        parent: Any = out
-        for part in loc[:-1]:
-            try:
-                parent = parent[part]
-            except (KeyError, IndexError, TypeError):
-                parent = None
-                break
-        last = loc[-1] if loc else None
-        if isinstance(parent, dict) and last in parent:
-            del parent[last]
-        elif isinstance(parent, list) and isinstance(last, int) and 0 <= last < len(parent):
-            parent[last] = _DROPPED
-    return cast(dict[str, Any], _without_dropped(out))
-
-
-_DROPPED = object()
-
-
-def _without_dropped(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_dropped(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_dropped(v) for v in value if v is not _DROPPED]
-    return value
 
 
 def agent_file_layers(

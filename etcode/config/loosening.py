@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from etcode.config.loader import ConfigFile, Loc, merge
+from etcode.config.loader import merge
+from etcode.config.raw import ConfigFile, Loc
 from etcode.permission.rules import (
     DEFAULTS_LAYER,
     LayeredMatcher,

@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from etcode.config.loader import ConfigFile, Loc, substitute
+from etcode.config.loader import substitute
+from etcode.config.raw import ConfigFile, Loc
 from etcode.config.schema import key_path
 from etcode.provider.spec import KNOWN_PROVIDERS, known_base_url
 from etcode.util.errors import ConfigError
