@@ -27,6 +27,7 @@ from etcode.config.jsonc import parse_jsonc
 from etcode.config.raw import ConfigFile, Loc, drop_keys
 from etcode.config.schema import Config, key_path, validate
 from etcode.util.errors import ConfigError
+from etcode.util.json_types import JsonObject
 from etcode.util.paths import config_dir, find_up_all
 
 CONFIG_NAMES = ("etcode.json", "etcode.jsonc")
@@ -141,7 +142,7 @@ def substitute(
     return _TOKEN.sub(replace, value)
 
 
-def _canonical(data: dict[str, Any], source: str) -> dict[str, Any]:
+def _canonical(data: JsonObject, source: str) -> JsonObject:
     """Validate one layer and return it with JSON key spellings and only the keys it set."""
     layer = validate(data, source).model_dump(by_alias=True, exclude_unset=True)
     seen: set[str] = set()
@@ -152,7 +153,7 @@ def _canonical(data: dict[str, Any], source: str) -> dict[str, Any]:
     return layer
 
 
-def _read_raw(path: Path) -> tuple[dict[str, Any], str]:
+def _read_raw(path: Path) -> tuple[JsonObject, str]:
     """One file parsed (no substitution yet) and the sha256 of its bytes."""
     source = str(path)
     try:
@@ -168,12 +169,12 @@ def _read_raw(path: Path) -> tuple[dict[str, Any], str]:
     return data, hashlib.sha256(data_bytes).hexdigest()
 
 
-def _prepare(data: dict[str, Any], path: Path, env: Mapping[str, str]) -> dict[str, Any]:
+def _prepare(data: JsonObject, path: Path, env: Mapping[str, str]) -> JsonObject:
     data = substitute(data, env=env, base_dir=path.parent, source=str(path))
     return _canonical(data, str(path))
 
 
-def load_file(path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def load_file(path: Path, env: Mapping[str, str] | None = None) -> JsonObject:
     """Read, parse, substitute and validate one config file; returns its canonical dict."""
     env = os.environ if env is None else env
     return _prepare(_read_raw(path)[0], path, env)
@@ -197,7 +198,7 @@ def agent_file_layers(
         judged = {key: meta[key] for key in TRUSTED_SETTINGS if key in meta}
         if not judged:
             continue
-        raw: dict[str, Any] = {"agent": {path.stem: judged}}
+        raw: JsonObject = {"agent": {path.stem: judged}}
         dropped = (without or {}).get(path)
         raw = drop_keys(raw, dropped) if dropped else raw
         found.append(ConfigFile(path, True, raw, hashlib.sha256(data).hexdigest(), worktree, "agent"))
@@ -218,7 +219,7 @@ def env_debug(env: Mapping[str, str] | None = None) -> bool:
     raise ConfigError(f'ETCODE_DEBUG: expected 1/0 or true/false, got "{raw}"')
 
 
-def env_layers(env: Mapping[str, str]) -> Iterable[tuple[str, dict[str, Any]]]:
+def env_layers(env: Mapping[str, str]) -> Iterable[tuple[str, JsonObject]]:
     """One small layer per set ``ETCODE_*`` variable, labelled with the variable's name."""
     for var, key in ENV_KEYS.items():
         value = env.get(var, "").strip()
@@ -226,7 +227,7 @@ def env_layers(env: Mapping[str, str]) -> Iterable[tuple[str, dict[str, Any]]]:
             yield var, _canonical({key: value}, var)
 
 
-def _flags_layer(flags: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+def _flags_layer(flags: Mapping[str, Any]) -> tuple[JsonObject, bool]:
     data = {k: v for k, v in flags.items() if v is not None}
     debug = bool(data.pop("debug", False))
     if isinstance(data.get("agent"), str):
@@ -237,7 +238,7 @@ def _flags_layer(flags: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
 # --- merging -------------------------------------------------------------------------
 
 
-def _merge_providers(base: list[dict[str, Any]], over: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _merge_providers(base: list[JsonObject], over: list[JsonObject]) -> list[JsonObject]:
     out = list(base)
     for entry in over:
         index = next((i for i, old in enumerate(out) if old["id"] == entry["id"]), None)
@@ -248,7 +249,7 @@ def _merge_providers(base: list[dict[str, Any]], over: list[dict[str, Any]]) -> 
     return out
 
 
-def merge(base: dict[str, Any], over: dict[str, Any], *, top: bool = True) -> dict[str, Any]:
+def merge(base: JsonObject, over: JsonObject, *, top: bool = True) -> JsonObject:
     """Deep-merge ``over`` onto ``base`` (new dict; neither input is changed)."""
     out = dict(base)
     for key, value in over.items():
@@ -280,11 +281,11 @@ def load_config(
     env = os.environ if env is None else env
     directory = Path(directory).expanduser().resolve()
     worktree = Path(worktree).expanduser().resolve()
-    merged: dict[str, Any] = {}
+    merged: JsonObject = {}
     origins: dict[str, str] = {}
     permission_files: list[tuple[str, Any]] = []
 
-    def apply(layer: dict[str, Any], label: str) -> None:
+    def apply(layer: JsonObject, label: str) -> None:
         nonlocal merged
         merged = merge(merged, layer)
         if layer.get("permission") is not None:

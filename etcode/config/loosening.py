@@ -31,6 +31,7 @@ from etcode.permission.rules import (
     rules_for,
     rules_from_config,
 )
+from etcode.util.json_types import JsonObject
 from etcode.util.wildcard import wildcard_match
 
 _WILD = frozenset("*?")
@@ -150,7 +151,7 @@ def witnesses(pattern: str, others: Iterable[str]) -> list[str]:
 
 
 def _permission(files: Sequence[ConfigFile]) -> Any:
-    merged: dict[str, Any] = {}
+    merged: JsonObject = {}
     for file in files:
         if file.kind == "config" and file.raw.get("permission") is not None:
             merged = merge(merged, {"permission": file.raw["permission"]})

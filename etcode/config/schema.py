@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from etcode.util.errors import ConfigError
+from etcode.util.json_types import JsonArray, JsonObject
 
 
 class _Strict(BaseModel):
@@ -68,7 +69,7 @@ class ProviderConfig(_Strict):
     model: str | None = None
     models: dict[str, ModelInfo] = Field(default_factory=dict)
     headers: dict[str, str] = Field(default_factory=dict, repr=False)
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: JsonObject = Field(default_factory=dict)
     timeout: float | None = Field(default=None, gt=0, description="request timeout in ms")
 
     @field_validator("id")
@@ -263,8 +264,8 @@ class Config(_Strict):
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _debug: bool = PrivateAttr(default=False)
     _permission_files: list[tuple[str, Any]] = PrivateAttr(default_factory=list)
-    _files: list[Any] = PrivateAttr(default_factory=list)  # loader.ConfigFile, for config/trust.py
-    _without: dict[Path, list[Any]] = PrivateAttr(default_factory=dict)
+    _files: JsonArray = PrivateAttr(default_factory=list)  # loader.ConfigFile, for config/trust.py
+    _without: dict[Path, JsonArray] = PrivateAttr(default_factory=dict)
     _trusted: bool = PrivateAttr(default=False)
 
     @field_validator("permission")
@@ -291,12 +292,12 @@ class Config(_Strict):
         return list(self._permission_files)
 
     @property
-    def files(self) -> list[Any]:
+    def files(self) -> JsonArray:
         """Each file read (``loader.ConfigFile``: path, project or not, raw data, sha256)."""
         return list(self._files)
 
     @property
-    def without(self) -> dict[Path, list[Any]]:
+    def without(self) -> dict[Path, JsonArray]:
         """Per project file, the settings left out because the user did not trust them
         (``load_config(without=...)``); the agent registry leaves them out of markdown agents."""
         return dict(self._without)
@@ -394,7 +395,7 @@ def format_validation_error(err: ValidationError, source: str) -> str:
     return " ".join(text.split())
 
 
-def validate(data: dict[str, Any], source: str) -> Config:
+def validate(data: JsonObject, source: str) -> Config:
     """Validate one layer (or the merged result); errors name ``source``."""
     try:
         return Config.model_validate(data)

@@ -44,6 +44,7 @@ from etcode.config.raw import ConfigFile, Loc
 from etcode.config.schema import key_path
 from etcode.provider.spec import KNOWN_PROVIDERS, known_base_url
 from etcode.util.errors import ConfigError
+from etcode.util.json_types import JsonObject
 from etcode.util.paths import data_dir
 
 TRUST_FILE = "trusted-projects.json"
@@ -200,7 +201,7 @@ class _Scan:
         except ConfigError:
             return False
 
-    def provider(self, index: int, entry: dict[str, Any]) -> None:
+    def provider(self, index: int, entry: JsonObject) -> None:
         provider_id = entry["id"]
         loc: Loc = ("provider", index)
         key_name = "apiKey" if "apiKey" in entry else "api_key"
@@ -430,7 +431,7 @@ class _Scan:
                 self.add(loc, key_path(loc), f"reads {_join(secrets)} into the configuration")
 
 
-def _entries(file: ConfigFile, provider_id: str) -> list[dict[str, Any]]:
+def _entries(file: ConfigFile, provider_id: str) -> list[JsonObject]:
     entries = file.raw.get("provider")
     return [
         e
@@ -524,7 +525,7 @@ class TrustStore:
         except OSError as err:
             raise ConfigError(f"{self.path}: cannot save the approval: {err.strerror or err}") from None
 
-    def _write(self, data: dict[str, Any]) -> None:
+    def _write(self, data: JsonObject) -> None:
         folder = self.path.parent
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         handle, temp = tempfile.mkstemp(dir=folder, prefix=f".{self.path.name}.", suffix=".tmp")

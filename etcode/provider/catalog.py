@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from etcode.provider.types import Usage
+from etcode.util.json_types import JsonObject
 
 log = logging.getLogger("etcode.catalog")
 
@@ -58,7 +59,7 @@ class CatalogModel:
     def full_id(self) -> str:
         return f"{self.provider}/{self.id}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         p = self.price
         return {
             "id": self.full_id,
@@ -165,7 +166,7 @@ def _from_row(provider: str, model: str, row: _Row) -> CatalogModel:
 class ModelCatalog:
     """Limits and prices by ``provider/model``, from the three layers above."""
 
-    def __init__(self, external: dict[str, Any] | None = None, config: Any = None) -> None:
+    def __init__(self, external: JsonObject | None = None, config: Any = None) -> None:
         self.external = external or {}
         self.config = config
 
@@ -187,7 +188,7 @@ class ModelCatalog:
         return cls(_read_models_dev(path), config)
 
     # ---- lookups --------------------------------------------------------------------
-    def get(self, provider: str, model: str, overrides: dict[str, Any] | None = None) -> CatalogModel:
+    def get(self, provider: str, model: str, overrides: JsonObject | None = None) -> CatalogModel:
         """Everything known about ``provider/model`` (limits/prices may be None)."""
         entry = CatalogModel(provider, model)
         row = self._builtin(provider, model)
@@ -231,7 +232,7 @@ class ModelCatalog:
                     return _from_row(provider, model, table[candidate])
         return None
 
-    def _external(self, provider: str, model: str) -> dict[str, Any] | None:
+    def _external(self, provider: str, model: str) -> JsonObject | None:
         block = self.external.get(provider)
         models = block.get("models") if isinstance(block, dict) else None
         if not isinstance(models, dict):
@@ -242,7 +243,7 @@ class ModelCatalog:
                 return found
         return None
 
-    def _config_info(self, provider: str, model: str) -> dict[str, Any] | None:
+    def _config_info(self, provider: str, model: str) -> JsonObject | None:
         entry = _config_entry(self.config, provider)
         if entry is None:
             return None
@@ -270,12 +271,12 @@ def _price(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and value >= 0 else None
 
 
-def _merge_raw(entry: CatalogModel, raw: dict[str, Any], source: str) -> None:
+def _merge_raw(entry: CatalogModel, raw: JsonObject, source: str) -> None:
     """Merge a models.dev-style ``{"name", "limit": {...}, "cost": {...}}`` object."""
     if isinstance(raw.get("name"), str) and raw["name"]:
         entry.name = raw["name"]
-    limit: dict[str, Any] = raw["limit"] if isinstance(raw.get("limit"), dict) else {}
-    cost: dict[str, Any] = raw["cost"] if isinstance(raw.get("cost"), dict) else {}
+    limit: JsonObject = raw["limit"] if isinstance(raw.get("limit"), dict) else {}
+    cost: JsonObject = raw["cost"] if isinstance(raw.get("cost"), dict) else {}
     changed = False
     for key in ("context", "output"):
         value = _positive_int(limit.get(key))
@@ -291,7 +292,7 @@ def _merge_raw(entry: CatalogModel, raw: dict[str, Any], source: str) -> None:
         entry.sources.append(source)
 
 
-def _read_models_dev(path: Path) -> dict[str, Any]:
+def _read_models_dev(path: Path) -> JsonObject:
     try:
         if not path.is_file():
             return {}

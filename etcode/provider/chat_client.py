@@ -41,6 +41,7 @@ from etcode.provider.types import (
     ToolCallStarted,
     Usage,
 )
+from etcode.util.json_types import JsonObject
 
 __all__ = [
     "BaseLLMClient",
@@ -83,7 +84,7 @@ class ToolCall:
 
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
 
 
 @dataclass
@@ -106,8 +107,8 @@ class BaseLLMClient(ABC):
     @abstractmethod
     async def chat(
         self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
+        messages: list[JsonObject],
+        tools: list[JsonObject] | None = None,
         **kwargs: Any,
     ) -> LLMResponse:
         """One answer to ``messages`` (OpenAI Chat format) with ``tools`` (OpenAI function
@@ -151,7 +152,7 @@ class ChatClientProvider:
 
         messages = system_message(request.system) + messages_to_openai(request.messages)
         tools = tools_to_openai(request.tools) or None
-        kwargs: dict[str, Any] = {}
+        kwargs: JsonObject = {}
         if request.temperature is not None:
             kwargs["temperature"] = request.temperature
         if request.max_tokens is not None:
@@ -160,7 +161,7 @@ class ChatClientProvider:
         return stream_with_retries(lambda: self._attempt(messages, tools, kwargs), self.retry)
 
     async def _attempt(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, kwargs: dict[str, Any]
+        self, messages: list[JsonObject], tools: list[JsonObject] | None, kwargs: JsonObject
     ) -> AsyncGenerator[StreamChunk, None]:
         try:
             # each attempt gets its own copies: a client may change what it was given

@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from etcode.provider.spec import KNOWN_PROVIDERS, ProviderSpec
+from etcode.util.json_types import JsonArray, JsonObject
 
 log = logging.getLogger("etcode.discovery")
 
@@ -59,7 +60,7 @@ class ServerFacts:
     server: str = ""
     source: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @property
@@ -70,7 +71,7 @@ class ServerFacts:
         return f"server ({said})" if said else "server"
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ServerFacts:
+    def from_dict(cls, data: JsonObject) -> ServerFacts:
         context = data.get("context")
         tools = data.get("tools")
         return cls(
@@ -148,7 +149,7 @@ def parse_models(data: Any, model: str) -> ServerFacts | None:
     if entry is None:
         return None
     raw_meta = entry.get("meta")
-    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    meta: JsonObject = raw_meta if isinstance(raw_meta, dict) else {}
     for value, server in (
         (entry.get("max_model_len"), "vllm"),
         (meta.get("n_ctx"), "llama.cpp"),
@@ -162,7 +163,7 @@ def parse_models(data: Any, model: str) -> ServerFacts | None:
     return None
 
 
-def _entry_for(entries: list[Any], model: str) -> dict[str, Any] | None:
+def _entry_for(entries: JsonArray, model: str) -> JsonObject | None:
     items = [e for e in entries if isinstance(e, dict)]
     base = model.rsplit("/", 1)[-1]
     for item in items:
@@ -290,7 +291,7 @@ def _cache_path() -> Path:
     return cache_dir() / CACHE_FILE
 
 
-def _read_cache() -> dict[str, Any]:
+def _read_cache() -> JsonObject:
     try:
         data = json.loads(_cache_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -12,19 +12,20 @@ from collections.abc import Iterable
 from typing import Any
 
 from etcode.provider.types import Message, Part, TextPart, ToolCallPart, ToolResultPart, ToolSchema
+from etcode.util.json_types import JsonObject
 
 __all__ = ["messages_from_openai", "messages_to_openai", "system_message", "tools_to_openai"]
 
 
-def system_message(system: Iterable[str]) -> list[dict[str, Any]]:
+def system_message(system: Iterable[str]) -> list[JsonObject]:
     """One system message of the non-blank texts joined by blank lines ([] when none)."""
     text = "\n\n".join(s for s in system if s and s.strip())
     return [{"role": "system", "content": text}] if text else []
 
 
-def messages_to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
+def messages_to_openai(messages: Iterable[Message]) -> list[JsonObject]:
     """The history as Chat Completions messages (user, assistant with ``tool_calls``, tool)."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for message in messages:
         text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
         if message.role == "assistant":
@@ -49,7 +50,7 @@ def messages_to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def tools_to_openai(tools: Iterable[ToolSchema]) -> list[dict[str, Any]]:
+def tools_to_openai(tools: Iterable[ToolSchema]) -> list[JsonObject]:
     """Tool schemas as ``{"type": "function", "function": {...}}``."""
     return [
         {
@@ -83,7 +84,7 @@ def _call_part(raw: Any, index: int) -> ToolCallPart:
     if not isinstance(raw, dict):
         raise ValueError(f"tool call {index}: expected a dict, got {type(raw).__name__}")
     function = raw.get("function")
-    fn: dict[str, Any] = function if isinstance(function, dict) else raw
+    fn: JsonObject = function if isinstance(function, dict) else raw
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError(f"tool call {index}: no function name")
@@ -95,7 +96,7 @@ def _call_part(raw: Any, index: int) -> ToolCallPart:
     )
 
 
-def messages_from_openai(items: Iterable[dict[str, Any]]) -> list[Message]:
+def messages_from_openai(items: Iterable[JsonObject]) -> list[Message]:
     """OpenAI Chat message dicts as etcode messages: ``system``/``developer`` are skipped
     (etcode sends its own), consecutive ``tool`` messages become one tool-result message.
     Raises ``ValueError`` naming the item at fault."""

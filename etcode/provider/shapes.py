@@ -11,15 +11,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from etcode.util.json_types import JsonArray, JsonObject
+
 __all__ = ["as_dict", "as_index", "as_list", "as_str", "as_tokens"]
 
 
-def as_dict(value: Any) -> dict[str, Any]:
+def as_dict(value: Any) -> JsonObject:
     """``value`` if it is a JSON object, else ``{}``."""
     return value if isinstance(value, dict) else {}
 
 
-def as_list(value: Any) -> list[Any]:
+def as_list(value: Any) -> JsonArray:
     """``value`` if it is a JSON array, else ``[]``."""
     return value if isinstance(value, list) else []
 
