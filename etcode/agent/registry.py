@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from etcode.util.errors import ConfigError, UsageError
-from etcode.util.json_types import JsonObject
+from etcode.util.json_types import JsonObject, JsonValue
 from etcode.util.wildcard import wildcard_match
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ def builtin_agents() -> dict[str, AgentInfo]:
 # ---- settings from config objects, dicts and markdown -------------------------------
 
 
-def settings_of(value: Any) -> JsonObject:
+def settings_of(value: object) -> JsonObject:
     """The set (non-None) agent settings of a dict or an object with those attributes."""
     if isinstance(value, Mapping):
         items = {key: value[key] for key in (*SETTINGS, "disable") if key in value}
@@ -280,7 +280,7 @@ def markdown_agents(
 # ---- merging -------------------------------------------------------------------------
 
 
-def _merge_rules(old: Any, new: Any) -> Any:
+def _merge_rules(old: JsonValue, new: JsonValue) -> JsonValue:
     """Merge rule objects; keys set again move to the end (so last-match-wins holds)."""
     if not isinstance(old, Mapping) or not isinstance(new, Mapping):
         return new
@@ -308,7 +308,7 @@ def apply_settings(base: AgentInfo | None, name: str, settings: JsonObject, sour
 
 
 def load_agents(
-    config_agents: Mapping[str, Any] | None = None,
+    config_agents: Mapping[str, object] | None = None,
     directory: str | Path | None = None,
     worktree: str | Path | None = None,
     global_dir: str | Path | None = None,
@@ -337,16 +337,17 @@ def load_agents(
     for layer in layers:
         for name, (settings, source) in layer.items():
             agents[name] = apply_settings(agents.get(name), name, settings, source)
-    builtin = [n for n in builtin_agents() if agents.get(n) is not None]
-    custom = sorted(n for n, a in agents.items() if a is not None and n not in builtin)
-    return {name: agents[name] for name in (*builtin, *custom)}  # type: ignore[misc]
+    present = {name: agent for name, agent in agents.items() if agent is not None}
+    builtin = [n for n in builtin_agents() if n in present]
+    custom = sorted(n for n in present if n not in builtin)
+    return {name: present[name] for name in (*builtin, *custom)}
 
 
 def get_agent(
     name: str,
     agents: Mapping[str, AgentInfo] | None = None,
     *,
-    config_agents: Mapping[str, Any] | None = None,
+    config_agents: Mapping[str, object] | None = None,
     directory: str | Path | None = None,
     worktree: str | Path | None = None,
     global_dir: str | Path | None = None,

@@ -21,13 +21,12 @@ import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from etcode.config.jsonc import parse_jsonc
 from etcode.config.raw import ConfigFile, Loc, drop_keys
 from etcode.config.schema import Config, key_path, validate
 from etcode.util.errors import ConfigError
-from etcode.util.json_types import JsonObject
+from etcode.util.json_types import JsonObject, JsonValue
 from etcode.util.paths import config_dir, find_up_all
 
 CONFIG_NAMES = ("etcode.json", "etcode.jsonc")
@@ -107,8 +106,8 @@ def read_reference(path: Path) -> str:
 
 
 def substitute(
-    value: Any, *, env: Mapping[str, str], base_dir: Path, source: str, loc: tuple[Any, ...] = ()
-) -> Any:
+    value: JsonValue, *, env: Mapping[str, str], base_dir: Path, source: str, loc: Loc = ()
+) -> JsonValue:
     """Replace ``{env:VAR}`` and ``{file:path}`` in every string value (not in keys)."""
     if isinstance(value, dict):
         return {
@@ -227,7 +226,7 @@ def env_layers(env: Mapping[str, str]) -> Iterable[tuple[str, JsonObject]]:
             yield var, _canonical({key: value}, var)
 
 
-def _flags_layer(flags: Mapping[str, Any]) -> tuple[JsonObject, bool]:
+def _flags_layer(flags: Mapping[str, JsonValue]) -> tuple[JsonObject, bool]:
     data = {k: v for k, v in flags.items() if v is not None}
     debug = bool(data.pop("debug", False))
     if isinstance(data.get("agent"), str):
@@ -269,7 +268,7 @@ def load_config(
     directory: Path,
     worktree: Path,
     *,
-    flags: Mapping[str, Any] | None = None,
+    flags: Mapping[str, JsonValue] | None = None,
     env: Mapping[str, str] | None = None,
     without: Mapping[Path, Sequence[Loc]] | None = None,
 ) -> Config:
@@ -283,7 +282,7 @@ def load_config(
     worktree = Path(worktree).expanduser().resolve()
     merged: JsonObject = {}
     origins: dict[str, str] = {}
-    permission_files: list[tuple[str, Any]] = []
+    permission_files: list[tuple[str, JsonValue]] = []
 
     def apply(layer: JsonObject, label: str) -> None:
         nonlocal merged

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from etcode.provider.errors import StreamParseError
 from etcode.provider.http_errors import error_from_payload
@@ -36,7 +35,7 @@ from etcode.provider.types import (
     ToolResultPart,
     Usage,
 )
-from etcode.util.json_types import JsonObject
+from etcode.util.json_types import JsonObject, JsonValue
 
 __all__ = ["AnthropicProvider", "DEFAULT_MAX_TOKENS", "to_anthropic_messages", "to_anthropic_tools"]
 
@@ -127,7 +126,7 @@ class _Block:
         self.data: str | None = raw.get("data") if isinstance(raw.get("data"), str) else None
         self.id: str = as_str(raw.get("id"))
         self.name: str = as_str(raw.get("name"))
-        self.input: Any = raw.get("input")
+        self.input: JsonValue = raw.get("input")
         self.ordinal = ordinal
 
     def part(self) -> Part | None:

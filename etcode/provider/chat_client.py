@@ -16,7 +16,6 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from etcode.provider.cleaning import StreamCleaner
 from etcode.provider.errors import ProviderError
@@ -41,7 +40,7 @@ from etcode.provider.types import (
     ToolCallStarted,
     Usage,
 )
-from etcode.util.json_types import JsonObject
+from etcode.util.json_types import JsonObject, JsonValue
 
 __all__ = [
     "BaseLLMClient",
@@ -94,7 +93,8 @@ class LLMResponse:
     content: str | None
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: TokenUsage = field(default_factory=TokenUsage.zero)
-    raw: Any = None
+    #: Whatever the client got from its model (kept for the caller, never read by etcode).
+    raw: object = None
 
     @property
     def has_tool_calls(self) -> bool:
@@ -109,7 +109,7 @@ class BaseLLMClient(ABC):
         self,
         messages: list[JsonObject],
         tools: list[JsonObject] | None = None,
-        **kwargs: Any,
+        **kwargs: JsonValue,
     ) -> LLMResponse:
         """One answer to ``messages`` (OpenAI Chat format) with ``tools`` (OpenAI function
         format) on offer; ``kwargs`` are ``temperature``, ``max_tokens`` and model options."""
@@ -120,7 +120,7 @@ def _one_line(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
 
 
-def _field(obj: Any, name: str) -> Any:
+def _field(obj: object, name: str) -> object:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
@@ -188,7 +188,7 @@ class ChatClientProvider:
     def _bad(self, what: str) -> ProviderError:
         return ProviderError(_one_line(f"{self._label} {what}"), kind="bad_request", provider=self.id)
 
-    def _chunks(self, response: Any) -> list[StreamChunk]:
+    def _chunks(self, response: object) -> list[StreamChunk]:
         """The chunks of one answer, ending with its :class:`StreamEnd`."""
         if isinstance(response, dict) or not (
             hasattr(response, "content") and hasattr(response, "tool_calls")
@@ -223,7 +223,7 @@ class ChatClientProvider:
         )
         return out
 
-    def _call(self, raw: Any, index: int) -> ToolCallPart:
+    def _call(self, raw: object, index: int) -> ToolCallPart:
         """One tool call as a part: a :class:`ToolCall`, or a dict of the same fields (or in
         OpenAI's ``{"id", "function": {"name", "arguments"}}`` shape)."""
         fn = _field(raw, "function")

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from etcode.provider.types import Message, Part, TextPart, ToolCallPart, ToolResultPart, ToolSchema
-from etcode.util.json_types import JsonObject
+from etcode.util.json_types import JsonObject, JsonValue
 
 __all__ = ["messages_from_openai", "messages_to_openai", "system_message", "tools_to_openai"]
 
@@ -61,7 +60,7 @@ def tools_to_openai(tools: Iterable[ToolSchema]) -> list[JsonObject]:
     ]
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: JsonValue) -> str:
     """A message's ``content``: a string, None, or a list of ``{"type": "text"}`` parts."""
     if content is None:
         return ""
@@ -74,13 +73,13 @@ def _content_text(content: Any) -> str:
     return str(content)
 
 
-def _arguments_text(arguments: Any) -> str:
+def _arguments_text(arguments: JsonValue) -> str:
     if arguments is None:
         return ""
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
-def _call_part(raw: Any, index: int) -> ToolCallPart:
+def _call_part(raw: JsonValue, index: int) -> ToolCallPart:
     if not isinstance(raw, dict):
         raise ValueError(f"tool call {index}: expected a dict, got {type(raw).__name__}")
     function = raw.get("function")

@@ -9,36 +9,35 @@ raising ``AttributeError``/``TypeError`` deep inside the stream assembly.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from etcode.util.json_types import JsonArray, JsonObject
 
 __all__ = ["as_dict", "as_index", "as_list", "as_str", "as_tokens"]
 
 
-def as_dict(value: Any) -> JsonObject:
+def as_dict(value: object) -> JsonObject:
     """``value`` if it is a JSON object, else ``{}``."""
     return value if isinstance(value, dict) else {}
 
 
-def as_list(value: Any) -> JsonArray:
+def as_list(value: object) -> JsonArray:
     """``value`` if it is a JSON array, else ``[]``."""
     return value if isinstance(value, list) else []
 
 
-def as_str(value: Any, default: str = "") -> str:
+def as_str(value: object, default: str = "") -> str:
     """``value`` if it is a string, else ``default``."""
     return value if isinstance(value, str) else default
 
 
-def as_index(value: Any) -> int | None:
+def as_index(value: object) -> int | None:
     """A non-negative integer index (not a bool), else None."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     return None
 
 
-def as_tokens(value: Any) -> int | None:
+def as_tokens(value: object) -> int | None:
     """A token count: a non-negative int (floats are truncated), else None."""
     if isinstance(value, bool):
         return None
