@@ -3,8 +3,13 @@
 Subclass :class:`BaseLLMClient` and implement ``async chat(messages, tools=None, **kwargs)``:
 ``messages`` are OpenAI Chat Completions dicts (system, user, assistant with ``tool_calls``,
 tool with ``tool_call_id``), ``tools`` are ``{"type": "function", "function": {...}}``, and
-the answer is an :class:`LLMResponse`. :class:`ChatClientProvider` turns such a client into
-an etcode provider (one answer per request, no streaming of its own).
+the answer is an :class:`LLMResponse`.
+
+``BaseLLMClient`` is the public convenience shape (``etcode.BaseLLMClient``), not a second
+model abstraction: etcode's one abstraction is :class:`etcode.provider.base.Provider`, and
+:class:`ChatClientProvider` below is the one adapter of a client onto it (``Agent(llm=...)``
+makes it; one answer per request, no streaming of its own). The messages and tool calls
+are read and written by :mod:`etcode.provider.openai_format`, as for the OpenAI adapter.
 """
 
 from __future__ import annotations
@@ -17,15 +22,17 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 
+from etcode.provider.base import Provider
 from etcode.provider.cleaning import StreamCleaner
 from etcode.provider.errors import ProviderError
 from etcode.provider.openai_format import (
     messages_from_openai,
     messages_to_openai,
     system_message,
+    tool_call_fields,
     tools_to_openai,
 )
-from etcode.provider.shapes import as_tokens
+from etcode.provider.shapes import as_tokens, field_of
 from etcode.provider.spec import CUSTOM_PROVIDER, RetryConfig
 from etcode.provider.types import (
     Message,
@@ -120,11 +127,7 @@ def _one_line(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
 
 
-def _field(obj: object, name: str) -> object:
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-
-
-class ChatClientProvider:
+class ChatClientProvider(Provider):
     """An etcode provider that asks a :class:`BaseLLMClient` (or any object with an async
     ``chat`` of the same shape). Connection errors, timeouts and other ``OSError``\\ s are
     retried per ``retry``; any other failure ends the request as one
@@ -214,8 +217,8 @@ class ChatClientProvider:
             parts.append(call)
         usage = getattr(response, "usage", None)
         prompt, completion = (
-            as_tokens(_field(usage, "prompt_tokens")) or 0,
-            as_tokens(_field(usage, "completion_tokens")) or 0,
+            as_tokens(field_of(usage, "prompt_tokens")) or 0,
+            as_tokens(field_of(usage, "completion_tokens")) or 0,
         )
         stop = "tool_use" if raw_calls else "end_turn"
         out.append(
@@ -226,12 +229,9 @@ class ChatClientProvider:
     def _call(self, raw: object, index: int) -> ToolCallPart:
         """One tool call as a part: a :class:`ToolCall`, or a dict of the same fields (or in
         OpenAI's ``{"id", "function": {"name", "arguments"}}`` shape)."""
-        fn = _field(raw, "function")
-        source = fn if isinstance(fn, dict) else raw
-        name = _field(source, "name")
+        call_id, name, arguments = tool_call_fields(raw)
         if not isinstance(name, str) or not name:
             raise self._bad(f"returned tool call {index} without a name")
-        arguments = _field(source, "arguments")
         if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
             text = "{}"
         elif isinstance(arguments, str):  # JSON text, as some clients pass it on
@@ -243,7 +243,6 @@ class ChatClientProvider:
                 raise self._bad(f"returned arguments for {name} that are not JSON: {exc}") from exc
         else:
             raise self._bad(f"returned arguments for {name} of type {type(arguments).__name__}, not a dict")
-        call_id = _field(raw, "id")
         if not isinstance(call_id, str) or not call_id:
             call_id = f"call_{self._calls}"
         self._calls += 1

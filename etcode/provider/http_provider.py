@@ -10,6 +10,7 @@ from typing import Protocol
 
 import httpx
 
+from etcode.provider.base import Provider
 from etcode.provider.cleaning import StreamCleaner
 from etcode.provider.errors import ProviderError
 from etcode.provider.retry import stream_with_retries
@@ -38,7 +39,7 @@ class StreamState(Protocol):
     def end(self) -> StreamEnd: ...
 
 
-class RetryingHTTPProvider:
+class RetryingHTTPProvider(Provider):
     """What both adapters share: the client, timeouts, retries and the attempt loop.
 
     Subclasses set ``url`` and implement ``headers``, ``build_body`` and ``new_state``.

@@ -10,10 +10,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from etcode.provider.shapes import field_of
 from etcode.provider.types import Message, Part, TextPart, ToolCallPart, ToolResultPart, ToolSchema
 from etcode.util.json_types import JsonObject, JsonValue
 
-__all__ = ["messages_from_openai", "messages_to_openai", "system_message", "tools_to_openai"]
+__all__ = [
+    "messages_from_openai",
+    "messages_to_openai",
+    "system_message",
+    "tool_call_fields",
+    "tools_to_openai",
+]
 
 
 def system_message(system: Iterable[str]) -> list[JsonObject]:
@@ -73,25 +80,33 @@ def _content_text(content: JsonValue) -> str:
     return str(content)
 
 
-def _arguments_text(arguments: JsonValue) -> str:
+def _arguments_text(arguments: object) -> str:
     if arguments is None:
         return ""
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
+def tool_call_fields(raw: object) -> tuple[object, object, object]:
+    """``(id, name, arguments)`` of one tool call in OpenAI's shape (``{"id", "function":
+    {"name", "arguments"}}``) or flat (``{"id", "name", "arguments"}``), from a dict or an
+    object with those fields (a :class:`~etcode.provider.chat_client.ToolCall`). The one
+    reader of such calls: a history (:func:`messages_from_openai`) and a client's answer
+    (``ChatClientProvider``); each checks the values its own way."""
+    function = field_of(raw, "function")
+    source = function if isinstance(function, dict) else raw
+    return field_of(raw, "id"), field_of(source, "name"), field_of(source, "arguments")
+
+
 def _call_part(raw: JsonValue, index: int) -> ToolCallPart:
     if not isinstance(raw, dict):
         raise ValueError(f"tool call {index}: expected a dict, got {type(raw).__name__}")
-    function = raw.get("function")
-    fn: JsonObject = function if isinstance(function, dict) else raw
-    name = fn.get("name")
+    call_id, name, arguments = tool_call_fields(raw)
     if not isinstance(name, str) or not name:
         raise ValueError(f"tool call {index}: no function name")
-    call_id = raw.get("id")
     return ToolCallPart(
         call_id if isinstance(call_id, str) and call_id else f"call_{index}",
         name,
-        _arguments_text(fn.get("arguments")),
+        _arguments_text(arguments),
     )
 
 

@@ -12,7 +12,7 @@ import math
 
 from etcode.util.json_types import JsonArray, JsonObject
 
-__all__ = ["as_dict", "as_index", "as_list", "as_str", "as_tokens"]
+__all__ = ["as_dict", "as_index", "as_list", "as_str", "as_tokens", "field_of"]
 
 
 def as_dict(value: object) -> JsonObject:
@@ -48,3 +48,9 @@ def as_tokens(value: object) -> int | None:
     if isinstance(value, int):
         return max(0, value)
     return None
+
+
+def field_of(value: object, name: str) -> object:
+    """A dict's ``name`` key or an object's ``name`` attribute, None when it has none (a
+    user's client may answer with dicts or with objects of the same fields)."""
+    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
