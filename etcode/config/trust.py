@@ -45,11 +45,11 @@ from etcode.config.schema import key_path
 from etcode.provider.spec import KNOWN_PROVIDERS, known_base_url
 from etcode.util.errors import ConfigError
 from etcode.util.json_types import JsonObject, JsonValue
+from etcode.util.paths import data_dir
 
 if TYPE_CHECKING:
     from etcode.config.loosening import Layers
     from etcode.config.schema import Config
-from etcode.util.paths import data_dir
 
 TRUST_FILE = "trusted-projects.json"
 #: Approved versions remembered per file (switching branches back and forth asks once each).
