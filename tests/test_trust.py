@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from etcode.config.loader import drop_keys, load_config
+from etcode.config.loader import load_config
+from etcode.config.raw import drop_keys
 from etcode.config.trust import (
     TrustStore,
     UntrustedConfigError,
@@ -419,7 +420,7 @@ def test_an_approval_that_cannot_be_saved_is_one_clear_error(repo: Path, tmp_pat
 def test_shell_env_and_sandbox_settings_that_hand_over_secrets_or_commands(repo: Path) -> None:
     """``shell.env`` (12.2) and ``sandbox`` (12.9) come from other branches: checked on the
     raw data, so these tests hold with or without their schema."""
-    from etcode.config.loader import ConfigFile
+    from etcode.config.raw import ConfigFile
     from etcode.config.trust import find_risky
 
     def risky(raw: dict[str, Any], user: dict[str, Any] | None = None) -> list[str]:

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from etcode.util.errors import ConfigError, UsageError
+from etcode.util.json_types import JsonObject, JsonValue
 from etcode.util.wildcard import wildcard_match
 
 if TYPE_CHECKING:
-    from etcode.config.loader import Loc
+    from etcode.config.raw import Loc
 
 Mode = Literal["primary", "subagent", "all"]
 MODES: tuple[str, ...] = ("primary", "subagent", "all")
@@ -67,7 +68,7 @@ class AgentInfo:
     prompt: str | None = None
     model: str | None = None
     tools: dict[str, bool] = field(default_factory=dict)
-    permission: dict[str, Any] | str | None = None
+    permission: JsonObject | str | None = None
     steps: int | None = None
     mode: Mode = "all"
     temperature: float | None = None
@@ -166,7 +167,7 @@ def builtin_agents() -> dict[str, AgentInfo]:
 # ---- settings from config objects, dicts and markdown -------------------------------
 
 
-def settings_of(value: Any) -> dict[str, Any]:
+def settings_of(value: object) -> JsonObject:
     """The set (non-None) agent settings of a dict or an object with those attributes."""
     if isinstance(value, Mapping):
         items = {key: value[key] for key in (*SETTINGS, "disable") if key in value}
@@ -175,7 +176,7 @@ def settings_of(value: Any) -> dict[str, Any]:
     return {key: item for key, item in items.items() if item is not None}
 
 
-def _check(name: str, settings: dict[str, Any], where: str) -> dict[str, Any]:
+def _check(name: str, settings: JsonObject, where: str) -> JsonObject:
     def bad(key: str, expected: str) -> ConfigError:
         return ConfigError(f"{where}: agent.{name}.{key}: expected {expected}")
 
@@ -208,7 +209,7 @@ def _check(name: str, settings: dict[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def parse_markdown(text: str, where: str = "<markdown>") -> tuple[dict[str, Any], str]:
+def parse_markdown(text: str, where: str = "<markdown>") -> tuple[JsonObject, str]:
     """Split a markdown agent into (front matter settings, body)."""
     import yaml
 
@@ -255,18 +256,18 @@ TRUSTED_SETTINGS = ("permission",)
 
 def markdown_agents(
     folder: Path, without: Mapping[Path, Sequence[Loc]] | None = None
-) -> dict[str, tuple[dict[str, Any], str]]:
+) -> dict[str, tuple[JsonObject, str]]:
     """``{name: (settings, source path)}`` for ``folder/agent/*.md`` (and ``agents/``).
     ``without``: per file, places of its front matter left out (``("agent", name,
     "permission", ...)``, as ``load_config(without=...)``: settings the user did not trust)."""
-    found: dict[str, tuple[dict[str, Any], str]] = {}
+    found: dict[str, tuple[JsonObject, str]] = {}
     left_out = {path.resolve(): locs for path, locs in (without or {}).items()}
     for path in agent_files(folder):
         where = str(path)
         meta, body = parse_markdown(path.read_text(encoding="utf-8"), where)
         dropped = left_out.get(path.resolve())
         if dropped:
-            from etcode.config.loader import drop_keys
+            from etcode.config.raw import drop_keys
 
             meta = drop_keys({"agent": {path.stem: meta}}, dropped)["agent"][path.stem]
         settings = settings_of(meta)
@@ -279,7 +280,7 @@ def markdown_agents(
 # ---- merging -------------------------------------------------------------------------
 
 
-def _merge_rules(old: Any, new: Any) -> Any:
+def _merge_rules(old: JsonValue, new: JsonValue) -> JsonValue:
     """Merge rule objects; keys set again move to the end (so last-match-wins holds)."""
     if not isinstance(old, Mapping) or not isinstance(new, Mapping):
         return new
@@ -289,14 +290,12 @@ def _merge_rules(old: Any, new: Any) -> Any:
     return merged
 
 
-def apply_settings(
-    base: AgentInfo | None, name: str, settings: dict[str, Any], source: str
-) -> AgentInfo | None:
+def apply_settings(base: AgentInfo | None, name: str, settings: JsonObject, source: str) -> AgentInfo | None:
     """``base`` with ``settings`` applied (a new agent if ``base`` is None); None if disabled."""
     if settings.get("disable"):
         return None
     agent = base or AgentInfo(name)
-    changes: dict[str, Any] = {k: v for k, v in settings.items() if k in SETTINGS}
+    changes: JsonObject = {k: v for k, v in settings.items() if k in SETTINGS}
     if "tools" in changes:
         changes["tools"] = _merge_rules(agent.tools, changes["tools"])
     if "permission" in changes:
@@ -309,7 +308,7 @@ def apply_settings(
 
 
 def load_agents(
-    config_agents: Mapping[str, Any] | None = None,
+    config_agents: Mapping[str, object] | None = None,
     directory: str | Path | None = None,
     worktree: str | Path | None = None,
     global_dir: str | Path | None = None,
@@ -322,7 +321,7 @@ def load_agents(
     from etcode.util.paths import folders_between
 
     agents: dict[str, AgentInfo | None] = dict(builtin_agents())
-    layers: list[dict[str, tuple[dict[str, Any], str]]] = []
+    layers: list[dict[str, tuple[JsonObject, str]]] = []
     layers.append(markdown_agents(Path(global_dir).expanduser() if global_dir else default_global_dir()))
     layers.append(
         {
@@ -338,16 +337,17 @@ def load_agents(
     for layer in layers:
         for name, (settings, source) in layer.items():
             agents[name] = apply_settings(agents.get(name), name, settings, source)
-    builtin = [n for n in builtin_agents() if agents.get(n) is not None]
-    custom = sorted(n for n, a in agents.items() if a is not None and n not in builtin)
-    return {name: agents[name] for name in (*builtin, *custom)}  # type: ignore[misc]
+    present = {name: agent for name, agent in agents.items() if agent is not None}
+    builtin = [n for n in builtin_agents() if n in present]
+    custom = sorted(n for n in present if n not in builtin)
+    return {name: present[name] for name in (*builtin, *custom)}
 
 
 def get_agent(
     name: str,
     agents: Mapping[str, AgentInfo] | None = None,
     *,
-    config_agents: Mapping[str, Any] | None = None,
+    config_agents: Mapping[str, object] | None = None,
     directory: str | Path | None = None,
     worktree: str | Path | None = None,
     global_dir: str | Path | None = None,

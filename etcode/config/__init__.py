@@ -6,7 +6,7 @@ imported when ``Config``, ``load_config`` or ``resolve_model`` is first used).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 _LAZY = {
     "Config": "etcode.config.schema",
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from etcode.config.schema import Config
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'etcode.config' has no attribute {name!r}")

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any
 
 from etcode.util.errors import ConfigError
+from etcode.util.json_types import JsonValue
 
 #: Deeper nesting is refused with a positioned error (the loader and the schema recurse).
 MAX_DEPTH = 128
@@ -115,7 +115,7 @@ def _long_number(cleaned: str) -> int:
     return next((m.start(1) for m in pattern.finditer(cleaned) if m.group(1)), 0)
 
 
-def parse_jsonc(text: str, source: str) -> Any:
+def parse_jsonc(text: str, source: str) -> JsonValue:
     """Parse JSONC text; an empty (or comment-only) document is ``{}``.
 
     Raises ``ConfigError("<source>:<line>:<col>: invalid JSON: <reason>")``.

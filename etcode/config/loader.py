@@ -15,19 +15,18 @@ Each layer is validated on its own first, so an error names the file it came fro
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import os
 import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
 
 from etcode.config.jsonc import parse_jsonc
+from etcode.config.raw import ConfigFile, Loc, drop_keys
 from etcode.config.schema import Config, key_path, validate
 from etcode.util.errors import ConfigError
+from etcode.util.json_types import JsonObject, JsonValue
 from etcode.util.paths import config_dir, find_up_all
 
 CONFIG_NAMES = ("etcode.json", "etcode.jsonc")
@@ -44,30 +43,6 @@ FLAGS_SOURCE = "command line"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
 _TOKEN = re.compile(r"\{(env|file):([^{}]+)\}")
-
-
-#: A key's place in a file's JSON: ``("provider", 0, "baseURL")``.
-Loc = tuple[str | int, ...]
-
-
-@dataclass(frozen=True)
-class ConfigFile:
-    """One config file as read, kept on the ``Config`` for the project-trust check
-    (``config/trust.py``): its data before ``{env:}``/``{file:}`` substitution, so one can
-    tell where a value comes from (without what ``load_config(without=...)`` left out),
-    and the sha256 of its bytes."""
-
-    path: Path
-    #: True for files found in the worktree; the global file and ``ETCODE_CONFIG`` are the user's.
-    project: bool
-    raw: dict[str, Any]
-    sha256: str
-    #: The worktree the file was found in (``{file:}`` paths outside it are the user's files).
-    root: Path
-    #: "config" (an ``etcode.json``), or "agent": a project markdown agent
-    #: (``.etcode/agent/<name>.md``) whose front matter sets ``permission``, kept as
-    #: ``{"agent": {name: {"permission": ...}}}`` (never substituted).
-    kind: str = "config"
 
 
 # --- discovery -----------------------------------------------------------------------
@@ -131,8 +106,8 @@ def read_reference(path: Path) -> str:
 
 
 def substitute(
-    value: Any, *, env: Mapping[str, str], base_dir: Path, source: str, loc: tuple[Any, ...] = ()
-) -> Any:
+    value: JsonValue, *, env: Mapping[str, str], base_dir: Path, source: str, loc: Loc = ()
+) -> JsonValue:
     """Replace ``{env:VAR}`` and ``{file:path}`` in every string value (not in keys)."""
     if isinstance(value, dict):
         return {
@@ -166,7 +141,7 @@ def substitute(
     return _TOKEN.sub(replace, value)
 
 
-def _canonical(data: dict[str, Any], source: str) -> dict[str, Any]:
+def _canonical(data: JsonObject, source: str) -> JsonObject:
     """Validate one layer and return it with JSON key spellings and only the keys it set."""
     layer = validate(data, source).model_dump(by_alias=True, exclude_unset=True)
     seen: set[str] = set()
@@ -177,7 +152,7 @@ def _canonical(data: dict[str, Any], source: str) -> dict[str, Any]:
     return layer
 
 
-def _read_raw(path: Path) -> tuple[dict[str, Any], str]:
+def _read_raw(path: Path) -> tuple[JsonObject, str]:
     """One file parsed (no substitution yet) and the sha256 of its bytes."""
     source = str(path)
     try:
@@ -193,45 +168,15 @@ def _read_raw(path: Path) -> tuple[dict[str, Any], str]:
     return data, hashlib.sha256(data_bytes).hexdigest()
 
 
-def _prepare(data: dict[str, Any], path: Path, env: Mapping[str, str]) -> dict[str, Any]:
+def _prepare(data: JsonObject, path: Path, env: Mapping[str, str]) -> JsonObject:
     data = substitute(data, env=env, base_dir=path.parent, source=str(path))
     return _canonical(data, str(path))
 
 
-def load_file(path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def load_file(path: Path, env: Mapping[str, str] | None = None) -> JsonObject:
     """Read, parse, substitute and validate one config file; returns its canonical dict."""
     env = os.environ if env is None else env
     return _prepare(_read_raw(path)[0], path, env)
-
-
-def drop_keys(data: dict[str, Any], locs: Sequence[Loc]) -> dict[str, Any]:
-    """A copy of ``data`` without the values at ``locs`` (a missing place is ignored)."""
-    out = copy.deepcopy(data)
-    for loc in locs:  # list items are marked first and removed at the end: indexes stay valid
-        parent: Any = out
-        for part in loc[:-1]:
-            try:
-                parent = parent[part]
-            except (KeyError, IndexError, TypeError):
-                parent = None
-                break
-        last = loc[-1] if loc else None
-        if isinstance(parent, dict) and last in parent:
-            del parent[last]
-        elif isinstance(parent, list) and isinstance(last, int) and 0 <= last < len(parent):
-            parent[last] = _DROPPED
-    return cast(dict[str, Any], _without_dropped(out))
-
-
-_DROPPED = object()
-
-
-def _without_dropped(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_dropped(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_dropped(v) for v in value if v is not _DROPPED]
-    return value
 
 
 def agent_file_layers(
@@ -252,7 +197,7 @@ def agent_file_layers(
         judged = {key: meta[key] for key in TRUSTED_SETTINGS if key in meta}
         if not judged:
             continue
-        raw: dict[str, Any] = {"agent": {path.stem: judged}}
+        raw: JsonObject = {"agent": {path.stem: judged}}
         dropped = (without or {}).get(path)
         raw = drop_keys(raw, dropped) if dropped else raw
         found.append(ConfigFile(path, True, raw, hashlib.sha256(data).hexdigest(), worktree, "agent"))
@@ -273,7 +218,7 @@ def env_debug(env: Mapping[str, str] | None = None) -> bool:
     raise ConfigError(f'ETCODE_DEBUG: expected 1/0 or true/false, got "{raw}"')
 
 
-def env_layers(env: Mapping[str, str]) -> Iterable[tuple[str, dict[str, Any]]]:
+def env_layers(env: Mapping[str, str]) -> Iterable[tuple[str, JsonObject]]:
     """One small layer per set ``ETCODE_*`` variable, labelled with the variable's name."""
     for var, key in ENV_KEYS.items():
         value = env.get(var, "").strip()
@@ -281,7 +226,7 @@ def env_layers(env: Mapping[str, str]) -> Iterable[tuple[str, dict[str, Any]]]:
             yield var, _canonical({key: value}, var)
 
 
-def _flags_layer(flags: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+def _flags_layer(flags: Mapping[str, JsonValue]) -> tuple[JsonObject, bool]:
     data = {k: v for k, v in flags.items() if v is not None}
     debug = bool(data.pop("debug", False))
     if isinstance(data.get("agent"), str):
@@ -292,7 +237,7 @@ def _flags_layer(flags: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
 # --- merging -------------------------------------------------------------------------
 
 
-def _merge_providers(base: list[dict[str, Any]], over: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _merge_providers(base: list[JsonObject], over: list[JsonObject]) -> list[JsonObject]:
     out = list(base)
     for entry in over:
         index = next((i for i, old in enumerate(out) if old["id"] == entry["id"]), None)
@@ -303,7 +248,7 @@ def _merge_providers(base: list[dict[str, Any]], over: list[dict[str, Any]]) -> 
     return out
 
 
-def merge(base: dict[str, Any], over: dict[str, Any], *, top: bool = True) -> dict[str, Any]:
+def merge(base: JsonObject, over: JsonObject, *, top: bool = True) -> JsonObject:
     """Deep-merge ``over`` onto ``base`` (new dict; neither input is changed)."""
     out = dict(base)
     for key, value in over.items():
@@ -323,7 +268,7 @@ def load_config(
     directory: Path,
     worktree: Path,
     *,
-    flags: Mapping[str, Any] | None = None,
+    flags: Mapping[str, JsonValue] | None = None,
     env: Mapping[str, str] | None = None,
     without: Mapping[Path, Sequence[Loc]] | None = None,
 ) -> Config:
@@ -335,11 +280,11 @@ def load_config(
     env = os.environ if env is None else env
     directory = Path(directory).expanduser().resolve()
     worktree = Path(worktree).expanduser().resolve()
-    merged: dict[str, Any] = {}
+    merged: JsonObject = {}
     origins: dict[str, str] = {}
-    permission_files: list[tuple[str, Any]] = []
+    permission_files: list[tuple[str, JsonValue]] = []
 
-    def apply(layer: dict[str, Any], label: str) -> None:
+    def apply(layer: JsonObject, label: str) -> None:
         nonlocal merged
         merged = merge(merged, layer)
         if layer.get("permission") is not None:

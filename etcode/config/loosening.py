@@ -18,9 +18,9 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
-from etcode.config.loader import ConfigFile, Loc, merge
+from etcode.config.loader import merge
+from etcode.config.raw import ConfigFile, Loc
 from etcode.permission.rules import (
     DEFAULTS_LAYER,
     LayeredMatcher,
@@ -30,6 +30,7 @@ from etcode.permission.rules import (
     rules_for,
     rules_from_config,
 )
+from etcode.util.json_types import JsonObject, JsonValue
 from etcode.util.wildcard import wildcard_match
 
 _WILD = frozenset("*?")
@@ -148,15 +149,15 @@ def witnesses(pattern: str, others: Iterable[str]) -> list[str]:
 # ---- the rules with and without the project ------------------------------------------
 
 
-def _permission(files: Sequence[ConfigFile]) -> Any:
-    merged: dict[str, Any] = {}
+def _permission(files: Sequence[ConfigFile]) -> JsonValue:
+    merged: JsonObject = {}
     for file in files:
         if file.kind == "config" and file.raw.get("permission") is not None:
             merged = merge(merged, {"permission": file.raw["permission"]})
     return merged.get("permission")
 
 
-def _file_permissions(files: Sequence[ConfigFile]) -> list[tuple[str, Any]]:
+def _file_permissions(files: Sequence[ConfigFile]) -> list[tuple[str, JsonValue]]:
     return [
         (str(file.path), file.raw["permission"])
         for file in files
@@ -164,7 +165,7 @@ def _file_permissions(files: Sequence[ConfigFile]) -> list[tuple[str, Any]]:
     ]
 
 
-def _agent_permission(name: str, files: Sequence[ConfigFile], base: Any) -> Any:
+def _agent_permission(name: str, files: Sequence[ConfigFile], base: JsonValue) -> JsonValue:
     """An agent's rules: its built-in/global ones, then each file's ``agent.<name>.permission``
     (config files first, then markdown agents: the registry's order)."""
     from etcode.agent.registry import apply_settings
@@ -241,10 +242,10 @@ def _concrete(name: str) -> str:
     return name.lower().replace("*", "").replace("?", _OTHER) or _OTHER
 
 
-def _allows(value: Any, loc: Loc) -> Iterator[tuple[Loc, str, str]]:
+def _allows(value: JsonValue, loc: Loc) -> Iterator[tuple[Loc, str, str]]:
     """``(loc, permission, pattern)`` of each allow in a ``permission`` value."""
 
-    def allow(action: Any) -> bool:
+    def allow(action: JsonValue) -> bool:
         return isinstance(action, str) and action.strip().lower() == "allow"
 
     if isinstance(value, str):
@@ -259,7 +260,7 @@ def _allows(value: Any, loc: Loc) -> Iterator[tuple[Loc, str, str]]:
                 yield (*loc, permission, pattern), str(permission), str(pattern)
 
 
-def loosenings(value: Any, loc: Loc, agent: str | None, layers: Layers) -> list[Loosening]:
+def loosenings(value: JsonValue, loc: Loc, agent: str | None, layers: Layers) -> list[Loosening]:
     """The allows of one project ``permission`` value (at ``loc``; ``agent``: the agent whose
     rules they are, None for the top level) that allow what the user's own rules do not."""
     users = layers.rules(agent, False)

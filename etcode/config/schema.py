@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import types
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Literal, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -23,7 +23,9 @@ from pydantic import (
     model_validator,
 )
 
+from etcode.config.raw import ConfigFile, Loc
 from etcode.util.errors import ConfigError
+from etcode.util.json_types import JsonObject, JsonValue
 
 
 class _Strict(BaseModel):
@@ -68,7 +70,7 @@ class ProviderConfig(_Strict):
     model: str | None = None
     models: dict[str, ModelInfo] = Field(default_factory=dict)
     headers: dict[str, str] = Field(default_factory=dict, repr=False)
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: JsonObject = Field(default_factory=dict)
     timeout: float | None = Field(default=None, gt=0, description="request timeout in ms")
 
     @field_validator("id")
@@ -86,7 +88,7 @@ class AgentConfig(_Strict):
     prompt: str | None = None
     model: str | None = None
     tools: dict[str, bool] | None = None
-    permission: Any = None
+    permission: JsonValue = None
     steps: int | None = Field(default=None, ge=1)
     mode: Literal["primary", "subagent", "all"] | None = None
     temperature: float | None = Field(default=None, ge=0)
@@ -194,13 +196,13 @@ class SandboxConfig(_Strict):
     mode: Literal["off", "workspace-write", "read-only"] = "off"
     network: bool = False
     writable: list[str] = Field(default_factory=list)
-    #: Unix sockets commands may reach (``~/`` allowed). Any entry turns the socket filter
+    #: Unix sockets commands may reach (``~/`` allowed). One entry turns the socket filter
     #: off: seccomp cannot tell one socket path from another (see docs/security.md).
     allow_unix_sockets: list[str] = Field(default_factory=list, alias="allowUnixSockets")
 
     @model_validator(mode="before")
     @classmethod
-    def _shorthand(cls, value: Any) -> Any:
+    def _shorthand(cls, value: object) -> object:
         return {"mode": value} if isinstance(value, str) else value
 
 
@@ -237,7 +239,7 @@ class Config(_Strict):
     #: ``"module:function"`` callables run on the system prompt parts before sending
     #: (the ``system.prompt.transform`` hook; entry points are found automatically).
     plugin: list[str] = Field(default_factory=list)
-    permission: Any = None
+    permission: JsonValue = None
     mcp: dict[str, McpServerConfig] = Field(default_factory=dict)
     workflow: WorkflowConfig = Field(default_factory=WorkflowConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
@@ -262,14 +264,14 @@ class Config(_Strict):
     _sources: list[Path] = PrivateAttr(default_factory=list)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _debug: bool = PrivateAttr(default=False)
-    _permission_files: list[tuple[str, Any]] = PrivateAttr(default_factory=list)
-    _files: list[Any] = PrivateAttr(default_factory=list)  # loader.ConfigFile, for config/trust.py
-    _without: dict[Path, list[Any]] = PrivateAttr(default_factory=dict)
+    _permission_files: list[tuple[str, JsonValue]] = PrivateAttr(default_factory=list)
+    _files: list[ConfigFile] = PrivateAttr(default_factory=list)  # for config/trust.py
+    _without: dict[Path, list[Loc]] = PrivateAttr(default_factory=dict)
     _trusted: bool = PrivateAttr(default=False)
 
     @field_validator("permission")
     @classmethod
-    def _permission_shape(cls, value: Any) -> Any:
+    def _permission_shape(cls, value: JsonValue) -> JsonValue:
         if value is not None and not isinstance(value, dict | str):
             raise ValueError('expected an object of rules or "allow" / "ask" / "deny"')
         return value
@@ -285,18 +287,18 @@ class Config(_Strict):
         return self._debug
 
     @property
-    def permission_files(self) -> list[tuple[str, Any]]:
+    def permission_files(self) -> list[tuple[str, JsonValue]]:
         """``(source, permission value)`` of each config file that sets ``permission``, in
         merge order: each file's own denies stay final (see ``permission/rules.py``)."""
         return list(self._permission_files)
 
     @property
-    def files(self) -> list[Any]:
-        """Each file read (``loader.ConfigFile``: path, project or not, raw data, sha256)."""
+    def files(self) -> list[ConfigFile]:
+        """Each file read (``raw.ConfigFile``: path, project or not, raw data, sha256)."""
         return list(self._files)
 
     @property
-    def without(self) -> dict[Path, list[Any]]:
+    def without(self) -> dict[Path, list[Loc]]:
         """Per project file, the settings left out because the user did not trust them
         (``load_config(without=...)``); the agent registry leaves them out of markdown agents."""
         return dict(self._without)
@@ -321,7 +323,7 @@ class Config(_Strict):
 # --- one-line errors ---------------------------------------------------------------
 
 
-def key_path(loc: tuple[Any, ...]) -> str:
+def key_path(loc: Loc) -> str:
     """``("provider", 0, "baseURL")`` → ``provider[0].baseURL``."""
     out = ""
     for part in loc:
@@ -332,15 +334,15 @@ def key_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _unwrap(tp: Any) -> Any:
+def _unwrap(tp: object) -> object:
     if get_origin(tp) in (Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
         return args[0] if len(args) == 1 else None
     return tp
 
 
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    current: Any = Config
+def _model_at(loc: Loc) -> type[BaseModel] | None:
+    current: object = Config
     for part in loc:
         current = _unwrap(current)
         if isinstance(current, type) and issubclass(current, BaseModel):
@@ -363,7 +365,7 @@ def _allowed_keys(model: type[BaseModel]) -> list[str]:
     return [f.alias or name for name, f in model.model_fields.items()]
 
 
-def _unknown_key_message(loc: tuple[Any, ...]) -> str:
+def _unknown_key_message(loc: Loc) -> str:
     key = str(loc[-1])
     model = _model_at(loc[:-1])
     hint = ""
@@ -394,7 +396,7 @@ def format_validation_error(err: ValidationError, source: str) -> str:
     return " ".join(text.split())
 
 
-def validate(data: dict[str, Any], source: str) -> Config:
+def validate(data: JsonObject, source: str) -> Config:
     """Validate one layer (or the merged result); errors name ``source``."""
     try:
         return Config.model_validate(data)

@@ -37,13 +37,19 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from etcode.config.loader import ConfigFile, Loc, substitute
+from etcode.config.loader import substitute
+from etcode.config.raw import ConfigFile, Loc
 from etcode.config.schema import key_path
 from etcode.provider.spec import KNOWN_PROVIDERS, known_base_url
 from etcode.util.errors import ConfigError
+from etcode.util.json_types import JsonObject, JsonValue
 from etcode.util.paths import data_dir
+
+if TYPE_CHECKING:
+    from etcode.config.loosening import Layers
+    from etcode.config.schema import Config
 
 TRUST_FILE = "trusted-projects.json"
 #: Approved versions remembered per file (switching branches back and forth asks once each).
@@ -89,12 +95,12 @@ class Finding:
 # ---- detection --------------------------------------------------------------------------
 
 
-def _get(entry: Mapping[str, Any], *names: str) -> Any:
+def _get(entry: Mapping[str, JsonValue], *names: str) -> JsonValue:
     """A key under its JSON name or its snake_case alias (both are accepted)."""
     return next((entry[n] for n in names if n in entry), None)
 
 
-def _refs(value: Any) -> list[tuple[str, str]]:
+def _refs(value: JsonValue) -> list[tuple[str, str]]:
     """Every ``{env:…}``/``{file:…}`` in a string value: ``[("env", "VAR"), ...]``."""
     if not isinstance(value, str):
         return []
@@ -118,7 +124,7 @@ def _outside(path: str, base: Path, root: Path) -> bool:
 NOT_THE_REPOS = "not part of the repository"
 
 
-def _secrets(value: Any, file: ConfigFile) -> list[str]:
+def _secrets(value: JsonValue, file: ConfigFile) -> list[str]:
     """The user's secrets a string would read: ``$VAR``, files outside the project, and the
     user's own files inside it (git-ignored ones, untracked ``.env``...: ``private_files``)."""
     from etcode.config.private_files import users_file
@@ -190,7 +196,7 @@ class _Scan:
         names = [name for name in (known.key_env if known else ()) if self.env.get(name)]
         return _join(names) if names else None
 
-    def _non_empty(self, value: Any, file: ConfigFile) -> bool:
+    def _non_empty(self, value: JsonValue, file: ConfigFile) -> bool:
         """Does ``value`` substitute to a non-empty string (a key that is used as it is)?"""
         if not isinstance(value, str):
             return False
@@ -199,7 +205,7 @@ class _Scan:
         except ConfigError:
             return False
 
-    def provider(self, index: int, entry: dict[str, Any]) -> None:
+    def provider(self, index: int, entry: JsonObject) -> None:
         provider_id = entry["id"]
         loc: Loc = ("provider", index)
         key_name = "apiKey" if "apiKey" in entry else "api_key"
@@ -317,10 +323,10 @@ class _Scan:
             if isinstance(agent, dict):
                 self._rules(agent.get("permission"), ("agent", name, "permission"))
 
-    def _rules(self, value: Any, loc: Loc) -> None:
+    def _rules(self, value: JsonValue, loc: Loc) -> None:
         from etcode.util.wildcard import wildcard_match
 
-        def allows(action: Any) -> bool:
+        def allows(action: JsonValue) -> bool:
             return isinstance(action, str) and action.strip().lower() == "allow"
 
         def guarded(permission: str) -> list[str]:
@@ -349,12 +355,14 @@ class _Scan:
                         f"allows {_join(what)} without asking",
                     )
 
-    def loosened(self, layers: Any) -> None:
+    def loosened(self, layers: Layers) -> None:
         """Allows (top level, ``agent.<name>.permission``, a markdown agent's front matter)
         where the user's own rules ask or deny (issue 27.4: ``config/loosening.py``)."""
         from etcode.config.loosening import loosenings
 
-        places: list[tuple[Any, Loc, str | None]] = [(self.file.raw.get("permission"), ("permission",), None)]
+        places: list[tuple[JsonValue, Loc, str | None]] = [
+            (self.file.raw.get("permission"), ("permission",), None)
+        ]
         agents = self.file.raw.get("agent")
         for name, agent in agents.items() if isinstance(agents, dict) else ():
             if isinstance(agent, dict) and agent.get("permission") is not None:
@@ -414,7 +422,7 @@ class _Scan:
                 self.add(("agent", name, "sandbox"), f"agent.{name}.sandbox", reason)
 
     # ---- everything else --------------------------------------------------------------
-    def substitutions(self, value: Any, loc: Loc = ()) -> None:
+    def substitutions(self, value: JsonValue, loc: Loc = ()) -> None:
         if self.covered(loc) and loc:
             return
         if isinstance(value, dict):
@@ -429,7 +437,7 @@ class _Scan:
                 self.add(loc, key_path(loc), f"reads {_join(secrets)} into the configuration")
 
 
-def _entries(file: ConfigFile, provider_id: str) -> list[dict[str, Any]]:
+def _entries(file: ConfigFile, provider_id: str) -> list[JsonObject]:
     entries = file.raw.get("provider")
     return [
         e
@@ -442,7 +450,7 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
     """The risky settings of the project files among ``files`` (all layers, merge order)."""
     env = os.environ if env is None else env
     findings: list[Finding] = []
-    layers: Any = None
+    layers: Layers | None = None
     for file in files:
         if not file.project:
             continue
@@ -469,7 +477,7 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
     return findings
 
 
-def _layers(files: Sequence[ConfigFile]) -> Any:
+def _layers(files: Sequence[ConfigFile]) -> Layers:
     from etcode.config.loosening import Layers
 
     return Layers(files)
@@ -483,7 +491,7 @@ def _has_rules(file: ConfigFile) -> bool:
     )
 
 
-def config_findings(config: Any, env: Mapping[str, str] | None = None) -> list[Finding]:
+def config_findings(config: Config, env: Mapping[str, str] | None = None) -> list[Finding]:
     """:func:`find_risky` over the files a loaded ``Config`` was read from."""
     return find_risky(list(getattr(config, "files", None) or []), env)
 
@@ -523,7 +531,7 @@ class TrustStore:
         except OSError as err:
             raise ConfigError(f"{self.path}: cannot save the approval: {err.strerror or err}") from None
 
-    def _write(self, data: dict[str, Any]) -> None:
+    def _write(self, data: JsonObject) -> None:
         folder = self.path.parent
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         handle, temp = tempfile.mkstemp(dir=folder, prefix=f".{self.path.name}.", suffix=".tmp")
@@ -542,7 +550,7 @@ class TrustStore:
 
 
 def untrusted(
-    config: Any, store: TrustStore | None = None, env: Mapping[str, str] | None = None
+    config: Config, store: TrustStore | None = None, env: Mapping[str, str] | None = None
 ) -> list[Finding]:
     """The risky settings of project files not approved in their current version."""
     store = store or TrustStore(env=env)
@@ -550,14 +558,14 @@ def untrusted(
     return [f for f in config_findings(config, env) if not store.is_trusted(f.file, digests[f.file])]
 
 
-def trust_files(config: Any, findings: Sequence[Finding], store: TrustStore | None = None) -> None:
+def trust_files(config: Config, findings: Sequence[Finding], store: TrustStore | None = None) -> None:
     """Approve the current version of every file that has one of ``findings``."""
     digests = {file.path: file.sha256 for file in getattr(config, "files", None) or []}
     _mark_trusted(config)
     (store or TrustStore()).trust((path, digests[path]) for path in dict.fromkeys(f.file for f in findings))
 
 
-def _mark_trusted(config: Any) -> None:
+def _mark_trusted(config: Config) -> None:
     """The user trusted the project for this session (``Config.trusted``): instruction files
     it links out of the project are sent too (``prompt/project_files.py``)."""
     mark = getattr(config, "mark_trusted", None)
@@ -602,7 +610,7 @@ RUN_HINT = (
 
 
 def require_trust(
-    config: Any,
+    config: Config,
     *,
     trust: bool = False,
     allow: bool = False,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Literal
+
+from etcode.util.json_types import JsonObject
 
 #: ``ok`` passed; ``warn`` works with less (the exit code stays 0); ``fail`` is broken
 #: (exit code 1); ``skip`` could not be checked (``--offline``, or an earlier failure).
@@ -20,7 +22,7 @@ class Check:
     detail: str
     fix: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 

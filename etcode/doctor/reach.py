@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from etcode.doctor.check import Check, fail, ok, warn
+from etcode.util.json_types import JsonValue
 
 if TYPE_CHECKING:
     from etcode.provider.spec import ProviderSpec
@@ -110,7 +111,7 @@ def _ids(body: bytes) -> list[str] | None:
 def _message(body: bytes) -> str:
     """The error's own message, if the body has one (short)."""
     try:
-        data: Any = json.loads(body)
+        data: JsonValue = json.loads(body)
     except ValueError:
         return body[:200].decode("utf-8", "replace").strip() or "no message"
     error = data.get("error") if isinstance(data, dict) else None

@@ -7,9 +7,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from etcode.doctor.check import Check, fail, ok, skip, warn
+from etcode.util.json_types import JsonValue
 
 if TYPE_CHECKING:
     from etcode.config.schema import Config
@@ -235,7 +236,7 @@ def _key_source(config: Config, spec: ProviderSpec, env: Mapping[str, str]) -> s
     return _env_key_name(spec.id, env) or "the environment"
 
 
-def _raw_key(raw: Mapping[str, Any], provider_id: str) -> str | None:
+def _raw_key(raw: Mapping[str, JsonValue], provider_id: str) -> str | None:
     entries = raw.get("provider")
     for item in entries if isinstance(entries, list) else []:
         if isinstance(item, dict) and item.get("id") == provider_id:

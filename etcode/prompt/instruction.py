@@ -13,9 +13,10 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from etcode.prompt.parts import PromptPart
+from etcode.util.json_types import JsonValue
 from etcode.util.paths import folders_between
 
 if TYPE_CHECKING:
@@ -319,7 +320,9 @@ async def _get_following(
     raise ValueError(f"more than {MAX_REDIRECTS} redirects")
 
 
-def rules_internal_check(permission: Any, permission_files: Sequence[tuple[str, Any]] = ()) -> InternalCheck:
+def rules_internal_check(
+    permission: JsonValue, permission_files: Sequence[tuple[str, JsonValue]] = ()
+) -> InternalCheck:
     """The ``private_network`` rules of a config (``config.permission`` and each file's, as the
     session's) as an :data:`InternalCheck`: an instruction URL may reach this machine when a
     rule allows it (the URL as named, or at one of its addresses) and none denies it; nobody

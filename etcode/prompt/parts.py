@@ -7,8 +7,6 @@ from typing import Literal
 
 Layer = Literal["provider", "agent", "environment", "instructions"]
 
-LAYERS: tuple[Layer, ...] = ("provider", "agent", "environment", "instructions")
-
 
 @dataclass(frozen=True)
 class PromptPart:

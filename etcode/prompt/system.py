@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from etcode.prompt import templates
 from etcode.prompt.parts import PromptPart
@@ -76,6 +76,19 @@ def wrap_custom_prompt(prompt: str, name: str | None = None) -> str:
     return templates.render(template, {"name": name or DEFAULT_NAME, "prompt": prompt.strip()})
 
 
+class PromptedAgent(Protocol):
+    """What the agent layer reads of an agent (``agent.registry.AgentInfo``)."""
+
+    @property
+    def prompt(self) -> str | None: ...
+
+    @property
+    def source(self) -> str | None: ...
+
+    @property
+    def prompt_builtin(self) -> bool: ...
+
+
 class SystemPrompt:
     """Builders of the system prompt layers (all static)."""
 
@@ -116,7 +129,7 @@ class SystemPrompt:
         return PromptPart("environment", None, "\n".join(lines))
 
     @staticmethod
-    def agent(agent: Any, name: str | None = None) -> PromptPart | None:
+    def agent(agent: PromptedAgent, name: str | None = None) -> PromptPart | None:
         """The agent layer for ``agent`` (an ``AgentInfo``), or None when it has no prompt.
 
         Built-in prompts are used as they are; any other prompt is wrapped by the
@@ -137,7 +150,7 @@ class SystemPrompt:
 
     @staticmethod
     async def build(
-        agent: Any,
+        agent: PromptedAgent | None,
         model_full_id: str,
         instructions: InstructionPrompt,
         *,

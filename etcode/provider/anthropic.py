@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from etcode.provider.errors import StreamParseError
 from etcode.provider.http_errors import error_from_payload
@@ -36,6 +35,7 @@ from etcode.provider.types import (
     ToolResultPart,
     Usage,
 )
+from etcode.util.json_types import JsonObject, JsonValue
 
 __all__ = ["AnthropicProvider", "DEFAULT_MAX_TOKENS", "to_anthropic_messages", "to_anthropic_tools"]
 
@@ -45,18 +45,18 @@ _EPHEMERAL = {"type": "ephemeral"}
 _NOT_BODY = frozenset({"baseURL", "apiKey", "timeout", "headers"})
 
 
-def _input_of(call: ToolCallPart) -> dict[str, Any]:
+def _input_of(call: ToolCallPart) -> JsonObject:
     try:
         return call.parsed_arguments()
     except ValueError:
         return {}  # the loop already answered this call with an error result
 
 
-def _blocks(message: Message) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
+def _blocks(message: Message) -> list[JsonObject]:
+    blocks: list[JsonObject] = []
     results = [p for p in message.parts if isinstance(p, ToolResultPart)]
     for r in results:  # tool results must open the user turn
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": r.call_id, "content": r.output}
+        block: JsonObject = {"type": "tool_result", "tool_use_id": r.call_id, "content": r.output}
         if r.is_error:
             block["is_error"] = True
         blocks.append(block)
@@ -74,10 +74,10 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     return blocks
 
 
-def to_anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
+def to_anthropic_messages(messages: list[Message]) -> list[JsonObject]:
     """History as Messages API turns: tool results become ``user`` turns of
     ``tool_result`` blocks; consecutive same-role turns are merged; empty ones dropped."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for message in messages:
         role = "assistant" if message.role == "assistant" else "user"
         blocks = _blocks(message)
@@ -94,9 +94,9 @@ def to_anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def to_anthropic_tools(request: ModelRequest) -> list[dict[str, Any]]:
+def to_anthropic_tools(request: ModelRequest) -> list[JsonObject]:
     """Tool schemas; the last one carries the tools' cache breakpoint."""
-    tools: list[dict[str, Any]] = [
+    tools: list[JsonObject] = [
         {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
     ]
     if tools:
@@ -104,7 +104,7 @@ def to_anthropic_tools(request: ModelRequest) -> list[dict[str, Any]]:
     return tools
 
 
-def _merge_usage(usage: Usage, raw: dict[str, Any]) -> None:
+def _merge_usage(usage: Usage, raw: JsonObject) -> None:
     """Fold a ``usage`` object from message_start/message_delta (non-null fields win)."""
     if (value := as_tokens(raw.get("input_tokens"))) is not None:
         usage.input_tokens = value
@@ -119,14 +119,14 @@ def _merge_usage(usage: Usage, raw: dict[str, Any]) -> None:
 class _Block:
     __slots__ = ("type", "text", "signature", "data", "id", "name", "ordinal", "input")
 
-    def __init__(self, raw: dict[str, Any], ordinal: int = -1) -> None:
+    def __init__(self, raw: JsonObject, ordinal: int = -1) -> None:
         self.type: str = as_str(raw.get("type"))
         self.text: list[str] = [as_str(raw.get("text")) or as_str(raw.get("thinking"))]
         self.signature: str = as_str(raw.get("signature"))
         self.data: str | None = raw.get("data") if isinstance(raw.get("data"), str) else None
         self.id: str = as_str(raw.get("id"))
         self.name: str = as_str(raw.get("name"))
-        self.input: Any = raw.get("input")
+        self.input: JsonValue = raw.get("input")
         self.ordinal = ordinal
 
     def part(self) -> Part | None:
@@ -180,7 +180,7 @@ class AnthropicStream:
                 provider=self.provider,
             ) from exc
 
-    def _chunks(self, obj: dict[str, Any], event_name: str) -> list[StreamChunk]:
+    def _chunks(self, obj: JsonObject, event_name: str) -> list[StreamChunk]:
         kind = as_str(obj.get("type")) or event_name
         if kind == "error" or event_name == "error":
             raise error_from_payload(self.provider, obj, secret=self.secret)
@@ -201,7 +201,7 @@ class AnthropicStream:
             self.done = True
         return []  # ping, content_block_stop and unknown events
 
-    def _start(self, index: int, raw: dict[str, Any]) -> list[StreamChunk]:
+    def _start(self, index: int, raw: JsonObject) -> list[StreamChunk]:
         block = _Block(raw)
         self.blocks[index] = block
         if block.type in ("tool_use", "server_tool_use"):
@@ -215,7 +215,7 @@ class AnthropicStream:
             return [ReasoningDelta(first)]
         return []
 
-    def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamChunk]:
+    def _delta(self, index: int, delta: JsonObject) -> list[StreamChunk]:
         block = self.blocks.get(index)
         if block is None:  # a delta without its start: treat as a text block
             block = self.blocks[index] = _Block({"type": "text"})
@@ -267,22 +267,20 @@ class AnthropicProvider(RetryingHTTPProvider):
     def default_max_tokens(self) -> int:
         """``max_tokens`` when the request sets none: options, then model info, then 8192."""
         info = self.spec.model_info
-        limit: dict[str, Any] = info["limit"] if isinstance(info.get("limit"), dict) else {}
+        limit: JsonObject = info["limit"] if isinstance(info.get("limit"), dict) else {}
         for value in (self.spec.options.get("max_tokens"), info.get("max_tokens"), limit.get("output")):
             if isinstance(value, int) and value > 0:
                 return value
         return DEFAULT_MAX_TOKENS
 
-    def build_body(self, request: ModelRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def build_body(self, request: ModelRequest) -> JsonObject:
+        body: JsonObject = {
             "model": request.model or self.spec.model,
             "max_tokens": request.max_tokens or self.default_max_tokens(),
             "stream": True,
             "messages": to_anthropic_messages(request.messages),
         }
-        system: list[dict[str, Any]] = [
-            {"type": "text", "text": s} for s in request.system if s and s.strip()
-        ]
+        system: list[JsonObject] = [{"type": "text", "text": s} for s in request.system if s and s.strip()]
         if system:
             system[-1]["cache_control"] = _EPHEMERAL
             body["system"] = system

@@ -17,15 +17,46 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
+from etcode.provider.spec import ProviderSpec
 from etcode.provider.types import Usage
+from etcode.util.json_types import JsonObject
 
 log = logging.getLogger("etcode.catalog")
 
 MILLION = 1_000_000
+
+
+class ModelOverrides(Protocol):
+    """A config's ``provider[].models[<id>]`` entry (``config.schema.ModelInfo``)."""
+
+    def model_dump(self, *, exclude_none: bool = ...) -> JsonObject: ...
+
+
+class ProviderModels(Protocol):
+    """A config's ``provider[]`` entry as the catalog reads it (``config.schema.ProviderConfig``)."""
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def models(self) -> Mapping[str, ModelOverrides]: ...
+
+
+class CatalogConfig(Protocol):
+    """What the catalog reads of a loaded ``config.schema.Config`` (the provider floor
+    sits below the config, so it names the shape, not the class)."""
+
+    @property
+    def model_catalog(self) -> str | None: ...
+
+    def origin(self, key: str) -> str | None: ...
+
+    def provider_entry(self, provider_id: str) -> ProviderModels | None: ...
 
 
 @dataclass
@@ -58,7 +89,7 @@ class CatalogModel:
     def full_id(self) -> str:
         return f"{self.provider}/{self.id}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         p = self.price
         return {
             "id": self.full_id,
@@ -165,19 +196,23 @@ def _from_row(provider: str, model: str, row: _Row) -> CatalogModel:
 class ModelCatalog:
     """Limits and prices by ``provider/model``, from the three layers above."""
 
-    def __init__(self, external: dict[str, Any] | None = None, config: Any = None) -> None:
+    def __init__(self, external: JsonObject | None = None, config: CatalogConfig | None = None) -> None:
         self.external = external or {}
         self.config = config
 
     @classmethod
-    def load(cls, config: Any = None, path: Path | None = None) -> ModelCatalog:
+    def load(cls, config: CatalogConfig | None = None, path: Path | None = None) -> ModelCatalog:
         """The catalog for ``config``: its ``model_catalog`` file, else the cache dir's
         ``models.json`` (missing or unreadable files are skipped with a debug log)."""
         if path is None:
             configured = getattr(config, "model_catalog", None)
             if configured:
                 path = Path(configured).expanduser()
-                origin = config.origin("model_catalog") if hasattr(config, "origin") else None
+                origin = (
+                    config.origin("model_catalog")
+                    if config is not None and hasattr(config, "origin")
+                    else None
+                )
                 if not path.is_absolute() and origin and Path(origin).is_file():
                     path = Path(origin).parent / path  # relative to the config file
             else:
@@ -187,7 +222,7 @@ class ModelCatalog:
         return cls(_read_models_dev(path), config)
 
     # ---- lookups --------------------------------------------------------------------
-    def get(self, provider: str, model: str, overrides: dict[str, Any] | None = None) -> CatalogModel:
+    def get(self, provider: str, model: str, overrides: JsonObject | None = None) -> CatalogModel:
         """Everything known about ``provider/model`` (limits/prices may be None)."""
         entry = CatalogModel(provider, model)
         row = self._builtin(provider, model)
@@ -201,7 +236,7 @@ class ModelCatalog:
             _merge_raw(entry, info, "config")
         return entry
 
-    def for_spec(self, spec: Any) -> CatalogModel:
+    def for_spec(self, spec: ProviderSpec) -> CatalogModel:
         """The entry for a resolved :class:`ProviderSpec` (its ``model_info`` overrides)."""
         info = getattr(spec, "model_info", None) or None
         return self.get(spec.id, spec.model, info if info else None)
@@ -231,7 +266,7 @@ class ModelCatalog:
                     return _from_row(provider, model, table[candidate])
         return None
 
-    def _external(self, provider: str, model: str) -> dict[str, Any] | None:
+    def _external(self, provider: str, model: str) -> JsonObject | None:
         block = self.external.get(provider)
         models = block.get("models") if isinstance(block, dict) else None
         if not isinstance(models, dict):
@@ -242,7 +277,7 @@ class ModelCatalog:
                 return found
         return None
 
-    def _config_info(self, provider: str, model: str) -> dict[str, Any] | None:
+    def _config_info(self, provider: str, model: str) -> JsonObject | None:
         entry = _config_entry(self.config, provider)
         if entry is None:
             return None
@@ -250,7 +285,7 @@ class ModelCatalog:
         return info.model_dump(exclude_none=True) if info is not None else None
 
 
-def _config_entry(config: Any, provider: str) -> Any:
+def _config_entry(config: CatalogConfig | None, provider: str) -> ProviderModels | None:
     finder = getattr(config, "provider_entry", None)
     return finder(provider) if finder is not None else None
 
@@ -262,20 +297,20 @@ def _merge(entry: CatalogModel, other: CatalogModel) -> None:
     entry.sources.extend(other.sources)
 
 
-def _positive_int(value: Any) -> int | None:
+def _positive_int(value: object) -> int | None:
     return int(value) if isinstance(value, int | float) and value > 0 else None
 
 
-def _price(value: Any) -> float | None:
+def _price(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and value >= 0 else None
 
 
-def _merge_raw(entry: CatalogModel, raw: dict[str, Any], source: str) -> None:
+def _merge_raw(entry: CatalogModel, raw: JsonObject, source: str) -> None:
     """Merge a models.dev-style ``{"name", "limit": {...}, "cost": {...}}`` object."""
     if isinstance(raw.get("name"), str) and raw["name"]:
         entry.name = raw["name"]
-    limit: dict[str, Any] = raw["limit"] if isinstance(raw.get("limit"), dict) else {}
-    cost: dict[str, Any] = raw["cost"] if isinstance(raw.get("cost"), dict) else {}
+    limit: JsonObject = raw["limit"] if isinstance(raw.get("limit"), dict) else {}
+    cost: JsonObject = raw["cost"] if isinstance(raw.get("cost"), dict) else {}
     changed = False
     for key in ("context", "output"):
         value = _positive_int(limit.get(key))
@@ -291,7 +326,7 @@ def _merge_raw(entry: CatalogModel, raw: dict[str, Any], source: str) -> None:
         entry.sources.append(source)
 
 
-def _read_models_dev(path: Path) -> dict[str, Any]:
+def _read_models_dev(path: Path) -> JsonObject:
     try:
         if not path.is_file():
             return {}

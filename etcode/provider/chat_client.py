@@ -3,8 +3,13 @@
 Subclass :class:`BaseLLMClient` and implement ``async chat(messages, tools=None, **kwargs)``:
 ``messages`` are OpenAI Chat Completions dicts (system, user, assistant with ``tool_calls``,
 tool with ``tool_call_id``), ``tools`` are ``{"type": "function", "function": {...}}``, and
-the answer is an :class:`LLMResponse`. :class:`ChatClientProvider` turns such a client into
-an etcode provider (one answer per request, no streaming of its own).
+the answer is an :class:`LLMResponse`.
+
+``BaseLLMClient`` is the public convenience shape (``etcode.BaseLLMClient``), not a second
+model abstraction: etcode's one abstraction is :class:`etcode.provider.base.Provider`, and
+:class:`ChatClientProvider` below is the one adapter of a client onto it (``Agent(llm=...)``
+makes it; one answer per request, no streaming of its own). The messages and tool calls
+are read and written by :mod:`etcode.provider.openai_format`, as for the OpenAI adapter.
 """
 
 from __future__ import annotations
@@ -16,17 +21,18 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
 
+from etcode.provider.base import Provider
 from etcode.provider.cleaning import StreamCleaner
 from etcode.provider.errors import ProviderError
 from etcode.provider.openai_format import (
     messages_from_openai,
     messages_to_openai,
     system_message,
+    tool_call_fields,
     tools_to_openai,
 )
-from etcode.provider.shapes import as_tokens
+from etcode.provider.shapes import as_tokens, field_of
 from etcode.provider.spec import CUSTOM_PROVIDER, RetryConfig
 from etcode.provider.types import (
     Message,
@@ -41,6 +47,7 @@ from etcode.provider.types import (
     ToolCallStarted,
     Usage,
 )
+from etcode.util.json_types import JsonObject, JsonValue
 
 __all__ = [
     "BaseLLMClient",
@@ -83,7 +90,7 @@ class ToolCall:
 
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
 
 
 @dataclass
@@ -93,7 +100,8 @@ class LLMResponse:
     content: str | None
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: TokenUsage = field(default_factory=TokenUsage.zero)
-    raw: Any = None
+    #: Whatever the client got from its model (kept for the caller, never read by etcode).
+    raw: object = None
 
     @property
     def has_tool_calls(self) -> bool:
@@ -106,9 +114,9 @@ class BaseLLMClient(ABC):
     @abstractmethod
     async def chat(
         self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        **kwargs: Any,
+        messages: list[JsonObject],
+        tools: list[JsonObject] | None = None,
+        **kwargs: JsonValue,
     ) -> LLMResponse:
         """One answer to ``messages`` (OpenAI Chat format) with ``tools`` (OpenAI function
         format) on offer; ``kwargs`` are ``temperature``, ``max_tokens`` and model options."""
@@ -119,11 +127,7 @@ def _one_line(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
 
 
-def _field(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-
-
-class ChatClientProvider:
+class ChatClientProvider(Provider):
     """An etcode provider that asks a :class:`BaseLLMClient` (or any object with an async
     ``chat`` of the same shape). Connection errors, timeouts and other ``OSError``\\ s are
     retried per ``retry``; any other failure ends the request as one
@@ -151,7 +155,7 @@ class ChatClientProvider:
 
         messages = system_message(request.system) + messages_to_openai(request.messages)
         tools = tools_to_openai(request.tools) or None
-        kwargs: dict[str, Any] = {}
+        kwargs: JsonObject = {}
         if request.temperature is not None:
             kwargs["temperature"] = request.temperature
         if request.max_tokens is not None:
@@ -160,7 +164,7 @@ class ChatClientProvider:
         return stream_with_retries(lambda: self._attempt(messages, tools, kwargs), self.retry)
 
     async def _attempt(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, kwargs: dict[str, Any]
+        self, messages: list[JsonObject], tools: list[JsonObject] | None, kwargs: JsonObject
     ) -> AsyncGenerator[StreamChunk, None]:
         try:
             # each attempt gets its own copies: a client may change what it was given
@@ -187,7 +191,7 @@ class ChatClientProvider:
     def _bad(self, what: str) -> ProviderError:
         return ProviderError(_one_line(f"{self._label} {what}"), kind="bad_request", provider=self.id)
 
-    def _chunks(self, response: Any) -> list[StreamChunk]:
+    def _chunks(self, response: object) -> list[StreamChunk]:
         """The chunks of one answer, ending with its :class:`StreamEnd`."""
         if isinstance(response, dict) or not (
             hasattr(response, "content") and hasattr(response, "tool_calls")
@@ -213,8 +217,8 @@ class ChatClientProvider:
             parts.append(call)
         usage = getattr(response, "usage", None)
         prompt, completion = (
-            as_tokens(_field(usage, "prompt_tokens")) or 0,
-            as_tokens(_field(usage, "completion_tokens")) or 0,
+            as_tokens(field_of(usage, "prompt_tokens")) or 0,
+            as_tokens(field_of(usage, "completion_tokens")) or 0,
         )
         stop = "tool_use" if raw_calls else "end_turn"
         out.append(
@@ -222,15 +226,12 @@ class ChatClientProvider:
         )
         return out
 
-    def _call(self, raw: Any, index: int) -> ToolCallPart:
+    def _call(self, raw: object, index: int) -> ToolCallPart:
         """One tool call as a part: a :class:`ToolCall`, or a dict of the same fields (or in
         OpenAI's ``{"id", "function": {"name", "arguments"}}`` shape)."""
-        fn = _field(raw, "function")
-        source = fn if isinstance(fn, dict) else raw
-        name = _field(source, "name")
+        call_id, name, arguments = tool_call_fields(raw)
         if not isinstance(name, str) or not name:
             raise self._bad(f"returned tool call {index} without a name")
-        arguments = _field(source, "arguments")
         if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
             text = "{}"
         elif isinstance(arguments, str):  # JSON text, as some clients pass it on
@@ -242,7 +243,6 @@ class ChatClientProvider:
                 raise self._bad(f"returned arguments for {name} that are not JSON: {exc}") from exc
         else:
             raise self._bad(f"returned arguments for {name} of type {type(arguments).__name__}, not a dict")
-        call_id = _field(raw, "id")
         if not isinstance(call_id, str) or not call_id:
             call_id = f"call_{self._calls}"
         self._calls += 1

@@ -22,10 +22,14 @@ import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from etcode.provider.spec import KNOWN_PROVIDERS, ProviderSpec
+from etcode.util.json_types import JsonArray, JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from httpx import AsyncBaseTransport, AsyncClient
 
 log = logging.getLogger("etcode.discovery")
 
@@ -59,7 +63,7 @@ class ServerFacts:
     server: str = ""
     source: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @property
@@ -70,7 +74,7 @@ class ServerFacts:
         return f"server ({said})" if said else "server"
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ServerFacts:
+    def from_dict(cls, data: JsonObject) -> ServerFacts:
         context = data.get("context")
         tools = data.get("tools")
         return cls(
@@ -118,13 +122,13 @@ def server_root(base_url: str) -> str:
 # ---- reading the answers (pure functions, tested on recorded bodies) --------------------
 
 
-def _positive(value: Any) -> int | None:
+def _positive(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     return int(value) if isinstance(value, int | float) and value > 0 else None
 
 
-def parse_props(data: Any) -> ServerFacts | None:
+def parse_props(data: JsonValue) -> ServerFacts | None:
     """llama.cpp's ``GET /props``."""
     if not isinstance(data, dict):
         return None
@@ -138,7 +142,7 @@ def parse_props(data: Any) -> ServerFacts | None:
     return ServerFacts(context, tools if isinstance(tools, bool) else None, "llama.cpp", "/props")
 
 
-def parse_models(data: Any, model: str) -> ServerFacts | None:
+def parse_models(data: JsonValue, model: str) -> ServerFacts | None:
     """An OpenAI-style ``GET /v1/models`` list: vLLM's ``max_model_len``, llama.cpp's
     ``meta.n_ctx`` (else ``n_ctx_train``), or a ``context_length``/``context_window``."""
     entries = data.get("data") if isinstance(data, dict) else None
@@ -148,7 +152,7 @@ def parse_models(data: Any, model: str) -> ServerFacts | None:
     if entry is None:
         return None
     raw_meta = entry.get("meta")
-    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    meta: JsonObject = raw_meta if isinstance(raw_meta, dict) else {}
     for value, server in (
         (entry.get("max_model_len"), "vllm"),
         (meta.get("n_ctx"), "llama.cpp"),
@@ -162,7 +166,7 @@ def parse_models(data: Any, model: str) -> ServerFacts | None:
     return None
 
 
-def _entry_for(entries: list[Any], model: str) -> dict[str, Any] | None:
+def _entry_for(entries: JsonArray, model: str) -> JsonObject | None:
     items = [e for e in entries if isinstance(e, dict)]
     base = model.rsplit("/", 1)[-1]
     for item in items:
@@ -172,7 +176,7 @@ def _entry_for(entries: list[Any], model: str) -> dict[str, Any] | None:
     return items[0] if len(items) == 1 else None  # a one-model server answers to any name
 
 
-def parse_ollama_show(data: Any) -> ServerFacts | None:
+def parse_ollama_show(data: JsonValue) -> ServerFacts | None:
     """Ollama's ``POST /api/show``: ``num_ctx`` from its parameters (the window it runs
     with), else the model's ``<arch>.context_length``; ``capabilities`` lists ``tools``."""
     if not isinstance(data, dict):
@@ -192,7 +196,7 @@ def parse_ollama_show(data: Any) -> ServerFacts | None:
     return ServerFacts(context, tools, "ollama", "/api/show")
 
 
-def parse_lmstudio(data: Any) -> ServerFacts | None:
+def parse_lmstudio(data: JsonValue) -> ServerFacts | None:
     """LM Studio's ``GET /api/v0/models/{id}``: the loaded window, else the model's."""
     if not isinstance(data, dict):
         return None
@@ -211,7 +215,7 @@ class _NoAnswer(Exception):
     """The server could not be reached (nothing to remember)."""
 
 
-async def discover(spec: ProviderSpec, *, transport: Any = None) -> ServerFacts | None:
+async def discover(spec: ProviderSpec, *, transport: AsyncBaseTransport | None = None) -> ServerFacts | None:
     """Ask the server behind ``spec`` (no cache). None when it is not a server worth
     asking or it said nothing useful; raises nothing (problems are logged at debug)."""
     kind = server_kind(spec)
@@ -226,7 +230,7 @@ async def discover(spec: ProviderSpec, *, transport: Any = None) -> ServerFacts 
         return None
 
 
-async def _ask(spec: ProviderSpec, kind: str, transport: Any) -> ServerFacts | None:
+async def _ask(spec: ProviderSpec, kind: str, transport: AsyncBaseTransport | None) -> ServerFacts | None:
     import httpx
 
     from etcode.provider.factory import request_headers
@@ -251,7 +255,7 @@ async def _ask(spec: ProviderSpec, kind: str, transport: Any) -> ServerFacts | N
         return listed or facts
 
 
-async def _json(client: Any, method: str, url: str, body: Any = None) -> Any:
+async def _json(client: AsyncClient, method: str, url: str, body: JsonValue = None) -> JsonValue:
     """The JSON answer at ``url``; None for an error status or a body that is not JSON.
     Raises :class:`_NoAnswer` when the server cannot be reached."""
     import httpx
@@ -290,7 +294,7 @@ def _cache_path() -> Path:
     return cache_dir() / CACHE_FILE
 
 
-def _read_cache() -> dict[str, Any]:
+def _read_cache() -> JsonObject:
     try:
         data = json.loads(_cache_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -361,7 +365,9 @@ def configured_grace() -> float:
 class ServerProbe:
     """One window discovery for a spec, begun early (see the module docstring)."""
 
-    def __init__(self, spec: ProviderSpec, *, grace: float | None = None, transport: Any = None) -> None:
+    def __init__(
+        self, spec: ProviderSpec, *, grace: float | None = None, transport: AsyncBaseTransport | None = None
+    ) -> None:
         self.spec = spec
         self.grace = grace if grace is not None else configured_grace()
         self.started = time.monotonic()
@@ -374,11 +380,13 @@ class ServerProbe:
             self._task = asyncio.ensure_future(self._run(transport))
 
     @classmethod
-    def begin(cls, spec: ProviderSpec, **kwargs: Any) -> ServerProbe | None:
+    def begin(
+        cls, spec: ProviderSpec, *, grace: float | None = None, transport: AsyncBaseTransport | None = None
+    ) -> ServerProbe | None:
         """A probe for ``spec``; None when its server is not one to ask."""
-        return cls(spec, **kwargs) if server_kind(spec) is not None else None
+        return cls(spec, grace=grace, transport=transport) if server_kind(spec) is not None else None
 
-    async def _run(self, transport: Any) -> ServerFacts | None:
+    async def _run(self, transport: AsyncBaseTransport | None) -> ServerFacts | None:
         try:
             facts = await discover(self.spec, transport=transport)
         except _NoAnswer as err:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
 
 import httpx
 
 from etcode.provider.errors import ContextOverflowError, ProviderError
 from etcode.provider.retry import parse_retry_after, should_retry
 from etcode.security.redact import hide
+from etcode.util.json_types import JsonValue
 
 _MAX_MESSAGE = 300
 
@@ -58,7 +58,7 @@ _WINDOW_IN_TEXT = re.compile(
 )
 
 
-def stated_window(payload: Any, message: str) -> int | None:
+def stated_window(payload: JsonValue, message: str) -> int | None:
     """The context window an overflow error reports (llama.cpp's ``n_ctx``, or the text)."""
     err = payload.get("error", payload) if isinstance(payload, dict) else None
     if isinstance(err, dict):
@@ -74,7 +74,7 @@ def _one_line(text: str, secret: str | None) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
 
 
-def _error_fields(payload: Any) -> tuple[str | None, str | None, str]:
+def _error_fields(payload: JsonValue) -> tuple[str | None, str | None, str]:
     """(type, code, message) from any of the usual error body shapes."""
     if isinstance(payload, list) and payload:
         payload = payload[0]
@@ -115,7 +115,7 @@ def _kind_for(status: int | None, etype: str | None, code: str | None, text: str
 def _build_error(
     provider: str,
     status: int | None,
-    payload: Any,
+    payload: JsonValue,
     raw_text: str,
     *,
     secret: str | None,
@@ -148,13 +148,13 @@ def error_from_response(
 ) -> ProviderError:
     """A one-line :class:`ProviderError` for an HTTP error response (never shows ``secret``)."""
     try:
-        payload: Any = json.loads(body) if body.strip() else None
+        payload: JsonValue = json.loads(body) if body.strip() else None
     except (ValueError, RecursionError):  # not JSON, or nested absurdly deep
         payload = None
     return _build_error(provider, status, payload, body, secret=secret, headers=headers)
 
 
-def error_from_payload(provider: str, payload: Any, *, secret: str | None = None) -> ProviderError:
+def error_from_payload(provider: str, payload: JsonValue, *, secret: str | None = None) -> ProviderError:
     """The error for an in-stream error chunk/event (``{"error": {...}}``)."""
     return _build_error(provider, None, payload, "", secret=secret)
 
@@ -178,9 +178,13 @@ def error_from_exception(
         )
     retryable = isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError)
     try:
-        url = exc.request.url  # type: ignore[attr-defined]
+        request = getattr(exc, "request", None)  # httpx raises RuntimeError when none is attached
+    except RuntimeError:
+        request = None
+    if isinstance(request, httpx.Request):
+        url = request.url
         where = f" to {url.host}" + (f":{url.port}" if url.port else "")
-    except (AttributeError, RuntimeError):  # not a RequestError, or no request attached
+    else:  # not a RequestError, or no request attached
         where = ""
     return ProviderError(
         f"{provider}: connection{where} failed: {detail}",

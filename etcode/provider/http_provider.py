@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 import httpx
 
+from etcode.provider.base import Provider
 from etcode.provider.cleaning import StreamCleaner
 from etcode.provider.errors import ProviderError
 from etcode.provider.retry import stream_with_retries
@@ -17,6 +18,7 @@ from etcode.provider.spec import ProviderSpec, RetryConfig
 from etcode.provider.sse import SSEEvent
 from etcode.provider.transport import CONNECT_TIMEOUT, DRAIN_TIMEOUT, open_sse, ssl_context
 from etcode.provider.types import ModelRequest, StreamChunk, StreamEnd
+from etcode.util.json_types import JsonObject
 
 
 class StreamState(Protocol):
@@ -37,7 +39,7 @@ class StreamState(Protocol):
     def end(self) -> StreamEnd: ...
 
 
-class RetryingHTTPProvider:
+class RetryingHTTPProvider(Provider):
     """What both adapters share: the client, timeouts, retries and the attempt loop.
 
     Subclasses set ``url`` and implement ``headers``, ``build_body`` and ``new_state``.
@@ -66,7 +68,7 @@ class RetryingHTTPProvider:
     def headers(self) -> dict[str, str]:
         raise NotImplementedError
 
-    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+    def build_body(self, request: ModelRequest) -> JsonObject:
         raise NotImplementedError
 
     def new_state(self) -> StreamState:
@@ -78,9 +80,7 @@ class RetryingHTTPProvider:
         headers = self.headers()
         return stream_with_retries(lambda: self._attempt(body, headers), self.retry)
 
-    async def _attempt(
-        self, body: dict[str, Any], headers: dict[str, str]
-    ) -> AsyncGenerator[StreamChunk, None]:
+    async def _attempt(self, body: JsonObject, headers: dict[str, str]) -> AsyncGenerator[StreamChunk, None]:
         state = self.new_state()
         cleaner = StreamCleaner()
         events = open_sse(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from etcode.provider.errors import StreamParseError
 from etcode.provider.http_errors import error_from_payload
@@ -36,6 +35,7 @@ from etcode.provider.types import (
     ToolCallStarted,
     Usage,
 )
+from etcode.util.json_types import JsonObject
 
 __all__ = ["OpenAIProvider", "to_openai_messages", "to_openai_tools"]
 
@@ -49,17 +49,17 @@ FINISH_REASONS = {
 _NOT_BODY = frozenset({"baseURL", "apiKey", "timeout", "headers"})
 
 
-def to_openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
+def to_openai_messages(request: ModelRequest) -> list[JsonObject]:
     """The ``messages`` array: one system message, then the history."""
     return system_message(request.system) + messages_to_openai(request.messages)
 
 
-def to_openai_tools(request: ModelRequest) -> list[dict[str, Any]]:
+def to_openai_tools(request: ModelRequest) -> list[JsonObject]:
     """Tool schemas as ``{"type": "function", "function": {...}}``."""
     return tools_to_openai(request.tools)
 
 
-def _usage(raw: dict[str, Any]) -> Usage:
+def _usage(raw: JsonObject) -> Usage:
     """Map OpenAI usage. ``input_tokens`` excludes cached tokens (as Anthropic counts)."""
     prompt = as_tokens(raw.get("prompt_tokens")) or 0
     cached = as_tokens(as_dict(raw.get("prompt_tokens_details")).get("cached_tokens")) or 0
@@ -122,7 +122,7 @@ class OpenAIStream:
                 provider=self.provider,
             ) from exc
 
-    def _chunks(self, obj: dict[str, Any]) -> list[StreamChunk]:
+    def _chunks(self, obj: JsonObject) -> list[StreamChunk]:
         if obj.get("error"):
             raise error_from_payload(self.provider, obj, secret=self.secret)
         usage = obj.get("usage") or as_dict(obj.get("x_groq")).get("usage")
@@ -150,7 +150,7 @@ class OpenAIStream:
                 self.finish = finish
         return out
 
-    def _tool_delta(self, tc: dict[str, Any]) -> list[StreamChunk]:
+    def _tool_delta(self, tc: JsonObject) -> list[StreamChunk]:
         fn = as_dict(tc.get("function"))
         name = as_str(fn.get("name"))
         key = as_index(tc.get("index"))
@@ -213,8 +213,8 @@ class OpenAIProvider(RetryingHTTPProvider):
     def headers(self) -> dict[str, str]:
         return request_headers(self.spec)
 
-    def build_body(self, request: ModelRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def build_body(self, request: ModelRequest) -> JsonObject:
+        body: JsonObject = {
             "model": request.model or self.spec.model,
             "messages": to_openai_messages(request),
             "stream": True,

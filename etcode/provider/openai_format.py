@@ -9,22 +9,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
+from etcode.provider.shapes import field_of
 from etcode.provider.types import Message, Part, TextPart, ToolCallPart, ToolResultPart, ToolSchema
+from etcode.util.json_types import JsonObject, JsonValue
 
-__all__ = ["messages_from_openai", "messages_to_openai", "system_message", "tools_to_openai"]
+__all__ = [
+    "messages_from_openai",
+    "messages_to_openai",
+    "system_message",
+    "tool_call_fields",
+    "tools_to_openai",
+]
 
 
-def system_message(system: Iterable[str]) -> list[dict[str, Any]]:
+def system_message(system: Iterable[str]) -> list[JsonObject]:
     """One system message of the non-blank texts joined by blank lines ([] when none)."""
     text = "\n\n".join(s for s in system if s and s.strip())
     return [{"role": "system", "content": text}] if text else []
 
 
-def messages_to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
+def messages_to_openai(messages: Iterable[Message]) -> list[JsonObject]:
     """The history as Chat Completions messages (user, assistant with ``tool_calls``, tool)."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for message in messages:
         text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
         if message.role == "assistant":
@@ -49,7 +56,7 @@ def messages_to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def tools_to_openai(tools: Iterable[ToolSchema]) -> list[dict[str, Any]]:
+def tools_to_openai(tools: Iterable[ToolSchema]) -> list[JsonObject]:
     """Tool schemas as ``{"type": "function", "function": {...}}``."""
     return [
         {
@@ -60,7 +67,7 @@ def tools_to_openai(tools: Iterable[ToolSchema]) -> list[dict[str, Any]]:
     ]
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: JsonValue) -> str:
     """A message's ``content``: a string, None, or a list of ``{"type": "text"}`` parts."""
     if content is None:
         return ""
@@ -73,29 +80,37 @@ def _content_text(content: Any) -> str:
     return str(content)
 
 
-def _arguments_text(arguments: Any) -> str:
+def _arguments_text(arguments: object) -> str:
     if arguments is None:
         return ""
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
-def _call_part(raw: Any, index: int) -> ToolCallPart:
+def tool_call_fields(raw: object) -> tuple[object, object, object]:
+    """``(id, name, arguments)`` of one tool call in OpenAI's shape (``{"id", "function":
+    {"name", "arguments"}}``) or flat (``{"id", "name", "arguments"}``), from a dict or an
+    object with those fields (a :class:`~etcode.provider.chat_client.ToolCall`). The one
+    reader of such calls: a history (:func:`messages_from_openai`) and a client's answer
+    (``ChatClientProvider``); each checks the values its own way."""
+    function = field_of(raw, "function")
+    source = function if isinstance(function, dict) else raw
+    return field_of(raw, "id"), field_of(source, "name"), field_of(source, "arguments")
+
+
+def _call_part(raw: JsonValue, index: int) -> ToolCallPart:
     if not isinstance(raw, dict):
         raise ValueError(f"tool call {index}: expected a dict, got {type(raw).__name__}")
-    function = raw.get("function")
-    fn: dict[str, Any] = function if isinstance(function, dict) else raw
-    name = fn.get("name")
+    call_id, name, arguments = tool_call_fields(raw)
     if not isinstance(name, str) or not name:
         raise ValueError(f"tool call {index}: no function name")
-    call_id = raw.get("id")
     return ToolCallPart(
         call_id if isinstance(call_id, str) and call_id else f"call_{index}",
         name,
-        _arguments_text(fn.get("arguments")),
+        _arguments_text(arguments),
     )
 
 
-def messages_from_openai(items: Iterable[dict[str, Any]]) -> list[Message]:
+def messages_from_openai(items: Iterable[JsonObject]) -> list[Message]:
     """OpenAI Chat message dicts as etcode messages: ``system``/``developer`` are skipped
     (etcode sends its own), consecutive ``tool`` messages become one tool-result message.
     Raises ``ValueError`` naming the item at fault."""

@@ -10,10 +10,10 @@ LM Studio, llama.cpp) also take the samplers those servers add. ``stop`` is tran
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from etcode.provider.spec import KNOWN_PROVIDERS
 from etcode.util.errors import ConfigError
+from etcode.util.json_types import JsonObject, JsonValue
 
 #: Options of OpenAI Chat Completions (besides model, messages, tools, max_tokens, temperature).
 OPENAI_OPTIONS = frozenset(
@@ -53,7 +53,7 @@ def accepted_options(wire: str, provider_id: str) -> frozenset[str]:
     return OPENAI_OPTIONS | LOCAL_SERVER_OPTIONS  # your own server: its samplers as well
 
 
-def request_options(wire: str, provider_id: str, options: Mapping[str, Any]) -> dict[str, Any]:
+def request_options(wire: str, provider_id: str, options: Mapping[str, JsonValue]) -> JsonObject:
     """``options`` as request-body fields for ``wire``; a keyword the provider does not accept
     raises ``ConfigError`` with the accepted names."""
     accepted = accepted_options(wire, provider_id)

@@ -19,7 +19,6 @@ import email.utils
 import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any
 
 from etcode.provider.errors import ProviderError
 from etcode.provider.spec import RetryConfig
@@ -85,7 +84,7 @@ async def stream_with_retries(
     attempt: Callable[[], AsyncGenerator[StreamChunk, None]],
     config: RetryConfig,
     *,
-    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
 ) -> AsyncIterator[StreamChunk]:
     """Run ``attempt()`` until it succeeds, yielding :class:`RetryNotice` before each retry.
 

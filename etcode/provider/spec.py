@@ -9,7 +9,9 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
+
+from etcode.util.json_types import JsonObject
 
 WireFormat = Literal["openai", "anthropic"]
 
@@ -89,10 +91,10 @@ class ProviderSpec:
     model: str
     api_key: str | None = field(default=None, repr=False)  # keys never show in a repr
     headers: dict[str, str] = field(default_factory=dict, repr=False)
-    options: dict[str, Any] = field(default_factory=dict)
+    options: JsonObject = field(default_factory=dict)
     timeout: float = 600.0
     #: Per-model overrides from config (``limit``, ``cost``...), used by later features.
-    model_info: dict[str, Any] = field(default_factory=dict)
+    model_info: JsonObject = field(default_factory=dict)
 
     @property
     def full_id(self) -> str:

@@ -7,13 +7,13 @@ import functools
 import json
 import ssl
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any
 
 import httpx
 
 from etcode.provider.errors import StreamParseError
 from etcode.provider.http_errors import error_from_exception, error_from_payload, error_from_response
 from etcode.provider.sse import SSEEvent, aiter_sse
+from etcode.util.json_types import JsonObject
 
 CONNECT_TIMEOUT = 10.0
 #: How long to wait for the end of the body after the terminal event (keeps keep-alive).
@@ -35,7 +35,7 @@ async def open_sse(
     url: str,
     *,
     headers: Mapping[str, str],
-    body: dict[str, Any],
+    body: JsonObject,
     timeout: httpx.Timeout,
     provider: str,
     secret: str | None = None,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
+from typing import Literal
+
+from etcode.util.json_types import JsonObject
 
 Role = Literal["user", "assistant", "tool"]
 
@@ -40,7 +42,7 @@ class ToolCallPart:
     arguments: str = ""
     type: Literal["tool_call"] = "tool_call"
 
-    def parsed_arguments(self) -> dict[str, Any]:
+    def parsed_arguments(self) -> JsonObject:
         """The arguments as a dict. Raises ``ValueError`` when they are not a JSON object."""
         text = self.arguments.strip() or "{}"
         try:
@@ -65,7 +67,7 @@ class ToolResultPart:
     is_error: bool = False
     type: Literal["tool_result"] = "tool_result"
     summary: str | None = None
-    data: dict[str, Any] | None = None
+    data: JsonObject | None = None
 
 
 Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart
@@ -104,11 +106,11 @@ class Message:
     def tool_results(self) -> list[ToolResultPart]:
         return [p for p in self.parts if isinstance(p, ToolResultPart)]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"role": self.role, "parts": [_part_dict(p) for p in self.parts]}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Message:
+    def from_dict(cls, data: JsonObject) -> Message:
         parts: list[Part] = []
         for raw in data.get("parts", []):
             kind = _PART_TYPES[raw["type"]]
@@ -124,7 +126,7 @@ _FIELDS: dict[type, frozenset[str]] = {
 _OPTIONAL = ("summary", "data")
 
 
-def _part_dict(part: Part) -> dict[str, Any]:
+def _part_dict(part: Part) -> JsonObject:
     raw = asdict(part)
     if isinstance(part, ToolResultPart):
         for key in _OPTIONAL:
@@ -139,7 +141,7 @@ class ToolSchema:
 
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: JsonObject
 
 
 @dataclass
@@ -171,7 +173,7 @@ class ModelRequest:
     tools: list[ToolSchema] = field(default_factory=list)
     max_tokens: int | None = None
     temperature: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
 
 # ---- stream chunks yielded by ``Provider.stream`` ---------------------------------
