@@ -7,16 +7,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
-from acp import helpers
-from acp.schema import EnvVariable
+from acp import Client, helpers
+from acp.schema import CreateTerminalResponse, EnvVariable
 
 from etcode.tools.client_io import ClientFileError, ClientTerminalError, TerminalRun
 from etcode.util.process_group import wait_despite_cancels
 
 log = logging.getLogger("etcode.acp")
+T = TypeVar("T")
 
 #: How long one file request or terminal control request to the editor may take.
 REQUEST_SECONDS = 30.0
@@ -27,7 +29,7 @@ OUTPUT_BYTE_LIMIT = 1024 * 1024
 class EditorFiles:
     """``fs/read_text_file`` and ``fs/write_text_file`` of one session."""
 
-    def __init__(self, conn: Any, session_id: str, *, read: bool, write: bool) -> None:
+    def __init__(self, conn: Client, session_id: str, *, read: bool, write: bool) -> None:
         self.conn = conn
         self.session_id = session_id
         self.can_read = read
@@ -65,11 +67,11 @@ def _reason(err: BaseException) -> str:
 class EditorTerminal:
     """Runs a command with ``terminal/create`` and shows the terminal on the tool call."""
 
-    def __init__(self, conn: Any, session_id: str) -> None:
+    def __init__(self, conn: Client, session_id: str) -> None:
         self.conn = conn
         self.session_id = session_id
 
-    async def _call(self, request: Any) -> Any:
+    async def _call(self, request: Awaitable[T]) -> T:
         return await asyncio.wait_for(request, REQUEST_SECONDS)
 
     async def run(
@@ -115,7 +117,7 @@ class EditorTerminal:
         finally:
             await self._release(terminal_id)
 
-    async def _end_created(self, creating: asyncio.Future[Any]) -> None:
+    async def _end_created(self, creating: asyncio.Future[CreateTerminalResponse]) -> None:
         """Kill and release the terminal ``creating`` gives (its request is bounded)."""
         await asyncio.wait({creating})
         if creating.cancelled() or creating.exception() is not None:
