@@ -1,6 +1,10 @@
-"""Files and commands through the editor, when it offers them (``fs`` and ``terminal``
-client capabilities): reads see unsaved buffers, writes land in the editor's buffers, and
-commands run in a terminal the editor shows. Every request has a time limit."""
+"""The ACP requests behind the tools' front-end seam (``tools/client_io.py``):
+:class:`EditorFiles` implements its ``ClientFiles`` with ``fs/read_text_file`` and
+``fs/write_text_file``, :class:`EditorTerminal` its ``ClientTerminal`` with ``terminal/create``,
+``terminal/output``, ``terminal/wait_for_exit``, ``terminal/kill`` and ``terminal/release``.
+Offered when the editor states the ``fs`` and ``terminal`` capabilities: reads see unsaved
+buffers, writes land in the editor's buffers, commands run in a terminal the editor shows.
+Every request has a time limit."""
 
 from __future__ import annotations
 
