@@ -1,22 +1,28 @@
-"""Files and commands through the editor, when it offers them (``fs`` and ``terminal``
-client capabilities): reads see unsaved buffers, writes land in the editor's buffers, and
-commands run in a terminal the editor shows. Every request has a time limit."""
+"""The ACP requests behind the tools' front-end seam (``tools/client_io.py``):
+:class:`EditorFiles` implements its ``ClientFiles`` with ``fs/read_text_file`` and
+``fs/write_text_file``, :class:`EditorTerminal` its ``ClientTerminal`` with ``terminal/create``,
+``terminal/output``, ``terminal/wait_for_exit``, ``terminal/kill`` and ``terminal/release``.
+Offered when the editor states the ``fs`` and ``terminal`` capabilities: reads see unsaved
+buffers, writes land in the editor's buffers, commands run in a terminal the editor shows.
+Every request has a time limit."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
-from acp import helpers
-from acp.schema import EnvVariable
+from acp import Client, helpers
+from acp.schema import CreateTerminalResponse, EnvVariable
 
 from etcode.tools.client_io import ClientFileError, ClientTerminalError, TerminalRun
 from etcode.util.process_group import wait_despite_cancels
 
 log = logging.getLogger("etcode.acp")
+T = TypeVar("T")
 
 #: How long one file request or terminal control request to the editor may take.
 REQUEST_SECONDS = 30.0
@@ -27,7 +33,7 @@ OUTPUT_BYTE_LIMIT = 1024 * 1024
 class EditorFiles:
     """``fs/read_text_file`` and ``fs/write_text_file`` of one session."""
 
-    def __init__(self, conn: Any, session_id: str, *, read: bool, write: bool) -> None:
+    def __init__(self, conn: Client, session_id: str, *, read: bool, write: bool) -> None:
         self.conn = conn
         self.session_id = session_id
         self.can_read = read
@@ -65,11 +71,11 @@ def _reason(err: BaseException) -> str:
 class EditorTerminal:
     """Runs a command with ``terminal/create`` and shows the terminal on the tool call."""
 
-    def __init__(self, conn: Any, session_id: str) -> None:
+    def __init__(self, conn: Client, session_id: str) -> None:
         self.conn = conn
         self.session_id = session_id
 
-    async def _call(self, request: Any) -> Any:
+    async def _call(self, request: Awaitable[T]) -> T:
         return await asyncio.wait_for(request, REQUEST_SECONDS)
 
     async def run(
@@ -115,7 +121,7 @@ class EditorTerminal:
         finally:
             await self._release(terminal_id)
 
-    async def _end_created(self, creating: asyncio.Future[Any]) -> None:
+    async def _end_created(self, creating: asyncio.Future[CreateTerminalResponse]) -> None:
         """Kill and release the terminal ``creating`` gives (its request is bounded)."""
         await asyncio.wait({creating})
         if creating.cancelled() or creating.exception() is not None:

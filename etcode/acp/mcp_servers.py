@@ -4,11 +4,19 @@ session's config beside the configured ones (a client server wins on a name clas
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
-from acp.schema import HttpMcpServer, McpServerStdio
+from acp.schema import AcpMcpServer, HttpMcpServer, McpServerStdio, SseMcpServer
+
+from etcode.util.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from etcode.config.schema import Config
 
 log = logging.getLogger("etcode.acp")
+
+#: An MCP server as ``session/new`` describes it.
+McpServer: TypeAlias = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
 
 #: Start-up limit for a server the editor passes (ms). ACP gives the editor no way to set
 #: one, and a server started through ``npx``/``uvx`` often needs more than the 5 s that
@@ -16,7 +24,7 @@ log = logging.getLogger("etcode.acp")
 CLIENT_SERVER_TIMEOUT_MS = 30_000
 
 
-def server_entry(server: Any) -> dict[str, Any] | None:
+def server_entry(server: McpServer) -> JsonObject | None:
     """etcode's ``"mcp"`` entry for one ACP server description (None: a kind not supported)."""
     if isinstance(server, McpServerStdio):
         return {
@@ -35,13 +43,13 @@ def server_entry(server: Any) -> dict[str, Any] | None:
     return None
 
 
-def with_client_servers(config: Any, servers: list[Any]) -> Any:
+def with_client_servers(config: Config, servers: list[McpServer]) -> Config:
     """``config`` with the client's servers in its ``mcp`` section (a copy; same when none)."""
     if not servers:
         return config
     from etcode.config.schema import McpServerConfig
 
-    merged = dict(getattr(config, "mcp", None) or {})
+    merged = dict(config.mcp or {})
     for server in servers:
         entry = server_entry(server)
         if entry is None:

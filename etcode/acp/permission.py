@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
-from typing import Any
 
-from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
+from acp import Client
+from acp.schema import AllowedOutcome, DeniedOutcome, PermissionOption, ToolCallUpdate
 
 from etcode.acp.updates import diff_content, tool_kind, tool_locations, tool_title
 from etcode.permission.service import Decision, PermissionRequest
@@ -56,7 +56,7 @@ def tool_call_of(request: PermissionRequest, directory: Path) -> ToolCallUpdate:
 class AcpAsker:
     """Implements etcode's ``Asker`` for one ACP session."""
 
-    def __init__(self, conn: Any, session_id: str, directory: Path) -> None:
+    def __init__(self, conn: Client, session_id: str, directory: Path) -> None:
         self.conn = conn
         self.session_id = session_id
         self.directory = directory
@@ -88,12 +88,12 @@ class TurnCancelled(Exception):
 
 
 async def ask_editor(
-    conn: Any,
+    conn: Client,
     session_id: str,
     tool_call: ToolCallUpdate,
     options: list[PermissionOption],
     cancelled: asyncio.Event,
-) -> Any:
+) -> AllowedOutcome | DeniedOutcome:
     """``session/request_permission``; returns the response's outcome. Raises
     :class:`TurnCancelled` when ``cancelled`` is set first (the request is abandoned) and
     whatever the client's failure to answer raised."""

@@ -5,11 +5,13 @@ with its tools when it needs it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeAlias
 from urllib.parse import unquote, urlparse
 
 from acp.schema import (
+    AudioContentBlock,
     EmbeddedResourceContentBlock,
+    ImageContentBlock,
     ResourceContentBlock,
     TextContentBlock,
     TextResourceContents,
@@ -17,13 +19,22 @@ from acp.schema import (
 
 from etcode.ui.tui.mentions import Attachment, attach
 
+#: A content block of ``session/prompt``.
+PromptBlock: TypeAlias = (
+    TextContentBlock
+    | ImageContentBlock
+    | AudioContentBlock
+    | ResourceContentBlock
+    | EmbeddedResourceContentBlock
+)
+
 
 def _path_of(uri: str) -> str:
     parsed = urlparse(uri)
     return unquote(parsed.path) if parsed.scheme == "file" else uri
 
 
-def prompt_text(blocks: list[Any]) -> str:
+def prompt_text(blocks: list[PromptBlock]) -> str:
     texts: list[str] = []
     attachments: list[Attachment] = []
     for block in blocks:
@@ -38,7 +49,5 @@ def prompt_text(blocks: list[Any]) -> str:
         elif isinstance(block, ResourceContentBlock):
             attachments.append(Attachment(_path_of(block.uri), None, "linked by the user; read it if needed"))
         else:  # images and audio: this agent's models get text only (not offered in initialize)
-            attachments.append(
-                Attachment(f"({getattr(block, 'type', 'content')})", None, "not supported, left out")
-            )
+            attachments.append(Attachment(f"({block.type})", None, "not supported, left out"))
     return attach("".join(texts), attachments)

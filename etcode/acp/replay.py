@@ -6,21 +6,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from acp import helpers
 
 from etcode.acp.updates import Update, plan_of, tool_end, tool_start
 from etcode.provider.types import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from etcode.util.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from etcode.tools.base import Tool
 
 
-def _tools() -> dict[str, Any]:
+def _tools() -> dict[str, Tool]:
     from etcode.tools.registry import builtin_tools
 
     return {tool.name: tool for tool in builtin_tools()}
 
 
-def _summary(tools: dict[str, Any], name: str, params: dict[str, Any]) -> str:
+def _summary(tools: dict[str, Tool], name: str, params: JsonObject) -> str:
     tool = tools.get(name)
     if tool is None:
         return ""
@@ -30,7 +34,7 @@ def _summary(tools: dict[str, Any], name: str, params: dict[str, Any]) -> str:
         return ""
 
 
-def _params(call: ToolCallPart) -> dict[str, Any]:
+def _params(call: ToolCallPart) -> JsonObject:
     try:
         return call.parsed_arguments()
     except ValueError:
@@ -38,7 +42,7 @@ def _params(call: ToolCallPart) -> dict[str, Any]:
 
 
 def replay_updates(
-    messages: Sequence[Message], directory: Path, todos: list[dict[str, Any]] | None = None
+    messages: Sequence[Message], directory: Path, todos: list[JsonObject] | None = None
 ) -> list[Update]:
     """The updates that show ``messages`` (a transcript's, oldest first), then the plan."""
     tools = _tools()

@@ -16,9 +16,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from acp import PROTOCOL_VERSION, RequestError
+from acp import PROTOCOL_VERSION, Client, RequestError
 from acp.schema import (
     AgentCapabilities,
     ClientCapabilities,
@@ -36,15 +36,23 @@ from acp.schema import (
     SessionMode,
     SessionModeState,
     SetSessionModeResponse,
+    StopReason,
 )
 
 from etcode import __version__
+from etcode.acp.mcp_servers import McpServer
 from etcode.acp.permission import AcpAsker
-from etcode.acp.prompt_text import prompt_text
+from etcode.acp.prompt_text import PromptBlock, prompt_text
 from etcode.acp.trust import PendingTrust
 from etcode.acp.updates import updates_of
 from etcode.contract import events as ev
 from etcode.util.errors import EtcodeError
+from etcode.util.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from etcode.api import Agent
+    from etcode.session.store import SessionStore
+    from etcode.ui.tui.controller import AgentHost
 
 log = logging.getLogger("etcode.acp")
 
@@ -53,7 +61,7 @@ SESSION_BUSY = -32000
 #: How long ``session/cancel`` waits for the turn to stop before the prompt answers anyway.
 CANCEL_GRACE_SECONDS = 15.0
 
-STOP_REASONS = {
+STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn",
     "max_tokens": "max_tokens",
     "max_steps": "max_turn_requests",
@@ -78,18 +86,19 @@ class SessionHandle:
 
     id: str
     directory: Path
-    host: Any  # etcode.ui.tui.controller.AgentHost: builds and reconfigures the Agent
+    host: AgentHost  # builds and reconfigures the Agent
     asker: AcpAsker
-    turn: asyncio.Task[Any] | None = None
+    turn: asyncio.Task[object] | None = None
     cancelled: bool = False
     pending_mode: str | None = None
     #: The folder's unapproved project settings: asked at the first prompt, None once settled.
     trust: PendingTrust | None = None
-    equip: Callable[[Any], None] = field(default=lambda agent: None)
+    equip: Callable[[Agent], None] = field(default=lambda agent: None)
 
     @property
-    def agent(self) -> Any:
-        return self.host.agent
+    def agent(self) -> Agent:
+        agent: Agent = self.host.agent
+        return agent
 
 
 def _one_line(err: BaseException) -> str:
@@ -111,13 +120,20 @@ class EtcodeAcpAgent:
 
     def __init__(self, options: AcpOptions | None = None) -> None:
         self.options = options or AcpOptions()
-        self.conn: Any = None
+        self._conn: Client | None = None
         self.client: ClientCapabilities = ClientCapabilities()
         self.sessions: dict[str, SessionHandle] = {}
-        self._store: Any = None
+        self._store: SessionStore | None = None
 
-    def on_connect(self, conn: Any) -> None:
-        self.conn = conn
+    def on_connect(self, conn: Client) -> None:
+        self._conn = conn
+
+    @property
+    def conn(self) -> Client:
+        """The client (the SDK connects it before the first request)."""
+        if self._conn is None:
+            raise RequestError(-32603, "no client is connected")
+        return self._conn
 
     # ---- set-up --------------------------------------------------------------------------
     async def initialize(
@@ -125,7 +141,7 @@ class EtcodeAcpAgent:
         protocol_version: int,
         client_capabilities: ClientCapabilities | None = None,
         client_info: Implementation | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> InitializeResponse:
         self.client = client_capabilities or ClientCapabilities()
         log.debug("client %s, protocol %s", client_info, protocol_version)
@@ -141,10 +157,10 @@ class EtcodeAcpAgent:
             auth_methods=[],
         )
 
-    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+    async def authenticate(self, method_id: str, **kwargs: object) -> None:
         return None  # providers' keys come from etcode's config and environment
 
-    def store(self) -> Any:
+    def store(self) -> SessionStore:
         if self._store is None:
             from etcode.session.store import SessionStore
 
@@ -153,13 +169,13 @@ class EtcodeAcpAgent:
 
     # ---- sessions ------------------------------------------------------------------------
     async def new_session(
-        self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+        self, cwd: str, mcp_servers: list[McpServer] | None = None, **kwargs: object
     ) -> NewSessionResponse:
         handle = await self._open(cwd, mcp_servers, None)
         return NewSessionResponse(session_id=handle.id, modes=self._modes(handle))
 
     async def load_session(
-        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+        self, cwd: str, session_id: str, mcp_servers: list[McpServer] | None = None, **kwargs: object
     ) -> LoadSessionResponse:
         if session_id in self.sessions:
             await self._close(self.sessions.pop(session_id))
@@ -182,7 +198,7 @@ class EtcodeAcpAgent:
         return LoadSessionResponse(modes=self._modes(handle))
 
     async def list_sessions(
-        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: object
     ) -> ListSessionsResponse:
         from datetime import UTC, datetime
 
@@ -204,7 +220,9 @@ class EtcodeAcpAgent:
             ]
         )
 
-    async def _open(self, cwd: str, mcp_servers: list[Any] | None, session_id: str | None) -> SessionHandle:
+    async def _open(
+        self, cwd: str, mcp_servers: list[McpServer] | None, session_id: str | None
+    ) -> SessionHandle:
         directory = Path(cwd)
         if not directory.is_absolute() or not directory.is_dir():
             raise RequestError.invalid_params({"cwd": f"{cwd} is not an absolute path of a folder"})
@@ -213,7 +231,9 @@ class EtcodeAcpAgent:
         except EtcodeError as err:
             raise _errors_as_rpc(err) from None
 
-    async def _build(self, directory: Path, mcp_servers: list[Any], session_id: str | None) -> SessionHandle:
+    async def _build(
+        self, directory: Path, mcp_servers: list[McpServer], session_id: str | None
+    ) -> SessionHandle:
         from etcode.acp.mcp_servers import with_client_servers
         from etcode.acp.trust import pending_of
         from etcode.config.loader import load_config
@@ -253,13 +273,13 @@ class EtcodeAcpAgent:
         self.sessions[handle.id] = handle
         return handle
 
-    def _equipment(self, session_id: str) -> Callable[[Any], None]:
+    def _equipment(self, session_id: str) -> Callable[[Agent], None]:
         """Puts the editor's files and terminal where the tools find them (when offered)."""
         fs = self.client.fs
         read, write = bool(fs and fs.read_text_file), bool(fs and fs.write_text_file)
         terminal = bool(self.client.terminal)
 
-        def equip(agent: Any) -> None:
+        def equip(agent: Agent) -> None:
             if not (read or write or terminal):
                 return
             from etcode.acp.editor_requests import EditorFiles, EditorTerminal
@@ -293,7 +313,9 @@ class EtcodeAcpAgent:
             )
         return handle
 
-    async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> SetSessionModeResponse:
+    async def set_session_mode(
+        self, mode_id: str, session_id: str, **kwargs: object
+    ) -> SetSessionModeResponse:
         handle = self._session(session_id)
         names = handle.host.agent_names()
         if mode_id not in names:
@@ -314,7 +336,7 @@ class EtcodeAcpAgent:
         handle.equip(handle.agent)
 
     # ---- turns -----------------------------------------------------------------------------
-    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+    async def prompt(self, prompt: list[PromptBlock], session_id: str, **kwargs: object) -> PromptResponse:
         handle = self._session(session_id)
         if handle.turn is not None:
             raise RequestError(
@@ -340,7 +362,7 @@ class EtcodeAcpAgent:
         if handle.cancelled or stop == "interrupted":
             return PromptResponse(stop_reason="cancelled")
         if stop in STOP_REASONS:
-            return PromptResponse(stop_reason=STOP_REASONS[stop])  # type: ignore[arg-type]
+            return PromptResponse(stop_reason=STOP_REASONS[stop])
         raise RequestError(-32603, error or f"the turn ended: {stop}")
 
     async def _settle_trust(self, handle: SessionHandle) -> bool:
@@ -375,7 +397,7 @@ class EtcodeAcpAgent:
                     handle.agent.interrupt()
         return error
 
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+    async def cancel(self, session_id: str, **kwargs: object) -> None:
         handle = self.sessions.get(session_id)
         if handle is None or handle.turn is None:
             return
@@ -403,7 +425,7 @@ class EtcodeAcpAgent:
                 self._store.release()
 
 
-def _todos(agent: Any) -> list[dict[str, Any]]:
+def _todos(agent: Agent) -> list[JsonObject]:
     from etcode.tools.todo import TodoStore
 
     return [dict(item) for item in TodoStore.of(agent.state).items or []]

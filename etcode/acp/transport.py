@@ -16,7 +16,8 @@ import logging
 import os
 import stat
 import threading
-from typing import Any
+
+from etcode.util.json_types import JsonObject, JsonValue
 
 log = logging.getLogger("etcode.acp")
 
@@ -26,11 +27,11 @@ INVALID_REQUEST = -32600
 MAX_LINE_BYTES = 50 * 1024 * 1024
 
 
-def error_response(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
+def error_response(code: int, message: str, request_id: JsonValue = None) -> JsonObject:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
-def check_message(message: Any) -> dict[str, Any] | None:
+def check_message(message: JsonValue) -> JsonObject | None:
     """The error response a decoded line earns, or None when it is a request,
     notification or response the connection can handle."""
     if not isinstance(message, dict):
@@ -61,20 +62,20 @@ class StdioTransport:
         self._send_lock = asyncio.Lock()
         self._closed = False
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: JsonObject) -> None:
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         async with self._send_lock:
             if self._closed:
                 raise ConnectionError("the connection to the client is closed")
             await self._sink.write(data)
 
-    async def _reply(self, response: dict[str, Any]) -> None:
+    async def _reply(self, response: JsonObject) -> None:
         try:
             await self.send(response)
         except (ConnectionError, OSError) as err:
             log.debug("could not send an error response: %s", err)
 
-    async def receive(self) -> dict[str, Any] | None:
+    async def receive(self) -> JsonObject | None:
         """The next message that makes sense; None at the end of input."""
         while True:
             line = await self._read_line()
@@ -90,11 +91,11 @@ class StdioTransport:
                 await self._reply(error_response(PARSE_ERROR, f"Parse error: {err}"))
                 continue
             problem = check_message(message)
+            if problem is None and isinstance(message, dict):
+                return message
             if problem is not None:
                 log.warning("acp: %s", problem["error"]["message"])
                 await self._reply(problem)
-                continue
-            return message
 
     async def _read_line(self) -> bytes | None:
         """One line (None at EOF). A line over :data:`MAX_LINE_BYTES` is skipped whole and

@@ -10,9 +10,9 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from acp import RequestError
+from acp import Client, RequestError
 from acp.schema import (
     AllowedOutcome,
     ContentToolCallContent,
@@ -26,6 +26,9 @@ from etcode.acp.permission import TurnCancelled, ask_editor
 from etcode.config.trust import Finding, describe, trust_files
 from etcode.util.errors import EtcodeError
 from etcode.util.ids import new_id
+
+if TYPE_CHECKING:
+    from etcode.config.schema import Config
 
 log = logging.getLogger("etcode.acp")
 
@@ -44,7 +47,7 @@ OPTIONS = [
 class PendingTrust:
     """A session's unapproved project settings: ``config`` as loaded (its files' sha256)."""
 
-    config: Any
+    config: Config
     findings: list[Finding]
 
     @property
@@ -85,7 +88,7 @@ def refusal(pending: PendingTrust, why: str) -> RequestError:
     )
 
 
-async def settle(conn: Any, session_id: str, pending: PendingTrust, cancelled: asyncio.Event) -> bool:
+async def settle(conn: Client, session_id: str, pending: PendingTrust, cancelled: asyncio.Event) -> bool:
     """Ask the editor. True: approved (remembered when the user trusted the file); False:
     the turn was cancelled meanwhile. Raises :class:`RequestError` when refused."""
     try:
@@ -108,5 +111,5 @@ async def settle(conn: Any, session_id: str, pending: PendingTrust, cancelled: a
     )
 
 
-def pending_of(config: Any, findings: Sequence[Finding]) -> PendingTrust | None:
+def pending_of(config: Config, findings: Sequence[Finding]) -> PendingTrust | None:
     return PendingTrust(config, list(findings)) if findings else None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from acp import helpers
 from acp.schema import (
@@ -18,14 +17,17 @@ from acp.schema import (
     AgentThoughtChunk,
     ContentToolCallContent,
     FileEditToolCallContent,
+    PlanEntryStatus,
     TerminalToolCallContent,
     ToolCallLocation,
     ToolCallProgress,
     ToolCallStart,
+    ToolKind,
     UserMessageChunk,
 )
 
 from etcode.contract import events as ev
+from etcode.util.json_types import JsonObject, JsonValue
 
 Update = (
     AgentMessageChunk
@@ -38,7 +40,7 @@ Update = (
 ToolContent = ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent
 
 #: ACP tool kinds of the built-in tools (editors pick icons and grouping from them).
-TOOL_KINDS: dict[str, str] = {
+TOOL_KINDS: dict[str, ToolKind] = {
     "ReadFile": "read",
     "ReadManyFiles": "read",
     "ListFiles": "read",
@@ -53,10 +55,14 @@ TOOL_KINDS: dict[str, str] = {
 #: Tool output shown in the editor is cut here (the model saw all of it).
 MAX_SHOWN_OUTPUT = 20_000
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
-_PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
+_PLAN_STATUS: dict[str, PlanEntryStatus] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+}
 
 
-def tool_kind(name: str) -> Any:
+def tool_kind(name: str) -> ToolKind:
     """The ACP ``ToolKind`` of a tool (``other`` for Task, MCP and custom tools)."""
     return TOOL_KINDS.get(name, "other")
 
@@ -66,11 +72,11 @@ def tool_title(name: str, summary: str) -> str:
     return f"{name} ({summary})" if summary else name
 
 
-def tool_locations(params: dict[str, Any], directory: Path) -> list[ToolCallLocation]:
+def tool_locations(params: JsonObject, directory: Path) -> list[ToolCallLocation]:
     """The files a call touches, absolute, so the editor can follow the agent."""
     found: list[ToolCallLocation] = []
 
-    def add(value: Any, line: Any = None) -> None:
+    def add(value: JsonValue, line: JsonValue = None) -> None:
         if isinstance(value, str) and value and "*" not in value:
             path = Path(value) if Path(value).is_absolute() else directory / value
             found.append(ToolCallLocation(path=str(path), line=line if isinstance(line, int) else None))
@@ -117,7 +123,7 @@ def diff_texts(diff: str) -> tuple[str, str] | None:
     return "".join(old), "".join(new)
 
 
-def diff_content(data: dict[str, Any]) -> list[ToolContent]:
+def diff_content(data: JsonObject) -> list[ToolContent]:
     """An Edit/WriteFile result's change as an ACP diff (a created file has no old text)."""
     diff, path = data.get("diff"), data.get("path")
     if not isinstance(diff, str) or not isinstance(path, str):
@@ -138,7 +144,7 @@ def _fenced(text: str) -> str:
     return f"{fence}\n{text}\n{fence}"
 
 
-def result_content(name: str, output: str, data: dict[str, Any] | None) -> list[ToolContent]:
+def result_content(name: str, output: str, data: JsonObject | None) -> list[ToolContent]:
     """What the editor shows under a finished call: the diff of an edit, the terminal of a
     command run in the editor's terminal, else the output (commands' in a code block)."""
     data = data or {}
@@ -155,7 +161,7 @@ def result_content(name: str, output: str, data: dict[str, Any] | None) -> list[
     return [helpers.tool_content(helpers.text_block(text))]
 
 
-def plan_of(todos: list[dict[str, Any]]) -> AgentPlanUpdate:
+def plan_of(todos: list[JsonObject]) -> AgentPlanUpdate:
     """The todo list as an ACP plan (a cancelled item shows as completed, struck by name)."""
     entries = []
     for item in todos:
@@ -163,13 +169,11 @@ def plan_of(todos: list[dict[str, Any]]) -> AgentPlanUpdate:
         content = str(item.get("content", ""))
         if status not in _PLAN_STATUS:
             content, status = f"{content} ({status})", "completed"
-        entries.append(helpers.plan_entry(content, status=_PLAN_STATUS[status]))  # type: ignore[arg-type]
+        entries.append(helpers.plan_entry(content, status=_PLAN_STATUS[status]))
     return helpers.update_plan(entries)
 
 
-def tool_start(
-    call_id: str, name: str, params: dict[str, Any], summary: str, directory: Path
-) -> ToolCallStart:
+def tool_start(call_id: str, name: str, params: JsonObject, summary: str, directory: Path) -> ToolCallStart:
     return helpers.start_tool_call(
         call_id,
         tool_title(name, summary),
@@ -181,9 +185,9 @@ def tool_start(
 
 
 def tool_end(
-    call_id: str, name: str, is_error: bool, summary: str, output: str, data: dict[str, Any] | None
+    call_id: str, name: str, is_error: bool, summary: str, output: str, data: JsonObject | None
 ) -> ToolCallProgress:
-    raw: dict[str, Any] = {"summary": summary}
+    raw: JsonObject = {"summary": summary}
     if data:
         raw["data"] = {key: value for key, value in data.items() if key != "diff"}
     return helpers.update_tool_call(

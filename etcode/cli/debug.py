@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 import typer
+
+if TYPE_CHECKING:
+    from etcode.config.schema import Config
+    from etcode.instance import InstanceInfo
+    from etcode.prompt.parts import PromptPart
 
 debug_app = typer.Typer(help="Inspect what etcode would send, without calling a model.", no_args_is_help=True)
 
 RULE_WIDTH = 72
+
+
+class Window(TypedDict):
+    """The model's window as ``--json`` prints it: tokens, and who said so."""
+
+    context: int | None
+    output: int | None
+    source: str | None
+
+
+class WindowChoice(TypedDict):
+    """The window and the prompt it calls for (``lean`` for a small one)."""
+
+    window: Window
+    prompt: str
 
 
 @debug_app.callback()
@@ -26,7 +47,6 @@ def prompt(
     import asyncio
     import json
     import sys
-    from pathlib import Path
 
     from etcode.instance import Instance
     from etcode.util.errors import EtcodeError
@@ -59,7 +79,7 @@ def _rule(layer: str, source: str | None) -> str:
     return label + "─" * max(3, RULE_WIDTH - len(label))
 
 
-def _load_config(directory: Any, worktree: Any, warnings: list[str]) -> Any:
+def _load_config(directory: Path, worktree: Path, warnings: list[str]) -> Config | None:
     """The project's config without the settings of its files that are not trusted (their
     instruction URLs are not fetched, nor their linked files read: nothing the run would not
     do either), each named in ``warnings``; None when the loader is not available."""
@@ -78,8 +98,8 @@ def _load_config(directory: Any, worktree: Any, warnings: list[str]) -> Any:
 
 
 async def _build(
-    info: Any, model: str | None, agent_name: str | None
-) -> tuple[list[Any], list[str], dict[str, Any]]:
+    info: InstanceInfo, model: str | None, agent_name: str | None
+) -> tuple[list[PromptPart], list[str], WindowChoice]:
     import os
 
     from etcode.agent import DEFAULT_AGENT, get_agent, load_agents
@@ -112,7 +132,7 @@ async def _build(
     return parts, warnings, window
 
 
-async def _window(config: Any, model_id: str) -> dict[str, Any]:
+async def _window(config: Config | None, model_id: str) -> WindowChoice:
     """``{"window": {"context", "output", "source"}, "prompt": "lean" | "full"}`` for the
     model: the catalog's limits, else what its server says (asked, or cached)."""
     from etcode.provider.catalog import ModelCatalog
@@ -123,7 +143,7 @@ async def _window(config: Any, model_id: str) -> dict[str, Any]:
     mode = getattr(config, "prompt", None)
     provider_id, _, model = model_id.partition("/")
     if not model:
-        unknown: dict[str, Any] = {"context": None, "output": None, "source": None}
+        unknown: Window = {"context": None, "output": None, "source": None}
         return {"window": unknown, "prompt": "lean" if wants_lean(mode, None) else "full"}
     from etcode.config.resolve import resolve_model
 
@@ -140,5 +160,5 @@ async def _window(config: Any, model_id: str) -> dict[str, Any]:
         [facts] = await ask_all([spec])
         if facts is not None and facts.context:
             context, source = facts.context, facts.label
-    window = {"context": context, "output": entry.output, "source": source if context else None}
+    window: Window = {"context": context, "output": entry.output, "source": source if context else None}
     return {"window": window, "prompt": "lean" if wants_lean(mode, context) else "full"}

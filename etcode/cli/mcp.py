@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+from etcode.util.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from etcode.config.schema import McpServerConfig
+    from etcode.mcp.config import McpServerSpec
 
 mcp_app = typer.Typer(help="MCP servers configured in etcode.json.", no_args_is_help=True)
 
@@ -26,7 +34,6 @@ def list_servers(
     import asyncio
     import json
     import sys
-    from pathlib import Path
 
     from etcode.config.loader import load_config
     from etcode.config.trust import trust_files, untrusted
@@ -51,8 +58,8 @@ def list_servers(
 
 
 async def _status(
-    mcp_config: Any, directory: Any, blocked: dict[str, Any] | None = None
-) -> list[dict[str, Any]]:
+    mcp_config: Mapping[str, McpServerConfig], directory: Path, blocked: dict[str, Path] | None = None
+) -> list[JsonObject]:
     """Each server's status; ``blocked`` (name → untrusted project file) are not started."""
     from etcode.mcp.config import server_specs
     from etcode.mcp.manager import McpManager
@@ -70,7 +77,7 @@ async def _status(
     return [started.get(spec.name) or _untrusted(spec, blocked[spec.name]) for spec in specs]
 
 
-def _untrusted(spec: Any, file: Any) -> dict[str, Any]:
+def _untrusted(spec: McpServerSpec, file: Path) -> JsonObject:
     error = f"not started: {file} is not trusted (approve it with `etcode mcp list --trust`)"
     return {
         "name": spec.name,
@@ -82,7 +89,7 @@ def _untrusted(spec: Any, file: Any) -> dict[str, Any]:
     }
 
 
-def format_status(servers: list[dict[str, Any]]) -> list[str]:
+def format_status(servers: list[JsonObject]) -> list[str]:
     """Human-readable lines: one per server, then one per tool."""
     lines: list[str] = []
     for server in servers:

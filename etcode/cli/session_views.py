@@ -9,12 +9,19 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from etcode.provider.catalog import CatalogModel
 from etcode.provider.types import ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from etcode.session.lock import SessionLock
 from etcode.session.store import SessionInfo, SessionNotFoundError, SessionStore, StoredMessage
+from etcode.util.json_types import JsonValue
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from etcode.config.schema import Config
+    from etcode.provider.spec import ProviderSpec
 
 
 def open_store() -> SessionStore:
@@ -55,7 +62,7 @@ def latest(store: SessionStore) -> SessionInfo:
     return info
 
 
-def session_config(info: Any) -> Any:
+def session_config(info: SessionInfo) -> Config | None:
     """The configuration of the session's folder (to learn its secrets), or None."""
     from pathlib import Path
 
@@ -70,7 +77,7 @@ def session_config(info: Any) -> Any:
         return None
 
 
-def print_json(data: Any) -> None:
+def print_json(data: JsonValue) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
@@ -86,7 +93,7 @@ def _money(value: float | None) -> str:
     return f"${value:.4f}" if value < 1 else f"${value:.2f}"
 
 
-def _console() -> Any:
+def _console() -> Console:
     """A rich console; in a pipe, 120 columns rather than rich's 80 (ids are long)."""
     from rich.console import Console
 
@@ -234,7 +241,7 @@ def configured_models() -> tuple[list[CatalogModel], str | None]:
     return entries, default
 
 
-def _ask_servers(config: Any, entries: list[CatalogModel]) -> None:
+def _ask_servers(config: Config, entries: list[CatalogModel]) -> None:
     """Fill the unknown windows the model servers state (all asked at once; answers are
     cached, so this costs nothing the second time)."""
     import asyncio
@@ -243,7 +250,7 @@ def _ask_servers(config: Any, entries: list[CatalogModel]) -> None:
     from etcode.provider.discovery import ask_all, server_kind
     from etcode.util.errors import EtcodeError
 
-    asking: list[tuple[CatalogModel, Any]] = []
+    asking: list[tuple[CatalogModel, ProviderSpec]] = []
     for entry in entries:
         if entry.context:
             continue

@@ -6,9 +6,12 @@ Typer wiring only; each command imports what it needs inside the function. Error
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from etcode.util.json_types import JsonObject
 
 sessions_app = typer.Typer(help="Stored sessions: list, show, export, delete.", no_args_is_help=True)
 
@@ -63,7 +66,7 @@ def export(
 
     store = views.open_store()
     info = views.find(store, session_id)
-    data: dict[str, Any] = {
+    data: JsonObject = {
         "session": info.to_dict(),
         "messages": [m.to_dict() for m in store.transcript(info.id)],
         "todos": store.load_todos(info.id),

@@ -1,4 +1,7 @@
-"""Files and commands through the front end, when it offers them.
+"""The tools' seam to a front end's files and terminal: the ``ClientFiles`` and
+``ClientTerminal`` protocols, the session-state keys, and the reads, writes and runs of
+ReadFile, Edit, WriteFile and Bash through them. ``acp/editor_requests.py`` implements them
+for editors.
 
 An editor driving etcode (``etcode acp``) may serve file reads and writes itself, so the
 model sees unsaved buffers and the editor sees every change, and may run commands in a
