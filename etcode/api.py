@@ -184,7 +184,7 @@ class Agent:
     # ---- running -----------------------------------------------------------------
     async def stream(self, task: str) -> AsyncIterator[Event]:
         """Run one task, yielding every event; the last is ``DoneEvent``."""
-        from etcode.engine.loop import AgentLoop
+        from etcode.wiring.runs import start_run
 
         self._stop_requested = False
         runtime = await self._prepare()
@@ -194,15 +194,7 @@ class Agent:
         from etcode.wiring.server_window import apply_server_facts
 
         told = await apply_server_facts(runtime, session.window)  # the server's window, at most 0.3 s
-        if runtime.agent_name == "workflow":  # Planner → Executor → Verifier
-            from etcode.workflow.engine import WorkflowRun
-
-            loop: Any = WorkflowRun(runtime, self, self.history, task)
-            session.configure(loop.base)
-        else:
-            settings = runtime.loop_settings(self)
-            session.configure(settings)
-            loop = AgentLoop(settings, self.history, Message.user(task))
+        loop = start_run(runtime, self, self.history, task, recorder=session.recorder, window=session.window)
         self._current = loop
         if self._stop_requested:  # interrupted while the run was being set up
             loop.interrupt()
@@ -368,15 +360,15 @@ class Agent:
         return float(meter.cost)
 
     async def make_child(self, parent: Runtime, **settings: Any) -> Agent:
-        """A ready Task subagent of this agent (a :class:`~etcode.wiring.settings.ChildFactory`):
+        """A ready Task subagent of this agent (a :class:`~etcode.wiring.runtime.ChildFactory`):
         built from ``settings`` with its runtime from ``parent``'s, recorded as this session's
         child and stored where this session is (in memory when this one is)."""
-        from etcode.wiring.runtime import Runtime
+        from etcode.wiring.runs import build_runtime
 
         store = self._session.store
         child = Agent(store=store if store is not None else False, **settings)
         child.parent_session_id = self.session_id
-        child._runtime = await Runtime.create(child, parent=parent, make_child=child.make_child)
+        child._runtime = await build_runtime(child, parent=parent, make_child=child.make_child)
         return child
 
     async def aclose(self) -> None:
@@ -402,11 +394,11 @@ class Agent:
     async def _prepare_once(self) -> Any:
         if self._runtime is None:
             from etcode.security.hardening import harden_process
-            from etcode.wiring.runtime import Runtime
+            from etcode.wiring.runs import build_runtime
 
             harden_process()  # its tools cannot read this process's keys (/proc/PID/environ)
 
-            self._runtime = await Runtime.create(self, make_child=self.make_child)
+            self._runtime = await build_runtime(self, make_child=self.make_child)
         if not self._session_open:
             self._session_open = True
             loaded = await self._session.open(self._runtime, self)

@@ -135,10 +135,6 @@ class CompactionResult:
     #: USD of the summarising call (None: price unknown or no call).
     cost: float | None = None
 
-    @property
-    def summary_index(self) -> int | None:
-        return next((i for i, m in enumerate(self.messages) if is_summary(m)), None)
-
     def done_event(self, reason: str) -> CompactionEvent:
         """The ``CompactionEvent`` announcing this finished compaction."""
         return CompactionEvent(

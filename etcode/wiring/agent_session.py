@@ -100,7 +100,6 @@ class AgentSession:
         self._first_task = ""
         self._meta: dict[str, str] = {}
         self._project: tuple[str, Path] | None = None
-        self._preload: asyncio.Task[bool] | None = None
         #: The session that started this one (a Task subagent's parent), stored as parent_id.
         self.parent_id: str | None = None
         #: Held while the session is open: another process may not write it meanwhile.
@@ -200,8 +199,9 @@ class AgentSession:
         )
         if store is not None and info is not None and history:
             self.window.meter.restore(await store.call(store.last_context, self.session_id), history)
-        if self.window.budget.limit is not None:  # load the tokenizer off the event loop
-            self._preload = asyncio.create_task(asyncio.to_thread(preload, runtime.spec.model))
+        if self.window.budget.limit is not None:  # load the tokenizer off the event loop (the
+            # executor holds the work until it is done; nobody waits for it)
+            asyncio.get_running_loop().run_in_executor(None, preload, runtime.spec.model)
         self._meta = {"agent": runtime.agent_name, "model": runtime.spec.full_id}
         return history
 
@@ -264,11 +264,6 @@ class AgentSession:
             history = [*history, *self._pending_tools]
             self._pending_tools = []
         return history
-
-    def configure(self, settings: Any) -> None:
-        """Hook the recorder and the context window into one run's loop settings."""
-        settings.recorder = self.recorder
-        settings.window = self.window
 
     async def end_turn(self) -> None:
         """Let a title still being made finish (briefly)."""

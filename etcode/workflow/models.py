@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Status values of a todo, as TodoWrite uses them.
-STATUSES = ("pending", "in_progress", "completed")
 NEXT_ACTIONS = ("continue", "complete", "skip", "retry")
 _PRIORITY_RANK = {"critical": 0, "urgent": 0, "high": 1, "medium": 2, "normal": 2, "low": 3}
 
