@@ -27,21 +27,29 @@ from etcode.provider.spec import CUSTOM_PROVIDER, RetryConfig
 from etcode.provider.types import Message
 from etcode.tools.base import Tool, ToolResult, tool
 from etcode.tools.dict_tool import as_tool
+from etcode.util.json_types import JsonObject, JsonValue
 from etcode.util.sync_bridge import iterate_blocking, loop_running, run_blocking
 
 if TYPE_CHECKING:
+    from etcode.config.schema import Config
+    from etcode.engine.run import Run
     from etcode.engine.step_events import LoopEvent
+    from etcode.permission.service import Asker
+    from etcode.provider.base import Provider
     from etcode.provider.chat_client import BaseLLMClient
     from etcode.session.snapshots import UndoReport
+    from etcode.session.store import SessionStore, StoredMessage
     from etcode.wiring.runtime import Runtime
 
+#: A tool as ``tools=`` takes it: a ``Tool``, a dict in the design's shape, or a typed function.
+ToolInput = Tool | JsonObject | Callable[..., object]
 #: A conversation to continue from: etcode Messages or OpenAI Chat message dicts.
-HistoryInput = Sequence[Message] | Sequence[dict[str, Any]]
+HistoryInput = Sequence[Message] | Sequence[JsonObject]
 
 __all__ = ["Agent", "AgentResult", "LoopLimits", "RetryConfig", "Tool", "ToolResult", "tool"]
 
 
-def _check_keywords(llm_kwargs: dict[str, Any]) -> None:
+def _check_keywords(llm_kwargs: JsonObject) -> None:
     """A misspelt ``Agent`` keyword would otherwise travel on as a model option."""
     import difflib
 
@@ -51,7 +59,7 @@ def _check_keywords(llm_kwargs: dict[str, Any]) -> None:
             raise TypeError(f"Agent got an unexpected keyword argument {key!r} (did you mean {close[0]!r}?)")
 
 
-def _client_model(model: str | None, llm: Any) -> str:
+def _client_model(model: str | None, llm: BaseLLMClient) -> str:
     """``custom/<name>`` for a user's client: its ``model`` attribute names it when ``model``
     does not."""
     named = model or getattr(llm, "model", None)
@@ -114,7 +122,7 @@ class Agent:
         api_key: str | None = None,
         base_url: str | None = None,
         llm: BaseLLMClient | None = None,
-        tools: Iterable[Tool | dict[str, Any] | Callable[..., Any]] | None = None,
+        tools: Iterable[ToolInput] | None = None,
         system_prompt: str = "",
         name: str = DEFAULT_NAME,
         limits: LoopLimits | None = None,
@@ -125,16 +133,16 @@ class Agent:
         agent: str | None = None,
         max_tokens: int | None = None,
         directory: str | Path | None = None,
-        config: Any = None,
-        provider: Any = None,
-        asker: Any = None,
+        config: Config | None = None,
+        provider: Provider | None = None,
+        asker: Asker | None = None,
         session_id: str | None = None,
         continue_last: bool = False,
         fork: bool = False,
-        store: Any = None,
+        store: SessionStore | bool | None = None,
         on_event: Callable[[Event], None] | None = None,
         trust: bool | None = False,
-        **llm_kwargs: Any,
+        **llm_kwargs: JsonValue,
     ) -> None:
         _check_keywords(llm_kwargs)
         if llm is not None:
@@ -172,11 +180,11 @@ class Agent:
         self.session_id = self._session.session_id
         self.on_event = on_event
         self._session_open = False
-        self.state: dict[str, Any] = {}
+        self.state: dict[str, object] = {}
         self.last_result: AgentResult | None = None
-        self._runtime: Any = None
+        self._runtime: Runtime | None = None
         self._preparing: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
-        self._current: Any = None
+        self._current: Run | None = None
         self._stop_requested = False
         #: The session that started this one (set for ``Task`` subagents).
         self.parent_session_id: str | None = None
@@ -282,7 +290,7 @@ class Agent:
         elif all(isinstance(item, dict) for item in items):
             from etcode.provider.chat_client import messages_from_openai
 
-            self.history = messages_from_openai(cast("list[dict[str, Any]]", items))
+            self.history = messages_from_openai(cast("list[JsonObject]", items))
         else:
             raise TypeError("messages must be etcode Messages or OpenAI Chat message dicts, not a mix")
 
@@ -326,7 +334,7 @@ class Agent:
         report, self.history = await self._session.undo(self.history, force=force)
         return report
 
-    async def transcript(self) -> list[Any]:
+    async def transcript(self) -> list[StoredMessage]:
         """Every stored message of the session, all batches, in order
         (:class:`~etcode.session.store.StoredMessage`: with its batch and kind); [] without
         a store or before the first save."""
@@ -341,7 +349,7 @@ class Agent:
         window = self._session.window
         return window.update() if window is not None else None
 
-    def add_tools(self, tools: Iterable[Tool | dict[str, Any] | Callable[..., Any]]) -> None:
+    def add_tools(self, tools: Iterable[ToolInput]) -> None:
         """Offer more tools from now on. Once the session has started they are announced to
         the model in an ordinary message at the next turn; the initial tools are unchanged."""
         items = [as_tool(t) for t in tools]
@@ -382,7 +390,7 @@ class Agent:
         session's history now, instead of at the first ``run`` (the TUI warms up with it)."""
         await self._prepare()
 
-    async def _prepare(self) -> Any:
+    async def _prepare(self) -> Runtime:
         """Build the runtime and open the session once, even when a turn starts while the
         chat's warm-up is still doing it (both wait for the same work)."""
         loop = asyncio.get_running_loop()
@@ -391,7 +399,7 @@ class Agent:
         async with self._preparing[1]:
             return await self._prepare_once()
 
-    async def _prepare_once(self) -> Any:
+    async def _prepare_once(self) -> Runtime:
         if self._runtime is None:
             from etcode.security.hardening import harden_process
             from etcode.wiring.runs import build_runtime

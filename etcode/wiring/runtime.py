@@ -13,6 +13,7 @@ from etcode.contract.results import LoopLimits
 from etcode.instance import Instance, InstanceInfo, describe
 from etcode.provider.spec import ProviderSpec, RetryConfig
 from etcode.tools.registry import ToolRegistry, builtin_tools
+from etcode.util.json_types import JsonObject
 from etcode.wiring.sandbox_choice import sandbox_policy
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class Runtime:
     #: The system prompt as assembled (``system`` is this or ``lean_system``).
     full_system: list[str] = field(default_factory=list)
     #: Extra request-body fields (the ``Agent``'s model keywords: ``top_p``, ``seed``…).
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
     #: Builds the Task tool's child agents (None: this runtime starts no subagents).
     make_child: ChildFactory | None = None
 
@@ -305,7 +306,7 @@ def _resolve_spec(agent: AgentSettings, config: Config, agent_info: AgentInfo) -
     return resolve_model(config, model)
 
 
-def _request_extra(agent: AgentSettings, spec: ProviderSpec) -> dict[str, Any]:
+def _request_extra(agent: AgentSettings, spec: ProviderSpec) -> JsonObject:
     """The agent's model keywords for the request body: checked against the provider's wire
     format, or passed as they are to a provider or client of the caller's own."""
     if agent.provider is not None:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from etcode.config.schema import Config
@@ -57,7 +59,7 @@ class AgentSettings(Protocol):
     @property
     def custom_tools(self) -> list[Tool]: ...
     @property
-    def llm_kwargs(self) -> dict[str, Any]: ...
+    def llm_kwargs(self) -> JsonObject: ...
     @property
     def temperature(self) -> float | None: ...
     @property
@@ -65,7 +67,7 @@ class AgentSettings(Protocol):
     @property
     def session_id(self) -> str: ...
     @property
-    def state(self) -> dict[str, Any]: ...
+    def state(self) -> dict[str, object]: ...
 
 
 class ChildAgent(AgentSettings, Protocol):

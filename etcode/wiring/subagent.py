@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from etcode.contract.events import SubagentEvent, ToolCallStart, ToolResultEvent
 from etcode.tools.base import ToolContext, ToolResult
 from etcode.tools.task import TaskTool
+from etcode.util.json_types import JsonObject
 from etcode.wiring.agent_access import cannot_write_files, explicitly_enabled, is_read_only_agent
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ async def _interrupt_on(abort: asyncio.Event, child: ChildAgent) -> None:
 
 def _tool_result(name: str, child: ChildAgent) -> ToolResult:
     result = child.last_result
-    data: dict[str, Any] = {
+    data: JsonObject = {
         "agent": name,
         "session_id": child.session_id,
         "parent_session_id": child.parent_session_id,

@@ -19,9 +19,9 @@ role turns' model calls count in the session's usage and cost (``_RoleRecorder``
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from etcode.contract import events as ev
 from etcode.contract.results import AgentResult, LoopLimits
@@ -31,6 +31,7 @@ from etcode.engine.seams import LoopWindow, SafeRecorder
 from etcode.engine.settings import LoopSettings
 from etcode.provider.types import Message, TextPart, ToolSchema, Usage
 from etcode.tools.registry import ToolRegistry
+from etcode.util.json_types import JsonObject
 from etcode.workflow import requests, steps
 from etcode.workflow.cache import ToolCache, cached_registry
 from etcode.workflow.jsonparse import JsonAnswerError, parse_object, parse_partial
@@ -38,8 +39,10 @@ from etcode.workflow.models import ExecutorReport, Plan, Todo, Verdict, todos_fr
 from etcode.workflow.prompts import PromptManager
 
 if TYPE_CHECKING:
+    from etcode.config.schema import Config
     from etcode.engine.compaction import CompactionResult
     from etcode.engine.context import ContextBudget
+    from etcode.provider.base import Provider
     from etcode.provider.errors import ContextOverflowError
 
 T = TypeVar("T")
@@ -55,10 +58,16 @@ class WorkflowLimits:
     executor_rounds: int = 10
 
     @classmethod
-    def from_config(cls, config: Any) -> WorkflowLimits:
+    def from_config(cls, config: Config | None) -> WorkflowLimits:
         """The ``workflow`` section's ``max_cycles``, ``planner_rounds``, ``executor_rounds``."""
-        section = getattr(config, "workflow", None)
-        values = {k: getattr(section, k, None) for k in ("max_cycles", "planner_rounds", "executor_rounds")}
+        if config is None:
+            return cls()
+        section = config.workflow
+        values = {
+            "max_cycles": section.max_cycles,
+            "planner_rounds": section.planner_rounds,
+            "executor_rounds": section.executor_rounds,
+        }
         return cls(**{k: v for k, v in values.items() if v is not None})
 
 
@@ -110,7 +119,7 @@ class WorkflowRun(EventPump):
         self._deadline = time.monotonic() + base.limits.timeout if base.limits.timeout else None
         self._record = SafeRecorder(base.recorder, self.emit)
         self._partial_text = ""
-        self._last_plan: list[dict[str, Any]] | None = None
+        self._last_plan: list[JsonObject] | None = None
         self._limit_hit = False  # the last turn stopped at the step limit
         #: The session's messages of this run: the history, the task, each finished role step.
         self.messages: list[Message] = [*self.history, Message.user(task)]
@@ -124,7 +133,7 @@ class WorkflowRun(EventPump):
     # ---- the workflow --------------------------------------------------------------
     async def _produce(self) -> None:
         stop_reason, error, text = "end_turn", None, ""
-        todos: list[dict[str, Any]] = []
+        todos: list[JsonObject] = []
         try:
             await self._checkpoint()
             text, todos = await self._cycles()
@@ -158,7 +167,7 @@ class WorkflowRun(EventPump):
         self.emit(ev.DoneEvent(self.result.to_dict()))
         self._finish()
 
-    async def _cycles(self) -> tuple[str, list[dict[str, Any]]]:
+    async def _cycles(self) -> tuple[str, list[JsonObject]]:
         cycles: list[_Cycle] = []
         limit = self.limits.max_cycles
         for number in range(1, limit + 1):
@@ -273,7 +282,7 @@ class WorkflowRun(EventPump):
         conversation: list[Message],
         prompt: str,
         tools: ToolRegistry | None,
-        parse: Callable[[Mapping[str, Any]], T],
+        parse: Callable[[JsonObject], T],
     ) -> tuple[T | None, str]:
         """One role turn expecting JSON; an unusable answer is retried once with the
         error. Returns (parsed or None, the last answer's text)."""
@@ -432,7 +441,17 @@ class _RoleWindow:
     def learn_window(self, context: int, source: str = "overflow error") -> bool:
         return False
 
-    async def compact(self, messages: list[Message], **request: Any) -> CompactionResult:
+    async def compact(
+        self,
+        messages: list[Message],
+        *,
+        reason: str,
+        provider: Provider,
+        model: str,
+        system: list[str],
+        tools: list[ToolSchema],
+        tokens_before: int | None = None,
+    ) -> CompactionResult:
         raise RuntimeError("a workflow role turn is never compacted (its window is not auto)")
 
     def record(self, usage: Usage, messages: list[Message]) -> tuple[float | None, ev.UsageUpdate]:
