@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from etcode.engine.settings import LoopSettings
 from etcode.provider.types import Message
 from etcode.wiring.runtime import ChildFactory, Runtime
-from etcode.wiring.subagent import add_task_tool
 
 if TYPE_CHECKING:
     from etcode.config.schema import Config
@@ -28,11 +27,16 @@ WORKFLOW_AGENT = "workflow"
 async def build_runtime(
     agent: AgentSettings, *, parent: Runtime | None = None, make_child: ChildFactory | None = None
 ) -> Runtime:
-    """``Runtime.create`` and the ``Task`` tool when the agent may start subagents."""
+    """``Runtime.create``, and the ``Task`` tool when the agent enables it (a subagent only
+    when it asks for it) and the runtime can build children."""
     import asyncio
 
     runtime = await Runtime.create(agent, parent=parent, make_child=make_child)
+    if not agent.builtin_tools or runtime.make_child is None:
+        return runtime
     try:
+        from etcode.wiring.subagent import add_task_tool
+
         add_task_tool(agent, runtime)
     except BaseException:  # nothing is left running when the build fails
         await asyncio.shield(runtime.aclose())

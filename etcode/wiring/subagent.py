@@ -156,10 +156,7 @@ def _tool_result(name: str, child: ChildAgent) -> ToolResult:
 
 
 def add_task_tool(agent: AgentSettings, runtime: Runtime) -> None:
-    """Offer the ``Task`` tool when the agent enables it (a subagent only when it asks for
-    it) and the runtime can build children."""
-    if not agent.builtin_tools or runtime.make_child is None:
-        return
+    """Offer the ``Task`` tool when the agent may use it (see :func:`task_tool_for`)."""
     task = task_tool_for(agent, runtime)
     if task is not None:
         runtime.tools.add(task)
