@@ -19,6 +19,7 @@ part of any batch: they are added to every request, so they are never lost or re
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from etcode.contract.events import CompactionEvent
@@ -384,10 +385,10 @@ def _with_note(older: list[Message], at: int, split: bool) -> list[Message]:
     return [*older[:at], Message.user(NEWEST_LEFT_OUT), *older[at:]] if split else older
 
 
-def _unique(messages: object) -> list[Message]:
+def _unique(messages: Iterable[Message]) -> list[Message]:
     seen: set[str] = set()
     out: list[Message] = []
-    for message in messages:  # type: ignore[attr-defined]
+    for message in messages:
         if message.text not in seen:
             seen.add(message.text)
             out.append(message)
