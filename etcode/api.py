@@ -27,21 +27,29 @@ from etcode.provider.spec import CUSTOM_PROVIDER, RetryConfig
 from etcode.provider.types import Message
 from etcode.tools.base import Tool, ToolResult, tool
 from etcode.tools.dict_tool import as_tool
+from etcode.util.json_types import JsonObject, JsonValue
 from etcode.util.sync_bridge import iterate_blocking, loop_running, run_blocking
 
 if TYPE_CHECKING:
+    from etcode.config.schema import Config
+    from etcode.engine.run import Run
     from etcode.engine.step_events import LoopEvent
+    from etcode.permission.service import Asker
+    from etcode.provider.base import Provider
     from etcode.provider.chat_client import BaseLLMClient
     from etcode.session.snapshots import UndoReport
+    from etcode.session.store import SessionStore, StoredMessage
     from etcode.wiring.runtime import Runtime
 
+#: A tool as ``tools=`` takes it: a ``Tool``, a dict in the design's shape, or a typed function.
+ToolInput = Tool | JsonObject | Callable[..., object]
 #: A conversation to continue from: etcode Messages or OpenAI Chat message dicts.
-HistoryInput = Sequence[Message] | Sequence[dict[str, Any]]
+HistoryInput = Sequence[Message] | Sequence[JsonObject]
 
 __all__ = ["Agent", "AgentResult", "LoopLimits", "RetryConfig", "Tool", "ToolResult", "tool"]
 
 
-def _check_keywords(llm_kwargs: dict[str, Any]) -> None:
+def _check_keywords(llm_kwargs: JsonObject) -> None:
     """A misspelt ``Agent`` keyword would otherwise travel on as a model option."""
     import difflib
 
@@ -51,7 +59,7 @@ def _check_keywords(llm_kwargs: dict[str, Any]) -> None:
             raise TypeError(f"Agent got an unexpected keyword argument {key!r} (did you mean {close[0]!r}?)")
 
 
-def _client_model(model: str | None, llm: Any) -> str:
+def _client_model(model: str | None, llm: BaseLLMClient) -> str:
     """``custom/<name>`` for a user's client: its ``model`` attribute names it when ``model``
     does not."""
     named = model or getattr(llm, "model", None)
@@ -114,7 +122,7 @@ class Agent:
         api_key: str | None = None,
         base_url: str | None = None,
         llm: BaseLLMClient | None = None,
-        tools: Iterable[Tool | dict[str, Any] | Callable[..., Any]] | None = None,
+        tools: Iterable[ToolInput] | None = None,
         system_prompt: str = "",
         name: str = DEFAULT_NAME,
         limits: LoopLimits | None = None,
@@ -125,16 +133,16 @@ class Agent:
         agent: str | None = None,
         max_tokens: int | None = None,
         directory: str | Path | None = None,
-        config: Any = None,
-        provider: Any = None,
-        asker: Any = None,
+        config: Config | None = None,
+        provider: Provider | None = None,
+        asker: Asker | None = None,
         session_id: str | None = None,
         continue_last: bool = False,
         fork: bool = False,
-        store: Any = None,
+        store: SessionStore | bool | None = None,
         on_event: Callable[[Event], None] | None = None,
         trust: bool | None = False,
-        **llm_kwargs: Any,
+        **llm_kwargs: JsonValue,
     ) -> None:
         _check_keywords(llm_kwargs)
         if llm is not None:
@@ -172,11 +180,11 @@ class Agent:
         self.session_id = self._session.session_id
         self.on_event = on_event
         self._session_open = False
-        self.state: dict[str, Any] = {}
+        self.state: dict[str, object] = {}
         self.last_result: AgentResult | None = None
-        self._runtime: Any = None
+        self._runtime: Runtime | None = None
         self._preparing: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
-        self._current: Any = None
+        self._current: Run | None = None
         self._stop_requested = False
         #: The session that started this one (set for ``Task`` subagents).
         self.parent_session_id: str | None = None
@@ -184,7 +192,7 @@ class Agent:
     # ---- running -----------------------------------------------------------------
     async def stream(self, task: str) -> AsyncIterator[Event]:
         """Run one task, yielding every event; the last is ``DoneEvent``."""
-        from etcode.engine.loop import AgentLoop
+        from etcode.wiring.runs import start_run
 
         self._stop_requested = False
         runtime = await self._prepare()
@@ -194,15 +202,7 @@ class Agent:
         from etcode.wiring.server_window import apply_server_facts
 
         told = await apply_server_facts(runtime, session.window)  # the server's window, at most 0.3 s
-        if runtime.agent_name == "workflow":  # Planner → Executor → Verifier
-            from etcode.workflow.engine import WorkflowRun
-
-            loop: Any = WorkflowRun(runtime, self, self.history, task)
-            session.configure(loop.base)
-        else:
-            settings = runtime.loop_settings(self)
-            session.configure(settings)
-            loop = AgentLoop(settings, self.history, Message.user(task))
+        loop = start_run(runtime, self, self.history, task, recorder=session.recorder, window=session.window)
         self._current = loop
         if self._stop_requested:  # interrupted while the run was being set up
             loop.interrupt()
@@ -290,7 +290,7 @@ class Agent:
         elif all(isinstance(item, dict) for item in items):
             from etcode.provider.chat_client import messages_from_openai
 
-            self.history = messages_from_openai(cast("list[dict[str, Any]]", items))
+            self.history = messages_from_openai(cast("list[JsonObject]", items))
         else:
             raise TypeError("messages must be etcode Messages or OpenAI Chat message dicts, not a mix")
 
@@ -334,7 +334,7 @@ class Agent:
         report, self.history = await self._session.undo(self.history, force=force)
         return report
 
-    async def transcript(self) -> list[Any]:
+    async def transcript(self) -> list[StoredMessage]:
         """Every stored message of the session, all batches, in order
         (:class:`~etcode.session.store.StoredMessage`: with its batch and kind); [] without
         a store or before the first save."""
@@ -349,7 +349,7 @@ class Agent:
         window = self._session.window
         return window.update() if window is not None else None
 
-    def add_tools(self, tools: Iterable[Tool | dict[str, Any] | Callable[..., Any]]) -> None:
+    def add_tools(self, tools: Iterable[ToolInput]) -> None:
         """Offer more tools from now on. Once the session has started they are announced to
         the model in an ordinary message at the next turn; the initial tools are unchanged."""
         items = [as_tool(t) for t in tools]
@@ -368,15 +368,15 @@ class Agent:
         return float(meter.cost)
 
     async def make_child(self, parent: Runtime, **settings: Any) -> Agent:
-        """A ready Task subagent of this agent (a :class:`~etcode.wiring.settings.ChildFactory`):
+        """A ready Task subagent of this agent (a :class:`~etcode.wiring.runtime.ChildFactory`):
         built from ``settings`` with its runtime from ``parent``'s, recorded as this session's
         child and stored where this session is (in memory when this one is)."""
-        from etcode.wiring.runtime import Runtime
+        from etcode.wiring.runs import build_runtime
 
         store = self._session.store
         child = Agent(store=store if store is not None else False, **settings)
         child.parent_session_id = self.session_id
-        child._runtime = await Runtime.create(child, parent=parent, make_child=child.make_child)
+        child._runtime = await build_runtime(child, parent=parent, make_child=child.make_child)
         return child
 
     async def aclose(self) -> None:
@@ -390,7 +390,7 @@ class Agent:
         session's history now, instead of at the first ``run`` (the TUI warms up with it)."""
         await self._prepare()
 
-    async def _prepare(self) -> Any:
+    async def _prepare(self) -> Runtime:
         """Build the runtime and open the session once, even when a turn starts while the
         chat's warm-up is still doing it (both wait for the same work)."""
         loop = asyncio.get_running_loop()
@@ -399,14 +399,14 @@ class Agent:
         async with self._preparing[1]:
             return await self._prepare_once()
 
-    async def _prepare_once(self) -> Any:
+    async def _prepare_once(self) -> Runtime:
         if self._runtime is None:
             from etcode.security.hardening import harden_process
-            from etcode.wiring.runtime import Runtime
+            from etcode.wiring.runs import build_runtime
 
             harden_process()  # its tools cannot read this process's keys (/proc/PID/environ)
 
-            self._runtime = await Runtime.create(self, make_child=self.make_child)
+            self._runtime = await build_runtime(self, make_child=self.make_child)
         if not self._session_open:
             self._session_open = True
             loaded = await self._session.open(self._runtime, self)

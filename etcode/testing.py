@@ -19,9 +19,10 @@ import inspect
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall
+from etcode.util.json_types import JsonObject, JsonValue
 
 __all__ = [
     "ModelRequestRecord",
@@ -34,16 +35,16 @@ __all__ = [
 ]
 
 #: A scripted reply: a text answer, a whole response, or a function of the request.
-Reply = str | LLMResponse | Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], Any]
+Reply = str | LLMResponse | Callable[[list[JsonObject], list[JsonObject] | None], object]
 
 
 @dataclass
 class ModelRequestRecord:
     """One request a test model received (copies: later changes do not show here)."""
 
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    messages: list[JsonObject]
+    tools: list[JsonObject] | None
+    kwargs: JsonObject = field(default_factory=dict)
 
     @property
     def tool_names(self) -> list[str]:
@@ -54,7 +55,7 @@ class ScriptExhausted(RuntimeError):
     """A scripted model was asked more often than it has replies."""
 
 
-def call(name: str, /, **arguments: Any) -> ToolCall:
+def call(name: str, /, **arguments: JsonValue) -> ToolCall:
     """A tool call for a script (its id is filled in when it is sent)."""
     return ToolCall("", name, arguments)
 
@@ -64,7 +65,7 @@ def reply(text: str | None = None, *calls: ToolCall) -> LLMResponse:
     return LLMResponse(text, list(calls), TokenUsage.zero())
 
 
-def _usage(messages: list[dict[str, Any]], answer: LLMResponse) -> TokenUsage:
+def _usage(messages: list[JsonObject], answer: LLMResponse) -> TokenUsage:
     """A rough count (words), so usage totals move in tests."""
     prompt = sum(len(str(m.get("content") or "").split()) for m in messages)
     completion = len((answer.content or "").split()) + sum(
@@ -80,9 +81,7 @@ class _Recording(BaseLLMClient):
         self.requests: list[ModelRequestRecord] = []
         self._ids = 0
 
-    def _record(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, kwargs: Any
-    ) -> None:
+    def _record(self, messages: list[JsonObject], tools: list[JsonObject] | None, kwargs: JsonObject) -> None:
         self.requests.append(ModelRequestRecord(copy.deepcopy(messages), copy.deepcopy(tools), dict(kwargs)))
 
     def _with_ids(self, answer: LLMResponse) -> LLMResponse:
@@ -105,7 +104,7 @@ class ScriptedModel(_Recording):
         self.replies: list[Reply] = list(replies)
 
     async def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **kwargs: Any
+        self, messages: list[JsonObject], tools: list[JsonObject] | None = None, **kwargs: JsonValue
     ) -> LLMResponse:
         self._record(messages, tools, kwargs)
         number = len(self.requests)
@@ -127,17 +126,17 @@ class ScriptedModel(_Recording):
 # ---- arguments from a JSON schema ---------------------------------------------------------
 
 
-def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+def _resolve(schema: JsonObject, root: JsonObject) -> JsonObject:
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/"):
-        target: Any = root
+        target: JsonValue = root
         for key in ref[2:].split("/"):
             target = target.get(key, {}) if isinstance(target, dict) else {}
         return target if isinstance(target, dict) else {}
     return schema
 
 
-def _value(schema: Any, root: dict[str, Any], depth: int = 0) -> Any:
+def _value(schema: JsonValue, root: JsonObject, depth: int = 0) -> JsonValue:
     if not isinstance(schema, dict) or depth > 20:
         return None
     schema = _resolve(schema, root)
@@ -172,9 +171,7 @@ def _value(schema: Any, root: dict[str, Any], depth: int = 0) -> Any:
     return "a"
 
 
-def arguments_for_schema(
-    schema: dict[str, Any], root: dict[str, Any] | None = None, depth: int = 0
-) -> dict[str, Any]:
+def arguments_for_schema(schema: JsonObject, root: JsonObject | None = None, depth: int = 0) -> JsonObject:
     """Minimal valid arguments for an object schema: required properties only (strings
     ``"a"``, numbers 0, booleans False, enums their first value, arrays [], objects alike)."""
     root = schema if root is None else root
@@ -199,7 +196,7 @@ class TestModel(_Recording):
         self.custom_output_text = custom_output_text
 
     async def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **kwargs: Any
+        self, messages: list[JsonObject], tools: list[JsonObject] | None = None, **kwargs: JsonValue
     ) -> LLMResponse:
         self._record(messages, tools, kwargs)
         if messages and messages[-1].get("role") == "tool":
@@ -216,15 +213,16 @@ class TestModel(_Recording):
         return self.call_tools == "all" or name in self.call_tools
 
     @staticmethod
-    def _summary(messages: list[dict[str, Any]]) -> str:
+    def _summary(messages: list[JsonObject]) -> str:
         """The results of the last round of calls, by tool name."""
         names: dict[str, str] = {}
         for m in messages:
             for c in m.get("tool_calls") or []:
                 names[c["id"]] = c["function"]["name"]
-        results: dict[str, Any] = {}
+        results: JsonObject = {}
         for m in reversed(messages):
             if m.get("role") != "tool":
                 break
-            results[names.get(m["tool_call_id"], m["tool_call_id"])] = m.get("content")
+            call_id: str = m["tool_call_id"]
+            results[names.get(call_id, call_id)] = m.get("content")
         return json.dumps(dict(reversed(results.items())))

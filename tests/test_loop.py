@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from etcode.contract import events as ev
 from etcode.contract.results import LoopLimits
-from etcode.engine.loop import AgentLoop, LoopSettings
+from etcode.engine.loop import AgentLoop
+from etcode.engine.settings import LoopSettings
 from etcode.provider.errors import ProviderError
 from etcode.provider.types import Message
 from etcode.tools.base import ToolContext, ToolError, tool
@@ -56,7 +58,7 @@ async def hang(ctx: ToolContext) -> str:
 
 
 def make_loop(
-    tmp_path: Path, provider: ScriptedProvider, *tools, limits: LoopLimits | None = None
+    tmp_path: Path, provider: ScriptedProvider, *tools, limits: LoopLimits | None = None, **more: Any
 ) -> AgentLoop:
     settings = LoopSettings(
         provider=provider,
@@ -67,6 +69,7 @@ def make_loop(
         worktree=tmp_path,
         session_id="ses_test",
         limits=limits or LoopLimits(),
+        **more,
     )
     return AgentLoop(settings, [], Message.user("go"))
 
@@ -245,8 +248,7 @@ async def test_step_hook_sees_every_finished_step(tmp_path: Path) -> None:
         seen.append(len(messages))
 
     provider = ScriptedProvider(Answer("", [("shout", {"text": "a"})]), Answer("end"))
-    loop = make_loop(tmp_path, provider, shout)
-    loop.settings.on_step = on_step
+    loop = make_loop(tmp_path, provider, shout, on_step=on_step)
     await collect(loop)
     assert seen == [3, 4]  # user, assistant+call, tool result | final assistant
 
@@ -276,9 +278,8 @@ class _FailingStore:
 
 async def test_a_failing_store_is_one_warning_and_the_run_goes_on(tmp_path: Path) -> None:
     provider = ScriptedProvider(Answer("", [("shout", {"text": "hi"})]), Answer("Done: HI"))
-    loop = make_loop(tmp_path, provider, shout)
     store = _FailingStore()
-    loop.settings.recorder = store
+    loop = make_loop(tmp_path, provider, shout, recorder=store)
     events = await collect(loop)
     warnings = [e.message for e in events if isinstance(e, ev.WarningEvent)]
     assert warnings == ["the session is no longer being saved: disk full"]
@@ -287,4 +288,4 @@ async def test_a_failing_store_is_one_warning_and_the_run_goes_on(tmp_path: Path
     assert (
         loop.result is not None and loop.result.stop_reason == "end_turn" and loop.result.text == "Done: HI"
     )
-    assert loop.settings.recorder is None
+    assert loop._record.recorder is None  # recording ended for the run

@@ -12,7 +12,7 @@ from etcode import Agent
 from etcode.agent.registry import builtin_agents
 from etcode.contract import events as ev
 from etcode.provider.types import ToolCallPart
-from etcode.wiring.subagent import is_read_only_agent
+from etcode.wiring.agent_access import is_read_only_agent
 from tests.fake_llm import Call, FakeLLM, Recorded, Reply
 
 

@@ -19,6 +19,7 @@ part of any batch: they are added to every request, so they are never lost or re
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from etcode.contract.events import CompactionEvent
@@ -134,10 +135,6 @@ class CompactionResult:
     usage: Usage = field(default_factory=Usage)
     #: USD of the summarising call (None: price unknown or no call).
     cost: float | None = None
-
-    @property
-    def summary_index(self) -> int | None:
-        return next((i for i, m in enumerate(self.messages) if is_summary(m)), None)
 
     def done_event(self, reason: str) -> CompactionEvent:
         """The ``CompactionEvent`` announcing this finished compaction."""
@@ -388,10 +385,10 @@ def _with_note(older: list[Message], at: int, split: bool) -> list[Message]:
     return [*older[:at], Message.user(NEWEST_LEFT_OUT), *older[at:]] if split else older
 
 
-def _unique(messages: object) -> list[Message]:
+def _unique(messages: Iterable[Message]) -> list[Message]:
     seen: set[str] = set()
     out: list[Message] = []
-    for message in messages:  # type: ignore[attr-defined]
+    for message in messages:
         if message.text not in seen:
             seen.add(message.text)
             out.append(message)

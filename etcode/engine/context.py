@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from etcode.contract.events import UsageUpdate
 from etcode.provider.catalog import CatalogModel, ModelPrice, cost_of
 from etcode.provider.types import (
     Message,
+    Part,
     ReasoningPart,
     TextPart,
     ToolCallPart,
@@ -80,18 +81,33 @@ def answer_size(context: int | None, model_output: int | None, max_tokens: int |
     return derived
 
 
-def budget_for(model: CatalogModel, compaction: Any = None, max_tokens: int | None = None) -> ContextBudget:
+class CompactionSettings(Protocol):
+    """The config's ``compaction`` section as the window reads it (``config.schema.CompactionConfig``)."""
+
+    @property
+    def auto(self) -> bool: ...
+    @property
+    def threshold(self) -> float | None: ...
+    @property
+    def reserve(self) -> int | None: ...
+    @property
+    def keep_turns(self) -> int | None: ...
+
+
+def budget_for(
+    model: CatalogModel, compaction: CompactionSettings | None = None, max_tokens: int | None = None
+) -> ContextBudget:
     """The budget from the catalog entry and the ``compaction`` config section."""
     output = answer_size(model.context, model.output, max_tokens)
-    reserve = getattr(compaction, "reserve", None)
+    reserve = compaction.reserve if compaction is not None else None
     if reserve is None:
         reserve = min(output, MAX_RESERVE)
-    threshold = getattr(compaction, "threshold", None) or DEFAULT_THRESHOLD
-    auto = getattr(compaction, "auto", True) is not False
+    threshold = (compaction.threshold if compaction is not None else None) or DEFAULT_THRESHOLD
+    auto = compaction is None or compaction.auto is not False
     return ContextBudget(model.context, reserve, threshold, auto, output)
 
 
-def _part_text(part: Any) -> str:
+def _part_text(part: Part) -> str:
     if isinstance(part, TextPart):
         return part.text
     if isinstance(part, ReasoningPart):

@@ -12,16 +12,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from etcode.contract import events as ev
-from etcode.contract.results import AgentResult, LoopLimits
+from etcode.contract.results import AgentResult
+from etcode.contract.tools import ToolContext
+from etcode.engine import interception
+from etcode.engine.interception import InterceptorError
 from etcode.engine.pump import EventPump
-from etcode.engine.seams import LoopWindow, Recorder, record_safely
-from etcode.provider.base import Provider
+from etcode.engine.seams import LoopWindow, SafeRecorder
+from etcode.engine.settings import LoopSettings
 from etcode.provider.errors import ContextOverflowError, ProviderError
 from etcode.provider.types import (
     Message,
@@ -35,22 +35,12 @@ from etcode.provider.types import (
     ToolResultPart,
     Usage,
 )
-from etcode.contract.tools import (
-    PermissionCheck,
-    PermissionDecide,
-    ToolContext,
-    _allow_all,
-    _decide_allow,
-    _no_instructions,
-)
-from etcode.tools.registry import ToolRegistry
 from etcode.tools.scheduler import ToolScheduler
 from etcode.util.errors import EtcodeError
+from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from etcode.engine.compaction import CompactionResult
-    from etcode.security.sandbox import SandboxPolicy
-    from etcode.security.shell_env import ShellEnvPolicy
 
 log = logging.getLogger("etcode.loop")
 
@@ -63,41 +53,6 @@ def describe_unexpected(err: BaseException) -> str:
         return "internal error: data nested too deeply to process"
     detail = str(err).strip().splitlines()[0] if str(err).strip() else ""
     return f"internal error: {type(err).__name__}" + (f": {detail}" if detail else "")
-
-
-@dataclass
-class LoopSettings:
-    """Everything one run of the loop needs besides the conversation itself."""
-
-    provider: Provider
-    model: str
-    system: list[str]
-    tools: ToolRegistry
-    directory: Path
-    worktree: Path
-    session_id: str
-    limits: LoopLimits = field(default_factory=LoopLimits)
-    temperature: float | None = None
-    max_tokens: int | None = None
-    #: Extra request-body fields (``top_p``, ``seed``…), already checked for the provider.
-    extra: dict[str, Any] = field(default_factory=dict)
-    check_permission: PermissionCheck = _allow_all
-    decide_permission: PermissionDecide = _decide_allow
-    instructions_for: Callable[[Path], Awaitable[str | None]] = _no_instructions
-    #: Per-session tool state (todos...), shared across runs of one session.
-    state: dict[str, Any] = field(default_factory=dict)
-    #: What Bash commands inherit (``etcode.security.shell_env.ShellEnvPolicy``; None: the default).
-    shell_env: ShellEnvPolicy | None = None
-    #: How Bash commands are confined (``etcode.security.sandbox.SandboxPolicy``; None: not at all).
-    sandbox: SandboxPolicy | None = None
-    #: Called after each finished step with the full history (persistence hook).
-    on_step: Callable[[list[Message]], Awaitable[None]] | None = None
-    output_filter: Callable[[str, str], str] | None = None
-    on_call: Callable[[str, str], str | None] | None = None
-    #: Persists the session as it runs (``etcode.session.recorder.SessionRecorder``).
-    recorder: Recorder | None = None
-    #: Context budget, usage/cost accounting and compaction (``etcode.engine.window.ContextWindow``).
-    window: LoopWindow | None = None
 
 
 class AgentLoop(EventPump):
@@ -114,6 +69,9 @@ class AgentLoop(EventPump):
         self._sent_max_tokens: int | None = None
         self._interrupted = False
         self._compacted_at = -1
+        self._record = SafeRecorder(settings.recorder, self.emit)
+        #: An interceptor that failed while tools ran (raised once every call has a result).
+        self._intercept_error: InterceptorError | None = None
 
     # ---- control -----------------------------------------------------------------
     def interrupt(self) -> None:
@@ -128,6 +86,8 @@ class AgentLoop(EventPump):
         deadline = time.monotonic() + self.settings.limits.timeout if self.settings.limits.timeout else None
         timer = self._start_timer(deadline)
         try:
+            if self.settings.interceptors:
+                await self._intercept_prompt()
             await self._checkpoint()
             while True:
                 if self._abort.is_set():
@@ -155,6 +115,8 @@ class AgentLoop(EventPump):
                     await self._checkpoint()  # a crash while tools run keeps the calls
                     results = await self._run_capped(calls)
                     self.messages.append(Message("tool", list(results)))
+                    if self._intercept_error is not None:
+                        raise self._intercept_error
                 self.emit(ev.StepFinish(self._steps, end.usage.to_dict(), end.stop_reason))
                 if usage_event is not None:
                     self.emit(usage_event)
@@ -191,8 +153,23 @@ class AgentLoop(EventPump):
             self.emit(ev.WarningEvent(f"the last steps may not be saved: {describe_unexpected(err)}"))
         finally:
             self.result = self._make_result(stop_reason, error)
+            if self.settings.interceptors:
+                await self._intercept_end()
             self.emit(ev.DoneEvent(self.result.to_dict()))
             self._finish()
+
+    # ---- interception --------------------------------------------------------------
+    async def _intercept_prompt(self) -> None:
+        self.messages[-1] = await interception.before_turn(self.settings.interceptors, self.messages[-1])
+
+    async def _intercept_end(self) -> None:
+        """``after_turn``; one that fails makes the run's result that error."""
+        assert self.result is not None
+        try:
+            await interception.after_turn(self.settings.interceptors, self.result)
+        except InterceptorError as err:
+            self.emit(ev.ErrorEvent(str(err), kind="internal"))
+            self.result = self._make_result("error", str(err))
 
     def _max_tokens(self) -> int | None:
         """What each request asks for: the setting, else the window's answer size."""
@@ -278,7 +255,7 @@ class AgentLoop(EventPump):
         if partial:
             self.messages.append(Message("assistant", [TextPart("".join(partial))]))
 
-    async def _run_capped(self, calls: list[ToolCallPart]) -> list[Any]:
+    async def _run_capped(self, calls: list[ToolCallPart]) -> list[ToolResultPart]:
         """Run at most ``limits.max_tool_calls`` of one answer's calls; the rest are
         answered "not run" so the model knows to make them again, fewer at a time."""
         cap = self.settings.limits.max_tool_calls
@@ -297,12 +274,56 @@ class AgentLoop(EventPump):
         skipped = [ToolResultPart(call.id, call.name, note, is_error=True) for call in calls[cap:]]
         return [*await self._run_tools(calls[:cap]), *skipped]
 
-    async def _run_tools(self, calls: list[ToolCallPart]) -> list[Any]:
+    async def _run_tools(self, calls: list[ToolCallPart]) -> list[ToolResultPart]:
+        if self.settings.interceptors:
+            return await self._run_intercepted(calls)
+        return await self._scheduler().run(calls, self._abort)
+
+    async def _run_intercepted(self, calls: list[ToolCallPart]) -> list[ToolResultPart]:
+        """The calls through ``before_tool``, the scheduler and ``after_tool``. An
+        interceptor that fails stops it: the calls not answered yet get "not run"."""
+        interceptors = self.settings.interceptors
+        scheduler = self._scheduler()
+        answered: dict[str, ToolResultPart] = {}
+        try:
+            to_run: list[ToolCallPart] = []
+            for call in calls:
+                changed, reason = await interception.before_tool(interceptors, call)
+                if reason is None:
+                    to_run.append(changed)
+                else:
+                    answered[call.id] = self._blocked(call, reason)
+            for result in await scheduler.run(to_run, self._abort):
+                answered[result.call_id] = result
+            for call in to_run:
+                if call.id in answered:
+                    answered[call.id] = await interception.after_tool(interceptors, call, answered[call.id])
+        except InterceptorError as err:
+            self._intercept_error = err
+        note = "Not run: " + (str(self._intercept_error) if self._intercept_error else "the turn ended.")
+        return [
+            answered.get(call.id)
+            or ToolResultPart(call.id, call.name, note, is_error=True, summary="Not run")
+            for call in calls
+        ]
+
+    def _blocked(self, call: ToolCallPart, reason: str) -> ToolResultPart:
+        """A call an interceptor blocked: shown and answered like a refused permission."""
+        output = interception.blocked_text(reason)
+        try:
+            arguments = call.parsed_arguments()
+        except ValueError:
+            arguments = {}
+        self.emit(ev.ToolCallStart(call.id, call.name, arguments, ""))
+        self.emit(ev.ToolResultEvent(call.id, call.name, True, output, output))
+        return ToolResultPart(call.id, call.name, output, is_error=True, summary="Blocked")
+
+    def _scheduler(self) -> ToolScheduler:
         s = self.settings
 
         def make_context(call: ToolCallPart) -> ToolContext:
             async def check_permission(
-                permission: str, patterns: list[str], metadata: dict[str, Any] | None = None
+                permission: str, patterns: list[str], metadata: JsonObject | None = None
             ) -> None:
                 # The call asking goes with the question (an editor shows it on that call).
                 await s.check_permission(permission, patterns, {"call_id": call.id, **(metadata or {})})
@@ -323,10 +344,9 @@ class AgentLoop(EventPump):
                 add_usage=self.add_usage,
             )
 
-        scheduler = ToolScheduler(
+        return ToolScheduler(
             s.tools, make_context, self.emit, output_filter=s.output_filter, on_call=s.on_call
         )
-        return await scheduler.run(calls, self._abort)
 
     async def add_usage(self, usage: Usage, cost: float | None, model: str) -> None:
         """Count usage spent for this run outside its conversation (a Task subagent's
@@ -344,9 +364,6 @@ class AgentLoop(EventPump):
         await self._checkpoint()
 
     # ---- session: persistence, context window, compaction ------------------------
-    async def _record(self, call: Callable[[Recorder], Awaitable[None]]) -> None:
-        await record_safely(self.settings, self.emit, call)
-
     async def _checkpoint(self) -> None:
         await self._record(lambda recorder: recorder.checkpoint(self.messages))
 

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
 
 from etcode.contract import events as ev
 
-_END = object()
+
+class _End:
+    """Put on the queue as the last item: ``events()`` ends there."""
+
+
+_END = _End()
 
 
 class EventPump:
     def __init__(self) -> None:
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._queue: asyncio.Queue[ev.Event | _End] = asyncio.Queue()
 
     def emit(self, event: ev.Event) -> None:
         self._queue.put_nowait(event)
@@ -41,7 +45,7 @@ class EventPump:
         try:
             while True:
                 item = await self._queue.get()
-                if item is _END:
+                if isinstance(item, _End):
                     break
                 yield item
             await producer  # re-raises a bug in the run itself

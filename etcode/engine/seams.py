@@ -1,7 +1,10 @@
 """The two seams a loop run keeps its session through: a :class:`Recorder` that stores
 what happens (``SessionRecorder``; the workflow's role turns have their own) and a
 :class:`LoopWindow` that counts usage and compacts (``ContextWindow``; a role turn's
-counts but never compacts). :func:`record_safely` is how both loops call the recorder."""
+counts but never compacts). :class:`SafeRecorder` is how both loops call the recorder.
+
+This module imports no other engine module at run time (types only): the loop, the window
+and the settings import it, never the reverse."""
 
 from __future__ import annotations
 
@@ -14,7 +17,6 @@ from etcode.util.errors import EtcodeError
 if TYPE_CHECKING:
     from etcode.engine.compaction import CompactionResult
     from etcode.engine.context import ContextBudget
-    from etcode.engine.loop import LoopSettings
     from etcode.provider.base import Provider
     from etcode.provider.errors import ContextOverflowError
     from etcode.provider.types import Message, ToolSchema, Usage
@@ -67,16 +69,22 @@ class LoopWindow(Protocol):
     ) -> CompactionResult: ...
 
 
-async def record_safely(
-    settings: LoopSettings, emit: Callable[[Event], None], call: Callable[[Recorder], Awaitable[None]]
-) -> None:
-    """``call`` the run's recorder, if it has one. A store failure becomes one warning and
-    ends recording for the run (the run itself goes on)."""
-    recorder = settings.recorder
-    if recorder is None:
-        return
-    try:
-        await call(recorder)
-    except EtcodeError as err:
-        settings.recorder = None
-        emit(WarningEvent(f"the session is no longer being saved: {err}"))
+class SafeRecorder:
+    """A run's way to its recorder (if it has one). A store failure becomes one warning
+    and ends recording for the run (the run itself goes on)."""
+
+    def __init__(self, recorder: Recorder | None, emit: Callable[[Event], None]) -> None:
+        self.recorder = recorder
+        self._emit = emit
+
+    async def __call__(self, call: Callable[[Recorder], Awaitable[None]]) -> None:
+        recorder = self.recorder
+        if recorder is None:
+            return
+        try:
+            await call(recorder)
+        except EtcodeError as err:
+            if self.recorder is None:  # another call failed first and said so
+                return
+            self.recorder = None
+            self._emit(WarningEvent(f"the session is no longer being saved: {err}"))

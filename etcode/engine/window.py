@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal
 
 from etcode.contract.events import CompactionEvent, Event, UsageUpdate
 from etcode.engine.compaction import (
@@ -19,6 +19,7 @@ from etcode.engine.compaction import (
 from etcode.engine.context import (
     MAX_RESERVE,
     ROUGH_MARGIN,
+    CompactionSettings,
     ContextBudget,
     ContextMeter,
     TokenEstimator,
@@ -28,6 +29,7 @@ from etcode.engine.context import (
 from etcode.provider.base import Provider
 from etcode.provider.catalog import CatalogModel, ModelCatalog
 from etcode.provider.errors import ContextOverflowError
+from etcode.provider.spec import ProviderSpec
 from etcode.provider.types import Message, ToolSchema, Usage
 
 if TYPE_CHECKING:
@@ -62,24 +64,22 @@ class ContextWindow:
     @classmethod
     def build(
         cls,
-        spec: Any,
-        config: Any = None,
+        spec: ProviderSpec,
+        compaction: CompactionSettings | None = None,
         *,
+        catalog: ModelCatalog,
         max_tokens: int | None = None,
         session_cost: float = 0.0,
         totals: Usage | None = None,
-        catalog: ModelCatalog | None = None,
     ) -> ContextWindow:
-        """For a resolved provider spec and the config (catalog, ``compaction`` section)."""
-        catalog = catalog or ModelCatalog.load(config)
+        """For a resolved provider spec, its catalog and the config's ``compaction`` section."""
         model = catalog.for_spec(spec)
-        compaction = getattr(config, "compaction", None)
         budget = budget_for(model, compaction, max_tokens)
         estimator = TokenEstimator(spec.model)
         meter = ContextMeter(estimator, budget, model.price, session_cost, totals)
-        keep = getattr(compaction, "keep_turns", None)
+        keep = compaction.keep_turns if compaction is not None else None
         compactor = Compactor(budget, estimator, DEFAULT_KEEP_TURNS if keep is None else keep)
-        configured = getattr(compaction, "reserve", None) is not None
+        configured = compaction is not None and compaction.reserve is not None
         return cls(model, budget, meter, compactor, max_tokens=max_tokens, reserve_configured=configured)
 
     @property
@@ -231,7 +231,7 @@ async def compact_with_events(
             tokens_before=tokens_before,
         )
     )
-    waits: set[asyncio.Future[Any]] = {work}
+    waits: set[asyncio.Future[CompactionResult] | asyncio.Future[Literal[True]]] = {work}
     if abort is not None:
         waits.add(asyncio.ensure_future(abort.wait()))
     try:

@@ -1,8 +1,12 @@
 """The composition root: turns an agent's settings into a ready :class:`Runtime`
-(config, model, provider, agent definition, tools, prompt, permissions, MCP servers).
+(config, model, provider, agent definition, tools, prompt, permissions, MCP servers), and
+a turn into a run (``runs``: the runtime with its Task tool, the loop's settings built
+whole, the :class:`~etcode.engine.run.Run` for the agent).
 
-It sits above ``session/``, ``tools/``, ``provider/``, ``config/``, ``prompt/`` and
-``mcp/``: it imports them, they import it for types only. The public ``Agent``
-(``etcode.api``) calls it; subagents and the workflow get new agents through
-:data:`~etcode.wiring.settings.ChildFactory`, never by importing ``etcode.api``.
+It sits above ``engine/``, ``session/``, ``workflow/``, ``tools/``, ``provider/``,
+``config/``, ``prompt/`` and ``mcp/``: it imports them, they never import it. Inside,
+``settings`` (data and protocols) is imported by ``runtime``, ``runtime`` by ``subagent``,
+``server_window``, ``agent_session`` and ``runs``; never the reverse. The public ``Agent``
+(``etcode.api``) calls ``runs``; subagents get new agents through
+:class:`~etcode.wiring.runtime.ChildFactory`, never by importing ``etcode.api``.
 """

@@ -11,7 +11,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from etcode.contract import events as ev
 from etcode.engine.compaction import announcement, is_announcement
@@ -25,11 +25,14 @@ from etcode.session.store import SessionInfo, SessionNotFoundError, SessionStore
 from etcode.tools.snapshot import STATE_KEY
 from etcode.util.errors import EtcodeError
 from etcode.util.ids import new_id
+from etcode.util.json_types import JsonObject
 from etcode.util.tokens import preload
 
 if TYPE_CHECKING:
     from etcode.engine.compaction import CompactionResult
     from etcode.engine.window import ContextWindow
+    from etcode.provider.spec import ProviderSpec
+    from etcode.tools.base import Tool
     from etcode.wiring.runtime import Runtime
     from etcode.wiring.settings import AgentSettings
 
@@ -39,7 +42,7 @@ TITLE_WAIT = 5.0
 EventSink = Callable[[ev.Event], None]
 
 
-def _todos_of(state: dict[str, Any]) -> list[dict[str, Any]]:
+def _todos_of(state: dict[str, object]) -> list[JsonObject]:
     return [dict(item) for item in getattr(state.get("todos"), "items", []) or []]
 
 
@@ -63,9 +66,9 @@ def _unique(messages: Iterable[Message]) -> list[Message]:
     return out
 
 
-def _configured_max_tokens(spec: Any) -> int | None:
+def _configured_max_tokens(spec: ProviderSpec) -> int | None:
     """The provider's ``options.max_tokens`` (sent as it is), so the budget keeps room for it."""
-    options = getattr(spec, "options", None) or {}
+    options = spec.options or {}
     for key in ("max_tokens", "max_completion_tokens"):
         value = options.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
@@ -100,7 +103,6 @@ class AgentSession:
         self._first_task = ""
         self._meta: dict[str, str] = {}
         self._project: tuple[str, Path] | None = None
-        self._preload: asyncio.Task[bool] | None = None
         #: The session that started this one (a Task subagent's parent), stored as parent_id.
         self.parent_id: str | None = None
         #: Held while the session is open: another process may not write it meanwhile.
@@ -189,23 +191,25 @@ class AgentSession:
         )
         self.install(agent.state)
         from etcode.engine.window import ContextWindow
+        from etcode.provider.catalog import ModelCatalog
 
         self.window = ContextWindow.build(
             runtime.spec,
-            runtime.config,
-            catalog=runtime.catalog,
+            runtime.config.compaction,
+            catalog=runtime.catalog or ModelCatalog.load(runtime.config),
             max_tokens=agent.max_tokens or _configured_max_tokens(runtime.spec),
             session_cost=info.cost if info else 0.0,
             totals=Usage(info.input_tokens, info.output_tokens) if info else None,
         )
         if store is not None and info is not None and history:
             self.window.meter.restore(await store.call(store.last_context, self.session_id), history)
-        if self.window.budget.limit is not None:  # load the tokenizer off the event loop
-            self._preload = asyncio.create_task(asyncio.to_thread(preload, runtime.spec.model))
+        if self.window.budget.limit is not None:  # load the tokenizer off the event loop (the
+            # executor holds the work until it is done; nobody waits for it)
+            asyncio.get_running_loop().run_in_executor(None, preload, runtime.spec.model)
         self._meta = {"agent": runtime.agent_name, "model": runtime.spec.full_id}
         return history
 
-    def install(self, state: dict[str, Any]) -> None:
+    def install(self, state: dict[str, object]) -> None:
         """Put the snapshot recorder where WriteFile/Edit find it."""
         state[STATE_KEY] = self.snapshots
 
@@ -264,11 +268,6 @@ class AgentSession:
             history = [*history, *self._pending_tools]
             self._pending_tools = []
         return history
-
-    def configure(self, settings: Any) -> None:
-        """Hook the recorder and the context window into one run's loop settings."""
-        settings.recorder = self.recorder
-        settings.window = self.window
 
     async def end_turn(self) -> None:
         """Let a title still being made finish (briefly)."""
@@ -340,7 +339,7 @@ class AgentSession:
         else:
             self.recorder.assume_stored(messages)
 
-    def announce(self, tools: list[Any]) -> None:
+    def announce(self, tools: list[Tool]) -> None:
         """Tools added mid-session: tell the model in an ordinary message at the next turn."""
         schemas = [t.schema() for t in tools]
         if schemas:

@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from etcode.contract.events import Event, WarningEvent
 from etcode.contract.results import LoopLimits
-from etcode.engine.loop import LoopSettings
 from etcode.instance import Instance, InstanceInfo, describe
 from etcode.provider.spec import ProviderSpec, RetryConfig
 from etcode.tools.registry import ToolRegistry, builtin_tools
+from etcode.util.json_types import JsonObject
 from etcode.wiring.sandbox_choice import sandbox_policy
 
 if TYPE_CHECKING:
@@ -27,8 +27,15 @@ if TYPE_CHECKING:
     from etcode.provider.catalog import ModelCatalog
     from etcode.provider.discovery import ServerProbe
     from etcode.security.sandbox import SandboxPolicy
-    from etcode.security.shell_env import ShellEnvPolicy
-    from etcode.wiring.settings import AgentSettings, ChildFactory
+    from etcode.wiring.settings import AgentSettings, ChildAgent
+
+
+class ChildFactory(Protocol):
+    """Builds a ready child agent from ``Agent`` keywords: its runtime is built from (and
+    borrows the MCP servers of) ``parent``; it records the session that started it and is
+    stored beside it. The public ``Agent``'s own ``make_child`` is one."""
+
+    async def __call__(self, parent: Runtime, **settings: Any) -> ChildAgent: ...
 
 
 @dataclass
@@ -63,7 +70,7 @@ class Runtime:
     #: The system prompt as assembled (``system`` is this or ``lean_system``).
     full_system: list[str] = field(default_factory=list)
     #: Extra request-body fields (the ``Agent``'s model keywords: ``top_p``, ``seed``…).
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
     #: Builds the Task tool's child agents (None: this runtime starts no subagents).
     make_child: ChildFactory | None = None
 
@@ -89,30 +96,6 @@ class Runtime:
         items: list[Event] = [WarningEvent(w) for w in self.warnings]
         self.warnings = []
         return items
-
-    def loop_settings(self, agent: AgentSettings) -> LoopSettings:
-        settings = LoopSettings(
-            provider=self.provider,
-            model=self.spec.model,
-            system=self.system,
-            tools=self.tools,
-            directory=self.instance.directory,
-            worktree=self.instance.worktree,
-            session_id=agent.session_id,
-            limits=self.limits,
-            temperature=agent.temperature if agent.temperature is not None else self.agent_info.temperature,
-            max_tokens=agent.max_tokens,
-            state=agent.state,
-            extra=dict(self.extra),
-        )
-        settings.check_permission = self.permission.check
-        settings.decide_permission = self.permission.decide
-        settings.instructions_for = self.instructions.nested_for
-        settings.shell_env = _shell_env(self.config, self.spec)
-        settings.sandbox = self.sandbox
-        settings.on_call = _loop_detector().record
-        settings.output_filter = _output_filter()
-        return settings
 
     async def aclose(self) -> None:
         if self.probe is not None:
@@ -149,11 +132,6 @@ class Runtime:
                 await asyncio.shield(mcp.aclose())
             raise
         runtime.make_child = make_child or (parent.make_child if parent is not None else None)
-        try:
-            _add_task_tool(agent, runtime)
-        except BaseException:  # nothing is left running when the build fails
-            await asyncio.shield(runtime.aclose())
-            raise
         return runtime
 
     @classmethod
@@ -243,13 +221,15 @@ class Runtime:
 
 
 def _catalog_and_probe(config: Config, spec: ProviderSpec) -> tuple[ModelCatalog, ServerProbe | None]:
-    """The model catalog, and a probe asking a local server for its window and tool support
-    (begun now, so it runs while the prompt is assembled)."""
+    """The model catalog, and a probe asking a local or self-hosted server for its window and
+    tool support (begun now, so it runs while the prompt is assembled; ``server_window``
+    applies its answer). Asked even when the catalog knows the window: the server also says
+    whether its chat template can use tools."""
     from etcode.provider.catalog import ModelCatalog
-    from etcode.wiring.server_window import begin_probe
+    from etcode.provider.discovery import ServerProbe
 
     catalog = ModelCatalog.load(config)
-    return catalog, begin_probe(spec)
+    return catalog, ServerProbe.begin(spec)
 
 
 def _learn_secrets(config: Config, spec: ProviderSpec) -> None:
@@ -268,14 +248,6 @@ def _learn_file_secrets(worktree: Path, listed: list[str]) -> None:
     from etcode.security.secret_values import project_secret_values
 
     register_secrets(*project_secret_values(worktree, listed))
-
-
-def _shell_env(config: Config, spec: ProviderSpec) -> ShellEnvPolicy:
-    """What Bash commands inherit: the config's ``shell.env``, never the session's keys."""
-    from etcode.security.redact import secrets_from_config
-    from etcode.security.shell_env import ShellEnvPolicy
-
-    return ShellEnvPolicy.from_config(config, {spec.api_key, *secrets_from_config(config)})
 
 
 def _instance_for(directory: Path | None) -> InstanceInfo:
@@ -334,7 +306,7 @@ def _resolve_spec(agent: AgentSettings, config: Config, agent_info: AgentInfo) -
     return resolve_model(config, model)
 
 
-def _request_extra(agent: AgentSettings, spec: ProviderSpec) -> dict[str, Any]:
+def _request_extra(agent: AgentSettings, spec: ProviderSpec) -> JsonObject:
     """The agent's model keywords for the request body: checked against the provider's wire
     format, or passed as they are to a provider or client of the caller's own."""
     if agent.provider is not None:
@@ -401,7 +373,7 @@ def _add_mcp_tools(
         return
     if owned:
         warnings.extend(mcp.warnings())
-    from etcode.wiring.subagent import cannot_write_files
+    from etcode.wiring.agent_access import cannot_write_files
 
     read_only_agent = cannot_write_files(agent_info)
     for item in mcp.tools():
@@ -409,18 +381,6 @@ def _add_mcp_tools(
             continue
         if agent_info.tool_enabled(item.name) and tools.get(item.name) is None:
             tools.add(item)
-
-
-def _add_task_tool(agent: AgentSettings, runtime: Runtime) -> None:
-    """The ``Task`` tool, when the agent enables it (a subagent only when it asks for it)
-    and the runtime can build children."""
-    if not agent.builtin_tools or runtime.make_child is None:
-        return
-    from etcode.wiring.subagent import task_tool_for
-
-    task = task_tool_for(agent, runtime)
-    if task is not None:
-        runtime.tools.add(task)
 
 
 def _instruction_prompt(config: Config, instance: InstanceInfo) -> InstructionPrompt:
@@ -485,15 +445,3 @@ def _mcp_rules(tools: ToolRegistry, mcp: McpManager | None) -> Ruleset:
     from etcode.mcp.tool import ask_rules
 
     return ask_rules(tools)
-
-
-def _loop_detector() -> Any:
-    from etcode.tools.loop_detect import LoopDetector
-
-    return LoopDetector()
-
-
-def _output_filter() -> Any:
-    from etcode.tools.truncate import truncate_for_model
-
-    return truncate_for_model

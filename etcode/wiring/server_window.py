@@ -17,21 +17,11 @@ from etcode.provider.spec import ProviderSpec
 
 if TYPE_CHECKING:
     from etcode.engine.window import ContextWindow
-    from etcode.provider.discovery import ServerFacts, ServerProbe
+    from etcode.provider.discovery import ServerFacts
     from etcode.wiring.runtime import Runtime
 
 #: Windows up to this size (tokens) get the lean prompt, unless ``"prompt": "full"``.
 LEAN_WINDOW = 16_384
-
-
-def begin_probe(spec: ProviderSpec) -> ServerProbe | None:
-    """A ``discovery.ServerProbe`` for ``spec`` when its server is one to ask (a local or
-    self-hosted one), else None. Asked even when the catalog (or the config) knows the window:
-    the server also says whether its chat template can use tools (a window the catalog knows
-    wins, see ``ContextWindow.learn_window``). Must run inside the event loop."""
-    from etcode.provider.discovery import ServerProbe
-
-    return ServerProbe.begin(spec)
 
 
 def wants_lean(prompt_mode: str | None, context: int | None) -> bool:

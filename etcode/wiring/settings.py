@@ -1,15 +1,19 @@
-"""What the composition root reads from an agent, and how it asks for a child agent.
+"""What the composition root reads from an agent (:class:`AgentSettings`), and what it
+drives a Task subagent's child agent by (:class:`ChildAgent`).
 
-``etcode.api.Agent`` satisfies :class:`AgentSettings`; the Task subagents get their
-children from a :data:`ChildFactory` the ``Agent`` hands to its runtime, so nothing
-below ``etcode.api`` imports it.
+``etcode.api.Agent`` satisfies both; the Task subagents get their children from the
+runtime's ``ChildFactory`` (``etcode.wiring.runtime``) the ``Agent`` hands it, so nothing
+below ``etcode.api`` imports it. Data and protocols only: this module imports no other
+``wiring`` module (the runtime imports it, never the reverse).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from etcode.config.schema import Config
@@ -19,7 +23,6 @@ if TYPE_CHECKING:
     from etcode.provider.base import Provider
     from etcode.provider.spec import RetryConfig
     from etcode.tools.base import Tool
-    from etcode.wiring.runtime import Runtime
 
 
 class AgentSettings(Protocol):
@@ -56,7 +59,7 @@ class AgentSettings(Protocol):
     @property
     def custom_tools(self) -> list[Tool]: ...
     @property
-    def llm_kwargs(self) -> dict[str, Any]: ...
+    def llm_kwargs(self) -> JsonObject: ...
     @property
     def temperature(self) -> float | None: ...
     @property
@@ -64,7 +67,7 @@ class AgentSettings(Protocol):
     @property
     def session_id(self) -> str: ...
     @property
-    def state(self) -> dict[str, Any]: ...
+    def state(self) -> dict[str, object]: ...
 
 
 class ChildAgent(AgentSettings, Protocol):
@@ -80,11 +83,3 @@ class ChildAgent(AgentSettings, Protocol):
     def stream(self, task: str) -> AsyncIterator[Event]: ...
     def interrupt(self) -> None: ...
     async def aclose(self) -> None: ...
-
-
-class ChildFactory(Protocol):
-    """Builds a ready child agent from ``Agent`` keywords: its runtime is built from (and
-    borrows the MCP servers of) ``parent``; it records the session that started it and is
-    stored beside it. The public ``Agent``'s own ``make_child`` is one."""
-
-    async def __call__(self, parent: Runtime, **settings: Any) -> ChildAgent: ...

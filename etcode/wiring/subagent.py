@@ -1,7 +1,7 @@
 """Task subagents: child sessions run for the ``Task`` tool.
 
 A child is an ordinary agent with the subagent's prompt, tools and permissions, built by
-the runtime's :class:`~etcode.wiring.settings.ChildFactory` (the public ``Agent`` gives its
+the runtime's :class:`~etcode.wiring.runtime.ChildFactory` (the public ``Agent`` gives its
 own; this module never imports ``etcode.api``). It shares its parent's provider
 connection (when the model's provider is the same), configuration, permission asker and
 MCP servers, gets a session id of its own and records its parent's
@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from etcode.contract.events import SubagentEvent, ToolCallStart, ToolResultEvent
 from etcode.tools.base import ToolContext, ToolResult
 from etcode.tools.task import TaskTool
+from etcode.util.json_types import JsonObject
+from etcode.wiring.agent_access import cannot_write_files, explicitly_enabled, is_read_only_agent
 
 if TYPE_CHECKING:
     from etcode.agent.registry import AgentInfo
@@ -30,34 +32,6 @@ if TYPE_CHECKING:
 MAX_DEPTH = 3
 #: Agents that are never offered as subagents.
 NOT_SUBAGENTS = ("workflow",)
-#: Tools whose use makes an agent not read-only.
-_WRITERS = ("WriteFile", "Edit")
-
-
-def explicitly_enabled(info: AgentInfo, tool_name: str) -> bool:
-    """Whether the agent's ``tools`` settings name ``tool_name`` (or a pattern for it)
-    and the last such setting enables it."""
-    return info.tool_setting(tool_name) is True
-
-
-def _tool_off(info: AgentInfo, tool: str) -> bool:
-    permission = info.permission if isinstance(info.permission, Mapping) else {}
-    return info.permission == "deny" or not info.tool_enabled(tool) or permission.get(tool) == "deny"
-
-
-def cannot_write_files(info: AgentInfo) -> bool:
-    """WriteFile and Edit are disabled or denied (the plan and explore agents)."""
-    return all(_tool_off(info, tool) for tool in _WRITERS)
-
-
-def is_read_only_agent(info: AgentInfo) -> bool:
-    """No WriteFile/Edit (disabled or denied), Bash off or restricted by rules, no Task."""
-    if info.permission == "deny":
-        return True
-    permission = info.permission if isinstance(info.permission, Mapping) else {}
-    bash = permission.get("Bash", permission.get("bash"))
-    bash_ok = _tool_off(info, "Bash") or isinstance(bash, Mapping)
-    return cannot_write_files(info) and bash_ok and not info.tool_enabled("Task")
 
 
 def subagents_for(runtime: Runtime) -> dict[str, AgentInfo]:
@@ -158,7 +132,7 @@ async def _interrupt_on(abort: asyncio.Event, child: ChildAgent) -> None:
 
 def _tool_result(name: str, child: ChildAgent) -> ToolResult:
     result = child.last_result
-    data: dict[str, Any] = {
+    data: JsonObject = {
         "agent": name,
         "session_id": child.session_id,
         "parent_session_id": child.parent_session_id,
@@ -179,3 +153,10 @@ def _tool_result(name: str, child: ChildAgent) -> ToolResult:
         data=data,
         summary=f"{name} finished in {steps}",
     )
+
+
+def add_task_tool(agent: AgentSettings, runtime: Runtime) -> None:
+    """Offer the ``Task`` tool when the agent may use it (see :func:`task_tool_for`)."""
+    task = task_tool_for(agent, runtime)
+    if task is not None:
+        runtime.tools.add(task)

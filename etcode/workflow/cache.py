@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any
+
+from pydantic import BaseModel
 
 from etcode.provider.types import ToolSchema
 from etcode.tools.base import Tool, ToolContext, ToolResult
 from etcode.tools.registry import ToolRegistry
+from etcode.util.json_types import JsonObject
 
 CACHED_NOTE = "[Answered from this run's cache: the same call already ran and nothing has changed since.]"
 
@@ -28,7 +30,7 @@ class ToolCache:
     clears: int = 0
 
     @staticmethod
-    def key(name: str, arguments: dict[str, Any]) -> tuple[str, str]:
+    def key(name: str, arguments: JsonObject) -> tuple[str, str]:
         return name, json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
 
     def clear(self) -> None:
@@ -63,20 +65,21 @@ class CachedTool(Tool):
     def schema(self) -> ToolSchema:
         return self.inner.schema()
 
-    def parse(self, arguments: dict[str, Any]) -> Any:
-        return _Parsed(arguments, self.inner.parse(arguments))
+    def parse(self, arguments: JsonObject) -> _Parsed:
+        return _Parsed.model_construct(raw=arguments, parsed=self.inner.parse(arguments))
 
-    def is_read_only_call(self, arguments: dict[str, Any]) -> bool:
+    def is_read_only_call(self, arguments: JsonObject) -> bool:
         per_call = getattr(self.inner, "is_read_only_call", None)
         return bool(per_call(arguments)) if per_call is not None else bool(self.inner.is_read_only)
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         return self.inner.params_summary(params)
 
-    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+    def result_summary(self, params: JsonObject, result: ToolResult) -> str:
         return self.inner.result_summary(params, result)
 
-    async def run(self, params: Any, ctx: ToolContext) -> ToolResult:
+    async def run(self, params: BaseModel, ctx: ToolContext) -> ToolResult:
+        assert isinstance(params, _Parsed)  # what ``parse`` returned
         raw, parsed = params.raw, params.parsed
         if not self.is_read_only_call(raw):
             self.cache.clear()
@@ -96,10 +99,11 @@ class CachedTool(Tool):
         return result
 
 
-@dataclass
-class _Parsed:
-    raw: dict[str, Any]
-    parsed: Any
+class _Parsed(BaseModel):
+    """The call's arguments as the model sent them and as the wrapped tool parsed them."""
+
+    raw: JsonObject
+    parsed: BaseModel
 
 
 def cached_registry(tools: ToolRegistry, cache: ToolCache) -> ToolRegistry:

@@ -1,7 +1,8 @@
 """The Planner → Executor → Verifier engine behind ``--agent workflow``.
 
-``WorkflowRun`` has the surface of :class:`~etcode.engine.loop.AgentLoop` (``events()``,
-``result``, ``interrupt()``), so ``Agent.stream`` and every front end drive it alike.
+``WorkflowRun`` is a :class:`~etcode.engine.run.Run` as :class:`~etcode.engine.loop.AgentLoop`
+is (``events()``, ``result``, ``interrupt()``), so ``Agent.stream`` and every front end drive
+it alike.
 Each role turn is an ordinary loop run with the role's system prompt: the planner and
 the verifier without tools, the executor with the session's tools behind a per-run
 cache of read-only results. Role text is streamed as :class:`RoleTextDelta`; the plan
@@ -18,17 +19,19 @@ role turns' model calls count in the session's usage and cost (``_RoleRecorder``
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from etcode.contract import events as ev
 from etcode.contract.results import AgentResult, LoopLimits
-from etcode.engine.loop import AgentLoop, LoopSettings
+from etcode.engine.loop import AgentLoop
 from etcode.engine.pump import EventPump
-from etcode.engine.seams import LoopWindow, Recorder, record_safely
+from etcode.engine.seams import LoopWindow, SafeRecorder
+from etcode.engine.settings import LoopSettings
 from etcode.provider.types import Message, TextPart, ToolSchema, Usage
 from etcode.tools.registry import ToolRegistry
+from etcode.util.json_types import JsonObject
 from etcode.workflow import requests, steps
 from etcode.workflow.cache import ToolCache, cached_registry
 from etcode.workflow.jsonparse import JsonAnswerError, parse_object, parse_partial
@@ -36,11 +39,11 @@ from etcode.workflow.models import ExecutorReport, Plan, Todo, Verdict, todos_fr
 from etcode.workflow.prompts import PromptManager
 
 if TYPE_CHECKING:
+    from etcode.config.schema import Config
     from etcode.engine.compaction import CompactionResult
     from etcode.engine.context import ContextBudget
+    from etcode.provider.base import Provider
     from etcode.provider.errors import ContextOverflowError
-    from etcode.wiring.runtime import Runtime
-    from etcode.wiring.settings import AgentSettings
 
 T = TypeVar("T")
 _PARTIAL_TRIGGERS = frozenset('",}]')
@@ -55,10 +58,16 @@ class WorkflowLimits:
     executor_rounds: int = 10
 
     @classmethod
-    def from_config(cls, config: Any) -> WorkflowLimits:
+    def from_config(cls, config: Config | None) -> WorkflowLimits:
         """The ``workflow`` section's ``max_cycles``, ``planner_rounds``, ``executor_rounds``."""
-        section = getattr(config, "workflow", None)
-        values = {k: getattr(section, k, None) for k in ("max_cycles", "planner_rounds", "executor_rounds")}
+        if config is None:
+            return cls()
+        section = config.workflow
+        values = {
+            "max_cycles": section.max_cycles,
+            "planner_rounds": section.planner_rounds,
+            "executor_rounds": section.executor_rounds,
+        }
         return cls(**{k: v for k, v in values.items() if v is not None})
 
 
@@ -85,29 +94,20 @@ class WorkflowRun(EventPump):
 
     def __init__(
         self,
-        runtime: Runtime,
-        agent: AgentSettings,
+        base: LoopSettings,
         history: list[Message],
         task: str,
         *,
-        limits: WorkflowLimits | None = None,
-        prompts: PromptManager | None = None,
+        limits: WorkflowLimits,
+        prompts: PromptManager,
     ) -> None:
-        self.runtime = runtime
         self.task = task
         self.history = list(history)
         self._earlier = requests.conversation_digest(self.history)
-        self.limits = (
-            limits or agent.state.get("workflow_limits") or WorkflowLimits.from_config(runtime.config)
-        )
-        self.prompts = (
-            prompts
-            or agent.state.get("workflow_prompts")
-            or PromptManager.from_config(
-                runtime.config, runtime.instance.directory, runtime.instance.worktree
-            )
-        )
-        self.base: LoopSettings = runtime.loop_settings(agent)
+        self.limits = limits
+        self.prompts = prompts
+        #: The session's settings; each role turn runs with a variant of them.
+        self.base = base
         self.cache = ToolCache()
         self.executor_tools = cached_registry(self.base.tools, self.cache)
         self.result: AgentResult | None = None
@@ -116,14 +116,15 @@ class WorkflowRun(EventPump):
         self._steps = 0
         self._current: AgentLoop | None = None
         self._interrupted = False
-        self._deadline = time.monotonic() + runtime.limits.timeout if runtime.limits.timeout else None
+        self._deadline = time.monotonic() + base.limits.timeout if base.limits.timeout else None
+        self._record = SafeRecorder(base.recorder, self.emit)
         self._partial_text = ""
-        self._last_plan: list[dict[str, Any]] | None = None
+        self._last_plan: list[JsonObject] | None = None
         self._limit_hit = False  # the last turn stopped at the step limit
         #: The session's messages of this run: the history, the task, each finished role step.
         self.messages: list[Message] = [*self.history, Message.user(task)]
 
-    # ---- the AgentLoop surface ----------------------------------------------------
+    # ---- the Run surface ------------------------------------------------------------
     def interrupt(self) -> None:
         self._interrupted = True
         if self._current is not None:
@@ -132,7 +133,7 @@ class WorkflowRun(EventPump):
     # ---- the workflow --------------------------------------------------------------
     async def _produce(self) -> None:
         stop_reason, error, text = "end_turn", None, ""
-        todos: list[dict[str, Any]] = []
+        todos: list[JsonObject] = []
         try:
             await self._checkpoint()
             text, todos = await self._cycles()
@@ -166,7 +167,7 @@ class WorkflowRun(EventPump):
         self.emit(ev.DoneEvent(self.result.to_dict()))
         self._finish()
 
-    async def _cycles(self) -> tuple[str, list[dict[str, Any]]]:
+    async def _cycles(self) -> tuple[str, list[JsonObject]]:
         cycles: list[_Cycle] = []
         limit = self.limits.max_cycles
         for number in range(1, limit + 1):
@@ -281,7 +282,7 @@ class WorkflowRun(EventPump):
         conversation: list[Message],
         prompt: str,
         tools: ToolRegistry | None,
-        parse: Callable[[Mapping[str, Any]], T],
+        parse: Callable[[JsonObject], T],
     ) -> tuple[T | None, str]:
         """One role turn expecting JSON; an unusable answer is retried once with the
         error. Returns (parsed or None, the last answer's text)."""
@@ -311,12 +312,12 @@ class WorkflowRun(EventPump):
             system=self._system(role),
             tools=tools if tools is not None else ToolRegistry(),
             limits=LoopLimits(
-                max_steps=self.runtime.limits.max_steps,
+                max_steps=self.base.limits.max_steps,
                 timeout=remaining,
-                max_tool_calls=self.runtime.limits.max_tool_calls,
+                max_tool_calls=self.base.limits.max_tool_calls,
             ),
             on_step=None,
-            recorder=_RoleRecorder(self) if self.base.recorder is not None else None,
+            recorder=_RoleRecorder(self) if self._record.recorder is not None else None,
             window=_RoleWindow(self.base.window) if self.base.window is not None else None,
         )
         loop = AgentLoop(settings, conversation, Message.user(prompt))
@@ -347,13 +348,8 @@ class WorkflowRun(EventPump):
     async def _checkpoint(self) -> None:
         await self._record(lambda recorder: recorder.checkpoint(self.messages))
 
-    async def _record(self, call: Callable[[Recorder], Awaitable[None]]) -> None:
-        await record_safely(self.base, self.emit, call)
-
     def _system(self, role: str) -> list[str]:
-        base = self.runtime.system[
-            1:
-        ]  # environment and instructions (the first part is the agent/provider's)
+        base = self.base.system[1:]  # environment and instructions (the first part is the agent/provider's)
         parts = [self.prompts.get(role)]
         if role == "executor":
             from etcode.prompt import templates
@@ -445,7 +441,17 @@ class _RoleWindow:
     def learn_window(self, context: int, source: str = "overflow error") -> bool:
         return False
 
-    async def compact(self, messages: list[Message], **request: Any) -> CompactionResult:
+    async def compact(
+        self,
+        messages: list[Message],
+        *,
+        reason: str,
+        provider: Provider,
+        model: str,
+        system: list[str],
+        tools: list[ToolSchema],
+        tokens_before: int | None = None,
+    ) -> CompactionResult:
         raise RuntimeError("a workflow role turn is never compacted (its window is not auto)")
 
     def record(self, usage: Usage, messages: list[Message]) -> tuple[float | None, ev.UsageUpdate]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+
+from etcode.util.json_types import JsonObject, JsonValue
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
@@ -32,7 +33,7 @@ def _candidates(text: str) -> list[str]:
     return [*ordered, text]
 
 
-def _decode_at(text: str, start: int) -> Any:
+def _decode_at(text: str, start: int) -> JsonValue:
     try:
         return _decoder.raw_decode(text, start)[0]
     except json.JSONDecodeError:
@@ -40,7 +41,7 @@ def _decode_at(text: str, start: int) -> Any:
         return _decoder.raw_decode(fixed)[0]
 
 
-def parse_object(text: str) -> dict[str, Any]:
+def parse_object(text: str) -> JsonObject:
     """The first JSON object in ``text`` (a model's answer). Raises :class:`JsonAnswerError`."""
     first_error: json.JSONDecodeError | None = None
     for candidate in _candidates(text):
@@ -74,7 +75,7 @@ def _partial_start(text: str) -> int:
     return text.find("{")
 
 
-def parse_partial(text: str) -> dict[str, Any] | None:
+def parse_partial(text: str) -> JsonObject | None:
     """The object a streaming (possibly cut) answer holds so far, or None: pydantic-core's
     partial JSON reader (an open string kept as far as it goes, an unfinished member
     dropped), after the fence and trailing commas are taken off."""

@@ -8,22 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-#: Status values of a todo, as TodoWrite uses them.
-STATUSES = ("pending", "in_progress", "completed")
+from etcode.util.json_types import JsonObject, JsonValue
+
 NEXT_ACTIONS = ("continue", "complete", "skip", "retry")
 _PRIORITY_RANK = {"critical": 0, "urgent": 0, "high": 1, "medium": 2, "normal": 2, "low": 3}
 
 
-def _get(data: Mapping[str, Any], *names: str, default: Any = None) -> Any:
+def _get(data: Mapping[str, JsonValue], *names: str, default: JsonValue = None) -> JsonValue:
     for name in names:
         if name in data:
             return data[name]
     return default
 
 
-def _bool(value: Any) -> bool | None:
+def _bool(value: JsonValue) -> bool | None:
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "yes"):
@@ -33,7 +32,7 @@ def _bool(value: Any) -> bool | None:
     return None
 
 
-def _text(value: Any) -> str:
+def _text(value: JsonValue) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
@@ -43,7 +42,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _status(value: Any) -> str:
+def _status(value: JsonValue) -> str:
     text = _text(value).lower().replace("-", "_").replace(" ", "_")
     if text in ("done", "complete", "completed", "finished"):
         return "completed"
@@ -73,7 +72,7 @@ class Todo:
         return _PRIORITY_RANK.get(self.priority.lower(), 2)
 
     @classmethod
-    def from_dict(cls, data: Any, index: int) -> Todo | None:
+    def from_dict(cls, data: JsonValue, index: int) -> Todo | None:
         if isinstance(data, str):
             data = {"description": data}
         if not isinstance(data, Mapping):
@@ -90,9 +89,9 @@ class Todo:
             status=_status(_get(data, "status", default="pending")),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """As a todo-update item (``content`` too, so TodoWrite renderers show it)."""
-        data: dict[str, Any] = {
+        data: JsonObject = {
             "id": self.id,
             "content": self.description,
             "description": self.description,
@@ -106,7 +105,7 @@ class Todo:
         return data
 
 
-def todos_from(value: Any) -> list[Todo]:
+def todos_from(value: JsonValue) -> list[Todo]:
     """Todos from a JSON list (items without a description are dropped; ids made unique)."""
     todos: list[Todo] = []
     seen: set[str] = set()
@@ -128,7 +127,7 @@ class Plan:
     todos: list[Todo]
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Plan:
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> Plan:
         """Raises ValueError when the object is not a plan (no todos list)."""
         raw = _get(data, "todos", "tasks", "steps")
         if not isinstance(raw, list):
@@ -146,11 +145,11 @@ class ExecutorReport:
     task_completed: bool | None = None
     should_continue: bool | None = None
     next_action: str | None = None
-    todos: list[dict[str, Any]] = field(default_factory=list)
+    todos: list[JsonObject] = field(default_factory=list)
     prose: bool = False
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ExecutorReport:
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> ExecutorReport:
         action = _text(_get(data, "nextAction", "next_action")).lower() or None
         todos = _get(data, "todos", default=[])
         return cls(
@@ -182,7 +181,7 @@ class TaskCheck:
     completed: bool
     feedback: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"id": self.id, "completed": self.completed, "feedback": self.feedback}
 
 
@@ -201,7 +200,7 @@ class Verdict:
         return self.all_completed and self.user_needs_satisfied
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> Verdict:
         """Raises ValueError when the two flags are missing."""
         done = _bool(_get(data, "allCompleted", "all_completed"))
         needs = _bool(_get(data, "userNeedsSatisfied", "user_needs_satisfied"))

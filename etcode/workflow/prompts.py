@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from etcode.prompt import templates
+
+if TYPE_CHECKING:
+    from etcode.config.schema import Config
 
 Role = Literal["planner", "executor", "verifier"]
 ROLES: tuple[Role, ...] = ("planner", "executor", "verifier")
@@ -49,13 +52,12 @@ class PromptManager:
                 self._sources[role] = "config"
 
     @classmethod
-    def from_config(cls, config: Any, directory: Path | None, worktree: Path | None) -> PromptManager:
+    def from_config(
+        cls, config: Config | None, directory: Path | None, worktree: Path | None
+    ) -> PromptManager:
         """Business context from ``.etcode/prompts`` files, else the config's ``workflow.prompts``."""
-        workflow = getattr(config, "workflow", None) if config is not None else None
-        prompts = getattr(workflow, "prompts", None) if workflow is not None else None
-        if isinstance(workflow, Mapping):
-            prompts = workflow.get("prompts")
-        return cls(directory, worktree, prompts if isinstance(prompts, Mapping) else None)
+        prompts = config.workflow.prompts if config is not None else {}
+        return cls(directory, worktree, {str(role): text for role, text in prompts.items()} or None)
 
     def set_business_context(self, role: str, text: str) -> None:
         """Use ``text`` as ``role``'s business context (replaces files and config)."""

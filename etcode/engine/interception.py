@@ -1,0 +1,136 @@
+"""The seam where a run's tool calls and turns can be intercepted (what hooks will use).
+
+An :class:`Interceptor` is called, in the order of ``LoopSettings.interceptors``:
+
+- ``before_turn(prompt)`` once, as the run starts: returns the prompt to run with;
+- ``before_tool(call)`` before each tool call runs (before its permission check): a
+  :class:`Decision` to proceed, to block it (the model gets the reason as the call's
+  error result, as for a refused permission; the tool does not run) or to run it with
+  other arguments;
+- ``after_tool(call, result)`` after each call that ran: returns the result the model sees
+  (the front ends were already shown the tool's own);
+- ``after_turn(result)`` once, as the run ends, whatever ended it.
+
+An interceptor that raises ends the run with one error line naming it and the place; every
+tool call still gets a result. With no interceptor, the loop does none of this.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from etcode.util.errors import EtcodeError
+from etcode.util.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from etcode.contract.results import AgentResult
+    from etcode.provider.types import Message, ToolCallPart, ToolResultPart
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with one tool call: ``proceed``, ``block`` (``reason`` goes to the model)
+    or ``replace`` (run it with ``arguments`` instead of the model's)."""
+
+    action: Literal["proceed", "block", "replace"] = "proceed"
+    reason: str = ""
+    arguments: JsonObject | None = None
+
+    @classmethod
+    def proceed(cls) -> Decision:
+        return PROCEED
+
+    @classmethod
+    def block(cls, reason: str) -> Decision:
+        return cls("block", reason=reason)
+
+    @classmethod
+    def replace(cls, arguments: JsonObject) -> Decision:
+        return cls("replace", arguments=dict(arguments))
+
+
+PROCEED = Decision()
+
+
+class Interceptor(Protocol):
+    """Called around a run's turn and tool calls (see the module's docstring)."""
+
+    async def before_turn(self, prompt: Message) -> Message: ...
+    async def before_tool(self, call: ToolCallPart) -> Decision: ...
+    async def after_tool(self, call: ToolCallPart, result: ToolResultPart) -> ToolResultPart: ...
+    async def after_turn(self, result: AgentResult) -> None: ...
+
+
+class PassThrough:
+    """An interceptor that changes nothing: subclass it and override what you need."""
+
+    async def before_turn(self, prompt: Message) -> Message:
+        return prompt
+
+    async def before_tool(self, call: ToolCallPart) -> Decision:
+        return PROCEED
+
+    async def after_tool(self, call: ToolCallPart, result: ToolResultPart) -> ToolResultPart:
+        return result
+
+    async def after_turn(self, result: AgentResult) -> None:
+        return None
+
+
+class InterceptorError(EtcodeError):
+    """An interceptor raised: the run ends with this one line."""
+
+    def __init__(self, interceptor: Interceptor, place: str, err: Exception) -> None:
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        super().__init__(f"interceptor {type(interceptor).__name__} failed in {place}: {detail}")
+
+
+def blocked_text(reason: str) -> str:
+    """The result a blocked call gets (what the model sees)."""
+    return f"Blocked before it ran: {reason}" if reason else "Blocked before it ran."
+
+
+async def before_turn(interceptors: tuple[Interceptor, ...], prompt: Message) -> Message:
+    for item in interceptors:
+        try:
+            prompt = await item.before_turn(prompt)
+        except Exception as err:
+            raise InterceptorError(item, "before_turn", err) from err
+    return prompt
+
+
+async def before_tool(
+    interceptors: tuple[Interceptor, ...], call: ToolCallPart
+) -> tuple[ToolCallPart, str | None]:
+    """The call to run (its arguments replaced as decided), or the reason it is blocked."""
+    for item in interceptors:
+        try:
+            decision = await item.before_tool(call)
+        except Exception as err:
+            raise InterceptorError(item, f"before_tool ({call.name})", err) from err
+        if decision.action == "block":
+            return call, decision.reason
+        if decision.action == "replace" and decision.arguments is not None:
+            call = replace(call, arguments=json.dumps(decision.arguments))
+    return call, None
+
+
+async def after_tool(
+    interceptors: tuple[Interceptor, ...], call: ToolCallPart, result: ToolResultPart
+) -> ToolResultPart:
+    for item in interceptors:
+        try:
+            result = await item.after_tool(call, result)
+        except Exception as err:
+            raise InterceptorError(item, f"after_tool ({call.name})", err) from err
+    return result
+
+
+async def after_turn(interceptors: tuple[Interceptor, ...], result: AgentResult) -> None:
+    for item in interceptors:
+        try:
+            await item.after_turn(result)
+        except Exception as err:
+            raise InterceptorError(item, "after_turn", err) from err

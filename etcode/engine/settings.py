@@ -1,0 +1,76 @@
+"""What one run of the loop runs with besides its conversation: :class:`LoopSettings`.
+
+Frozen: the composition root (``etcode.wiring.runs.loop_settings``) builds it whole, the
+recorder and the window passed in; a variant (a workflow role's turn) is a
+``dataclasses.replace`` of it. What changes while a run goes on lives on the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from etcode.contract.results import LoopLimits
+from etcode.contract.tools import (
+    PermissionCheck,
+    PermissionDecide,
+    _allow_all,
+    _decide_allow,
+    _no_instructions,
+)
+from etcode.util.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from etcode.engine.interception import Interceptor
+    from etcode.engine.seams import LoopWindow, Recorder
+    from etcode.provider.base import Provider
+    from etcode.provider.types import Message
+    from etcode.security.sandbox import SandboxPolicy
+    from etcode.security.shell_env import ShellEnvPolicy
+    from etcode.tools.registry import ToolRegistry
+
+#: (tool name, output) -> the output the model sees.
+OutputFilter = Callable[[str, str], str]
+#: (tool name, raw arguments) -> a note appended to the call's result, or None.
+CallWatcher = Callable[[str, str], "str | None"]
+#: Called after each finished step with the full history.
+StepHook = Callable[["list[Message]"], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """Everything one run of the loop needs besides the conversation itself."""
+
+    provider: Provider
+    model: str
+    system: list[str]
+    tools: ToolRegistry
+    directory: Path
+    worktree: Path
+    session_id: str
+    limits: LoopLimits = field(default_factory=LoopLimits)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    #: Extra request-body fields (``top_p``, ``seed``…), already checked for the provider.
+    extra: JsonObject = field(default_factory=dict)
+    check_permission: PermissionCheck = _allow_all
+    decide_permission: PermissionDecide = _decide_allow
+    instructions_for: Callable[[Path], Awaitable[str | None]] = _no_instructions
+    #: Per-session tool state (todos...), shared across runs of one session.
+    state: dict[str, object] = field(default_factory=dict)
+    #: What Bash commands inherit (None: the default).
+    shell_env: ShellEnvPolicy | None = None
+    #: How Bash commands are confined (None: not at all).
+    sandbox: SandboxPolicy | None = None
+    #: Called after each finished step with the full history (persistence hook).
+    on_step: StepHook | None = None
+    output_filter: OutputFilter | None = None
+    on_call: CallWatcher | None = None
+    #: Persists the session as it runs (``etcode.session.recorder.SessionRecorder``).
+    recorder: Recorder | None = None
+    #: Context budget, usage/cost accounting and compaction (``etcode.engine.window.ContextWindow``).
+    window: LoopWindow | None = None
+    #: Called around each tool call and each turn, in order (``etcode.engine.interception``).
+    interceptors: tuple[Interceptor, ...] = ()

@@ -1,0 +1,125 @@
+"""The one entrance from the public ``Agent`` to a run: the runtime with its Task tool
+(:func:`build_runtime`), the loop's settings built whole (:func:`loop_settings`) and the
+:class:`~etcode.engine.run.Run` the agent runs (:func:`start_run`: the ReAct loop, or the
+Planner → Executor → Verifier workflow for ``--agent workflow``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from etcode.engine.settings import LoopSettings
+from etcode.provider.types import Message
+from etcode.wiring.runtime import ChildFactory, Runtime
+
+if TYPE_CHECKING:
+    from etcode.config.schema import Config
+    from etcode.engine.interception import Interceptor
+    from etcode.engine.run import Run
+    from etcode.engine.seams import LoopWindow, Recorder
+    from etcode.provider.spec import ProviderSpec
+    from etcode.security.shell_env import ShellEnvPolicy
+    from etcode.wiring.settings import AgentSettings
+
+#: The agent whose turns are the workflow's (not the ReAct loop's).
+WORKFLOW_AGENT = "workflow"
+
+
+async def build_runtime(
+    agent: AgentSettings, *, parent: Runtime | None = None, make_child: ChildFactory | None = None
+) -> Runtime:
+    """``Runtime.create``, and the ``Task`` tool when the agent enables it (a subagent only
+    when it asks for it) and the runtime can build children."""
+    import asyncio
+
+    runtime = await Runtime.create(agent, parent=parent, make_child=make_child)
+    if not agent.builtin_tools or runtime.make_child is None:
+        return runtime
+    try:
+        from etcode.wiring.subagent import add_task_tool
+
+        add_task_tool(agent, runtime)
+    except BaseException:  # nothing is left running when the build fails
+        await asyncio.shield(runtime.aclose())
+        raise
+    return runtime
+
+
+def loop_settings(
+    runtime: Runtime,
+    agent: AgentSettings,
+    *,
+    recorder: Recorder | None,
+    window: LoopWindow | None,
+    interceptors: tuple[Interceptor, ...] = (),
+) -> LoopSettings:
+    """What one run of ``agent`` runs with, whole (its session's recorder and window passed in)."""
+    from etcode.tools.loop_detect import LoopDetector
+    from etcode.tools.truncate import truncate_for_model
+
+    return LoopSettings(
+        provider=runtime.provider,
+        model=runtime.spec.model,
+        system=runtime.system,
+        tools=runtime.tools,
+        directory=runtime.instance.directory,
+        worktree=runtime.instance.worktree,
+        session_id=agent.session_id,
+        limits=runtime.limits,
+        temperature=agent.temperature if agent.temperature is not None else runtime.agent_info.temperature,
+        max_tokens=agent.max_tokens,
+        extra=dict(runtime.extra),
+        check_permission=runtime.permission.check,
+        decide_permission=runtime.permission.decide,
+        instructions_for=runtime.instructions.nested_for,
+        state=agent.state,
+        shell_env=_shell_env(runtime.config, runtime.spec),
+        sandbox=runtime.sandbox,
+        on_call=LoopDetector().record,
+        output_filter=truncate_for_model,
+        recorder=recorder,
+        window=window,
+        interceptors=interceptors,
+    )
+
+
+def start_run(
+    runtime: Runtime,
+    agent: AgentSettings,
+    history: list[Message],
+    task: str,
+    *,
+    recorder: Recorder | None,
+    window: LoopWindow | None,
+) -> Run:
+    """The run of ``task`` for the runtime's agent (not started: iterate its ``events()``)."""
+    settings = loop_settings(runtime, agent, recorder=recorder, window=window)
+    if runtime.agent_name == WORKFLOW_AGENT:
+        from etcode.workflow.engine import WorkflowLimits, WorkflowRun
+        from etcode.workflow.prompts import PromptManager
+
+        limits = agent.state.get("workflow_limits")
+        prompts = agent.state.get("workflow_prompts")
+        return WorkflowRun(
+            settings,
+            history,
+            task,
+            limits=limits
+            if isinstance(limits, WorkflowLimits)
+            else WorkflowLimits.from_config(runtime.config),
+            prompts=prompts
+            if isinstance(prompts, PromptManager)
+            else PromptManager.from_config(
+                runtime.config, runtime.instance.directory, runtime.instance.worktree
+            ),
+        )
+    from etcode.engine.loop import AgentLoop
+
+    return AgentLoop(settings, history, Message.user(task))
+
+
+def _shell_env(config: Config, spec: ProviderSpec) -> ShellEnvPolicy:
+    """What Bash commands inherit: the config's ``shell.env``, never the session's keys."""
+    from etcode.security.redact import secrets_from_config
+    from etcode.security.shell_env import ShellEnvPolicy
+
+    return ShellEnvPolicy.from_config(config, {spec.api_key, *secrets_from_config(config)})
