@@ -6,7 +6,7 @@ stays light: nothing heavy is imported until a name is used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -29,10 +29,11 @@ _LAZY = {
     "LLMResponse": "etcode.provider.chat_client",
     "ToolCall": "etcode.provider.chat_client",
     "TokenUsage": "etcode.provider.chat_client",
-    # Step-level events (``run_stream``/``arun_stream``) and their text renderer.
-    "LoopEvent": "etcode.engine.step_events",
-    "Event": "etcode.engine.step_events:LoopEvent",
-    "EventType": "etcode.engine.step_events",
+    # The event vocabulary (``etcode.Event``: the base of every event, detailed or
+    # step-level), the step-level events of ``run_stream``/``arun_stream`` and their renderer.
+    "Event": "etcode.contract.events",
+    "LoopEvent": "etcode.contract.events",
+    "EventType": "etcode.contract.events",
     "Renderer": "etcode.ui.loop_renderer",
 }
 
@@ -63,21 +64,18 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover
     from etcode.api import Agent, AgentResult, LoopLimits, RetryConfig, Tool, ToolResult, tool
-    from etcode.contract.events import TodoUpdate
-    from etcode.engine.step_events import EventType, LoopEvent
-    from etcode.engine.step_events import LoopEvent as Event
+    from etcode.contract.events import Event, EventType, LoopEvent, TodoUpdate
     from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall
     from etcode.tools.todo import TODO_UPDATE, TodoItem, TodoStore, create_todo_tool, todo_update_event
     from etcode.ui.loop_renderer import Renderer
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'etcode' has no attribute {name!r}")
     import importlib
 
-    module_name, _, attribute = target.partition(":")
-    value = getattr(importlib.import_module(module_name), attribute or name)
+    value: object = getattr(importlib.import_module(target), name)
     globals()[name] = value
     return value

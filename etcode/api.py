@@ -32,8 +32,8 @@ from etcode.util.sync_bridge import iterate_blocking, loop_running, run_blocking
 
 if TYPE_CHECKING:
     from etcode.config.schema import Config
+    from etcode.contract.events import LoopEvent
     from etcode.engine.run import Run
-    from etcode.engine.step_events import LoopEvent
     from etcode.permission.service import Asker
     from etcode.provider.base import Provider
     from etcode.provider.chat_client import BaseLLMClient
@@ -90,7 +90,7 @@ class Agent:
     Successive runs continue the same conversation (``reset()`` starts over). ``run`` returns
     the result from ordinary code and an awaitable inside ``async`` code; ``run_sync``,
     ``arun``, ``stream`` (etcode's detailed events), ``arun_stream``/``run_stream``
-    (step-level :class:`~etcode.engine.step_events.LoopEvent` s) are the other forms.
+    (step-level :class:`~etcode.contract.events.LoopEvent` s) are the other forms.
 
     Sessions. ``store`` decides where the conversation is kept:
 
@@ -227,7 +227,8 @@ class Agent:
         (``loop_start``, ``thought``, ``action``, ``observation``, ``todo_update``, ``error``,
         ``loop_end``); ``messages`` replaces the conversation so far (Message objects or
         OpenAI Chat dicts, e.g. an earlier result's ``messages``)."""
-        from etcode.engine.step_events import EventType, loop_events
+        from etcode.contract.events import EventType
+        from etcode.engine.step_events import loop_events
         from etcode.provider.chat_client import messages_to_openai
 
         self._adopt(messages)

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from etcode import Agent, tool
 from etcode.contract import events as ev
+from etcode.contract.events import EventType, LoopEvent
 from etcode.contract.results import AgentResult
-from etcode.engine.step_events import EventType, LoopEvent, loop_events
+from etcode.engine.step_events import loop_events
 from etcode.ui.loop_renderer import Renderer
 from tests.fake_llm import Call, FakeLLM, Reply
 

@@ -267,7 +267,7 @@ def test_json_lines_renderer_catches_a_key_split_across_deltas() -> None:
     reasoning = "".join(line["text"] for line in lines if line["type"] == "reasoning_delta")
     assert text == f"Your key: {REDACTED} — and more text"
     assert reasoning == f"thinking {REDACTED}"
-    assert lines[-1] == {"type": "result", "result": f"Your key: {REDACTED} — and more text"}
+    assert lines[-1] == {"type": "result", "version": 1, "result": f"Your key: {REDACTED} — and more text"}
 
 
 WORDS = [

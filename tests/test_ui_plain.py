@@ -72,7 +72,10 @@ def test_json_lines_end_with_the_result() -> None:
     renderer.handle(ev.TextDeltaEvent("hi"))
     renderer.handle(ev.DoneEvent({"type": "result", "result": "hi"}))
     lines = out.getvalue().splitlines()
-    assert lines == ['{"type": "text_delta", "text": "hi"}', '{"type": "result", "result": "hi"}']
+    assert lines == [
+        '{"type": "text_delta", "version": 1, "text": "hi"}',
+        '{"type": "result", "version": 1, "result": "hi"}',
+    ]
 
 
 def test_partial_failure_summary_is_yellow_not_an_error() -> None:

@@ -1,20 +1,40 @@
-"""The typed event stream every front end consumes (plain, JSON Lines, TUI).
+"""The one event vocabulary of etcode: every event the core emits and the API yields.
 
-Each event is a small dataclass with a ``type`` tag; ``to_dict()`` gives the JSON form
-written by ``etcode run --format json``.
+Each event is a small dataclass with a ``type`` tag, a subclass of :class:`Event` (exported
+as ``etcode.Event``). Two views of a run use it:
+
+- the detailed stream (``Agent.stream``, every front end: plain, JSON Lines, TUI, ACP):
+  text deltas, tool calls, usage, retries... ``to_dict()`` gives the JSON form written by
+  ``etcode run --format json``, each line with the schema's ``version``
+  (:data:`EVENT_SCHEMA_VERSION`; the format is documented in ``docs/json-format.md``);
+- the step-level view (``Agent.run_stream``/``arun_stream``): :class:`LoopEvent` s tagged by
+  :class:`EventType` (thought, action, observation...), derived from the detailed stream in
+  one place, :mod:`etcode.engine.step_events`.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Literal
+
+from etcode.util.json_types import JsonArray, JsonObject, JsonValue
+
+#: The version of the ``etcode run --format json`` schema, on every line as ``"version"``.
+#: Raised when a field's meaning changes or a field or event type is removed (adding a field
+#: or an event type is compatible: readers ignore what they do not know).
+EVENT_SCHEMA_VERSION = 1
 
 
 @dataclass
 class Event:
+    """The base of every event (``etcode.Event``): a ``type`` tag and a JSON form."""
+
     type: str = field(init=False, default="event")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
+        """The event as JSON data (its dataclass fields, ``type`` first)."""
         return asdict(self)
 
 
@@ -59,7 +79,7 @@ class ToolCallStart(Event):
 
     call_id: str
     name: str
-    params: dict[str, Any]
+    params: JsonObject
     summary: str
     type: Literal["tool_call_start"] = field(init=False, default="tool_call_start")
 
@@ -77,7 +97,7 @@ class ToolResultEvent(Event):
     is_error: bool
     summary: str
     output: str
-    data: dict[str, Any] | None = None
+    data: JsonObject | None = None
     type: Literal["tool_result"] = field(init=False, default="tool_result")
 
 
@@ -99,7 +119,7 @@ class ToolProgress(Event):
 
 @dataclass
 class TodoUpdate(Event):
-    todos: list[dict[str, Any]]
+    todos: list[JsonObject]
     type: Literal["todo_update"] = field(init=False, default="todo_update")
 
 
@@ -137,7 +157,7 @@ class ErrorEvent(Event):
 class DoneEvent(Event):
     """Last event of a run; carries the :class:`AgentResult` as a dict."""
 
-    result: dict[str, Any]
+    result: JsonObject
     type: Literal["done"] = field(init=False, default="done")
 
 
@@ -188,7 +208,7 @@ class SubagentEvent(Event):
     call_id: str
     agent: str
     session_id: str
-    event: dict[str, Any]
+    event: JsonObject
     type: Literal["subagent"] = field(init=False, default="subagent")
 
 
@@ -223,6 +243,80 @@ class VerificationResult(Event):
     all_completed: bool
     user_needs_satisfied: bool
     overall_feedback: str
-    tasks: list[dict[str, Any]] = field(default_factory=list)
+    tasks: list[JsonObject] = field(default_factory=list)
     improvements: list[str] = field(default_factory=list)
     type: Literal["verification_result"] = field(init=False, default="verification_result")
+
+
+# ---- the step-level view (Agent.run_stream) ------------------------------------------
+
+
+class EventType(StrEnum):
+    """The kinds of :class:`LoopEvent`; a ``str`` Enum (``EventType.THOUGHT == "thought"``)."""
+
+    LOOP_START = "loop_start"
+    THOUGHT = "thought"
+    ACTION = "action"
+    OBSERVATION = "observation"
+    SOFT_LIMIT = "soft_limit"
+    ERROR = "error"
+    LOOP_END = "loop_end"
+    TODO_UPDATE = "todo_update"  # the same string as etcode.tools.todo.TODO_UPDATE
+
+
+@dataclass
+class LoopEvent(Event):
+    """One step-level event of ``Agent.run_stream``: its ``type``, the ``step`` it belongs
+    to, its ``data`` (the agent-loop design's keys; see :mod:`etcode.engine.step_events`
+    for what each is made from)."""
+
+    type: EventType = field()  # the tag, given (the detailed events fix theirs)
+    step: int
+    data: JsonObject
+    timestamp: float = field(default_factory=time.time)
+
+    def to_dict(self) -> JsonObject:
+        """The JSON form: ``{"type": "thought", "step": 1, "data": {...}, "timestamp": ...}``."""
+        return {"type": self.type.value, "step": self.step, "data": self.data, "timestamp": self.timestamp}
+
+    # ---- the design's factories (extra keyword arguments become extra data keys) ----
+    @classmethod
+    def thought(cls, step: int, content: str, **extra: JsonValue) -> LoopEvent:
+        return cls(EventType.THOUGHT, step, {**extra, "content": content})
+
+    @classmethod
+    def action(cls, step: int, tool: str, args: JsonObject, **extra: JsonValue) -> LoopEvent:
+        return cls(EventType.ACTION, step, {**extra, "tool": tool, "args": args})
+
+    @classmethod
+    def observation(cls, step: int, tool: str, result: str, duration: float, **extra: JsonValue) -> LoopEvent:
+        data = {**extra, "tool": tool, "result": result, "duration": duration}
+        return cls(EventType.OBSERVATION, step, data)
+
+    @classmethod
+    def error(cls, step: int, error: str, fatal: bool = False, **extra: JsonValue) -> LoopEvent:
+        return cls(EventType.ERROR, step, {**extra, "error": error, "fatal": fatal})
+
+    @classmethod
+    def loop_start(cls, task: str, **extra: JsonValue) -> LoopEvent:
+        return cls(EventType.LOOP_START, 0, {**extra, "task": task})
+
+    @classmethod
+    def loop_end(
+        cls,
+        step: int,
+        stop_reason: str,
+        content: str = "",
+        messages: JsonArray | None = None,
+        **extra: JsonValue,
+    ) -> LoopEvent:
+        data = {**extra, "stop_reason": stop_reason, "content": content, "messages": messages or []}
+        return cls(EventType.LOOP_END, step, data)
+
+    @classmethod
+    def soft_limit(cls, step: int, reason: str, prompt: str, **extra: JsonValue) -> LoopEvent:
+        return cls(EventType.SOFT_LIMIT, step, {**extra, "reason": reason, "prompt": prompt})
+
+    @classmethod
+    def todo_update(cls, step: int, todos: list[JsonObject], **extra: JsonValue) -> LoopEvent:
+        return cls(EventType.TODO_UPDATE, step, {**extra, "todos": todos})

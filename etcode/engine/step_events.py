@@ -1,8 +1,9 @@
-"""Step-level events in the agent-loop design's shape, derived from etcode's detailed stream.
+"""The step-level view of a run, derived from the detailed stream: the one place it is made.
 
 ``loop_events(agent.stream(task), task)`` turns etcode's events (text deltas, tool calls,
-usage, retries...) into :class:`LoopEvent` s: one ``thought`` per step, an ``action`` and
-an ``observation`` per tool call, and ``loop_start``/``loop_end`` around the run. The
+usage, retries...) into :class:`~etcode.contract.events.LoopEvent` s (events of the same
+vocabulary, :mod:`etcode.contract.events`): one ``thought`` per step, an ``action`` and an
+``observation`` per tool call, and ``loop_start``/``loop_end`` around the run. The
 design's data keys are all there; some events carry more (marked ``+``).
 
 ======================  ===================  ==============================================
@@ -46,82 +47,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any
 
 from etcode.contract import events as ev
+from etcode.contract.events import LoopEvent
+from etcode.util.json_types import JsonObject
 
-__all__ = ["EventType", "LoopEvent", "loop_events"]
-
-
-class EventType(StrEnum):
-    """The kinds of :class:`LoopEvent`; a ``str`` Enum (``EventType.THOUGHT == "thought"``)."""
-
-    LOOP_START = "loop_start"
-    THOUGHT = "thought"
-    ACTION = "action"
-    OBSERVATION = "observation"
-    SOFT_LIMIT = "soft_limit"
-    ERROR = "error"
-    LOOP_END = "loop_end"
-    TODO_UPDATE = "todo_update"  # the same string as etcode.tools.todo.TODO_UPDATE
-
-
-@dataclass
-class LoopEvent:
-    """One step-level event: its ``type``, the ``step`` it belongs to, its ``data``."""
-
-    type: EventType
-    step: int
-    data: dict[str, Any]
-    timestamp: float = field(default_factory=time.time)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form: ``{"type": "thought", "step": 1, "data": {...}, "timestamp": ...}``."""
-        return {"type": self.type.value, "step": self.step, "data": self.data, "timestamp": self.timestamp}
-
-    # ---- the design's factories (extra keyword arguments become extra data keys) ----
-    @classmethod
-    def thought(cls, step: int, content: str, **extra: Any) -> LoopEvent:
-        return cls(EventType.THOUGHT, step, {**extra, "content": content})
-
-    @classmethod
-    def action(cls, step: int, tool: str, args: dict[str, Any], **extra: Any) -> LoopEvent:
-        return cls(EventType.ACTION, step, {**extra, "tool": tool, "args": args})
-
-    @classmethod
-    def observation(cls, step: int, tool: str, result: str, duration: float, **extra: Any) -> LoopEvent:
-        data = {**extra, "tool": tool, "result": result, "duration": duration}
-        return cls(EventType.OBSERVATION, step, data)
-
-    @classmethod
-    def error(cls, step: int, error: str, fatal: bool = False, **extra: Any) -> LoopEvent:
-        return cls(EventType.ERROR, step, {**extra, "error": error, "fatal": fatal})
-
-    @classmethod
-    def loop_start(cls, task: str, **extra: Any) -> LoopEvent:
-        return cls(EventType.LOOP_START, 0, {**extra, "task": task})
-
-    @classmethod
-    def loop_end(
-        cls,
-        step: int,
-        stop_reason: str,
-        content: str = "",
-        messages: list[Any] | None = None,
-        **extra: Any,
-    ) -> LoopEvent:
-        data = {**extra, "stop_reason": stop_reason, "content": content, "messages": messages or []}
-        return cls(EventType.LOOP_END, step, data)
-
-    @classmethod
-    def soft_limit(cls, step: int, reason: str, prompt: str, **extra: Any) -> LoopEvent:
-        return cls(EventType.SOFT_LIMIT, step, {**extra, "reason": reason, "prompt": prompt})
-
-    @classmethod
-    def todo_update(cls, step: int, todos: list[dict[str, Any]], **extra: Any) -> LoopEvent:
-        return cls(EventType.TODO_UPDATE, step, {**extra, "todos": todos})
+__all__ = ["loop_events"]
 
 
 class _Converter:
@@ -206,7 +137,7 @@ class _Converter:
             return self._end(event.result)
         return None
 
-    def _end(self, result: dict[str, Any]) -> LoopEvent:
+    def _end(self, result: JsonObject) -> LoopEvent:
         return LoopEvent.loop_end(
             self.step,
             str(result.get("stop_reason", "")),

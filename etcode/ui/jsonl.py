@@ -1,13 +1,19 @@
-"""``--format json``: one JSON object per event on stdout; the last line is the result."""
+"""``--format json``: one JSON object per event on stdout; the last line is the result.
+
+Every line carries the schema's ``version`` (:data:`~etcode.contract.events.EVENT_SCHEMA_VERSION`)
+after its ``type``; ``docs/json-format.md`` lists the events and their fields.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, TextIO
+from typing import TextIO
 
 from etcode.contract import events as ev
+from etcode.contract.events import EVENT_SCHEMA_VERSION
 from etcode.security.redact import StreamRedactor, redact
+from etcode.util.json_types import JsonObject
 
 
 class JsonLinesRenderer:
@@ -21,9 +27,10 @@ class JsonLinesRenderer:
             type, tuple[StreamRedactor, ev.TextDeltaEvent | ev.ReasoningDeltaEvent | None]
         ] = {}
 
-    def write(self, data: dict[str, Any]) -> None:
+    def write(self, data: JsonObject) -> None:
+        line = {"type": data.get("type"), "version": EVENT_SCHEMA_VERSION, **data}
         # "[REDACTED]" needs no JSON escaping, so the redacted line stays valid JSON
-        self.out.write(redact(json.dumps(data, ensure_ascii=False, default=str)) + "\n")
+        self.out.write(redact(json.dumps(line, ensure_ascii=False, default=str)) + "\n")
         self.out.flush()
 
     def _delta(self, event: ev.TextDeltaEvent | ev.ReasoningDeltaEvent) -> None:

@@ -13,14 +13,12 @@ class LiveTail:
         self.keep = keep
         self._lines: deque[str] = deque(maxlen=keep)
         self._current = ""
-        self.lines_seen = 0  # finished lines so far
 
     def feed(self, text: str) -> None:
         for index, part in enumerate(text.split("\n")):
             if index:
                 self._lines.append(self._current)
                 self._current = ""
-                self.lines_seen += 1
             if "\r" in part:
                 self._current = part.rsplit("\r", 1)[1]
             else:

@@ -1,4 +1,4 @@
-"""A plain-text renderer of step-level :class:`~etcode.engine.step_events.LoopEvent` s.
+"""A plain-text renderer of step-level :class:`~etcode.contract.events.LoopEvent` s.
 
 ``Renderer().render(event)`` gives one string per event. Rules registered with
 ``@renderer.on_tool("name")`` (for that tool's actions and observations) win over rules
@@ -10,9 +10,9 @@ default follows etcode's display: a tool call is ``● Name (params summary)`` w
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from etcode.engine.step_events import EventType, LoopEvent
+from etcode.contract.events import EventType, LoopEvent
+from etcode.util.json_types import JsonObject, JsonValue
 
 __all__ = ["Renderer"]
 
@@ -28,7 +28,7 @@ def _first_line(text: str, limit: int = _PREVIEW) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _args_text(args: Any) -> str:
+def _args_text(args: JsonValue) -> str:
     if isinstance(args, dict):
         return ", ".join(f"{key}={value!r}" for key, value in args.items())
     return "" if args is None else str(args)
@@ -95,7 +95,7 @@ def default_render(event: LoopEvent) -> str:
     return f"[{EventType(kind).value}] {data}"
 
 
-def _todos(todos: list[dict[str, Any]]) -> str:
+def _todos(todos: list[JsonObject]) -> str:
     if not todos:
         return "(the todo list is empty)"
     lines = []
@@ -109,7 +109,7 @@ def _todos(todos: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _end(data: dict[str, Any]) -> str:
+def _end(data: JsonObject) -> str:
     reason = data.get("stop_reason", "")
     steps = data.get("steps")
     counted = f", {steps} step{'' if steps == 1 else 's'}" if isinstance(steps, int) else ""

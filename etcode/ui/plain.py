@@ -12,11 +12,12 @@ import os
 import shutil
 import time
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TextIO
 
 from etcode.contract import events as ev
 from etcode.security.redact import RedactingStream
 from etcode.ui.live_tail import LiveTail, cut_to_cells, elapsed_text
+from etcode.util.json_types import JsonObject
 
 RESET = "\x1b[0m"
 DIM = "\x1b[2m"
@@ -31,7 +32,7 @@ def _wants_color(stream: TextIO) -> bool:
         return False
     if os.environ.get("FORCE_COLOR"):
         return True
-    return bool(getattr(stream, "isatty", lambda: False)())
+    return stream.isatty()
 
 
 PROGRESS_EVERY = 0.25  # seconds between rewrites of a running call's "executing" line
@@ -51,13 +52,13 @@ class PlainRenderer:
     ) -> None:
         self.out = RedactingStream(out)  # API keys never reach the terminal
         self.err = RedactingStream(err)
-        self.live = bool(getattr(err, "isatty", lambda: False)()) if live is None else live
+        self.live = err.isatty() if live is None else live
         self.color = _wants_color(err) if color is None else color
         self._out_mid_line = False
         self._err_mid_line = False
         self._in_reasoning = False
         self._pending: dict[str, _Pending] = {}
-        self._todos: list[dict[str, Any]] = []  # the last todo update (the workflow's plan)
+        self._todos: list[JsonObject] = []  # the last todo update (the workflow's plan)
 
     # ---- helpers -----------------------------------------------------------------
     def _style(self, text: str, *codes: str) -> str:

@@ -14,7 +14,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual import events, work
 from textual.app import App, ComposeResult
@@ -23,12 +23,12 @@ from textual.containers import Horizontal
 from textual.widgets import Input, Static, TextArea
 from textual.worker import Worker
 
-from etcode.contract.events import StepStart
+from etcode.contract.events import Event, StepStart
 from etcode.ui.tui import commands as slash
 from etcode.ui.tui import warmup
 from etcode.ui.tui.asker import TuiAsker
 from etcode.ui.tui.collector import CollectorPolicy
-from etcode.ui.tui.controller import AgentHost, Unsupported
+from etcode.ui.tui.controller import AgentHost
 from etcode.ui.tui.feed import EventFeed
 from etcode.ui.tui.goodbye import ExitState, ToolLines, exit_state_of
 from etcode.ui.tui.hangup import detach_from_terminal
@@ -42,6 +42,13 @@ from etcode.ui.tui.widgets.status import StatusBar
 from etcode.ui.tui.widgets.todo import TodoPanel
 from etcode.ui.tui.widgets.working import WorkingLine
 from etcode.util.errors import EtcodeError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from etcode.config.raw import Loc
+    from etcode.config.schema import Config
+    from etcode.config.trust import Finding
 
 QUIT_WINDOW = 2.0  # seconds between the two Ctrl+C presses
 REQUEST_HEADSTART = 0.02  # seconds a turn's request gets to go out before the heap is tidied
@@ -71,7 +78,7 @@ class EtcodeApp(App[int]):
         self,
         options: TuiOptions | None = None,
         *,
-        config: Any = None,
+        config: Config | None = None,
         history: PromptHistory | None = None,
         max_widgets: int | None = None,
     ) -> None:
@@ -214,10 +221,12 @@ class EtcodeApp(App[int]):
             return
         await self._build_agent()
 
-    async def _trust_answered(self, answer: str, found: list[Any]) -> None:
+    async def _trust_answered(self, answer: str, found: list[Finding]) -> None:
         """Trust the file(s), or leave their risky settings out of this session, or quit."""
         from etcode.config.trust import exclusions, trust_files
 
+        if self.config is None:  # asked only about a loaded config
+            return
         if answer == "quit":
             self.exit_code = 1
             self.exit(
@@ -241,16 +250,16 @@ class EtcodeApp(App[int]):
         await self._build_agent()
 
     async def _build_agent(self) -> None:
+        if self.config is None:  # not loaded: the error is shown already
+            return
         try:
             self.host = AgentHost(
                 self.options, self.config, self.directory, self.asker, on_event=self._on_agent_event
             )
-        except (EtcodeError, Unsupported) as err:
+        except EtcodeError as err:
             self._agent_failed = True
             await self.conversation.add_notice(f"error: {err}", "error")
             return
-        for warning in self.host.warnings:
-            await self.conversation.add_notice(f"warning: {warning}", "warning")
         self.prompt.arguments.update(model=self.host.model_names, agent=self.host.agent_names)
         self._show_model()
         self.warm_up()
@@ -260,7 +269,7 @@ class EtcodeApp(App[int]):
             text, task, shown = self.queued.pop(0)
             await self.start_turn(text, task, shown)
 
-    def _load_config(self, without: Any = None) -> Any:
+    def _load_config(self, without: Mapping[Path, Sequence[Loc]] | None = None) -> Config | None:
         from etcode.config.loader import load_config
         from etcode.instance import describe
 
@@ -282,7 +291,7 @@ class EtcodeApp(App[int]):
             self.call_later(self.conversation.add_notice, f"error: {err}", "error")
         self.status_bar.update_info(agent=self.host.resolved_agent(), model=model, context_limit=limit)
 
-    def _on_agent_event(self, event: Any) -> None:
+    def _on_agent_event(self, event: Event) -> None:
         """Events the agent produces outside a turn (``/compact``'s progress, usage)."""
         self.call_later(self.feed.handle, event)
 
@@ -304,17 +313,19 @@ class EtcodeApp(App[int]):
 
         if self.host is None:
             return
+        from etcode.contract.events import UsageUpdate
+        from etcode.tools.todo import TodoStore
+
         agent = self.host.agent
         if agent.history:
-            transcript = getattr(agent, "transcript", None)  # every batch, with what was shown
-            stored = await transcript() if transcript is not None else None
+            stored = await agent.transcript()  # every batch, with what was shown
             await replay_history(self.conversation, agent.history, stored)
-        usage = getattr(agent, "usage_now", lambda: None)()
-        if usage is not None and (agent.history or usage.cost):  # the stored totals, at once
+        usage = agent.usage_now()
+        if isinstance(usage, UsageUpdate) and (agent.history or usage.cost):  # the stored totals, at once
             await self.feed.handle(usage)
-        todos = getattr(agent.state.get("todos"), "items", None)
-        if todos:
-            self.todos.set_todos(list(todos))
+        todos = agent.state.get("todos")
+        if isinstance(todos, TodoStore) and todos.items:
+            self.todos.set_todos(list(todos.items))
 
     # ---- input -----------------------------------------------------------------------
     async def on_event(self, event: events.Event) -> None:
@@ -347,7 +358,7 @@ class EtcodeApp(App[int]):
         if parsed is not None:
             await self.run_command(parsed)
             return
-        trusted = getattr(self.config, "trusted", False)
+        trusted = self.config is not None and self.config.trusted
 
         def read_mentions() -> list[Attachment]:
             from etcode.instance import describe
@@ -396,8 +407,6 @@ class EtcodeApp(App[int]):
     async def _busy(self, work: Awaitable[None]) -> None:
         try:
             await work
-        except Unsupported as err:
-            await self.conversation.add_notice(str(err), "warning")
         except EtcodeError as err:
             await self.conversation.add_notice(f"error: {err}", "error")
         except Exception as err:  # never let a bug kill the chat
@@ -479,6 +488,3 @@ class EtcodeApp(App[int]):
         from etcode.ui.tui.slash_actions import run_slash
 
         await run_slash(self, parsed)
-
-    def notify_unsupported(self, err: Unsupported) -> None:
-        self.notify(str(err), severity="warning", timeout=5)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from etcode.permission.service import Decision, PermissionRequest
 
@@ -15,7 +15,7 @@ class TuiAsker:
     """Shows :class:`~etcode.ui.tui.widgets.permission.PermissionScreen` and waits for the
     answer. If the tool is cancelled meanwhile (Esc), the modal is closed."""
 
-    def __init__(self, app: App[Any]) -> None:
+    def __init__(self, app: App[int]) -> None:
         self.app = app
         self.asked: list[PermissionRequest] = []
 

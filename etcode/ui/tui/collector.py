@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from typing import Any
 
 #: A full sweep of the frozen set once it has grown this much since the last sweep.
 RECLAIM_GROWTH = 1.5
@@ -59,7 +58,7 @@ class CollectorPolicy:
             if not self._swept_size:
                 self._swept_size = gc.get_freeze_count()
 
-    def _after_collection(self, phase: str, info: dict[str, Any]) -> None:
+    def _after_collection(self, phase: str, info: dict[str, int]) -> None:
         """After an automatic full collection: freeze its survivors (soon, on the loop)."""
         if phase != "stop" or info.get("generation") != 2 or self._loop is None:
             return

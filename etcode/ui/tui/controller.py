@@ -1,26 +1,25 @@
 """The agent behind the TUI: creating, resuming and reconfiguring it. No Textual here.
 
 Everything the slash commands do to the agent goes through this class, so the app only
-maps events to widgets. Session features (``-c``, ``--session``, ``/sessions``,
-``/compact``, ``/undo``) use the session store of issue 6 when it is present and report
-clearly when it is not.
+maps events to widgets. Sessions (``-c``, ``--session``, ``/sessions``, ``/compact``,
+``/undo``) live in the session store, opened with the first agent.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from etcode.contract.events import Event
 from etcode.ui.tui.options import TuiOptions
-from etcode.util.errors import ConfigError, UsageError
+from etcode.util.errors import UsageError
 
-UNAVAILABLE = "needs the session store, which this build does not have yet"
-
-
-class Unsupported(Exception):
-    """A command whose backing feature is missing from this build."""
+if TYPE_CHECKING:
+    from etcode.api import Agent
+    from etcode.config.schema import Config
+    from etcode.permission.service import Asker
+    from etcode.session.store import SessionInfo, SessionStore
 
 
 class AgentHost:
@@ -29,10 +28,10 @@ class AgentHost:
     def __init__(
         self,
         options: TuiOptions,
-        config: Any,
+        config: Config,
         directory: Path,
-        asker: Any,
-        on_event: Callable[[Any], None] | None = None,
+        asker: Asker,
+        on_event: Callable[[Event], None] | None = None,
     ) -> None:
         self.options = options
         self.config = config
@@ -41,8 +40,7 @@ class AgentHost:
         self.on_event = on_event
         self.model = options.model
         self.agent_name = options.agent
-        self.store: Any = None
-        self.warnings: list[str] = []
+        self.store: SessionStore | None = None
         self._model_choices: list[str] | None = None
         self.agent = self.make_agent(
             session_id=self.find_session(options.session_id) if options.session_id else None,
@@ -53,54 +51,38 @@ class AgentHost:
     # ---- building --------------------------------------------------------------------
     def make_agent(
         self, *, session_id: str | None = None, continue_last: bool = False, fork: bool = False
-    ) -> Any:
-        """A new Agent with the TUI's settings, kept in the session store when there is one."""
+    ) -> Agent:
+        """A new Agent with the TUI's settings, kept in the session store."""
         from etcode.api import Agent
 
-        accepted = set(inspect.signature(Agent.__init__).parameters)
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "agent": self.agent_name,
-            "config": self.config,
-            "asker": self.asker,
-            "directory": self.directory,
-        }
-        if "trust" in accepted:
-            kwargs["trust"] = None  # the chat and ACP ask about the project's config themselves
-        for key, value, flag in (("continue_last", continue_last, "--continue"), ("fork", fork, "--fork")):
-            if value and key not in accepted:
-                self.warnings.append(f"{flag} {UNAVAILABLE}")
-            elif value:
-                kwargs[key] = value
-        if session_id:
-            kwargs["session_id"] = session_id
-        if "store" in accepted:
-            store = self.open_store()
-            if store is not None:
-                kwargs["store"] = store
-        if "on_event" in accepted and self.on_event is not None:
-            kwargs["on_event"] = self.on_event
-        return Agent(**kwargs)
+        return Agent(
+            model=self.model,
+            agent=self.agent_name,
+            config=self.config,
+            asker=self.asker,
+            directory=self.directory,
+            trust=None,  # the chat and ACP ask about the project's config themselves
+            continue_last=continue_last,
+            fork=fork,
+            session_id=session_id,
+            store=self.open_store(),
+            on_event=self.on_event,
+        )
 
-    def open_store(self) -> Any:
-        """The session store (issue 6), or None when this build has none."""
+    def open_store(self) -> SessionStore:
+        """The session store, opened on first use."""
         if self.store is None:
-            try:
-                from etcode.session.store import SessionStore
-            except ImportError:
-                return None
+            from etcode.session.store import SessionStore
+
             self.store = SessionStore.open()
         return self.store
 
     def find_session(self, prefix: str) -> str:
         """The full id of a stored session (a unique prefix is enough)."""
-        store = self.open_store()
-        if store is None:
-            raise Unsupported(f"--session {UNAVAILABLE}")
         from etcode.session.store import SessionNotFoundError
 
         try:
-            return str(store.resolve_session(prefix, flag="--session").id)
+            return self.open_store().resolve_session(prefix, flag="--session").id
         except SessionNotFoundError as err:
             raise UsageError(str(err)) from None
 
@@ -118,7 +100,7 @@ class AgentHost:
         return spec.full_id, limit if isinstance(limit, int) else None
 
     def resolved_agent(self) -> str:
-        return self.agent_name or getattr(self.config, "default_agent", None) or "build"
+        return self.agent_name or self.config.default_agent or "build"
 
     # ---- slash commands --------------------------------------------------------------
     async def new_session(self) -> None:
@@ -127,7 +109,7 @@ class AgentHost:
     async def resume(self, session_id: str) -> None:
         await self._replace(self.make_agent(session_id=session_id))
 
-    async def _replace(self, agent: Any) -> None:
+    async def _replace(self, agent: Agent) -> None:
         old, self.agent = self.agent, agent
         await old.aclose()
 
@@ -135,10 +117,7 @@ class AgentHost:
         """Apply a new model or agent from the next turn on, in the same session."""
         old = self.agent
         await old.aclose()  # flushes the session; the runtime is rebuilt on the next turn
-        if self.store is not None:
-            self.agent = self.make_agent(session_id=old.session_id)  # reloads the stored session
-        else:
-            old.model, old.agent_name = self.model, self.agent_name
+        self.agent = self.make_agent(session_id=old.session_id)  # reloads the stored session
 
     async def switch_model(self, model: str) -> str:
         """Use ``model`` (provider/model) from the next turn on; returns its full id."""
@@ -190,51 +169,30 @@ class AgentHost:
         from etcode.instance import describe
 
         info = describe(self.directory)
-        agents = load_agents(getattr(self.config, "agent", None) or {}, info.directory, info.worktree)
+        agents = load_agents(self.config.agent or {}, info.directory, info.worktree)
         return [name for name, agent in agents.items() if agent.mode != "subagent"]
 
-    def list_sessions(self, limit: int = 50) -> list[Any]:
+    def list_sessions(self, limit: int = 50) -> list[SessionInfo]:
         from etcode.instance import describe
 
-        store = self.open_store()
-        if store is None:
-            raise Unsupported(f"/sessions {UNAVAILABLE}")
-        return list(store.list_sessions(describe(self.directory).project_id, limit))
+        return self.open_store().list_sessions(describe(self.directory).project_id, limit)
 
     async def clear(self) -> None:
-        clear = getattr(self.agent, "clear", None)
-        if clear is not None:
-            result = clear()
-            if inspect.isawaitable(result):
-                await result
-        else:
-            self.agent.reset()
+        self.agent.clear()
 
     async def compact(self) -> None:
-        compact = getattr(self.agent, "compact", None)
-        if compact is None:
-            raise Unsupported(f"/compact {UNAVAILABLE}")
-        await compact()
+        await self.agent.compact()
 
     async def undo(self, force: bool = False) -> list[str]:
         """``path: what happened`` per file of the undone turn (empty: nothing to undo).
         Raises ``UndoRefused`` when files changed since etcode wrote them, unless ``force``."""
-        report_of = getattr(self.agent, "undo_report", None)
-        if report_of is not None:
-            report = await report_of(force=force)
-            return report.lines() if report is not None else []
-        undo = getattr(self.agent, "undo", None)
-        if undo is None:
-            raise Unsupported(f"/undo {UNAVAILABLE}")
-        return list(await undo() or [])
+        report = await self.agent.undo_report(force=force)
+        return report.lines() if report is not None else []
 
     async def close(self) -> None:
         await self.agent.aclose()
-        close = getattr(self.store, "close", None)
-        if close is not None:
-            result = close()
-            if inspect.isawaitable(result):
-                await result
+        if self.store is not None:
+            self.store.close()
 
 
-__all__ = ["AgentHost", "ConfigError", "Unsupported", "UsageError"]
+__all__ = ["AgentHost"]

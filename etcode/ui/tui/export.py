@@ -4,25 +4,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+
+from etcode.provider.types import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 
-def transcript_markdown(messages: Iterable[Any], title: str = "etcode session") -> str:
+def transcript_markdown(messages: Iterable[Message], title: str = "etcode session") -> str:
     """Render messages (``etcode.provider.types.Message``) as a readable Markdown document."""
     out = [f"# {title}", ""]
     for message in messages:
-        role = getattr(message, "role", "")
-        for part in getattr(message, "parts", []):
-            kind = getattr(part, "type", "")
-            if kind == "text" and part.text.strip():
-                who = "User" if role == "user" else "Assistant"
+        for part in message.parts:
+            if isinstance(part, TextPart) and part.text.strip():
+                who = "User" if message.role == "user" else "Assistant"
                 out += [f"## {who}", "", part.text.rstrip(), ""]
-            elif kind == "reasoning" and part.text.strip():
+            elif isinstance(part, ReasoningPart) and part.text.strip():
                 quoted = "\n".join(f"> {line}" for line in part.text.rstrip().splitlines())
                 out += ["*Reasoning*", "", quoted, ""]
-            elif kind == "tool_call":
+            elif isinstance(part, ToolCallPart):
                 out += [f"**● {part.name}**", "", "```json", _pretty(part.arguments), "```", ""]
-            elif kind == "tool_result":
+            elif isinstance(part, ToolResultPart):
                 mark = "⚠ " if part.is_error else ""
                 out += [f"**└ {mark}{part.name} result**", "", "```", part.output.rstrip(), "```", ""]
     return "\n".join(out).rstrip() + "\n"

@@ -3,14 +3,13 @@ reads the events' fields (``summary``, ``usage``, ``todos``...) and computes not
 
 from __future__ import annotations
 
-from typing import Any
-
 from etcode.contract import events as ev
 from etcode.ui.tui.widgets.conversation import Conversation
 from etcode.ui.tui.widgets.status import StatusBar
 from etcode.ui.tui.widgets.todo import TodoPanel
 from etcode.ui.tui.widgets.tool import ToolMessage
 from etcode.ui.tui.widgets.working import WorkingLine
+from etcode.util.json_types import JsonObject
 
 
 def context_of_usage(usage: dict[str, int]) -> int:
@@ -26,7 +25,7 @@ class EventFeed:
         self.conversation = conversation
         self.status = status
         self.todos = todos
-        self.last_result: dict[str, Any] | None = None
+        self.last_result: JsonObject | None = None
         #: True once the core sends ``usage`` events (context %, cost): StepFinish is then ignored.
         self.has_usage_events = False
         #: ``✻ Working…`` above the input (set by the app); None: not shown.
@@ -101,48 +100,48 @@ class EventFeed:
         elif isinstance(event, ev.DoneEvent):
             self.last_result = event.result
             await c.end_blocks()
-        else:
-            await self._handle_later_events(event)
+        elif isinstance(event, ev.UsageUpdate):
+            self._usage(event)
+        elif isinstance(event, ev.CompactionEvent):
+            await self._compaction(event)
+        elif isinstance(event, ev.SubagentEvent):
+            self._subagent(event)
+        elif isinstance(event, ev.WorkflowPhase):
+            label = {"executing": f"Executing [{event.todo_id}]", "verified": "Verdict"}.get(
+                event.phase, event.phase.capitalize()
+            )
+            await c.add_notice(f"◆ {label}: {event.message}" if event.message else f"◆ {label}")
+        elif isinstance(event, ev.VerificationResult):
+            verdict = "✔ verified" if event.all_completed and event.user_needs_satisfied else "✘ not yet"
+            await c.add_notice(f"{verdict}: {event.overall_feedback}", "info")
 
-    def _count(self, streamed: Any) -> None:
+    def _count(self, streamed: str | JsonObject) -> None:
         """Model output streamed (text, reasoning, a call's arguments): the working line's tokens."""
         if self.working is not None and self.working.active:
             self.working.add_chars(len(streamed) if isinstance(streamed, str) else len(str(streamed)))
 
-    async def _handle_later_events(self, event: Any) -> None:
-        """Events added by later issues (usage, compaction, subagents, workflow), matched by
-        their ``type`` tag so an older core without them still works."""
-        kind = event.type
-        if kind == "usage":
-            self.has_usage_events = True
-            changes: dict[str, Any] = {"context_tokens": event.context_tokens, "cost": event.cost}
-            if event.context_window:
-                changes["context_limit"] = event.context_window
-            self.status.update_info(**changes)
-        elif kind == "compaction":
-            if event.phase == "done" and event.tokens_before:
-                await self.conversation.add_notice(
-                    f"⟳ context compacted ({event.reason}): ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens"
-                )
-            elif event.phase == "done" and event.message:
-                await self.conversation.add_notice(event.message)
-            elif event.phase == "failed":
-                await self.conversation.add_notice(
-                    f"warning: context compaction failed: {event.message}", "warning"
-                )
-        elif kind == "subagent":
-            child = event.event or {}
-            widget = self.conversation.tools.get(event.call_id)
-            if widget is not None and child.get("type") == "tool_call_start":
-                name, summary = child.get("name", ""), child.get("summary", "")
-                widget.set_progress(f"{name} ({summary})" if summary else name)
-        elif kind == "workflow_phase":
-            label = {"executing": f"Executing [{event.todo_id}]", "verified": "Verdict"}.get(
-                event.phase, event.phase.capitalize()
+    def _usage(self, event: ev.UsageUpdate) -> None:
+        self.has_usage_events = True
+        changes: dict[str, object] = {"context_tokens": event.context_tokens, "cost": event.cost}
+        if event.context_window:
+            changes["context_limit"] = event.context_window
+        self.status.update_info(**changes)
+
+    async def _compaction(self, event: ev.CompactionEvent) -> None:
+        notice = self.conversation.add_notice
+        if event.phase == "done" and event.tokens_before:
+            await notice(
+                f"⟳ context compacted ({event.reason}): ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens"
             )
-            await self.conversation.add_notice(
-                f"◆ {label}: {event.message}" if event.message else f"◆ {label}"
-            )
-        elif kind == "verification_result":
-            verdict = "✔ verified" if event.all_completed and event.user_needs_satisfied else "✘ not yet"
-            await self.conversation.add_notice(f"{verdict}: {event.overall_feedback}", "info")
+        elif event.phase == "done" and event.message:
+            await notice(event.message)
+        elif event.phase == "failed":
+            await notice(f"warning: context compaction failed: {event.message}", "warning")
+
+    def _subagent(self, event: ev.SubagentEvent) -> None:
+        """A subagent's tool call shows under its parent's ``Task`` block."""
+        child = event.event or {}
+        widget = self.conversation.tools.get(event.call_id)
+        if widget is not None and child.get("type") == "tool_call_start":
+            name, summary = child.get("name", ""), child.get("summary", "")
+            widget.set_progress(f"{name} ({summary})" if summary else name)

@@ -9,13 +9,20 @@ scrollback. Both modes end with a hint how to resume the session, when one was s
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from etcode.contract import events as ev
+from etcode.provider.types import Message, TextPart, ToolCallPart, ToolResultPart
+from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.text import Text
+
+    from etcode.tools.base import Tool
+    from etcode.ui.tui.controller import AgentHost
 
 #: Messages etcode adds to the history itself (undo notes, compaction summaries).
 INTERNAL_PREFIX = "[etcode]"
@@ -30,11 +37,10 @@ class ToolLines:
     heads: dict[str, str] = field(default_factory=dict)
     results: dict[str, str] = field(default_factory=dict)
 
-    def note(self, event: Any) -> None:
-        kind = getattr(event, "type", "")
-        if kind == "tool_call_start":
+    def note(self, event: ev.Event) -> None:
+        if isinstance(event, ev.ToolCallStart):
             self.heads[event.call_id] = event.summary
-        elif kind == "tool_result":
+        elif isinstance(event, ev.ToolResultEvent):
             self.results[event.call_id] = event.summary
 
 
@@ -44,11 +50,11 @@ class ExitState:
 
     session_id: str | None = None
     stored: bool = False
-    messages: list[Any] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
     tool_lines: ToolLines = field(default_factory=ToolLines)
 
 
-def transcript(messages: Sequence[Any], lines: ToolLines | None = None) -> Iterator[RenderableType]:
+def transcript(messages: Sequence[Message], lines: ToolLines | None = None) -> Iterator[RenderableType]:
     """The conversation in ``messages`` (``provider.types.Message``) as Rich renderables."""
     from rich.markdown import Markdown
     from rich.text import Text
@@ -57,11 +63,10 @@ def transcript(messages: Sequence[Any], lines: ToolLines | None = None) -> Itera
 
     lines = lines or ToolLines()
     tools = _tools()
-    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    calls: dict[str, tuple[str, JsonObject]] = {}
     for message in messages:
         for part in message.parts:
-            kind = part.type
-            if kind == "text" and message.role == "user":
+            if isinstance(part, TextPart) and message.role == "user":
                 if part.text.startswith(INTERNAL_PREFIX):
                     continue
                 text, attached = user_text(part.text)
@@ -72,30 +77,32 @@ def transcript(messages: Sequence[Any], lines: ToolLines | None = None) -> Itera
                 yield Text("")
                 yield line
                 yield Text("")
-            elif kind == "text" and part.text.strip():
+            elif isinstance(part, TextPart) and part.text.strip():
                 yield Markdown(part.text.strip())
-            elif kind == "tool_call":
+            elif isinstance(part, ToolCallPart):
                 args = _arguments(part.arguments)
                 calls[part.id] = (part.name, args)
-            elif kind == "tool_result":
+            elif isinstance(part, ToolResultPart):
                 name, args = calls.pop(part.call_id, (part.name, {}))
                 yield from _tool_lines(tools.get(name), name, args, part, lines)
 
 
-def _tool_lines(tool: Any, name: str, args: dict[str, Any], part: Any, lines: ToolLines) -> Iterator[Text]:
+def _tool_lines(
+    tool: Tool | None, name: str, args: JsonObject, part: ToolResultPart, lines: ToolLines
+) -> Iterator[Text]:
     from rich.text import Text
 
     from etcode.tools.base import ToolResult
 
     summary = lines.heads.get(part.call_id)
     if summary is None:
-        summary = _safe(lambda: tool.params_summary(args), "") if tool else ""
+        summary = _safe(lambda: tool.params_summary(args), "") if tool is not None else ""
     head = Text("● ", style="green")
     head.append(f"{name} ({summary})" if summary else name, style="bold")
     fallback = "Error" if part.is_error else "Done"
     result = ToolResult(part.output, part.is_error)
     said = lines.results.get(part.call_id) or (
-        _safe(lambda: tool.result_summary(args, result), fallback) if tool else fallback
+        _safe(lambda: tool.result_summary(args, result), fallback) if tool is not None else fallback
     )
     tail = Text("  └ ")
     tail.append(f"⚠ {said}" if part.is_error else said, style="red" if part.is_error else "")
@@ -103,7 +110,7 @@ def _tool_lines(tool: Any, name: str, args: dict[str, Any], part: Any, lines: To
     yield tail
 
 
-def _tools() -> dict[str, Any]:
+def _tools() -> dict[str, Tool]:
     try:
         from etcode.tools.registry import builtin_tools
 
@@ -112,14 +119,14 @@ def _tools() -> dict[str, Any]:
         return {}
 
 
-def _safe(fn: Any, default: str) -> str:
+def _safe(fn: Callable[[], object], default: str) -> str:
     try:
         return str(fn()) or default
     except Exception:
         return default
 
 
-def _arguments(raw: str) -> dict[str, Any]:
+def _arguments(raw: str) -> JsonObject:
     try:
         value = json.loads(raw or "{}")
     except (ValueError, RecursionError):
@@ -163,12 +170,12 @@ def print_goodbye(state: ExitState | None, *, inline: bool, console: Console | N
         console.print(Text(hint, style="dim"))
 
 
-def exit_state_of(host: Any, tool_lines: ToolLines | None = None) -> ExitState:
-    """The session of ``host`` (an ``AgentHost``) as it is when the app quits."""
+def exit_state_of(host: AgentHost, tool_lines: ToolLines | None = None) -> ExitState:
+    """The session of ``host`` as it is when the app quits."""
     agent = host.agent
     return ExitState(
-        session_id=getattr(agent, "session_id", None),
+        session_id=agent.session_id,
         stored=host.store is not None,
-        messages=list(getattr(agent, "history", []) or []),
+        messages=list(agent.history),
         tool_lines=tool_lines or ToolLines(),
     )

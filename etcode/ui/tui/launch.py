@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from etcode.ui.tui.options import TuiOptions
 
 
-def is_interactive(stdin: Any = None, stdout: Any = None) -> bool:
+class Stream(Protocol):
+    """A file that can tell whether it is a terminal."""
+
+    def isatty(self) -> bool: ...
+
+
+def is_interactive(stdin: Stream | None = None, stdout: Stream | None = None) -> bool:
     """True when both stdin and stdout are terminals."""
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
@@ -36,13 +42,14 @@ def run_tui(options: TuiOptions) -> int:
     """Run the chat until the user quits; returns the exit code."""
     from etcode.config.loader import load_config
     from etcode.instance import Instance
+    from etcode.security.redact import register_config
 
     check_options(options)
     directory = (options.directory or Path.cwd()).resolve()
     with Instance.provide(directory) as instance:
         flags = {"model": options.model, "agent": options.agent, "sandbox": options.sandbox}
         config = load_config(instance.directory, instance.worktree, flags=flags)
-        _redact_keys(config)
+        register_config(config)  # the config's API keys stay out of what the app shows
         if options.session_id:
             _check_session(options.session_id)
         from etcode.ui.tui.app import EtcodeApp
@@ -60,24 +67,15 @@ def run_tui(options: TuiOptions) -> int:
     return int(result or app.exit_code or 0)
 
 
-def _redact_keys(config: object) -> None:
-    """Keep the config's API keys out of what the app shows (when the core offers it)."""
-    try:
-        from etcode.security.redact import register_config
-    except ImportError:
-        return
-    register_config(config)
-
-
 def _check_session(prefix: str) -> None:
     """``--session ID`` must name a stored session: fail before the screen opens."""
-    try:
-        from etcode.session.store import SessionNotFoundError, SessionStore
-    except ImportError:
-        return
+    from etcode.session.store import SessionNotFoundError, SessionStore
     from etcode.util.errors import UsageError
 
+    store = SessionStore.open()
     try:
-        SessionStore.open().resolve_session(prefix, flag="--session")
+        store.resolve_session(prefix, flag="--session")
     except SessionNotFoundError as err:
         raise UsageError(str(err)) from None
+    finally:
+        store.close()

@@ -6,16 +6,19 @@ environment, the catalog), without asking any server: completion must be instant
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from etcode.config.schema import Config
 
 
-def model_choices(config: Any, current: str | None = None) -> list[str]:
+def model_choices(config: Config, current: str | None = None) -> list[str]:
     """``provider/model`` ids a user can switch to; ``current`` first when given."""
     from etcode.provider.catalog import ModelCatalog
     from etcode.provider.spec import KNOWN_PROVIDERS, env_key_for
 
     catalog = ModelCatalog.load(config)
-    providers = [entry.id for entry in getattr(config, "provider", None) or []]
+    providers = [entry.id for entry in config.provider]
     providers += [pid for pid in KNOWN_PROVIDERS if env_key_for(pid)]
     if current and "/" in current:
         providers.append(current.split("/", 1)[0])

@@ -9,13 +9,19 @@ of earlier batches (before a compaction or a clear) are shown too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.widget import Widget
 
+from etcode.provider.types import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from etcode.ui.tui.widgets.conversation import Conversation
+from etcode.util.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from etcode.session.store import StoredMessage
+    from etcode.tools.base import Tool
 
 ATTACHMENT_MARK = '\n\n<file path="'
 #: The notice where a batch began with a clear (the live chat says the same).
@@ -28,7 +34,7 @@ UNDONE = "Restored the last changed turn — "
 class Entry:
     """One message to show, with its place among the session's batches."""
 
-    message: Any  # provider.types.Message
+    message: Message
     batch: int = 0
     kind: str = "message"  # as in the store: message, summary, note
 
@@ -42,11 +48,11 @@ def user_text(text: str) -> tuple[str, list[str]]:
     return head, paths
 
 
-def entries_of(messages: Sequence[Any]) -> list[Entry]:
+def entries_of(messages: Sequence[Message]) -> list[Entry]:
     """Entries for one batch's messages (kinds told from the text)."""
     from etcode.engine.compaction import NOTE_HEADER, is_summary
 
-    def kind(m: Any) -> str:
+    def kind(m: Message) -> str:
         if is_summary(m):
             return "summary"
         if m.role == "user" and m.text.startswith(NOTE_HEADER):
@@ -56,7 +62,7 @@ def entries_of(messages: Sequence[Any]) -> list[Entry]:
     return [Entry(m, 0, kind(m)) for m in messages]
 
 
-def entries_of_transcript(stored: Sequence[Any]) -> list[Entry]:
+def entries_of_transcript(stored: Sequence[StoredMessage]) -> list[Entry]:
     """Entries for a stored transcript (``StoredMessage``s of every batch); the copies a
     new batch keeps of earlier messages are shown once, where they first were."""
     return [Entry(s.message, s.batch, s.kind) for s in stored if s.kind != "copy"]
@@ -82,13 +88,13 @@ def notice_of(entry: Entry) -> str | None:
     return None  # typed by the user (only etcode's own messages are notices)
 
 
-def _summaries() -> dict[str, Any]:
+def _summaries() -> dict[str, Tool]:
     from etcode.tools.registry import builtin_tools
 
     return {tool.name: tool for tool in builtin_tools()}
 
 
-def _safe(fn: Any, default: str) -> str:
+def _safe(fn: Callable[[], object], default: str) -> str:
     try:
         return str(fn())
     except Exception:
@@ -96,18 +102,13 @@ def _safe(fn: Any, default: str) -> str:
 
 
 async def replay_history(
-    conversation: Conversation, messages: Sequence[Any], transcript: Sequence[Any] | None = None
+    conversation: Conversation, messages: Sequence[Message], transcript: Sequence[StoredMessage] | None = None
 ) -> None:
     """Append ``messages`` (``provider.types.Message``, the current batch) to the
     conversation, in one mount; with ``transcript`` (the store's ``StoredMessage``s of
     every batch) the whole session is shown instead."""
     entries = entries_of_transcript(transcript) if transcript else entries_of(messages)
     await conversation.add_many(entry_widgets(conversation, entries))
-
-
-def history_widgets(conversation: Conversation, messages: Sequence[Any]) -> list[Widget]:
-    """The finished entries showing ``messages`` (one batch)."""
-    return entry_widgets(conversation, entries_of(messages))
 
 
 def entry_widgets(conversation: Conversation, entries: Sequence[Entry]) -> list[Widget]:
@@ -119,13 +120,13 @@ def entry_widgets(conversation: Conversation, entries: Sequence[Entry]) -> list[
     tools = _summaries()
     widgets: list[Widget] = []
     calls: dict[str, ToolMessage] = {}
-    params: dict[str, dict[str, Any]] = {}
+    params: dict[str, JsonObject] = {}
     answers = sum(
         1
         for e in entries
         if e.message.role == "assistant"
         for p in e.message.parts
-        if p.type == "text" and p.text
+        if isinstance(p, TextPart) and p.text
     )
     seen = 0
     batch = entries[0].batch if entries else 0
@@ -142,42 +143,46 @@ def entry_widgets(conversation: Conversation, entries: Sequence[Entry]) -> list[
             widgets.append(Notice(notice, "info"))
             continue
         for part in message.parts:
-            kind = part.type
-            if kind == "text" and message.role == "user":
+            if isinstance(part, TextPart) and message.role == "user":
                 text, attached = user_text(part.text)
                 widgets.append(UserMessage(text, attached))
-            elif kind == "text" and part.text:
+            elif isinstance(part, TextPart) and part.text:
                 seen += 1
                 widgets.append(conversation.answer_widget(part.text, live=answers - seen < LIVE_ANSWERS))
-            elif kind == "reasoning" and part.text:
+            elif isinstance(part, ReasoningPart) and part.text:
                 reasoning = ReasoningMessage()
                 reasoning.write(part.text)
                 reasoning.finish()
                 widgets.append(reasoning)
-            elif kind == "tool_call":
+            elif isinstance(part, ToolCallPart):
                 args = _safe_args(part)
                 params[part.id] = args
-                tool = tools.get(part.name)
-                summary = _safe(lambda t=tool, a=args: t.params_summary(a), "") if tool else ""
-                calls[part.id] = ToolMessage(part.id, part.name, summary, args)
+                calls[part.id] = ToolMessage(part.id, part.name, _head(tools.get(part.name), args), args)
                 widgets.append(calls[part.id])
-            elif kind == "tool_result":
+            elif isinstance(part, ToolResultPart):
                 widget = calls.get(part.call_id)
                 if widget is None:
                     widget = ToolMessage(part.call_id, part.name, "", {})
                     calls[part.call_id] = widget
                     widgets.append(widget)
-                summary = part.summary
-                if summary is None:  # stored by an older etcode
-                    summary = _fallback_summary(tools.get(part.name), params.get(part.call_id, {}), part)
-                widget.set_result(summary, part.output, is_error=part.is_error, data=part.data)
+                said = part.summary
+                if said is None:  # stored by an older etcode
+                    said = _fallback_summary(tools.get(part.name), params.get(part.call_id, {}), part)
+                widget.set_result(said, part.output, is_error=part.is_error, data=part.data)
     for widget in calls.values():
         if widget.result_summary is None:  # the process ended while it ran
             widget.set_result("Interrupted", "", is_error=True)
     return widgets
 
 
-def _fallback_summary(tool: Any, args: dict[str, Any], part: Any) -> str:
+def _head(tool: Tool | None, args: JsonObject) -> str:
+    """The ``● Name (…)`` text of a stored call: its tool's summary of the arguments."""
+    if tool is None:
+        return ""
+    return _safe(lambda: tool.params_summary(args), "")
+
+
+def _fallback_summary(tool: Tool | None, args: JsonObject, part: ToolResultPart) -> str:
     """The ``└`` line for a result stored without one: the tool's generator on what is left."""
     from etcode.tools.base import ToolResult
 
@@ -188,8 +193,9 @@ def _fallback_summary(tool: Any, args: dict[str, Any], part: Any) -> str:
     return _safe(lambda: tool.result_summary(args, result), fallback)
 
 
-def _safe_args(part: Any) -> dict[str, Any]:
+def _safe_args(part: ToolCallPart) -> JsonObject:
     try:
-        return part.parsed_arguments()
+        args: JsonObject = part.parsed_arguments()
+        return args
     except ValueError:
         return {}

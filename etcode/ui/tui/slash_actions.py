@@ -1,23 +1,61 @@
-"""What each slash command does in the app (the table is in :mod:`commands`)."""
+"""What each slash command does in the app (the table is in :mod:`commands`).
+
+The commands see the app through :class:`SlashApp`, the few parts of
+:class:`~etcode.ui.tui.app.EtcodeApp` they use (so this module does not import the app).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from etcode.ui.tui.commands import ParsedCommand, help_text
-from etcode.ui.tui.controller import Unsupported
 from etcode.ui.tui.widgets.messages import HelpMessage, Notice
 from etcode.util.errors import EtcodeError
 
 if TYPE_CHECKING:
-    from etcode.ui.tui.app import EtcodeApp
+    from textual.notifications import SeverityLevel
+    from textual.screen import Screen
+
+    from etcode.ui.tui.controller import AgentHost
+    from etcode.ui.tui.widgets.conversation import Conversation
+    from etcode.ui.tui.widgets.status import StatusBar
+    from etcode.ui.tui.widgets.todo import TodoPanel
+
+
+class SlashApp(Protocol):
+    """What the slash commands use of the app."""
+
+    directory: Path
+    conversation: Conversation
+    todos: TodoPanel
+    status_bar: StatusBar
+
+    @property
+    def host(self) -> AgentHost | None: ...
+
+    @property
+    def busy(self) -> bool: ...
+
+    def notify(self, message: str, *, severity: SeverityLevel = ..., timeout: float | None = ...) -> None: ...
+
+    def push_screen(
+        self, screen: Screen[str | None], callback: Callable[[str | None], Awaitable[None]]
+    ) -> object: ...
+
+    def run_busy(self, work: Awaitable[None]) -> None: ...
+
+    def warm_up(self) -> object: ...
+
+    async def action_quit(self) -> None: ...
+
 
 #: Commands allowed while a turn runs (the others change the agent under it).
 WHILE_BUSY = {"help", "exit", "export"}
 
 
-async def run_slash(app: EtcodeApp, parsed: ParsedCommand) -> None:
+async def run_slash(app: SlashApp, parsed: ParsedCommand) -> None:
     """Run one parsed command, reporting problems in the conversation, never raising."""
     if parsed.command is None:
         await say(app, f"unknown command /{parsed.name} (see /help)", "warning")
@@ -39,32 +77,30 @@ async def run_slash(app: EtcodeApp, parsed: ParsedCommand) -> None:
     handler = _HANDLERS[name]
     try:
         await handler(app, parsed.args)
-    except Unsupported as err:
-        await say(app, str(err), "warning")
     except EtcodeError as err:
         await say(app, f"error: {err}", "error")
 
 
-async def say(app: EtcodeApp, text: str, kind: str = "info") -> None:
+async def say(app: SlashApp, text: str, kind: str = "info") -> None:
     """A command's output: in view, and after the answer when one is streaming."""
     await app.conversation.add_aside(Notice(text, kind))
 
 
-async def _new(app: EtcodeApp, args: str) -> None:
+async def _new(app: SlashApp, args: str) -> None:
     assert app.host is not None
     await app.host.new_session()
     await reset_view(app)
     await say(app, "New session.", "info")
 
 
-async def reset_view(app: EtcodeApp) -> None:
+async def reset_view(app: SlashApp) -> None:
     """Empty the conversation, todos and usage figures."""
     await app.conversation.clear()
     app.todos.set_todos([])
     app.status_bar.update_info(context_tokens=None, cost=None)
 
 
-async def _sessions(app: EtcodeApp, args: str) -> None:
+async def _sessions(app: SlashApp, args: str) -> None:
     from etcode.ui.tui.widgets.sessions import SessionPicker
 
     assert app.host is not None
@@ -84,7 +120,7 @@ async def _sessions(app: EtcodeApp, args: str) -> None:
     app.push_screen(SessionPicker(sessions), chosen)
 
 
-async def _agent(app: EtcodeApp, args: str) -> None:
+async def _agent(app: SlashApp, args: str) -> None:
     assert app.host is not None
     if not args:
         names = ", ".join(app.host.agent_names())
@@ -95,7 +131,7 @@ async def _agent(app: EtcodeApp, args: str) -> None:
     await say(app, f"Agent: {name}", "info")
 
 
-async def cycle_agent(app: EtcodeApp) -> None:
+async def cycle_agent(app: SlashApp) -> None:
     """Switch to the next agent; the status bar shows it, the next turn uses it."""
     host = app.host
     if host is None:
@@ -112,7 +148,7 @@ async def cycle_agent(app: EtcodeApp) -> None:
     app.notify(f"Agent: {name}", timeout=2)
 
 
-async def _model(app: EtcodeApp, args: str) -> None:
+async def _model(app: SlashApp, args: str) -> None:
     assert app.host is not None
     if not args:
         await say(app, f"model: {app.status_bar.info.model}", "info")
@@ -123,19 +159,19 @@ async def _model(app: EtcodeApp, args: str) -> None:
     await say(app, f"Model: {full}", "info")
 
 
-async def _clear(app: EtcodeApp, args: str) -> None:
+async def _clear(app: SlashApp, args: str) -> None:
     assert app.host is not None
     await app.host.clear()
     await reset_view(app)
     await say(app, "Context cleared.", "info")
 
 
-async def _compact(app: EtcodeApp, args: str) -> None:
+async def _compact(app: SlashApp, args: str) -> None:
     assert app.host is not None
     app.run_busy(app.host.compact())  # a model call: in a worker; the events say what happened
 
 
-async def _undo(app: EtcodeApp, args: str) -> None:
+async def _undo(app: SlashApp, args: str) -> None:
     assert app.host is not None
     flag = args.strip()
     if flag not in ("", "--force"):
@@ -148,7 +184,7 @@ async def _undo(app: EtcodeApp, args: str) -> None:
         await say(app, "Nothing to undo.", "info")
 
 
-async def _export(app: EtcodeApp, args: str) -> None:
+async def _export(app: SlashApp, args: str) -> None:
     from etcode.ui.tui.export import transcript_markdown
 
     assert app.host is not None

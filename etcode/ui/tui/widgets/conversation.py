@@ -12,8 +12,6 @@ history and ``/export``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
@@ -23,13 +21,13 @@ from etcode.ui.tui.widgets.messages import (
     AssistantMessage,
     CodeFence,
     FrozenMarkdown,
-    HelpMessage,
     Notice,
     ReasoningMessage,
     UserMessage,
     render_options,
 )
 from etcode.ui.tui.widgets.tool import ToolMessage
+from etcode.util.json_types import JsonObject
 
 MAX_WIDGETS = 200
 PRUNE_BATCH = 40
@@ -97,10 +95,6 @@ class Conversation(VerticalScroll, can_focus=False):
             await self.add(widget)
         self.anchor()
         return widget
-
-    async def add_markdown(self, markdown: str) -> None:
-        await self.end_blocks()
-        await self.add(HelpMessage(markdown))
 
     async def append_text(self, fragment: str) -> None:
         if not fragment:
@@ -171,9 +165,7 @@ class Conversation(VerticalScroll, can_focus=False):
             await self.add(self._reasoning)
         self._reasoning.write(fragment)
 
-    async def tool_started(
-        self, call_id: str, name: str, summary: str, params: dict[str, Any]
-    ) -> ToolMessage:
+    async def tool_started(self, call_id: str, name: str, summary: str, params: JsonObject) -> ToolMessage:
         await self.end_blocks()
         widget = ToolMessage(call_id, name, summary, params)
         self.tools[call_id] = widget
@@ -188,7 +180,7 @@ class Conversation(VerticalScroll, can_focus=False):
         output: str,
         *,
         is_error: bool,
-        data: dict[str, Any] | None = None,
+        data: JsonObject | None = None,
     ) -> ToolMessage:
         widget = self.tools.get(call_id)
         if widget is None:  # a result without a start (e.g. arguments that were not JSON)

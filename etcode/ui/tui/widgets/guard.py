@@ -145,7 +145,7 @@ class GuardedModal(ModalScreen[ResultT]):
 def pass_on(event: events.Key | events.Paste, field: TextArea | Input | None) -> None:
     """Type what the dialog ignored into ``field``: characters, pastes and Backspace.
     Enter, Esc and other keys are dropped (sending or interrupting is not for type-ahead)."""
-    if field is None or getattr(field, "read_only", False):
+    if field is None or (isinstance(field, TextArea) and field.read_only):
         return
     if isinstance(event, events.Paste):
         text = event.text

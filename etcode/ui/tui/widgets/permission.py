@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.console import RenderableType
 from rich.syntax import Syntax
@@ -23,6 +23,7 @@ from textual.widgets import Button, Input, Static
 from etcode.permission.service import Decision, PermissionRequest
 from etcode.ui.tui.theme import code_theme
 from etcode.ui.tui.widgets.guard import GuardedModal, pass_on
+from etcode.util.json_types import JsonObject
 
 __all__ = ["PermissionScreen", "key_hint", "pass_on", "request_details", "request_title"]
 
@@ -58,7 +59,7 @@ def request_details(request: PermissionRequest) -> RenderableType:
         return text
     if isinstance(meta.get("reason"), str):
         return Text(f"{meta.get('url') or ', '.join(request.patterns)}\n{meta['reason']}")
-    shown: dict[str, Any] = {k: v for k, v in meta.items() if k not in ("tool", "always")}
+    shown: JsonObject = {k: v for k, v in meta.items() if k not in ("tool", "always")}
     if not shown:
         return Text("\n".join(request.patterns))
     return Text(json.dumps(shown, indent=2, ensure_ascii=False, default=str))

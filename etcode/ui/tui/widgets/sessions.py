@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,28 +13,26 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+if TYPE_CHECKING:
+    from etcode.session.store import SessionInfo
 
-def session_label(info: Any) -> str:
+
+def session_label(info: SessionInfo) -> str:
     """One line: title, when, messages, cost."""
     from etcode.security.redact import redact
 
-    title = redact(getattr(info, "title", None) or "(untitled)")  # before the cut to 60
-    updated = getattr(info, "updated", None)
-    when = _when(updated)
-    count = getattr(info, "message_count", 0) or 0
-    cost = getattr(info, "cost", None)
-    parts = [f"{title[:60]:<60}", when, f"{count} msgs"]
-    if cost:
-        parts.append(f"${cost:.4f}")
+    title = redact(info.title or "(untitled)")  # before the cut to 60
+    parts = [f"{title[:60]:<60}", _when(info.updated), f"{info.message_count or 0} msgs"]
+    if info.cost:
+        parts.append(f"${info.cost:.4f}")
     return "  ".join(parts)
 
 
-def _when(value: Any) -> str:
-    if isinstance(value, int | float) and value > 0:
-        value = dt.datetime.fromtimestamp(value)
-    if isinstance(value, dt.datetime):
-        return value.strftime("%Y-%m-%d %H:%M")
-    return str(value or "")
+def _when(updated: float) -> str:
+    """The time as ``2026-11-26 03:30`` (nothing when it is not known)."""
+    if updated > 0:
+        return dt.datetime.fromtimestamp(updated).strftime("%Y-%m-%d %H:%M")
+    return str(updated or "")
 
 
 class SessionPicker(ModalScreen[str | None]):
@@ -42,7 +40,7 @@ class SessionPicker(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
 
-    def __init__(self, sessions: Sequence[Any]) -> None:
+    def __init__(self, sessions: Sequence[SessionInfo]) -> None:
         super().__init__()
         self.sessions = list(sessions)
 
@@ -50,7 +48,7 @@ class SessionPicker(ModalScreen[str | None]):
         with Vertical(id="sessions-dialog"):
             yield Static("Resume a session (Enter to open, Esc to cancel)", id="sessions-title")
             yield OptionList(
-                *[Option(session_label(s), id=str(getattr(s, "id", ""))) for s in self.sessions],
+                *[Option(session_label(s), id=s.id) for s in self.sessions],
                 id="sessions-list",
             )
 

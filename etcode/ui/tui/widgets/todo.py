@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual.widgets import Static
+
+from etcode.util.json_types import JsonObject
 
 MARKS = {"completed": "✔", "in_progress": "▶", "pending": "○"}
 
@@ -14,7 +14,7 @@ MARKS = {"completed": "✔", "in_progress": "▶", "pending": "○"}
 COMPACT_ITEMS = 5
 
 
-def window(todos: list[dict[str, Any]], limit: int) -> tuple[int, int]:
+def window(todos: list[JsonObject], limit: int) -> tuple[int, int]:
     """The slice of ``todos`` to show in ``limit`` lines (two of them kept for ``… N``
     marks when it is cut), starting just before the item in progress (or the first pending)."""
     if len(todos) <= limit:
@@ -29,7 +29,7 @@ def window(todos: list[dict[str, Any]], limit: int) -> tuple[int, int]:
     return start, start + size
 
 
-def render_todos(todos: list[dict[str, Any]], limit: int | None = None) -> Text:
+def render_todos(todos: list[JsonObject], limit: int | None = None) -> Text:
     """The panel's text: a header with counts, then one line per item (at most ``limit``
     lines of items, around the one in progress)."""
     done = sum(1 for t in todos if t.get("status") == "completed")
@@ -57,10 +57,10 @@ class TodoPanel(Static):
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
-        self.todos: list[dict[str, Any]] = []
+        self.todos: list[JsonObject] = []
         self.display = False
 
-    def set_todos(self, todos: list[dict[str, Any]]) -> None:
+    def set_todos(self, todos: list[JsonObject]) -> None:
         self.todos = [dict(t) for t in todos]
         self._show()
         self.display = bool(self.todos)

@@ -13,7 +13,6 @@ What it shows is redacted (API keys and key shapes), as ``etcode run`` prints it
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from rich.console import RenderableType
 from rich.syntax import Syntax
@@ -26,6 +25,7 @@ from textual.widgets import Static
 from etcode.security.redact import redact
 from etcode.ui.live_tail import LiveTail, elapsed_text
 from etcode.ui.tui.theme import code_theme
+from etcode.util.json_types import JsonObject
 
 MAX_DETAIL_LINES = 400
 #: Changed lines of a diff shown under a finished edit before it is expanded.
@@ -43,7 +43,7 @@ class ToolMessage(Widget, can_focus=True):
     ToolMessage .tool-live { padding-left: 4; height: auto; color: $text-muted; }
     """
 
-    def __init__(self, call_id: str, name: str, summary: str, params: dict[str, Any] | None = None) -> None:
+    def __init__(self, call_id: str, name: str, summary: str, params: JsonObject | None = None) -> None:
         super().__init__(classes="tool-message running")
         self.call_id = call_id
         self.tool_name = name
@@ -51,7 +51,7 @@ class ToolMessage(Widget, can_focus=True):
         self.params = params or {}
         self.result_summary: str | None = None
         self.output = ""
-        self.data: dict[str, Any] | None = None
+        self.data: JsonObject | None = None
         self.is_error = False
         self.expanded = False
         #: The ``└`` line as plain text (what a test or a screen reader sees).
@@ -136,7 +136,7 @@ class ToolMessage(Widget, can_focus=True):
             self._shown_seconds = -1  # the next tick writes the elapsed time back
 
     def set_result(
-        self, summary: str, output: str, *, is_error: bool, data: dict[str, Any] | None = None
+        self, summary: str, output: str, *, is_error: bool, data: JsonObject | None = None
     ) -> None:
         """The call finished: show its result summary (or ``⚠ error``)."""
         self.result_summary = summary

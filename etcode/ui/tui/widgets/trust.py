@@ -10,7 +10,7 @@ confirms); the safe answer has the focus."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from rich.text import Text
 from textual import events
@@ -22,7 +22,12 @@ from textual.widgets import Button, Static
 
 from etcode.ui.tui.widgets.guard import GuardedModal
 
+if TYPE_CHECKING:
+    from etcode.config.trust import Finding
+
 TrustAnswer = Literal["trust", "without", "quit"]
+#: The answer of each button (by its id).
+ANSWERS: dict[str, TrustAnswer] = {"trust": "trust", "without": "without", "quit": "quit"}
 
 INTRO = (
     "This project's configuration would send your keys elsewhere or run programs. "
@@ -60,7 +65,7 @@ class TrustScreen(GuardedModal[TrustAnswer]):
 
     def __init__(
         self,
-        findings: Sequence[Any],
+        findings: Sequence[Finding],
         *,
         arm_delay: float | None = None,
         clock: Callable[[], float] = get_time,
@@ -95,8 +100,9 @@ class TrustScreen(GuardedModal[TrustAnswer]):
     # ---- answers ---------------------------------------------------------------------
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        if self.armed and event.button.id in ("trust", "without", "quit"):
-            self.dismiss(event.button.id)  # type: ignore[arg-type]
+        answer = ANSWERS.get(event.button.id or "")
+        if self.armed and answer is not None:
+            self.dismiss(answer)
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         self._show_hint()
