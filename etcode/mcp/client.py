@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from etcode.mcp.config import McpServerSpec
 from etcode.mcp.results import wire
+from etcode.util.json_types import JsonObject
 from etcode.util.process_group import group_alive, kill_group, wait_despite_cancels
 
 log = logging.getLogger("etcode.mcp")
@@ -99,7 +100,7 @@ class McpServer:
         self.directory = directory
         self.status: Status = "starting" if spec.enabled else "disabled"
         self.error: str | None = None
-        self.tools: list[dict[str, Any]] = []
+        self.tools: list[JsonObject] = []
         self.server_info: dict[str, Any] = {}
         self.started_in: float | None = None
         self._session: Any = None
@@ -182,8 +183,8 @@ class McpServer:
     async def _wait_closing(self) -> None:
         await self._closing.wait()
 
-    async def _list_tools(self, session: Any) -> list[dict[str, Any]]:
-        tools: list[dict[str, Any]] = []
+    async def _list_tools(self, session: Any) -> list[JsonObject]:
+        tools: list[JsonObject] = []
         cursor: str | None = None
         for _ in range(100):  # pages
             if cursor is None:
@@ -293,7 +294,7 @@ class McpServer:
             self._errlog = None
 
     # ---- calls --------------------------------------------------------------------
-    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, tool: str, arguments: JsonObject) -> JsonObject:
         """Call ``tool``; the ``CallToolResult`` as a protocol dict. Raises
         :class:`McpCallError` when the server is gone or dies during the call."""
         session = self._session

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from etcode.util.json_types import JsonValue
+
 #: Start-up limit when a server sets no ``timeout`` (seconds).
 DEFAULT_TIMEOUT = 5.0
 
@@ -34,7 +36,7 @@ def _get(obj: Any, key: str, default: Any = None) -> Any:
     return getattr(obj, key, default)
 
 
-def server_specs(mcp_config: Mapping[str, Any] | None) -> list[McpServerSpec]:
+def server_specs(mcp_config: Mapping[str, JsonValue] | None) -> list[McpServerSpec]:
     """Specs for every configured server (disabled ones included, ``enabled=False``),
     from ``Config.mcp`` (validated models) or plain dicts of the same shape."""
     specs: list[McpServerSpec] = []

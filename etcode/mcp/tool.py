@@ -9,6 +9,7 @@ from etcode.mcp.results import input_schema, is_read_only, to_tool_result
 from etcode.permission.rules import DEFAULTS_LAYER, Rule, Ruleset
 from etcode.provider.types import ToolSchema
 from etcode.tools.base import InstanceTool, Tool, ToolContext, ToolError, ToolResult
+from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from etcode.mcp.client import McpServer
@@ -20,7 +21,7 @@ class McpTool(InstanceTool):
     are checked by the scheduler under the exposed name (``"time_*": "allow"``); one
     that is not read-only asks by default (:func:`ask_rules`)."""
 
-    def __init__(self, server: McpServer, definition: dict[str, Any], exposed_name: str) -> None:
+    def __init__(self, server: McpServer, definition: JsonObject, exposed_name: str) -> None:
         self.server = server
         self.definition = definition
         self.remote_name = str(definition.get("name", ""))
@@ -32,7 +33,7 @@ class McpTool(InstanceTool):
     def _build_schema(self) -> ToolSchema:
         return ToolSchema(self._name, self._description, input_schema(self.definition))
 
-    def parse(self, arguments: dict[str, Any]) -> dict[str, Any]:  # type: ignore[override]
+    def parse(self, arguments: JsonObject) -> JsonObject:  # type: ignore[override]
         """Arguments go to the server as they are (it validates them against its schema)."""
         if not isinstance(arguments, dict):
             raise ToolError(f"Invalid arguments for {self._name}: expected a JSON object")

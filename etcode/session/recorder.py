@@ -18,6 +18,7 @@ from typing import Any
 from etcode.engine.compaction import NOTE_HEADER, is_summary
 from etcode.provider.types import Message, Usage
 from etcode.session.store import SessionStore
+from etcode.util.json_types import JsonObject
 
 log = logging.getLogger("etcode.recorder")
 
@@ -40,7 +41,7 @@ class SessionRecorder:
         *,
         stored: list[Message] | None = None,
         turn: int = 0,
-        todos: Callable[[], list[dict[str, Any]]] | None = None,
+        todos: Callable[[], list[JsonObject]] | None = None,
     ) -> None:
         self.store = store
         self.session_id = session_id

@@ -37,6 +37,7 @@ from typing import Any, ParamSpec, TypeVar
 from etcode.provider.types import Message, Usage
 from etcode.session import message_files
 from etcode.util.errors import EtcodeError
+from etcode.util.json_types import JsonObject
 from etcode.util.private import private_dir, private_file, tighten
 from etcode.util.text import clean_text
 
@@ -169,7 +170,7 @@ class SessionInfo:
     input_tokens: int = 0
     output_tokens: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 
@@ -184,7 +185,7 @@ class StoredMessage:
     created: float
     message: Message
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "seq": self.seq,
             "batch": self.batch,
@@ -667,7 +668,7 @@ class SessionStore:
 
     # ---- todos and usage --------------------------------------------------------------
     @_guarded
-    def save_todos(self, session_id: str, items: list[dict[str, Any]]) -> None:
+    def save_todos(self, session_id: str, items: list[JsonObject]) -> None:
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO todos (session_id, items, updated) VALUES (?, ?, ?) "
@@ -676,7 +677,7 @@ class SessionStore:
             )
 
     @_guarded
-    def load_todos(self, session_id: str) -> list[dict[str, Any]]:
+    def load_todos(self, session_id: str) -> list[JsonObject]:
         rows = self._query("SELECT items FROM todos WHERE session_id = ?", (session_id,))
         return list(json.loads(rows[0][0])) if rows else []
 
@@ -734,7 +735,7 @@ class SessionStore:
         return rows[0][0] if rows and rows[0][0] else None
 
     @_guarded
-    def usage_rows(self, session_id: str) -> list[dict[str, Any]]:
+    def usage_rows(self, session_id: str) -> list[JsonObject]:
         rows = self._query(
             "SELECT turn, step, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
             "reasoning_tokens, cost, created FROM usage WHERE session_id = ? ORDER BY id",

@@ -24,6 +24,7 @@ from etcode.contract.tools import (
     ToolResult,
 )
 from etcode.provider.types import ToolSchema
+from etcode.util.json_types import JsonObject
 
 __all__ = [
     "EmptyParams",
@@ -48,7 +49,9 @@ class EmptyParams(BaseModel):
 
 class Tool:
     """Base class of every tool. Subclasses set ``name``, ``description``, ``Params``,
-    ``is_read_only`` and implement :meth:`run`."""
+    ``is_read_only`` and implement :meth:`run`. The optional abilities the scheduler asks
+    about (:class:`etcode.contract.tools.ToolAbilities`) have their defaults here:
+    ``checks_permission`` and :meth:`is_read_only_call`."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -58,6 +61,11 @@ class Tool:
     #: permission names and patterns). For every other tool the scheduler checks the
     #: tool's name with pattern ``"*"`` before running it (``"time_*": "allow"``).
     checks_permission: ClassVar[bool] = False
+
+    def is_read_only_call(self, arguments: JsonObject) -> bool:
+        """Whether this call may run alongside other read-only calls. Default:
+        ``is_read_only``; a tool whose answer depends on the arguments overrides it."""
+        return self.is_read_only
 
     def schema(self) -> ToolSchema:
         """The tool as the model sees it (computed once per tool object)."""
@@ -75,7 +83,7 @@ class Tool:
         params.setdefault("type", "object")
         return ToolSchema(self.name, self.description, params)
 
-    def parse(self, arguments: dict[str, Any]) -> BaseModel:
+    def parse(self, arguments: JsonObject) -> BaseModel:
         """Validate raw arguments. Raises :class:`ToolError` with a readable message."""
         try:
             return self.Params.model_validate(arguments)
@@ -89,14 +97,14 @@ class Tool:
         raise NotImplementedError
 
     # ---- display -----------------------------------------------------------------
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         """Text inside ``● Name (...)``. Default: the first short string argument."""
         for value in params.values():
             if isinstance(value, str) and value:
                 return _one_line(value)
         return ""
 
-    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+    def result_summary(self, params: JsonObject, result: ToolResult) -> str:
         """Text after ``└``. Default: the first line of the output, or its line count."""
         if result.summary:
             return result.summary

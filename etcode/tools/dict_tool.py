@@ -24,6 +24,7 @@ from etcode.tools.base import (
     as_tool_result,
     call_function,
 )
+from etcode.util.json_types import JsonObject
 
 EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -31,7 +32,7 @@ EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 class DictTool(InstanceTool):
     """A tool from a ``{"name", "description", "parameters", "function"}`` dict."""
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: JsonObject) -> None:
         name = spec.get("name")
         function = spec.get("function")
         if not isinstance(name, str) or not name:
@@ -63,7 +64,7 @@ class DictTool(InstanceTool):
     def _build_schema(self) -> ToolSchema:
         return ToolSchema(self._name, self._description, self.parameters)
 
-    def parse(self, arguments: dict[str, Any]) -> dict[str, Any]:  # type: ignore[override]
+    def parse(self, arguments: JsonObject) -> JsonObject:  # type: ignore[override]
         problems = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
         if problems:
             where = ["/".join(str(p) for p in e.path) or "arguments" for e in problems]

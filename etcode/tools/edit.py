@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +27,7 @@ from etcode.util.fs import (
     suggest_names,
     write_target,
 )
+from etcode.util.json_types import JsonObject
 
 #: Tool output shows configured keys as [REDACTED]; copying that back would destroy them.
 SECRET_OVERWRITE = (
@@ -256,5 +256,5 @@ class EditTool(Tool):
             return ""
         return _numbered(new_lines[first:last], first + 1)
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         return str(params.get("file_path", ""))

@@ -12,6 +12,7 @@ from etcode.tools.paths import display_path, permission_pattern, resolve_for
 from etcode.tools.summary import plural
 from etcode.util.fs import real_path
 from etcode.util.ignore import gitignore_spec
+from etcode.util.json_types import JsonObject
 
 MAX_ENTRIES = 200
 
@@ -92,10 +93,10 @@ class ListFilesTool(Tool):
             output, data={"count": len(rels), "shown": len(shown), "truncated": len(rels) > len(shown)}
         )
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         return str(params.get("path") or ".")
 
-    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+    def result_summary(self, params: JsonObject, result: ToolResult) -> str:
         if result.summary:
             return result.summary
         data = result.data or {}

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from etcode.util.json_types import JsonObject
+
 #: Longest diff kept (characters); a longer one is cut with a note.
 MAX_DIFF_CHARS = 200_000
 #: Longest other string value kept.
 MAX_TEXT_CHARS = 500
 
 
-def kept_data(data: dict[str, Any] | None) -> dict[str, Any] | None:
+def kept_data(data: JsonObject | None) -> JsonObject | None:
     """The part of a tool result's ``data`` stored with it (None when nothing is left)."""
     if not data:
         return None

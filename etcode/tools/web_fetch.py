@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.summary import format_size
 from etcode.tools.truncate import truncate_output
+from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from etcode.security.web_address import WebAddress
@@ -105,7 +106,7 @@ class WebFetchTool(Tool):
             raise ToolError("Fetch interrupted.")
         status, final_url, mime, size, text = fetch.result()
         cut = await asyncio.to_thread(truncate_output, text)
-        data: dict[str, Any] = {
+        data: JsonObject = {
             "url": final_url,
             "status": status,
             "contentType": mime,
@@ -116,10 +117,10 @@ class WebFetchTool(Tool):
             data["outputPath"] = cut.path
         return ToolResult(cut.text or "(empty response)", data=data)
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         return str(params.get("url", ""))
 
-    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+    def result_summary(self, params: JsonObject, result: ToolResult) -> str:
         if result.summary:
             return result.summary
         data = result.data or {}

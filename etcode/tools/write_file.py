@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.security.redact import replaces_secret
@@ -13,6 +11,7 @@ from etcode.tools.edit import SECRET_OVERWRITE
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
 from etcode.util.fs import write_target
+from etcode.util.json_types import JsonObject
 
 
 class WriteFileParams(BaseModel):
@@ -87,5 +86,5 @@ class WriteFileTool(Tool):
             summary=f"Wrote {plural(lines, 'line')} to {shown}",
         )
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         return str(params.get("file_path", ""))
