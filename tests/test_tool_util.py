@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from etcode.tools.diff import diff_stats, unified_diff
 from etcode.tools.read_many_files import has_long_line
-from etcode.tools.summary import count_lines, diff_stats, unified_diff
+from etcode.tools.summary import count_lines
 from etcode.util.fs import detect_newline, format_size, looks_binary, suggest_names
 from etcode.util.ignore import IgnoreMatcher, PatternSet, glob_match, glob_static_prefix
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from etcode.security.redact import replaces_secret
 from etcode.tools import client_io
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tools.diff import DIFF_LIMIT, changed_region, diff_stats, unified_diff
 from etcode.tools.edit_match import (
     AmbiguousMatchError,
     NoMatchError,
@@ -18,7 +19,7 @@ from etcode.tools.edit_match import (
     replace,
 )
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
-from etcode.tools.summary import DIFF_LIMIT, changed_region, count_lines, diff_stats, plural, unified_diff
+from etcode.tools.summary import count_lines, plural
 from etcode.util.fs import (
     BOM,
     is_binary_file,

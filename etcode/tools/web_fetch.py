@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
-from etcode.tools.summary import format_size
 from etcode.tools.truncate import truncate_output
+from etcode.util.fs import format_size
 from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
