@@ -101,7 +101,6 @@ class McpServer:
         self.status: Status = "starting" if spec.enabled else "disabled"
         self.error: str | None = None
         self.tools: list[JsonObject] = []
-        self.server_info: dict[str, Any] = {}
         self.started_in: float | None = None
         self._session: Any = None
         self._scope: Any = None
@@ -160,8 +159,7 @@ class McpServer:
                     read, write = await stack.enter_async_context(self._transport())
                     spawning.shield = False  # a cancel that came meanwhile is delivered now
                     session = await stack.enter_async_context(ClientSession(read, write))
-                    init = wire(await session.initialize())
-                    self.server_info = dict(init.get("serverInfo") or {})
+                    await session.initialize()
                     self.tools = await self._list_tools(session)
                     self._session = session
                     self.status = "connected"

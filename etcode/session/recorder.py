@@ -54,10 +54,6 @@ class SessionRecorder:
         #: Called with the session id before the first write (creates the session row).
         self.ensure: Callable[[], Any] | None = None
 
-    @property
-    def stored_count(self) -> int:
-        return len(self._stored)
-
     async def _write(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Run store method ``method`` on the writer thread (nothing without a store)."""
         if self.store is None:

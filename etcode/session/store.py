@@ -49,9 +49,8 @@ SCHEMA_VERSION = 2
 P = ParamSpec("P")
 T = TypeVar("T")
 
-#: Message kinds: an ordinary new ``message``; a ``copy`` of one from an earlier batch
-#: (compaction keeps the last turns); a compaction ``summary``; an etcode ``note``.
-KINDS = ("message", "copy", "summary", "note")
+# Message kinds: an ordinary new ``message``; a ``copy`` of one from an earlier batch
+# (compaction keeps the last turns); a compaction ``summary``; an etcode ``note``.
 
 _MIGRATIONS: list[tuple[int, str, str]] = [
     (
