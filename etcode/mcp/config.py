@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from etcode.util.json_types import JsonValue
 
@@ -30,7 +30,7 @@ class McpServerSpec:
         return " ".join(self.command) if self.type == "local" else str(self.url)
 
 
-def _get(obj: Any, key: str, default: Any = None) -> Any:
+def _get(obj: object, key: str, default: JsonValue = None) -> JsonValue:
     if isinstance(obj, Mapping):
         return obj.get(key, default)
     return getattr(obj, key, default)

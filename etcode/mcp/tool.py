@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from etcode.mcp.results import input_schema, is_read_only, to_tool_result
 from etcode.permission.rules import DEFAULTS_LAYER, Rule, Ruleset
@@ -39,7 +39,7 @@ class McpTool(InstanceTool):
             raise ToolError(f"Invalid arguments for {self._name}: expected a JSON object")
         return arguments
 
-    async def run(self, params: Any, ctx: ToolContext) -> ToolResult:
+    async def run(self, params: JsonObject, ctx: ToolContext) -> ToolResult:
         from etcode.mcp.client import McpCallError
 
         try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from etcode.util.errors import ConfigError
 from etcode.util.json_types import JsonValue
@@ -158,7 +158,7 @@ def specificity(pattern: str) -> int:
     return len(pattern.replace("*", "").replace("?", ""))
 
 
-def _action(value: Any, where: str) -> Action:
+def _action(value: object, where: str) -> Action:
     if isinstance(value, str) and value.strip().lower() in ACTIONS:
         return cast(Action, value.strip().lower())
     raise PermissionConfigError(f'{where}: expected "allow", "ask" or "deny", got {value!r}')

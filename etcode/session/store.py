@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from etcode.provider.types import Message, Usage
 from etcode.session import message_files
@@ -246,16 +246,15 @@ def _decode(role: str, parts: str, folder: Path) -> Message:
     return Message.from_dict({"role": role, "parts": json.loads(parts)})
 
 
-def _guarded(method: Callable[P, T]) -> Callable[P, T]:
+def _guarded(method: Callable[Concatenate[SessionStore, P], T]) -> Callable[Concatenate[SessionStore, P], T]:
     """Turn sqlite3 failures into one-line :class:`StoreError` messages."""
 
     @functools.wraps(method)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-        store = args[0]
+    def wrapper(store: SessionStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
         try:
-            return method(*args, **kwargs)
+            return method(store, *args, **kwargs)
         except sqlite3.Error as err:
-            raise store._error(err) from None  # type: ignore[attr-defined]
+            raise store._error(err) from None
         except message_files.MessageFileError as err:
             raise StoreError(err.strerror or str(err)) from None
 
@@ -393,7 +392,7 @@ class SessionStore:
             self._executor.shutdown(wait=False)
             self._executor = None
 
-    async def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    async def call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """Run a store method on the store's single writer thread (keeps writes in order
         and the event loop free)."""
         if self._executor is None:
@@ -493,7 +492,7 @@ class SessionStore:
         return found[0] if found else None
 
     @_guarded
-    def update_session(self, session_id: str, **fields: Any) -> None:
+    def update_session(self, /, session_id: str, **fields: str | None) -> None:
         """Set ``title``, ``agent``, ``model`` or ``directory`` (and ``updated``)."""
         allowed = {k: v for k, v in fields.items() if k in ("title", "agent", "model", "directory")}
         if not allowed:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
-from typing import Any, ClassVar, cast, get_type_hints
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, cast, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -172,7 +172,7 @@ class FunctionTool(InstanceTool):
 
     def __init__(
         self,
-        func: Callable[..., Any],
+        func: Callable[..., object],
         *,
         name: str | None = None,
         description: str | None = None,
@@ -210,16 +210,16 @@ class FunctionTool(InstanceTool):
         return as_tool_result(await call_function(self.func, kwargs))
 
 
-async def call_function(func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+async def call_function(func: Callable[..., object], kwargs: dict[str, object]) -> object:
     """Call a tool function: a coroutine function is awaited, a plain one runs in a worker
     thread (it may block)."""
     if inspect.iscoroutinefunction(func):
-        return await func(**kwargs)
+        return await cast(Awaitable[object], func(**kwargs))
     value = await asyncio.to_thread(func, **kwargs)
     return await value if inspect.isawaitable(value) else value
 
 
-def as_tool_result(value: Any) -> ToolResult:
+def as_tool_result(value: object) -> ToolResult:
     """What a tool function returned, as a :class:`ToolResult`: as it is, ``"Done"`` for
     None, a string as it is, anything else as JSON (else ``str``)."""
     if isinstance(value, ToolResult):
@@ -236,13 +236,29 @@ def as_tool_result(value: Any) -> ToolResult:
         return ToolResult(str(value))
 
 
+@overload
 def tool(
-    func: Callable[..., Any] | None = None,
+    func: Callable[..., object],
+    *,
+    name: str | None = ...,
+    description: str | None = ...,
+    read_only: bool = ...,
+) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    func: None = None, *, name: str | None = ..., description: str | None = ..., read_only: bool = ...
+) -> Callable[[Callable[..., object]], FunctionTool]: ...
+
+
+def tool(
+    func: Callable[..., object] | None = None,
     *,
     name: str | None = None,
     description: str | None = None,
     read_only: bool = False,
-) -> Any:
+) -> FunctionTool | Callable[[Callable[..., object]], FunctionTool]:
     """Make a :class:`Tool` from a typed function. Use as ``@tool`` or ``@tool(read_only=True)``.
 
     The JSON schema comes from the signature, the description and per-parameter help
@@ -250,7 +266,7 @@ def tool(
     the run context and is hidden from the model.
     """
 
-    def wrap(f: Callable[..., Any]) -> FunctionTool:
+    def wrap(f: Callable[..., object]) -> FunctionTool:
         return FunctionTool(f, name=name, description=description, read_only=read_only)
 
     return wrap(func) if func is not None else wrap

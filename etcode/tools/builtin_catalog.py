@@ -17,7 +17,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from etcode.util.json_types import JsonObject
 
@@ -50,7 +50,7 @@ class CatalogEntry:
     description: str
     is_read_only: bool
     checks_permission: bool
-    parameters: dict[str, Any]
+    parameters: JsonObject
 
 
 def load_class(path: str) -> type[Tool]:

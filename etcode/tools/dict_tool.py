@@ -11,7 +11,6 @@ before the function (sync or async) is called with them as keywords.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from etcode.provider.types import ToolSchema
 from etcode.tools.base import (
@@ -26,7 +25,7 @@ from etcode.tools.base import (
 )
 from etcode.util.json_types import JsonObject
 
-EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
+EMPTY_OBJECT: JsonObject = {"type": "object", "properties": {}}
 
 
 class DictTool(InstanceTool):
@@ -57,7 +56,7 @@ class DictTool(InstanceTool):
         self._name = name
         self._description = str(spec.get("description") or name)
         self._read_only = bool(spec.get("read_only", False))
-        self.function: Callable[..., Any] = function
+        self.function: Callable[..., object] = function
         self.parameters = {**EMPTY_OBJECT, **parameters}
         self._validator = validator_class(self.parameters)
 
@@ -72,11 +71,11 @@ class DictTool(InstanceTool):
             raise ToolError(f"Invalid arguments for {self._name}: {text}")
         return dict(arguments)
 
-    async def run(self, params: Any, ctx: ToolContext) -> ToolResult:
+    async def run(self, params: JsonObject, ctx: ToolContext) -> ToolResult:
         return as_tool_result(await call_function(self.function, dict(params)))
 
 
-def as_tool(item: Tool | dict[str, Any] | Callable[..., Any]) -> Tool:
+def as_tool(item: Tool | JsonObject | Callable[..., object]) -> Tool:
     """A :class:`Tool` from what a caller passes in ``tools=``: a Tool as it is, a dict in the
     design's shape, or a typed function (as ``@tool`` makes it)."""
     if isinstance(item, Tool):

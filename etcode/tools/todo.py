@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.contract.events import TodoUpdate
 from etcode.provider.types import ToolSchema
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
-from etcode.util.json_types import JsonObject
+from etcode.util.json_types import JsonObject, JsonValue
 
 Status = Literal["pending", "in_progress", "completed"]
 _MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
@@ -19,7 +19,7 @@ def inline_refs(schema: JsonObject) -> JsonObject:
     """A JSON schema with its local ``$ref``s to ``$defs`` replaced by the definitions."""
     defs = schema.get("$defs", {})
 
-    def walk(node: Any) -> Any:
+    def walk(node: JsonValue) -> JsonValue:
         if isinstance(node, dict):
             ref = node.get("$ref")
             if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
@@ -30,7 +30,7 @@ def inline_refs(schema: JsonObject) -> JsonObject:
             return [walk(item) for item in node]
         return node
 
-    return cast(dict[str, Any], walk(schema))
+    return cast(JsonObject, walk(schema))
 
 
 class TodoItem(BaseModel):
@@ -57,7 +57,7 @@ class TodoStore:
         self.items: list[JsonObject] = []
 
     @classmethod
-    def of(cls, state: dict[str, Any]) -> TodoStore:
+    def of(cls, state: dict[str, object]) -> TodoStore:
         """The store kept in a session's state dict, created on first use."""
         store = state.get("todos")
         if not isinstance(store, TodoStore):
