@@ -248,12 +248,6 @@ def _write_all(fd: int, data: bytes) -> None:
         offset += os.pwrite(fd, view[offset:], offset)
 
 
-def detect_newline(text: str) -> str:
-    """``"\\r\\n"`` when the text uses CRLF line endings (the majority), else ``"\\n"``."""
-    crlf = text.count("\r\n")
-    return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
-
-
 def real_path(path: str | os.PathLike[str]) -> Path:
     """``path`` absolute with every symlink resolved, like ``Path.resolve()`` — but a
     symlink loop never raises (``Path.resolve`` raises ``RuntimeError`` on Python < 3.13);
