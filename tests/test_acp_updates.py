@@ -4,7 +4,7 @@ the old and new text of an ACP diff."""
 from __future__ import annotations
 
 from etcode.acp.updates import diff_texts
-from etcode.tools.summary import unified_diff
+from etcode.tools.diff import unified_diff
 
 
 def test_lines_keep_their_newlines() -> None:

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from etcode.tools import summary
-from etcode.tools.summary import diff_stats, unified_diff
+from etcode.tools import diff as diffs
+from etcode.tools.diff import diff_stats, unified_diff
 
 
 def lines(rng: random.Random, count: int) -> list[str]:
@@ -36,9 +36,9 @@ def test_region_diff_equals_the_full_diff(seed: int, monkeypatch: pytest.MonkeyP
     if rng.random() < 0.3:
         old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
     full = unified_diff("f.txt", old, new)
-    monkeypatch.setattr(summary, "DIFF_LIMIT", 0)  # always diff the changed region only
+    monkeypatch.setattr(diffs, "DIFF_LIMIT", 0)  # always diff the changed region only
     assert unified_diff("f.txt", old, new) == full
-    assert summary.changed_region(old, new, 3, step=7) == summary.changed_region(old, new, 3)
+    assert diffs.changed_region(old, new, 3, step=7) == diffs.changed_region(old, new, 3)
 
 
 def test_large_texts_differ_only_around_the_change(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,15 +48,15 @@ def test_large_texts_differ_only_around_the_change(monkeypatch: pytest.MonkeyPat
     new_lines[2_500] = "changed\n"
     old, new = "".join(old_lines), "".join(new_lines)
     full = unified_diff("f.txt", old, new)
-    monkeypatch.setattr(summary, "DIFF_LIMIT", 10_000)
-    monkeypatch.setattr(summary, "REGION_LIMIT", 10_000)
+    monkeypatch.setattr(diffs, "DIFF_LIMIT", 10_000)
+    monkeypatch.setattr(diffs, "REGION_LIMIT", 10_000)
     assert unified_diff("f.txt", old, new) == full
     assert "@@ -2498,7 +2498,7 @@" in full and diff_stats(full) == (1, 1)
 
 
 def test_a_huge_rewrite_gets_a_header_not_a_line_diff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(summary, "DIFF_LIMIT", 1_000)
-    monkeypatch.setattr(summary, "REGION_LIMIT", 1_000)
+    monkeypatch.setattr(diffs, "DIFF_LIMIT", 1_000)
+    monkeypatch.setattr(diffs, "REGION_LIMIT", 1_000)
     old, new = "a\n" * 2_000, "b\n" * 3_000
     diff = unified_diff("f.txt", old, new)
     assert diff.splitlines() == [

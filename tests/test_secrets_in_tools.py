@@ -14,7 +14,7 @@ import pytest
 from etcode.security.redact import REDACTED, register_secrets, reset_redactor
 from etcode.tools.base import ToolContext, ToolError
 from etcode.tools.edit import EditTool
-from etcode.tools.truncate import MAX_BYTES, truncate_output, truncate_parts, wait_saved
+from etcode.tools.truncate import MAX_BYTES, save_full_output, truncate_output, wait_saved
 from etcode.tools.write_file import WriteFileTool
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
@@ -112,10 +112,10 @@ def test_a_large_output_saved_in_the_background_is_redacted() -> None:
     """ReadManyFiles' pieces: the head is redacted at once, the rest as it is written."""
     register_secrets(KEY)
     parts = [f"=== File: f{i}.txt ===\n" + ("line\n" * 30_000) + f"token {KEY}\n" for i in range(10)]
-    cut = truncate_parts(parts, line_count=300_020)
-    assert cut.truncated and cut.path is not None
-    wait_saved(cut.path)
-    saved = Path(cut.path).read_text(encoding="utf-8")
+    path, _ = save_full_output(parts)
+    assert path is not None
+    wait_saved(path)
+    saved = Path(path).read_text(encoding="utf-8")
     assert saved.count(f"token {REDACTED}") == 10 and KEY not in saved
 
 

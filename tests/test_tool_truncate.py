@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from etcode.tools import truncate
-from etcode.tools.base import ToolResult
-from etcode.tools.truncate import output_dir, truncate_output, truncate_result
+from etcode.tools.truncate import output_dir, truncate_output
 
 
 @pytest.fixture(autouse=True)
@@ -53,13 +52,6 @@ def test_idempotent() -> None:
     assert not twice.truncated and twice.text == once.text
 
 
-def test_truncate_result_sets_output_path() -> None:
-    result = truncate_result(ToolResult("a\n" * 3000, data={"k": 1}))
-    assert result.data and result.data["k"] == 1 and Path(result.data["outputPath"]).is_file()
-    small = ToolResult("ok")
-    assert truncate_result(small) is small
-
-
 def test_output_dir_fallback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("XDG_DATA_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -75,22 +67,3 @@ def test_truncate_for_model_filter() -> None:
     tail = truncate_for_model("Bash", "\n".join(f"l{i}" for i in range(5000)))
     assert tail.endswith("l4999")
     assert truncate_for_model("Bash", tail) == tail  # idempotent on already-cut output
-
-
-@pytest.mark.parametrize(
-    "line", ["plain ascii line of text", "ünïcödé line — with 3-byte chars ✓", "x" * 3000]
-)
-@pytest.mark.parametrize("pieces", [1, 7, 400])
-def test_truncate_parts_is_truncate_output_of_the_joined_text(line: str, pieces: int) -> None:
-    """The model sees the same text whether the output came as one string or as pieces,
-    and the saved file holds the whole text."""
-    text = "".join(f"{i}: {line}\n" for i in range(3000))
-    size = -(-len(text) // pieces)
-    parts = [text[i : i + size] for i in range(0, len(text), size)]
-    lines = text.count("\n") + 1
-    whole = truncate_output(text, line_count=lines)
-    cut = truncate.truncate_parts(parts, line_count=lines)
-    assert cut.truncated and whole.truncated and cut.path and whole.path
-    assert cut.text.replace(cut.path, "<path>") == whole.text.replace(whole.path, "<path>")
-    truncate.wait_saved(cut.path)
-    assert Path(cut.path).read_text(encoding="utf-8") == text

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from etcode.tools.diff import diff_stats, unified_diff
 from etcode.tools.read_many_files import has_long_line
-from etcode.tools.summary import count_lines, diff_stats, unified_diff
-from etcode.util.fs import detect_newline, format_size, looks_binary, suggest_names
+from etcode.tools.summary import count_lines
+from etcode.util.fs import format_size, looks_binary, suggest_names
 from etcode.util.ignore import IgnoreMatcher, PatternSet, glob_match, glob_static_prefix
 
 
@@ -78,7 +79,6 @@ def test_fs_helpers(tmp_path: Path) -> None:
     assert looks_binary(b"\x00abc")
     assert not looks_binary("héllo wörld".encode())
     assert looks_binary(bytes(range(1, 32)) * 10)
-    assert detect_newline("a\r\nb\r\n") == "\r\n" and detect_newline("a\nb") == "\n"
     (tmp_path / "settings.py").write_text("")
     assert suggest_names(tmp_path / "setings.py") == [tmp_path / "settings.py"]
 

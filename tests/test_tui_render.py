@@ -254,7 +254,7 @@ async def test_a_replayed_edit_shows_its_preview_too() -> None:
     come with them."""
     from textual.app import App
 
-    from etcode.tools.summary import unified_diff
+    from etcode.tools.diff import unified_diff
 
     diff = unified_diff("a.py", "x = 1\ny = 2\n", "x = 10\ny = 2\n")
     app: App[None] = App()
@@ -290,7 +290,7 @@ async def test_code_is_readable_on_the_light_theme(
 
 
 def test_diff_preview_counts_only_changed_lines() -> None:
-    from etcode.tools.summary import unified_diff
+    from etcode.tools.diff import unified_diff
     from etcode.ui.tui.widgets.tool import diff_preview
 
     old = "".join(f"-- sql comment {i}\n" for i in range(7))

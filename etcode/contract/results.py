@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from etcode.provider.types import Message, Usage
+from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from etcode.provider.chat_client import TokenUsage
@@ -35,7 +36,7 @@ class AgentResult:
     usage: Usage = field(default_factory=Usage)
     steps: int = 0
     stop_reason: str = "end_turn"
-    todos: list[dict[str, Any]] = field(default_factory=list)
+    todos: list[JsonObject] = field(default_factory=list)
     session_id: str = ""
     error: str | None = None
     #: The run's step-level events (``LoopEvent``: thought, action, observation…), set by ``run``.
@@ -59,9 +60,9 @@ class AgentResult:
     def is_error(self) -> bool:
         return self.stop_reason not in ("end_turn", "max_tokens")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The ``{"type": "result", ...}`` line of ``etcode run --format json``."""
-        data: dict[str, Any] = {
+        data: JsonObject = {
             "type": "result",
             "is_error": self.is_error,
             "result": self.text,

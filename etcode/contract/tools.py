@@ -7,9 +7,13 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
+
+from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
+    from etcode.contract.events import Event
+    from etcode.provider.types import Usage
     from etcode.security.sandbox import SandboxPolicy
     from etcode.security.shell_env import ShellEnvPolicy
 
@@ -35,14 +39,37 @@ class ToolResult:
 
     output: str
     is_error: bool = False
-    data: dict[str, Any] | None = None
+    data: JsonObject | None = None
     summary: str | None = None
 
 
-PermissionCheck = Callable[[str, list[str], dict[str, Any]], Awaitable[None]]
+class ToolAbilities(Protocol):
+    """What the scheduler asks of a tool before it runs a call (``etcode.tools.base.Tool``
+    gives every tool the defaults: not read-only per call beyond ``is_read_only``, no
+    permission checks of its own)."""
+
+    @property
+    def is_read_only(self) -> bool:
+        """Every call may run alongside other read-only calls."""
+        ...
+
+    @property
+    def checks_permission(self) -> bool:
+        """True when the tool's ``run`` asks ``ctx.check_permission`` itself (with its own
+        permission names and patterns). For every other tool the scheduler checks the
+        tool's name with pattern ``"*"`` before running it (``"time_*": "allow"``)."""
+        ...
+
+    def is_read_only_call(self, arguments: JsonObject) -> bool:
+        """Whether this call (its parsed arguments) may run alongside other read-only calls
+        (e.g. ``Task`` is read-only only for a read-only subagent)."""
+        ...
 
 
-async def _allow_all(permission: str, patterns: list[str], metadata: dict[str, Any]) -> None:
+PermissionCheck = Callable[[str, list[str], JsonObject], Awaitable[None]]
+
+
+async def _allow_all(permission: str, patterns: list[str], metadata: JsonObject) -> None:
     return None
 
 
@@ -70,7 +97,7 @@ class ToolContext:
     directory: Path
     worktree: Path
     abort: asyncio.Event = field(default_factory=asyncio.Event)
-    emit: Callable[[Any], None] = lambda event: None
+    emit: Callable[[Event], None] = lambda event: None
     check_permission: PermissionCheck = _allow_all
     #: What the rules say about a pattern, without asking (see :data:`PermissionDecide`).
     decide_permission: PermissionDecide = _decide_allow
@@ -78,7 +105,7 @@ class ToolContext:
     #: result (once per session), or None. Wired by the session from the prompt layer.
     instructions_for: Callable[[Path], Awaitable[str | None]] = _no_instructions
     #: Per-session state shared by tools (e.g. ``state["todos"]``), kept across steps.
-    state: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, object] = field(default_factory=dict)
     #: What ``Bash`` commands inherit from the environment; None: the default policy
     #: (everything but secret-looking variables). See ``etcode/security/shell_env.py``.
     shell_env: ShellEnvPolicy | None = None
@@ -86,7 +113,7 @@ class ToolContext:
     sandbox: SandboxPolicy | None = None
     #: ``await add_usage(usage, cost, model)`` counts model calls a tool made (a ``Task``
     #: subagent's) in the run's usage and the session's totals; None: nowhere to count them.
-    add_usage: Callable[[Any, float | None, str], Awaitable[None]] | None = None
+    add_usage: Callable[[Usage, float | None, str], Awaitable[None]] | None = None
 
     def resolve(self, path: str | Path) -> Path:
         """A path as the tool should open it: relative paths are taken from the working dir."""

@@ -18,11 +18,21 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Literal
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, Literal
 
 from etcode.mcp.config import McpServerSpec
 from etcode.mcp.results import wire
+from etcode.util.json_types import JsonObject
 from etcode.util.process_group import group_alive, kill_group, wait_despite_cancels
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    import anyio
+    from mcp import ClientSession
+    from mcp.client._transport import TransportStreams
+    from mcp.types import CallToolResult
 
 log = logging.getLogger("etcode.mcp")
 
@@ -63,7 +73,7 @@ async def import_sdk() -> None:
             _sdk_ready = True
 
 
-def _spawned_pid(client: Any) -> int | None:
+def _spawned_pid(client: object) -> int | None:
     """The pid (and process group, the SDK starts it in a new session) of the server an
     entered ``stdio_client`` spawned, read from the SDK's suspended generator; None if a
     later SDK keeps it elsewhere (``test_mcp`` fails then)."""
@@ -99,15 +109,14 @@ class McpServer:
         self.directory = directory
         self.status: Status = "starting" if spec.enabled else "disabled"
         self.error: str | None = None
-        self.tools: list[dict[str, Any]] = []
-        self.server_info: dict[str, Any] = {}
+        self.tools: list[JsonObject] = []
         self.started_in: float | None = None
-        self._session: Any = None
-        self._scope: Any = None
+        self._session: ClientSession | None = None
+        self._scope: anyio.CancelScope | None = None
         self._owner: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
-        self._errlog: Any = None
+        self._errlog: IO[str] | None = None
 
     @property
     def name(self) -> str:
@@ -159,8 +168,7 @@ class McpServer:
                     read, write = await stack.enter_async_context(self._transport())
                     spawning.shield = False  # a cancel that came meanwhile is delivered now
                     session = await stack.enter_async_context(ClientSession(read, write))
-                    init = wire(await session.initialize())
-                    self.server_info = dict(init.get("serverInfo") or {})
+                    await session.initialize()
                     self.tools = await self._list_tools(session)
                     self._session = session
                     self.status = "connected"
@@ -182,8 +190,8 @@ class McpServer:
     async def _wait_closing(self) -> None:
         await self._closing.wait()
 
-    async def _list_tools(self, session: Any) -> list[dict[str, Any]]:
-        tools: list[dict[str, Any]] = []
+    async def _list_tools(self, session: ClientSession) -> list[JsonObject]:
+        tools: list[JsonObject] = []
         cursor: str | None = None
         for _ in range(100):  # pages
             if cursor is None:
@@ -199,7 +207,7 @@ class McpServer:
         return tools
 
     @contextlib.asynccontextmanager
-    async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
+    async def _transport(self) -> AsyncIterator[TransportStreams]:
         if self.spec.type == "local":
             client = self._stdio()
             group: int | None = None
@@ -216,7 +224,7 @@ class McpServer:
             async with self._http() as streams:
                 yield streams[0], streams[1]
 
-    def _stdio(self) -> Any:
+    def _stdio(self) -> AbstractAsyncContextManager[TransportStreams]:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         command, *args = self.spec.command
@@ -230,7 +238,7 @@ class McpServer:
         return stdio_client(params, errlog=self._errlog)
 
     @contextlib.asynccontextmanager
-    async def _http(self) -> AsyncIterator[Any]:
+    async def _http(self) -> AsyncIterator[TransportStreams]:
         from mcp.client import streamable_http
 
         url = str(self.spec.url)
@@ -241,7 +249,7 @@ class McpServer:
             async with legacy(url, headers=headers) as streams:
                 yield streams
             return
-        http: Any
+        http: ModuleType
         try:
             http = importlib.import_module("httpx2")  # the SDK's HTTP client from mcp 2 on
         except ImportError:
@@ -293,7 +301,7 @@ class McpServer:
             self._errlog = None
 
     # ---- calls --------------------------------------------------------------------
-    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, tool: str, arguments: JsonObject) -> JsonObject:
         """Call ``tool``; the ``CallToolResult`` as a protocol dict. Raises
         :class:`McpCallError` when the server is gone or dies during the call."""
         session = self._session
@@ -302,7 +310,7 @@ class McpServer:
             raise McpCallError(f"MCP server '{self.name}' is not connected{reason}")
         call = asyncio.ensure_future(session.call_tool(tool, arguments))
         owner = self._owner
-        waiters: set[asyncio.Future[Any]] = {call}
+        waiters: set[asyncio.Future[CallToolResult] | asyncio.Future[None]] = {call}
         if owner is not None:
             waiters.add(owner)
         try:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
+
+from etcode.util.json_types import JsonValue
 
 #: Start-up limit when a server sets no ``timeout`` (seconds).
 DEFAULT_TIMEOUT = 5.0
@@ -28,13 +30,13 @@ class McpServerSpec:
         return " ".join(self.command) if self.type == "local" else str(self.url)
 
 
-def _get(obj: Any, key: str, default: Any = None) -> Any:
+def _get(obj: object, key: str, default: JsonValue = None) -> JsonValue:
     if isinstance(obj, Mapping):
         return obj.get(key, default)
     return getattr(obj, key, default)
 
 
-def server_specs(mcp_config: Mapping[str, Any] | None) -> list[McpServerSpec]:
+def server_specs(mcp_config: Mapping[str, JsonValue] | None) -> list[McpServerSpec]:
     """Specs for every configured server (disabled ones included, ``enabled=False``),
     from ``Config.mcp`` (validated models) or plain dicts of the same shape."""
     specs: list[McpServerSpec] = []

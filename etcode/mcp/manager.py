@@ -6,12 +6,12 @@ import asyncio
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from etcode.mcp.client import McpServer
 from etcode.mcp.config import McpServerSpec, server_specs
 from etcode.mcp.naming import tool_name
 from etcode.mcp.tool import McpTool
+from etcode.util.json_types import JsonObject, JsonValue
 
 
 class McpManager:
@@ -48,7 +48,7 @@ class McpManager:
             ]
         return list(self._tools)
 
-    def status(self) -> list[dict[str, Any]]:
+    def status(self) -> list[JsonObject]:
         """Per server: name, type, target, status, error and the exposed tool names."""
         exposed: dict[str, list[McpTool]] = {}
         for item in self.tools():
@@ -78,7 +78,9 @@ class McpManager:
         await asyncio.gather(*(server.aclose() for server in self.servers), return_exceptions=True)
 
 
-async def start_mcp(mcp_config: Mapping[str, Any] | None, directory: Path | None = None) -> McpManager | None:
+async def start_mcp(
+    mcp_config: Mapping[str, JsonValue] | None, directory: Path | None = None
+) -> McpManager | None:
     """Start the configured servers; None (and no SDK import) when none is enabled."""
     specs = server_specs(mcp_config)
     if not any(spec.enabled for spec in specs):

@@ -7,28 +7,30 @@ reads both SDK generations (1.x camelCase attributes, 2.x snake_case attributes)
 from __future__ import annotations
 
 import json
-from typing import Any
+
+from pydantic import BaseModel
 
 from etcode.tools.base import ToolResult
+from etcode.util.json_types import JsonObject
 
 
-def wire(obj: Any) -> dict[str, Any]:
+def wire(obj: object) -> JsonObject:
     """An SDK model (or a dict) as a protocol-shaped dict."""
     if isinstance(obj, dict):
         return obj
-    dump = getattr(obj, "model_dump", None)
-    if dump is None:
-        return dict(vars(obj))
-    return dump(by_alias=True, exclude_none=True, mode="json")
+    if isinstance(obj, BaseModel):
+        dumped: JsonObject = obj.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return dumped
+    return dict(vars(obj))
 
 
-def is_read_only(tool: dict[str, Any]) -> bool:
+def is_read_only(tool: JsonObject) -> bool:
     """True only when the server marks the tool ``readOnlyHint: true``."""
     annotations = tool.get("annotations") or {}
     return annotations.get("readOnlyHint") is True
 
 
-def input_schema(tool: dict[str, Any]) -> dict[str, Any]:
+def input_schema(tool: JsonObject) -> JsonObject:
     """The tool's JSON schema as the server sent it, made a valid object schema."""
     schema = dict(tool.get("inputSchema") or {})
     schema.setdefault("type", "object")
@@ -37,7 +39,7 @@ def input_schema(tool: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _block_text(block: dict[str, Any]) -> str:
+def _block_text(block: JsonObject) -> str:
     kind = block.get("type")
     if kind == "text":
         return str(block.get("text", ""))
@@ -54,7 +56,7 @@ def _block_text(block: dict[str, Any]) -> str:
     return json.dumps(block, ensure_ascii=False)
 
 
-def to_tool_result(result: dict[str, Any], server: str, tool: str) -> ToolResult:
+def to_tool_result(result: JsonObject, server: str, tool: str) -> ToolResult:
     """A ``CallToolResult`` as a tool result: text blocks joined, other blocks described,
     structured content as JSON when there is no text, ``isError`` kept."""
     texts = [_block_text(block) for block in result.get("content") or []]
@@ -63,7 +65,7 @@ def to_tool_result(result: dict[str, Any], server: str, tool: str) -> ToolResult
         texts = [json.dumps(structured, ensure_ascii=False, indent=2)]
     output = "\n".join(t for t in texts if t) or "(no output)"
     is_error = bool(result.get("isError"))
-    data: dict[str, Any] = {"server": server, "tool": tool}
+    data: JsonObject = {"server": server, "tool": tool}
     if structured is not None:
         data["structured"] = structured
     if is_error and output == "(no output)":

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from etcode.mcp.results import input_schema, is_read_only, to_tool_result
 from etcode.permission.rules import DEFAULTS_LAYER, Rule, Ruleset
 from etcode.provider.types import ToolSchema
 from etcode.tools.base import InstanceTool, Tool, ToolContext, ToolError, ToolResult
+from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from etcode.mcp.client import McpServer
@@ -20,7 +21,7 @@ class McpTool(InstanceTool):
     are checked by the scheduler under the exposed name (``"time_*": "allow"``); one
     that is not read-only asks by default (:func:`ask_rules`)."""
 
-    def __init__(self, server: McpServer, definition: dict[str, Any], exposed_name: str) -> None:
+    def __init__(self, server: McpServer, definition: JsonObject, exposed_name: str) -> None:
         self.server = server
         self.definition = definition
         self.remote_name = str(definition.get("name", ""))
@@ -32,13 +33,13 @@ class McpTool(InstanceTool):
     def _build_schema(self) -> ToolSchema:
         return ToolSchema(self._name, self._description, input_schema(self.definition))
 
-    def parse(self, arguments: dict[str, Any]) -> dict[str, Any]:  # type: ignore[override]
+    def parse(self, arguments: JsonObject) -> JsonObject:  # type: ignore[override]
         """Arguments go to the server as they are (it validates them against its schema)."""
         if not isinstance(arguments, dict):
             raise ToolError(f"Invalid arguments for {self._name}: expected a JSON object")
         return arguments
 
-    async def run(self, params: Any, ctx: ToolContext) -> ToolResult:
+    async def run(self, params: JsonObject, ctx: ToolContext) -> ToolResult:
         from etcode.mcp.client import McpCallError
 
         try:

@@ -8,7 +8,6 @@ from etcode.permission.rules import (
     evaluate,
     parse_rules,
     rules_from_config,
-    wildcard_match,
 )
 from etcode.permission.service import (
     NON_INTERACTIVE_REASON,
@@ -19,6 +18,7 @@ from etcode.permission.service import (
     PermissionRequest,
     PermissionService,
 )
+from etcode.util.wildcard import wildcard_match
 
 __all__ = [
     "DEFAULT_RULES",

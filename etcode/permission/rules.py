@@ -16,9 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from etcode.util.errors import ConfigError
+from etcode.util.json_types import JsonValue
 from etcode.util.wildcard import regex_source, wildcard_match
 
 Action = Literal["allow", "ask", "deny"]
@@ -157,14 +158,14 @@ def specificity(pattern: str) -> int:
     return len(pattern.replace("*", "").replace("?", ""))
 
 
-def _action(value: Any, where: str) -> Action:
+def _action(value: object, where: str) -> Action:
     if isinstance(value, str) and value.strip().lower() in ACTIONS:
         return cast(Action, value.strip().lower())
     raise PermissionConfigError(f'{where}: expected "allow", "ask" or "deny", got {value!r}')
 
 
 def parse_rules(
-    config: Mapping[str, Any] | str | None, where: str = "permission", layer: int = 0, veto: str = ""
+    config: Mapping[str, JsonValue] | str | None, where: str = "permission", layer: int = 0, veto: str = ""
 ) -> Ruleset:
     """Rules from a ``"permission"`` value: ``"allow"`` (everything), or an object whose
     values are an action (all patterns) or an object ``{pattern: action}`` in order."""
@@ -193,9 +194,9 @@ DEFAULTS_LAYER, CONFIG_LAYER, AGENT_LAYER, ANSWERS_LAYER = 0, 1, 2, 3
 
 
 def rules_from_config(
-    permission_config: Mapping[str, Any] | str | None,
-    agent_permission: Mapping[str, Any] | str | None = None,
-    file_permissions: Iterable[tuple[str, Mapping[str, Any] | str]] = (),
+    permission_config: Mapping[str, JsonValue] | str | None,
+    agent_permission: Mapping[str, JsonValue] | str | None = None,
+    file_permissions: Iterable[tuple[str, Mapping[str, JsonValue] | str]] = (),
 ) -> Ruleset:
     """Defaults, then the config's (merged) ``permission``, then the agent's: the last
     match wins, but a deny by the config or the agent is final. ``file_permissions``

@@ -11,11 +11,12 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from etcode.contract.tools import PermissionDenied
 from etcode.permission.rules import ANSWERS_LAYER, LayeredMatcher, Rule, Ruleset, rules_for, rules_from_config
-from etcode.permission.rules import wildcard_match as _wildcard_match
+from etcode.util.json_types import JsonObject
+from etcode.util.wildcard import wildcard_match as _wildcard_match
 
 __all__ = [
     "NON_INTERACTIVE_REASON",
@@ -49,7 +50,7 @@ class PermissionRequest:
 
     permission: str
     patterns: list[str]
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: JsonObject = field(default_factory=dict)
     tool: str | None = None
     always: list[str] = field(default_factory=list)
 
@@ -143,9 +144,7 @@ class PermissionService:
         """The action (``allow``/``ask``/``deny``) the rules give one pattern; nobody is asked."""
         return self.evaluate(permission, pattern, tool).action
 
-    async def check(
-        self, permission: str, patterns: list[str], metadata: dict[str, Any] | None = None
-    ) -> None:
+    async def check(self, permission: str, patterns: list[str], metadata: JsonObject | None = None) -> None:
         """Return if allowed; raise ``PermissionDenied`` with a reason the model sees if not."""
         metadata = dict(metadata or {})
         tool = metadata.get("tool")

@@ -35,7 +35,9 @@ import re
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
-from typing import Any, TextIO
+from typing import TextIO
+
+from etcode.util.json_types import JsonValue
 
 __all__ = [
     "REDACTED",
@@ -126,7 +128,7 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name)) or bool(_SECRET_ENV_NAME.search(name))
 
 
-def _worth_hiding(value: Any) -> bool:
+def _worth_hiding(value: object) -> bool:
     if not isinstance(value, str):
         return False
     value = value.strip()
@@ -227,7 +229,7 @@ class Redactor:
             return False
         return any(new.count(secret) < old.count(secret) for secret in self._secrets if secret in old)
 
-    def redact_known_data(self, value: Any) -> Any:
+    def redact_known_data(self, value: JsonValue) -> JsonValue:
         """:meth:`redact_known` over a JSON-like structure (dict keys kept). What holds no
         secret is returned as it is (no copy)."""
         if not self._secrets:
@@ -255,7 +257,7 @@ class Redactor:
         lower = text.lower()
         return any(trigger in lower for trigger in _TRIGGERS_LOWER)
 
-    def redact_data(self, value: Any) -> Any:
+    def redact_data(self, value: JsonValue) -> JsonValue:
         """A copy of a JSON-like structure with every string redacted (dict keys kept)."""
         if isinstance(value, str):
             return self.redact(value)
@@ -275,19 +277,19 @@ def secrets_from_env(env: Mapping[str, str] | None = None) -> set[str]:
     return {v for name, value in env.items() if _SECRET_ENV_NAME.search(name) for v in _variants(value)}
 
 
-def _get(obj: Any, name: str, alias: str | None = None) -> Any:
+def _get(obj: object, name: str, alias: str | None = None) -> JsonValue:
     if isinstance(obj, Mapping):
         return obj.get(name, obj.get(alias) if alias else None)
     return getattr(obj, name, None)
 
 
-def _named_values(mapping: Any) -> list[str]:
+def _named_values(mapping: object) -> list[str]:
     if not isinstance(mapping, Mapping):
         return []
     return [v for k, v in mapping.items() if isinstance(v, str) and is_secret_name(str(k))]
 
 
-def secrets_from_config(config: Any) -> set[str]:
+def secrets_from_config(config: object) -> set[str]:
     """Secret values in a loaded ``Config`` (or its dict form): providers' ``apiKey`` and
     secret-looking ``headers``; MCP servers' secret-looking ``headers``/``environment``."""
     found: list[str] = []
@@ -335,7 +337,7 @@ def register_secrets(*values: str | None) -> None:
     get_redactor().add(*values)
 
 
-def register_config(config: Any) -> None:
+def register_config(config: object) -> None:
     """Teach the process-wide redactor the secrets of a loaded configuration."""
     get_redactor().add(*secrets_from_config(config))
 
@@ -345,7 +347,7 @@ def redact(text: str) -> str:
     return get_redactor().redact(text)
 
 
-def redact_data(value: Any) -> Any:
+def redact_data(value: JsonValue) -> JsonValue:
     """A redacted copy of a JSON-like structure (dicts, lists, strings)."""
     return get_redactor().redact_data(value)
 
@@ -356,7 +358,7 @@ def redact_known(text: str) -> str:
     return get_redactor().redact_known(text)
 
 
-def redact_known_data(value: Any) -> Any:
+def redact_known_data(value: JsonValue) -> JsonValue:
     """:func:`redact_known` over a JSON-like structure."""
     return get_redactor().redact_known_data(value)
 
@@ -366,7 +368,7 @@ def replaces_secret(old: str, new: str) -> bool:
     return get_redactor().replaces_secret(old, new)
 
 
-def redact_export(data: Any, config: Any = None) -> Any:
+def redact_export(data: JsonValue, config: object = None) -> JsonValue:
     """For session exports: the redacted copy of ``data`` (a JSON-like structure or a
     text), after learning ``config``'s secrets when given."""
     if config is not None:
@@ -489,7 +491,7 @@ class RedactingStream:
     def flush(self) -> None:
         self._stream.flush()
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._stream, name)
 
 

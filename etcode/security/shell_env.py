@@ -103,8 +103,3 @@ class ShellEnvPolicy:
         env.update(FIXED)
         env.update(self.set)
         return env
-
-    def hidden_names(self, base: Mapping[str, str] | None = None) -> list[str]:
-        """The inherited variables a command does not get (for messages and tests)."""
-        base = os.environ if base is None else base
-        return sorted(name for name, value in base.items() if self.hides(name, value))

@@ -17,8 +17,9 @@ import ipaddress
 import re
 import socket
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 from urllib.parse import urlsplit
 
 
@@ -72,7 +73,7 @@ class WebAddress:
         except ValueError:
             return None
 
-    def pinned_request(self, ip: str) -> tuple[str, dict[str, str], dict[str, Any]]:
+    def pinned_request(self, ip: str) -> tuple[str, dict[str, str], dict[str, object]]:
         """The URL, headers and httpx extensions that send this request to ``ip`` (a
         checked address) while the server, and TLS, still see the host name: a second
         lookup by the HTTP client could answer another address (DNS rebinding)."""
@@ -278,12 +279,21 @@ async def resolve(address: WebAddress, timeout: float) -> list[IPAddress]:
     return found
 
 
+#: One answer of ``socket.getaddrinfo``: family, type, protocol, canonical name, address.
+AddrInfo: TypeAlias = tuple[
+    socket.AddressFamily,
+    socket.SocketKind,
+    int,
+    str,
+    tuple[str, int] | tuple[str, int, int, int] | tuple[int, bytes],
+]
+
 #: Lookups that may wait for a resolver at once; more are refused until one ends.
 MAX_LOOKUPS = 16
 _lookups = threading.BoundedSemaphore(MAX_LOOKUPS)
 
 
-async def _getaddrinfo(host: str, port: int) -> list[Any]:
+async def _getaddrinfo(host: str, port: int) -> Sequence[AddrInfo]:
     """``socket.getaddrinfo`` in a daemon thread of its own. Not the loop's executor: a
     name whose resolver never answers would hold one of its few threads for the resolver's
     whole timeout, and enough of them stalled every ``to_thread`` (file tools, the TUI)
@@ -291,9 +301,9 @@ async def _getaddrinfo(host: str, port: int) -> list[Any]:
     if not _lookups.acquire(blocking=False):
         raise InvalidURL(f"Could not resolve {host}: {MAX_LOOKUPS} lookups are still waiting for an answer")
     loop = asyncio.get_running_loop()
-    future: asyncio.Future[list[Any]] = loop.create_future()
+    future: asyncio.Future[Sequence[AddrInfo]] = loop.create_future()
 
-    def settle(result: list[Any] | None, error: BaseException | None) -> None:
+    def settle(result: Sequence[AddrInfo] | None, error: BaseException | None) -> None:
         if future.done():
             return
         if error is not None:
@@ -302,7 +312,7 @@ async def _getaddrinfo(host: str, port: int) -> list[Any]:
             future.set_result(result or [])
 
     def work() -> None:
-        result: list[Any] | None = None
+        result: Sequence[AddrInfo] | None = None
         error: BaseException | None = None
         try:
             result = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)

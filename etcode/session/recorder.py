@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Concatenate, ParamSpec
 
 from etcode.engine.compaction import NOTE_HEADER, is_summary
 from etcode.provider.types import Message, Usage
 from etcode.session.store import SessionStore
+from etcode.util.json_types import JsonObject
 
 log = logging.getLogger("etcode.recorder")
+
+P = ParamSpec("P")
 
 
 def _kind(message: Message) -> str:
@@ -40,7 +43,7 @@ class SessionRecorder:
         *,
         stored: list[Message] | None = None,
         turn: int = 0,
-        todos: Callable[[], list[dict[str, Any]]] | None = None,
+        todos: Callable[[], list[JsonObject]] | None = None,
     ) -> None:
         self.store = store
         self.session_id = session_id
@@ -51,20 +54,19 @@ class SessionRecorder:
         self._stored: list[Message] = list(stored or [])
         self._stored_ids = {id(m) for m in self._stored}
         #: Called with the session id before the first write (creates the session row).
-        self.ensure: Callable[[], Any] | None = None
+        self.ensure: Callable[[], Awaitable[None]] | None = None
 
-    @property
-    def stored_count(self) -> int:
-        return len(self._stored)
-
-    async def _write(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    async def _write(
+        self, method: Callable[Concatenate[SessionStore, P], object], *args: P.args, **kwargs: P.kwargs
+    ) -> None:
         """Run store method ``method`` on the writer thread (nothing without a store)."""
-        if self.store is None:
-            return None
+        store = self.store
+        if store is None:
+            return
         if self.ensure is not None:
             ensure, self.ensure = self.ensure, None
             await ensure()
-        return await self.store.call(getattr(self.store, method), *args, **kwargs)
+        await store.call(method, store, *args, **kwargs)
 
     def _continues(self, messages: list[Message]) -> bool:
         """Whether ``messages`` extends what is stored (same objects, same order)."""
@@ -85,7 +87,9 @@ class SessionRecorder:
                 self._stored.extend(new)
                 self._stored_ids.update(id(m) for m in new)
                 kinds = [_kind(m) for m in new]
-                await self._write("append_messages", self.session_id, list(new), turn=self.turn, kinds=kinds)
+                await self._write(
+                    SessionStore.append_messages, self.session_id, list(new), turn=self.turn, kinds=kinds
+                )
         await self._save_todos()
 
     async def batch_started(self, messages: list[Message], reason: str) -> None:
@@ -94,7 +98,9 @@ class SessionRecorder:
         log.debug("new batch (%s) with %d messages", reason, len(messages))
         self._stored = list(messages)
         self._stored_ids = {id(m) for m in messages}
-        await self._write("start_batch", self.session_id, list(messages), turn=self.turn, kinds=kinds)
+        await self._write(
+            SessionStore.start_batch, self.session_id, list(messages), turn=self.turn, kinds=kinds
+        )
 
     def assume_stored(self, messages: list[Message]) -> None:
         """Treat ``messages`` as the stored batch (nothing is written: used before the
@@ -105,7 +111,7 @@ class SessionRecorder:
     async def step_finished(self, step: int, usage: Usage, cost: float | None) -> None:
         """One model call's usage and cost."""
         await self._write(
-            "record_usage",
+            SessionStore.record_usage,
             self.session_id,
             turn=self.turn,
             step=step,
@@ -118,7 +124,7 @@ class SessionRecorder:
         """Usage spent outside this conversation (a Task subagent's calls), stored as a
         step-0 row (like a compaction's: it does not describe this context's size)."""
         await self._write(
-            "record_usage",
+            SessionStore.record_usage,
             self.session_id,
             turn=self.turn,
             step=0,
@@ -133,5 +139,5 @@ class SessionRecorder:
         items = self._todos()
         encoded = json.dumps(items, sort_keys=True)
         if encoded != self._saved_todos:
-            await self._write("save_todos", self.session_id, items)
+            await self._write(SessionStore.save_todos, self.session_id, items)
             self._saved_todos = encoded

@@ -32,11 +32,12 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from etcode.provider.types import Message, Usage
 from etcode.session import message_files
 from etcode.util.errors import EtcodeError
+from etcode.util.json_types import JsonObject
 from etcode.util.private import private_dir, private_file, tighten
 from etcode.util.text import clean_text
 
@@ -48,9 +49,8 @@ SCHEMA_VERSION = 2
 P = ParamSpec("P")
 T = TypeVar("T")
 
-#: Message kinds: an ordinary new ``message``; a ``copy`` of one from an earlier batch
-#: (compaction keeps the last turns); a compaction ``summary``; an etcode ``note``.
-KINDS = ("message", "copy", "summary", "note")
+# Message kinds: an ordinary new ``message``; a ``copy`` of one from an earlier batch
+# (compaction keeps the last turns); a compaction ``summary``; an etcode ``note``.
 
 _MIGRATIONS: list[tuple[int, str, str]] = [
     (
@@ -169,7 +169,7 @@ class SessionInfo:
     input_tokens: int = 0
     output_tokens: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 
@@ -184,7 +184,7 @@ class StoredMessage:
     created: float
     message: Message
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "seq": self.seq,
             "batch": self.batch,
@@ -246,16 +246,15 @@ def _decode(role: str, parts: str, folder: Path) -> Message:
     return Message.from_dict({"role": role, "parts": json.loads(parts)})
 
 
-def _guarded(method: Callable[P, T]) -> Callable[P, T]:
+def _guarded(method: Callable[Concatenate[SessionStore, P], T]) -> Callable[Concatenate[SessionStore, P], T]:
     """Turn sqlite3 failures into one-line :class:`StoreError` messages."""
 
     @functools.wraps(method)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-        store = args[0]
+    def wrapper(store: SessionStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
         try:
-            return method(*args, **kwargs)
+            return method(store, *args, **kwargs)
         except sqlite3.Error as err:
-            raise store._error(err) from None  # type: ignore[attr-defined]
+            raise store._error(err) from None
         except message_files.MessageFileError as err:
             raise StoreError(err.strerror or str(err)) from None
 
@@ -393,7 +392,7 @@ class SessionStore:
             self._executor.shutdown(wait=False)
             self._executor = None
 
-    async def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    async def call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """Run a store method on the store's single writer thread (keeps writes in order
         and the event loop free)."""
         if self._executor is None:
@@ -493,7 +492,7 @@ class SessionStore:
         return found[0] if found else None
 
     @_guarded
-    def update_session(self, session_id: str, **fields: Any) -> None:
+    def update_session(self, /, session_id: str, **fields: str | None) -> None:
         """Set ``title``, ``agent``, ``model`` or ``directory`` (and ``updated``)."""
         allowed = {k: v for k, v in fields.items() if k in ("title", "agent", "model", "directory")}
         if not allowed:
@@ -667,7 +666,7 @@ class SessionStore:
 
     # ---- todos and usage --------------------------------------------------------------
     @_guarded
-    def save_todos(self, session_id: str, items: list[dict[str, Any]]) -> None:
+    def save_todos(self, session_id: str, items: list[JsonObject]) -> None:
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO todos (session_id, items, updated) VALUES (?, ?, ?) "
@@ -676,7 +675,7 @@ class SessionStore:
             )
 
     @_guarded
-    def load_todos(self, session_id: str) -> list[dict[str, Any]]:
+    def load_todos(self, session_id: str) -> list[JsonObject]:
         rows = self._query("SELECT items FROM todos WHERE session_id = ?", (session_id,))
         return list(json.loads(rows[0][0])) if rows else []
 
@@ -734,7 +733,7 @@ class SessionStore:
         return rows[0][0] if rows and rows[0][0] else None
 
     @_guarded
-    def usage_rows(self, session_id: str) -> list[dict[str, Any]]:
+    def usage_rows(self, session_id: str) -> list[JsonObject]:
         rows = self._query(
             "SELECT turn, step, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
             "reasoning_tokens, cost, created FROM usage WHERE session_id = ? ORDER BY id",

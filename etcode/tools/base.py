@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
-from typing import Any, ClassVar, cast, get_type_hints
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, cast, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -24,6 +24,7 @@ from etcode.contract.tools import (
     ToolResult,
 )
 from etcode.provider.types import ToolSchema
+from etcode.util.json_types import JsonObject
 
 __all__ = [
     "EmptyParams",
@@ -48,7 +49,9 @@ class EmptyParams(BaseModel):
 
 class Tool:
     """Base class of every tool. Subclasses set ``name``, ``description``, ``Params``,
-    ``is_read_only`` and implement :meth:`run`."""
+    ``is_read_only`` and implement :meth:`run`. The optional abilities the scheduler asks
+    about (:class:`etcode.contract.tools.ToolAbilities`) have their defaults here:
+    ``checks_permission`` and :meth:`is_read_only_call`."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -58,6 +61,11 @@ class Tool:
     #: permission names and patterns). For every other tool the scheduler checks the
     #: tool's name with pattern ``"*"`` before running it (``"time_*": "allow"``).
     checks_permission: ClassVar[bool] = False
+
+    def is_read_only_call(self, arguments: JsonObject) -> bool:
+        """Whether this call may run alongside other read-only calls. Default:
+        ``is_read_only``; a tool whose answer depends on the arguments overrides it."""
+        return self.is_read_only
 
     def schema(self) -> ToolSchema:
         """The tool as the model sees it (computed once per tool object)."""
@@ -75,7 +83,7 @@ class Tool:
         params.setdefault("type", "object")
         return ToolSchema(self.name, self.description, params)
 
-    def parse(self, arguments: dict[str, Any]) -> BaseModel:
+    def parse(self, arguments: JsonObject) -> BaseModel:
         """Validate raw arguments. Raises :class:`ToolError` with a readable message."""
         try:
             return self.Params.model_validate(arguments)
@@ -89,14 +97,14 @@ class Tool:
         raise NotImplementedError
 
     # ---- display -----------------------------------------------------------------
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         """Text inside ``● Name (...)``. Default: the first short string argument."""
         for value in params.values():
             if isinstance(value, str) and value:
                 return _one_line(value)
         return ""
 
-    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+    def result_summary(self, params: JsonObject, result: ToolResult) -> str:
         """Text after ``└``. Default: the first line of the output, or its line count."""
         if result.summary:
             return result.summary
@@ -164,7 +172,7 @@ class FunctionTool(InstanceTool):
 
     def __init__(
         self,
-        func: Callable[..., Any],
+        func: Callable[..., object],
         *,
         name: str | None = None,
         description: str | None = None,
@@ -202,16 +210,16 @@ class FunctionTool(InstanceTool):
         return as_tool_result(await call_function(self.func, kwargs))
 
 
-async def call_function(func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+async def call_function(func: Callable[..., object], kwargs: dict[str, object]) -> object:
     """Call a tool function: a coroutine function is awaited, a plain one runs in a worker
     thread (it may block)."""
     if inspect.iscoroutinefunction(func):
-        return await func(**kwargs)
+        return await cast(Awaitable[object], func(**kwargs))
     value = await asyncio.to_thread(func, **kwargs)
     return await value if inspect.isawaitable(value) else value
 
 
-def as_tool_result(value: Any) -> ToolResult:
+def as_tool_result(value: object) -> ToolResult:
     """What a tool function returned, as a :class:`ToolResult`: as it is, ``"Done"`` for
     None, a string as it is, anything else as JSON (else ``str``)."""
     if isinstance(value, ToolResult):
@@ -228,13 +236,29 @@ def as_tool_result(value: Any) -> ToolResult:
         return ToolResult(str(value))
 
 
+@overload
 def tool(
-    func: Callable[..., Any] | None = None,
+    func: Callable[..., object],
+    *,
+    name: str | None = ...,
+    description: str | None = ...,
+    read_only: bool = ...,
+) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    func: None = None, *, name: str | None = ..., description: str | None = ..., read_only: bool = ...
+) -> Callable[[Callable[..., object]], FunctionTool]: ...
+
+
+def tool(
+    func: Callable[..., object] | None = None,
     *,
     name: str | None = None,
     description: str | None = None,
     read_only: bool = False,
-) -> Any:
+) -> FunctionTool | Callable[[Callable[..., object]], FunctionTool]:
     """Make a :class:`Tool` from a typed function. Use as ``@tool`` or ``@tool(read_only=True)``.
 
     The JSON schema comes from the signature, the description and per-parameter help
@@ -242,7 +266,7 @@ def tool(
     the run context and is hidden from the model.
     """
 
-    def wrap(f: Callable[..., Any]) -> FunctionTool:
+    def wrap(f: Callable[..., object]) -> FunctionTool:
         return FunctionTool(f, name=name, description=description, read_only=read_only)
 
     return wrap(func) if func is not None else wrap

@@ -6,7 +6,7 @@ import asyncio
 import re
 import shutil
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,6 +15,7 @@ from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
 from etcode.tools.progress import OutputProgress
 from etcode.tools.summary import plural, shorten
 from etcode.tools.truncate import truncate_output
+from etcode.util.json_types import JsonObject
 from etcode.util.process_group import close_pipes, kill_process_group, start_process
 
 if TYPE_CHECKING:
@@ -282,7 +283,7 @@ class BashTool(Tool):
             output = "(Command completed with no output)"
         text = output + ("\n\n" if output else "") + "\n".join(notes) if notes else output
         cut = await asyncio.to_thread(truncate_output, text, direction="tail")
-        data: dict[str, Any] = {
+        data: JsonObject = {
             "exitCode": run.exit_code,
             "timedOut": run.timed_out,
             "interrupted": run.interrupted,
@@ -296,10 +297,10 @@ class BashTool(Tool):
             data["terminalId"] = run.terminal_id
         return ToolResult(cut.text, is_error=run.timed_out or run.interrupted, data=data)
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         return shorten(str(params.get("command", "")))
 
-    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+    def result_summary(self, params: JsonObject, result: ToolResult) -> str:
         if result.summary:
             return result.summary
         data = result.data or {}

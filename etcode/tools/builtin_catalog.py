@@ -17,7 +17,9 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from etcode.tools.base import Tool
@@ -48,7 +50,7 @@ class CatalogEntry:
     description: str
     is_read_only: bool
     checks_permission: bool
-    parameters: dict[str, Any]
+    parameters: JsonObject
 
 
 def load_class(path: str) -> type[Tool]:
@@ -72,7 +74,7 @@ def entry_of(path: str) -> CatalogEntry:
     )
 
 
-def generate() -> list[dict[str, Any]]:
+def generate() -> list[JsonObject]:
     """The catalog as it should be: every built-in tool imported and asked."""
     return [vars(entry_of(path)) for path in BUILTIN_CLASSES]
 
@@ -84,7 +86,7 @@ def builtin_catalog() -> tuple[CatalogEntry, ...]:
     return tuple(CatalogEntry(**item) for item in raw)
 
 
-def render(entries: list[dict[str, Any]]) -> str:
+def render(entries: list[JsonObject]) -> str:
     """The file's text for ``entries`` (stable: the staleness test compares it)."""
     return json.dumps(entries, indent=1, ensure_ascii=False) + "\n"
 

@@ -21,13 +21,13 @@ import asyncio
 import glob
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from etcode.security.recursive_reads import folder_reads, guarded_files
 from etcode.security.shell_commands import ShellAnalysis, analyze, path_text
 from etcode.tools.base import ToolContext
 from etcode.tools.paths import rule_patterns
 from etcode.util.fs import real_path
+from etcode.util.json_types import JsonObject
 
 #: Glob words in a command (``cat secret/*``) are expanded up to this many files.
 MAX_GLOB_MATCHES = 200
@@ -43,7 +43,7 @@ async def check_command(
     if ctx.sandbox is not None and ctx.sandbox.plain_commands_only and not analysis.plain:
         always_ask.append(command.strip())  # no sandbox to fall back on: only plain lines pass
         analysis.problems.append("without its sandbox this agent runs only plain command lines unasked")
-    metadata: dict[str, Any] = {
+    metadata: JsonObject = {
         "tool": tool,
         "command": command,
         "description": description,

@@ -11,7 +11,6 @@ before the function (sync or async) is called with them as keywords.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from etcode.provider.types import ToolSchema
 from etcode.tools.base import (
@@ -24,14 +23,15 @@ from etcode.tools.base import (
     as_tool_result,
     call_function,
 )
+from etcode.util.json_types import JsonObject
 
-EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
+EMPTY_OBJECT: JsonObject = {"type": "object", "properties": {}}
 
 
 class DictTool(InstanceTool):
     """A tool from a ``{"name", "description", "parameters", "function"}`` dict."""
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: JsonObject) -> None:
         name = spec.get("name")
         function = spec.get("function")
         if not isinstance(name, str) or not name:
@@ -56,14 +56,14 @@ class DictTool(InstanceTool):
         self._name = name
         self._description = str(spec.get("description") or name)
         self._read_only = bool(spec.get("read_only", False))
-        self.function: Callable[..., Any] = function
+        self.function: Callable[..., object] = function
         self.parameters = {**EMPTY_OBJECT, **parameters}
         self._validator = validator_class(self.parameters)
 
     def _build_schema(self) -> ToolSchema:
         return ToolSchema(self._name, self._description, self.parameters)
 
-    def parse(self, arguments: dict[str, Any]) -> dict[str, Any]:  # type: ignore[override]
+    def parse(self, arguments: JsonObject) -> JsonObject:  # type: ignore[override]
         problems = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
         if problems:
             where = ["/".join(str(p) for p in e.path) or "arguments" for e in problems]
@@ -71,11 +71,11 @@ class DictTool(InstanceTool):
             raise ToolError(f"Invalid arguments for {self._name}: {text}")
         return dict(arguments)
 
-    async def run(self, params: Any, ctx: ToolContext) -> ToolResult:
+    async def run(self, params: JsonObject, ctx: ToolContext) -> ToolResult:
         return as_tool_result(await call_function(self.function, dict(params)))
 
 
-def as_tool(item: Tool | dict[str, Any] | Callable[..., Any]) -> Tool:
+def as_tool(item: Tool | JsonObject | Callable[..., object]) -> Tool:
     """A :class:`Tool` from what a caller passes in ``tools=``: a Tool as it is, a dict in the
     design's shape, or a typed function (as ``@tool`` makes it)."""
     if isinstance(item, Tool):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.security.redact import replaces_secret
 from etcode.tools import client_io
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tools.diff import DIFF_LIMIT, changed_region, diff_stats, unified_diff
 from etcode.tools.edit_match import (
     AmbiguousMatchError,
     NoMatchError,
@@ -19,7 +19,7 @@ from etcode.tools.edit_match import (
     replace,
 )
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
-from etcode.tools.summary import DIFF_LIMIT, changed_region, count_lines, diff_stats, plural, unified_diff
+from etcode.tools.summary import count_lines, plural
 from etcode.util.fs import (
     BOM,
     is_binary_file,
@@ -28,6 +28,7 @@ from etcode.util.fs import (
     suggest_names,
     write_target,
 )
+from etcode.util.json_types import JsonObject
 
 #: Tool output shows configured keys as [REDACTED]; copying that back would destroy them.
 SECRET_OVERWRITE = (
@@ -256,5 +257,5 @@ class EditTool(Tool):
             return ""
         return _numbered(new_lines[first:last], first + 1)
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         return str(params.get("file_path", ""))

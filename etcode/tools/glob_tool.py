@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,6 +13,7 @@ from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.paths import display_path, permission_pattern, resolve_for
 from etcode.tools.summary import plural
 from etcode.util.ignore import glob_match, is_secret_file, names_secret_file
+from etcode.util.json_types import JsonObject
 
 MAX_RESULTS = 100
 
@@ -96,11 +96,11 @@ class GlobTool(Tool):
             data={"files": shown, "count": len(ordered), "truncated": len(ordered) > MAX_RESULTS},
         )
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         pattern = str(params.get("pattern", ""))
         return f"{pattern} in {params['path']}" if params.get("path") else pattern
 
-    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+    def result_summary(self, params: JsonObject, result: ToolResult) -> str:
         if result.summary:
             return result.summary
         data = result.data or {}

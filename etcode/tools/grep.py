@@ -8,7 +8,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +20,7 @@ from etcode.tools.summary import plural
 from etcode.tools.truncate import truncate_output
 from etcode.util.fs import is_binary_file
 from etcode.util.ignore import SEARCH_EXCLUDES, SECRET_FILES, IgnoreMatcher, glob_match, is_secret_file
+from etcode.util.json_types import JsonObject
 
 MAX_MATCHES = 100
 MAX_FILES = 100
@@ -237,7 +238,7 @@ class GrepTool(Tool):
         if left_out.total:
             output += "\n\n" + left_out.note()
         cut = truncate_output(output)
-        data: dict[str, Any] = {
+        data: JsonObject = {
             "mode": params.output_mode,
             "files": len(order),
             "matches": total_lines,
@@ -293,7 +294,7 @@ class GrepTool(Tool):
             )
         return "\n".join(lines), shown
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         text = str(params.get("pattern", ""))
         if params.get("path"):
             text += f" in {params['path']}"
@@ -301,7 +302,7 @@ class GrepTool(Tool):
             text += f" ({params['include']})"
         return text
 
-    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+    def result_summary(self, params: JsonObject, result: ToolResult) -> str:
         if result.summary:
             return result.summary
         data = result.data or {}

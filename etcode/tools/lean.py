@@ -10,15 +10,16 @@ schema is never changed; the lean one is built once per schema object.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import weakref
 from collections.abc import Iterable
 from copy import deepcopy
-from typing import Any
 
 from etcode.prompt import templates
 from etcode.provider.types import ToolSchema
+from etcode.util.json_types import JsonObject, JsonValue
 
 __all__ = ["first_sentence", "lean_schema", "lean_schemas", "lean_tool_text", "short_param"]
 
@@ -100,11 +101,11 @@ def _lean_description(schema: ToolSchema) -> str:
     return text
 
 
-def _lean_node(node: Any) -> Any:
+def _lean_node(node: JsonValue) -> JsonValue:
     """A copy of one JSON Schema node with titles dropped and descriptions shortened."""
     if not isinstance(node, dict):
         return deepcopy(node)  # booleans (``additionalProperties: false``) and odd values
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, value in node.items():
         if key == "title" and isinstance(value, str):
             continue
@@ -121,7 +122,7 @@ def _lean_node(node: Any) -> Any:
     return out
 
 
-def _forget(key: int) -> None:
+def _forget_collected(key: int, _ref: weakref.ref[ToolSchema]) -> None:
     with _lock:
         _cache.pop(key, None)
 
@@ -138,7 +139,7 @@ def lean_schema(schema: ToolSchema) -> ToolSchema:
             return hit[1]
     lean = ToolSchema(schema.name, _lean_description(schema), _lean_node(schema.parameters))
     with _lock:
-        _cache[key] = (weakref.ref(schema, lambda _ref, key=key: _forget(key)), lean)  # type: ignore[misc]
+        _cache[key] = (weakref.ref(schema, functools.partial(_forget_collected, key)), lean)
     return lean
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -12,6 +12,7 @@ from etcode.tools.paths import display_path, permission_pattern, resolve_for
 from etcode.tools.summary import plural
 from etcode.util.fs import real_path
 from etcode.util.ignore import gitignore_spec
+from etcode.util.json_types import JsonObject
 
 MAX_ENTRIES = 200
 
@@ -25,23 +26,30 @@ class ListFilesParams(BaseModel):
     )
 
 
+#: A folder: its entries by name, a sub-folder (``name/``) as its own tree, a file as None.
+_Tree: TypeAlias = dict[str, "_Tree | None"]
+
+
 def render_tree(root_label: str, files: list[str]) -> str:
     """An indented tree of ``/``-separated relative paths (folders end with ``/``)."""
-    tree: dict[str, Any] = {}
+    tree: _Tree = {}
     for rel in files:
         node = tree
         parts = rel.split("/")
         for part in parts[:-1]:
-            node = node.setdefault(part + "/", {})
+            folder = node.get(part + "/")
+            if folder is None:
+                folder = node[part + "/"] = {}
+            node = folder
         node.setdefault(parts[-1], None)
     lines = [root_label]
 
-    def walk(node: dict[str, Any], depth: int) -> None:
-        folders = sorted(k for k, v in node.items() if v is not None)
+    def walk(node: _Tree, depth: int) -> None:
+        folders = sorted(((k, v) for k, v in node.items() if v is not None), key=lambda item: item[0])
         names = sorted(k for k, v in node.items() if v is None)
-        for name in folders:
+        for name, folder in folders:
             lines.append("  " * depth + name)
-            walk(node[name], depth + 1)
+            walk(folder, depth + 1)
         for name in names:
             lines.append("  " * depth + name)
 
@@ -92,10 +100,10 @@ class ListFilesTool(Tool):
             output, data={"count": len(rels), "shown": len(shown), "truncated": len(rels) > len(shown)}
         )
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         return str(params.get("path") or ".")
 
-    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+    def result_summary(self, params: JsonObject, result: ToolResult) -> str:
         if result.summary:
             return result.summary
         data = result.data or {}

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+
+from etcode.util.json_types import JsonValue
 
 LOOP_THRESHOLD = 3
 
 
-def _key(name: str, args: Any) -> tuple[int, int]:
+def _key(name: str, args: JsonValue) -> tuple[int, int]:
     """A fingerprint of the call (its text is not kept: a WriteFile may carry 200 MB)."""
     try:
         text = name + "\x00" + json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
@@ -26,7 +27,7 @@ class LoopDetector:
         self._last: tuple[int, int] | None = None
         self._count = 0
 
-    def record(self, name: str, args: Any) -> str | None:
+    def record(self, name: str, args: JsonValue) -> str | None:
         """Note a call; the warning text when it repeats the previous ones, else None."""
         key = _key(name, args)
         if key == self._last:

@@ -13,9 +13,8 @@ import codecs
 import re
 import time
 from collections.abc import Callable
-from typing import Any
 
-from etcode.contract.events import ToolProgress
+from etcode.contract.events import Event, ToolProgress
 
 INTERVAL = 0.1  # seconds: at most ~10 events a second per call
 MAX_CHARS = 4000  # characters of output one event carries (the tail)
@@ -38,7 +37,7 @@ class OutputProgress:
 
     def __init__(
         self,
-        emit: Callable[[Any], None],
+        emit: Callable[[Event], None],
         call_id: str,
         name: str,
         *,

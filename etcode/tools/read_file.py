@@ -6,7 +6,6 @@ import asyncio
 import io
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +15,7 @@ from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.summary import plural
 from etcode.tools.truncate import is_pending, wait_saved
 from etcode.util.fs import BOM, is_binary_file, regular_opener, special_kind, suggest_names
+from etcode.util.json_types import JsonObject
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -168,7 +168,7 @@ class ReadFileTool(Tool):
         except OSError as err:
             raise ToolError(f"Cannot read {shown}: {err.strerror or err}") from None
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         text = str(params.get("file_path", ""))
         offset, limit = params.get("offset"), params.get("limit")
         if offset or limit:
@@ -176,7 +176,7 @@ class ReadFileTool(Tool):
             text += f":{start}-{start + limit - 1}" if limit else f":{start}-"
         return text
 
-    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+    def result_summary(self, params: JsonObject, result: ToolResult) -> str:
         if result.summary:
             return result.summary
         data = result.data or {}

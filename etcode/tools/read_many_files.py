@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +29,7 @@ from etcode.util.ignore import (
     glob_to_regex,
     has_glob,
 )
+from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     import pathspec
@@ -397,7 +398,7 @@ class ReadManyFilesTool(Tool):
             note = cut_note(budget, len(errors), where)
         output = render(budget, files, errors, len(skipped), note) + extra
         total_size = sum(item.size for item in files)
-        data: dict[str, Any] = {
+        data: JsonObject = {
             "files": [
                 {
                     "path": item.shown,
@@ -457,7 +458,7 @@ class ReadManyFilesTool(Tool):
             allowed.append(item)
         return allowed, errors
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         paths = [str(p) for p in params.get("paths") or []] + [str(p) for p in params.get("include") or []]
         if len(paths) == 1:
             return paths[0]
@@ -465,7 +466,7 @@ class ReadManyFilesTool(Tool):
             plural(len(paths), "file") if all(not has_glob(p) for p in paths) else plural(len(paths), "path")
         )
 
-    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+    def result_summary(self, params: JsonObject, result: ToolResult) -> str:
         if result.summary:
             return result.summary
         data = result.data or {}

@@ -7,6 +7,7 @@ import asyncio
 import shutil
 import sys
 from pathlib import Path
+from typing import Literal
 
 from etcode.util.ignore import SEARCH_EXCLUDES, IgnoreMatcher
 from etcode.util.process_group import kill_group, start_process
@@ -53,10 +54,10 @@ async def run_rg(
         stderr=asyncio.subprocess.PIPE,
     )
     talk = asyncio.create_task(proc.communicate())
-    waits: set[asyncio.Future[object]] = {talk}  # type: ignore[arg-type]
+    waits: set[asyncio.Task[tuple[bytes, bytes]] | asyncio.Task[Literal[True]]] = {talk}
     stopper = asyncio.create_task(abort.wait()) if abort is not None else None
     if stopper is not None:
-        waits.add(stopper)  # type: ignore[arg-type]
+        waits.add(stopper)
     try:
         done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if talk not in done:

@@ -12,14 +12,15 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
 
-from etcode.contract.events import ToolCallStart, ToolResultEvent
+from etcode.contract.events import Event, ToolCallStart, ToolResultEvent
+from etcode.contract.tools import ToolAbilities
 from etcode.provider.types import ToolCallPart, ToolResultPart
 from etcode.security.redact import redact, redact_known, redact_known_data
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.registry import ToolRegistry
 from etcode.tools.shown import kept_data
+from etcode.util.json_types import JsonObject
 from etcode.util.text import clean_text
 
 log = logging.getLogger("etcode.scheduler")
@@ -36,7 +37,7 @@ class ToolScheduler:
         self,
         registry: ToolRegistry,
         make_context: ContextFactory,
-        emit: Callable[[Any], None],
+        emit: Callable[[Event], None],
         *,
         max_concurrency: int = 10,
         output_filter: OutputFilter | None = None,
@@ -66,18 +67,10 @@ class ToolScheduler:
         return self.call_is_read_only(wave[0])
 
     def call_is_read_only(self, call: ToolCallPart) -> bool:
-        """``tool.is_read_only``, or the tool's ``is_read_only_call(arguments)`` when it
-        has one (e.g. ``Task`` is read-only only for a read-only subagent)."""
+        """The tool's ``is_read_only_call(arguments)`` (``is_read_only`` unless the tool
+        says per call, e.g. ``Task`` is read-only only for a read-only subagent)."""
         tool = self.registry.get(call.name)
-        if tool is None:
-            return False
-        per_call = getattr(tool, "is_read_only_call", None)
-        if per_call is None:
-            return bool(tool.is_read_only)
-        try:
-            return bool(per_call(call.parsed_arguments()))
-        except Exception:  # bad arguments: run it alone, it will fail on its own
-            return False
+        return tool is not None and _read_only_call(tool, call)
 
     async def run(self, calls: list[ToolCallPart], abort: asyncio.Event) -> list[ToolResultPart]:
         """Run every call; return exactly one result per call, in call order."""
@@ -106,7 +99,7 @@ class ToolScheduler:
     async def _wait_or_abort(self, tasks: list[asyncio.Task[None]], abort: asyncio.Event) -> None:
         abort_wait = asyncio.create_task(abort.wait())
         try:
-            pending: set[asyncio.Task[Any]] = set(tasks)
+            pending: set[asyncio.Task[object]] = set(tasks)
             while pending:
                 done, pending = await asyncio.wait(
                     pending | {abort_wait}, return_when=asyncio.FIRST_COMPLETED
@@ -164,7 +157,7 @@ class ToolScheduler:
         self.emit(ToolCallStart(call.id, call.name, raw_args, summary))
         ctx = self.make_context(call)
         try:
-            if not getattr(tool, "checks_permission", False):
+            if not tool.checks_permission:
                 await ctx.check_permission(call.name, ["*"], {"tool": call.name, "arguments": raw_args})
             result = await tool.run(params, ctx)
         except ToolError as err:
@@ -177,7 +170,7 @@ class ToolScheduler:
         return self._finish(tool, call, raw_args, result)
 
     def _finish(
-        self, tool: Tool, call: ToolCallPart, raw_args: dict[str, Any], result: ToolResult
+        self, tool: Tool, call: ToolCallPart, raw_args: JsonObject, result: ToolResult
     ) -> ToolResultPart:
         # Every tool's output passes here: the known secret values (configured keys,
         # secret-named environment variables) are replaced before the model, the session
@@ -199,13 +192,24 @@ class ToolScheduler:
         )
 
     def _early_error(
-        self, call: ToolCallPart, message: str, params: dict[str, Any] | None = None
+        self, call: ToolCallPart, message: str, params: JsonObject | None = None
     ) -> ToolResultPart:
         """A call that never ran: still shown (head + error line) and answered."""
         self.emit(ToolCallStart(call.id, call.name, params or {}, ""))
         line = _first_line(message)
         self.emit(ToolResultEvent(call.id, call.name, True, line, message))
         return ToolResultPart(call.id, call.name, message, is_error=True, summary=line)
+
+
+def _read_only_call(tool: ToolAbilities, call: ToolCallPart) -> bool:
+    try:
+        arguments = call.parsed_arguments()
+    except ValueError:  # not a JSON object: the tool's own flag; the call fails on its own
+        return tool.is_read_only
+    try:
+        return tool.is_read_only_call(arguments)
+    except Exception:  # arguments the tool cannot read: run it alone, it will fail on its own
+        return False
 
 
 def _first_line(text: str) -> str:

@@ -7,7 +7,7 @@ text such as file contents stay out of the session store.
 
 from __future__ import annotations
 
-from typing import Any
+from etcode.util.json_types import JsonObject, JsonValue
 
 #: Longest diff kept (characters); a longer one is cut with a note.
 MAX_DIFF_CHARS = 200_000
@@ -15,11 +15,11 @@ MAX_DIFF_CHARS = 200_000
 MAX_TEXT_CHARS = 500
 
 
-def kept_data(data: dict[str, Any] | None) -> dict[str, Any] | None:
+def kept_data(data: JsonObject | None) -> JsonObject | None:
     """The part of a tool result's ``data`` stored with it (None when nothing is left)."""
     if not data:
         return None
-    kept: dict[str, Any] = {}
+    kept: JsonObject = {}
     for key, value in data.items():
         if key == "diff" and isinstance(value, str):
             if len(value) > MAX_DIFF_CHARS:
@@ -31,7 +31,7 @@ def kept_data(data: dict[str, Any] | None) -> dict[str, Any] | None:
     return kept or None
 
 
-def _small(value: Any) -> bool:
+def _small(value: JsonValue) -> bool:
     if isinstance(value, str):
         return len(value) <= MAX_TEXT_CHARS
     return value is None or isinstance(value, bool | int | float)

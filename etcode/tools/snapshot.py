@@ -26,10 +26,17 @@ class SnapshotRecorder(Protocol):
         ...
 
 
+@runtime_checkable
+class WriteFollower(Protocol):
+    async def after_write(self, path: Path) -> None:
+        """Note what etcode left in ``path`` (undo refuses files changed since)."""
+        ...
+
+
 async def before_write(ctx: ToolContext, path: Path) -> None:
     """Record ``path``'s before-image with the session's recorder, if there is one."""
     recorder = ctx.state.get(STATE_KEY)
-    if recorder is None:
+    if not isinstance(recorder, SnapshotRecorder):
         return
     try:
         warning = await recorder.before_write(path)
@@ -48,11 +55,10 @@ async def after_write(ctx: ToolContext, path: Path) -> None:
     """Tell the recorder what ``path`` holds now that the tool wrote it. A failure here
     only costs undo its check: the file is written, so the tool does not fail."""
     recorder = ctx.state.get(STATE_KEY)
-    hook = getattr(recorder, "after_write", None)
-    if hook is None:
+    if not isinstance(recorder, WriteFollower):
         return
     try:
-        await hook(path)
+        await recorder.after_write(path)
     except Exception as err:
         from etcode.contract.events import WarningEvent
 

@@ -9,11 +9,12 @@ A call is read-only for scheduling — so several may run at once — exactly wh
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult, _one_line
+from etcode.util.json_types import JsonObject
 
 
 class TaskParams(BaseModel):
@@ -68,11 +69,11 @@ class TaskTool(Tool):
     def description(self) -> str:  # type: ignore[override]
         return self._description
 
-    def is_read_only_call(self, arguments: dict[str, Any]) -> bool:
+    def is_read_only_call(self, arguments: JsonObject) -> bool:
         """Read-only (may run alongside other read-only calls) for read-only subagents."""
         return self.runner.is_read_only(str(arguments.get("subagent_type", "")))
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         kind = params.get("subagent_type") or "?"
         text = params.get("description") or params.get("prompt") or ""
         return f"{kind}: {_one_line(str(text), 70)}" if text else str(kind)

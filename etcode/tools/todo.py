@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.contract.events import TodoUpdate
 from etcode.provider.types import ToolSchema
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.util.json_types import JsonObject, JsonValue
 
 Status = Literal["pending", "in_progress", "completed"]
 _MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 
 
-def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+def inline_refs(schema: JsonObject) -> JsonObject:
     """A JSON schema with its local ``$ref``s to ``$defs`` replaced by the definitions."""
     defs = schema.get("$defs", {})
 
-    def walk(node: Any) -> Any:
+    def walk(node: JsonValue) -> JsonValue:
         if isinstance(node, dict):
             ref = node.get("$ref")
             if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
@@ -29,7 +30,7 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             return [walk(item) for item in node]
         return node
 
-    return cast(dict[str, Any], walk(schema))
+    return cast(JsonObject, walk(schema))
 
 
 class TodoItem(BaseModel):
@@ -53,10 +54,10 @@ class TodoStore:
     """The current task list of one session (``ctx.state["todos"]``)."""
 
     def __init__(self) -> None:
-        self.items: list[dict[str, Any]] = []
+        self.items: list[JsonObject] = []
 
     @classmethod
-    def of(cls, state: dict[str, Any]) -> TodoStore:
+    def of(cls, state: dict[str, object]) -> TodoStore:
         """The store kept in a session's state dict, created on first use."""
         store = state.get("todos")
         if not isinstance(store, TodoStore):
@@ -64,7 +65,7 @@ class TodoStore:
             state["todos"] = store
         return store
 
-    def replace(self, items: list[dict[str, Any]]) -> None:
+    def replace(self, items: list[JsonObject]) -> None:
         """Set the whole list. Raises :class:`ToolError` if more than one is in progress."""
         active = [item for item in items if item["status"] == "in_progress"]
         if len(active) > 1:
@@ -98,7 +99,7 @@ class TodoStore:
 TODO_UPDATE = "todo_update"
 
 
-def todo_update_event(items: list[dict[str, Any]]) -> TodoUpdate:
+def todo_update_event(items: list[JsonObject]) -> TodoUpdate:
     """The event that tells front ends the todo list is now ``items``."""
     return TodoUpdate(todos=[dict(item) for item in items])
 
@@ -138,11 +139,11 @@ class TodoWriteTool(Tool):
             data={"todos": [dict(item) for item in store.items], **counts},
         )
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         todos = params.get("todos") or []
         return f"{len(todos)} task{'s' if len(todos) != 1 else ''}"
 
-    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+    def result_summary(self, params: JsonObject, result: ToolResult) -> str:
         if result.summary:
             return result.summary
         data = result.data or {}

@@ -14,12 +14,11 @@ import stat
 import threading
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from etcode.security.redact import redact_known
-from etcode.tools.base import ToolResult
 from etcode.util.fs import format_size
 from etcode.util.paths import tool_output_dir
 from etcode.util.private import private_dir, private_file, tighten
@@ -230,30 +229,6 @@ def truncate_output(
     return Truncated(result, True, path)
 
 
-def truncate_parts(parts: list[str], *, line_count: int) -> Truncated:
-    """:func:`truncate_output` of ``"".join(parts)`` without joining a huge text: when it
-    must be cut, the head is built from the first pieces only and the full text is written
-    piece by piece in the background. ``line_count`` is the (rough) total for the note."""
-    size = sum(map(len, parts))
-    if size <= MAX_BYTES:
-        return truncate_output("".join(parts), line_count=line_count)
-    # More characters than MAX_BYTES: it is cut. The head needs the first ``budget`` bytes,
-    # which lie within the first ``budget`` characters (a character is at least one byte).
-    budget = max(MAX_BYTES - _NOTE_RESERVE, MAX_BYTES // 2)
-    prefix: list[str] = []
-    taken = 0
-    for part in parts:
-        prefix.append(redact_known(part))  # before the cut: a key split by it would escape
-        taken += len(part)
-        if taken > budget:
-            break
-    body = _head("".join(prefix), max(MAX_LINES - 3, 1), budget)
-    path, where = _save_full(list(parts), size, redact=True)  # redacted piece by piece as saved
-    total_bytes = size if all(map(str.isascii, parts)) else sum(map(_byte_len, parts))
-    note = _note(body, line_count, total_bytes, where)
-    return Truncated(f"{body}\n\n{note}", True, path)
-
-
 #: Tools whose output matters most at its end (command output: errors come last).
 TAIL_TOOLS = frozenset({"Bash"})
 
@@ -263,14 +238,3 @@ def truncate_for_model(tool_name: str, output: str) -> str:
     Bash, the head otherwise), the full text saved. Already-cut output passes unchanged."""
     direction: Literal["head", "tail"] = "tail" if tool_name in TAIL_TOOLS else "head"
     return truncate_output(output, direction=direction).text
-
-
-def truncate_result(result: ToolResult, direction: Literal["head", "tail"] = "head") -> ToolResult:
-    """A copy of ``result`` with its output truncated (the saved path in ``data["outputPath"]``)."""
-    cut = truncate_output(result.output, direction=direction)
-    if not cut.truncated:
-        return result
-    data = dict(result.data or {})
-    if cut.path:
-        data["outputPath"] = cut.path
-    return replace(result, output=cut.text, data=data)

@@ -6,15 +6,18 @@ import asyncio
 import contextlib
 import re
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
-from etcode.tools.summary import format_size
 from etcode.tools.truncate import truncate_output
+from etcode.util.fs import format_size
+from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
+    import httpx
+
     from etcode.security.web_address import WebAddress
 
 # The HTML converters live in ``html_convert`` (imported when a page is converted); these
@@ -105,7 +108,7 @@ class WebFetchTool(Tool):
             raise ToolError("Fetch interrupted.")
         status, final_url, mime, size, text = fetch.result()
         cut = await asyncio.to_thread(truncate_output, text)
-        data: dict[str, Any] = {
+        data: JsonObject = {
             "url": final_url,
             "status": status,
             "contentType": mime,
@@ -116,10 +119,10 @@ class WebFetchTool(Tool):
             data["outputPath"] = cut.path
         return ToolResult(cut.text or "(empty response)", data=data)
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         return str(params.get("url", ""))
 
-    def result_summary(self, params: dict[str, Any], result: ToolResult) -> str:
+    def result_summary(self, params: JsonObject, result: ToolResult) -> str:
         if result.summary:
             return result.summary
         data = result.data or {}
@@ -212,7 +215,7 @@ class _Fetch:
         finally:
             self.left -= loop.time() - started
 
-    def _client(self, proxy: str | None) -> Any:
+    def _client(self, proxy: str | None) -> httpx.AsyncClient:
         """A client that goes through ``proxy`` (None: straight to the address) and nothing
         else: not a proxy httpx would pick from the environment by its own ``NO_PROXY``
         reading (``NO_PROXY=http://intranet`` sent a name it did not check straight to
@@ -277,11 +280,11 @@ class _Fetch:
         return (str(addresses[0]) if addresses else None), proxy
 
     async def _get(
-        self, client: Any, address: WebAddress, connect_to: str | None, headers: dict[str, str]
+        self, client: httpx.AsyncClient, address: WebAddress, connect_to: str | None, headers: dict[str, str]
     ) -> tuple[int, str, str, bytes] | WebAddress:
         """One request: the response, or the next hop's address for a redirect."""
         url = address.url
-        extensions: dict[str, Any] = {}
+        extensions: dict[str, object] = {}
         request_headers = dict(headers)
         if connect_to is not None:
             url, pin_headers, extensions = address.pinned_request(connect_to)
@@ -301,7 +304,7 @@ class _Fetch:
             return response.status_code, address.url, response.headers.get("content-type", ""), body
 
 
-async def _read_body(response: Any, url: str) -> bytes:
+async def _read_body(response: httpx.Response, url: str) -> bytes:
     """The body, its ``Content-Encoding`` undone here rather than by httpx, so that the
     5 MB limit bounds what is inflated: httpx inflates each network chunk whole, and a
     1.8 KB reply marked ``gzip, gzip`` grew to 2 GB before the limit was looked at."""

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.security.redact import replaces_secret
 from etcode.tools import client_io
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
+from etcode.tools.diff import diff_stats, unified_diff
 from etcode.tools.edit import SECRET_OVERWRITE
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
-from etcode.tools.summary import count_lines, diff_stats, plural, unified_diff
+from etcode.tools.summary import count_lines, plural
 from etcode.util.fs import write_target
+from etcode.util.json_types import JsonObject
 
 
 class WriteFileParams(BaseModel):
@@ -87,5 +87,5 @@ class WriteFileTool(Tool):
             summary=f"Wrote {plural(lines, 'line')} to {shown}",
         )
 
-    def params_summary(self, params: dict[str, Any]) -> str:
+    def params_summary(self, params: JsonObject) -> str:
         return str(params.get("file_path", ""))

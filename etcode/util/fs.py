@@ -248,20 +248,6 @@ def _write_all(fd: int, data: bytes) -> None:
         offset += os.pwrite(fd, view[offset:], offset)
 
 
-def detect_newline(text: str) -> str:
-    """``"\\r\\n"`` when the text uses CRLF line endings (the majority), else ``"\\n"``."""
-    crlf = text.count("\r\n")
-    return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
-
-
-def decode_text(data: bytes) -> tuple[str, bool]:
-    """Decode UTF-8 (lenient), returning (text without BOM, had_bom)."""
-    text = data.decode("utf-8", errors="replace")
-    if text.startswith(BOM):
-        return text[1:], True
-    return text, False
-
-
 def real_path(path: str | os.PathLike[str]) -> Path:
     """``path`` absolute with every symlink resolved, like ``Path.resolve()`` — but a
     symlink loop never raises (``Path.resolve`` raises ``RuntimeError`` on Python < 3.13);
@@ -276,15 +262,6 @@ def expand_user(path: str | os.PathLike[str]) -> Path:
         return Path(path).expanduser()
     except RuntimeError:
         return Path(path)
-
-
-def is_within(path: Path, root: Path) -> bool:
-    """True when ``path`` (resolved) is ``root`` or inside it."""
-    try:
-        real_path(path).relative_to(real_path(root))
-        return True
-    except ValueError:
-        return False
 
 
 def walk_breadth_first(

@@ -16,9 +16,11 @@ import asyncio
 import contextlib
 import os
 import signal
-from typing import Any
+from typing import Any, TypeVar
 
 #: How long a group killed after a cancelled start may take to disappear.
+T = TypeVar("T")
+
 REAP_SECONDS = 5.0
 
 
@@ -35,7 +37,7 @@ async def start_process(*argv: str, **kwargs: Any) -> asyncio.subprocess.Process
         raise
 
 
-async def wait_despite_cancels(future: asyncio.Future[Any], seconds: float | None = None) -> None:
+async def wait_despite_cancels(future: asyncio.Future[T], seconds: float | None = None) -> None:
     """Wait for ``future`` (up to ``seconds`` if given) however often the calling task is
     cancelled meanwhile: the clean-up after a cancel (an anyio cancel scope re-delivers its
     cancel every turn) must not be cut short. The caller re-raises its ``CancelledError``."""

@@ -17,14 +17,13 @@ import threading
 import time
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 #: How long finished runs wait for their worker threads before leaving without them.
 EXIT_WAIT_SECONDS = 5.0
 WORKER_PREFIX = "etcode-worker"
 
 
-def run_to_end(main: Coroutine[Any, Any, int], exit_wait: float = EXIT_WAIT_SECONDS) -> int:
+def run_to_end(main: Coroutine[object, None, int], exit_wait: float = EXIT_WAIT_SECONDS) -> int:
     """Run ``main`` (which returns an exit code) on a fresh event loop and return its code."""
     loop = asyncio.new_event_loop()
     executor = ThreadPoolExecutor(thread_name_prefix=WORKER_PREFIX)

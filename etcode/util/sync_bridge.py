@@ -9,7 +9,7 @@ import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 T = TypeVar("T")
 
@@ -26,7 +26,7 @@ def loop_running() -> bool:
     return True
 
 
-def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+def run_blocking(make: Callable[[], Coroutine[object, None, T]]) -> T:
     """Run the coroutine ``make()`` to the end and return its value."""
     if not loop_running():
         return asyncio.run(make())

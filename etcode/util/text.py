@@ -9,8 +9,6 @@ terminal never meet one.
 
 from __future__ import annotations
 
-REPLACEMENT = "\ufffd"
-
 
 def _has_surrogate(text: str) -> bool:
     try:

@@ -24,7 +24,10 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tiktoken import Encoding
 
 log = logging.getLogger("etcode.tokens")
 
@@ -57,7 +60,7 @@ SAMPLE_ABOVE = 256 * 1024
 _SAMPLES = 32
 
 _lock = threading.Lock()
-_encodings: dict[str, Any] = {}
+_encodings: dict[str, Encoding | None] = {}
 
 
 def encoding_name(model: str | None = None) -> str:
@@ -92,7 +95,7 @@ def encoding_file(name: str) -> Path | None:
     return None
 
 
-def _encoding(name: str) -> Any | None:
+def _encoding(name: str) -> Encoding | None:
     """The tiktoken encoding if it can be had without the network, else None (cached)."""
     if name in _encodings:
         return _encodings[name]

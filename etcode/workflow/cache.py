@@ -60,7 +60,7 @@ class CachedTool(Tool):
 
     @property
     def checks_permission(self) -> bool:  # type: ignore[override]
-        return bool(getattr(self.inner, "checks_permission", False))
+        return self.inner.checks_permission
 
     def schema(self) -> ToolSchema:
         return self.inner.schema()
@@ -69,8 +69,7 @@ class CachedTool(Tool):
         return _Parsed.model_construct(raw=arguments, parsed=self.inner.parse(arguments))
 
     def is_read_only_call(self, arguments: JsonObject) -> bool:
-        per_call = getattr(self.inner, "is_read_only_call", None)
-        return bool(per_call(arguments)) if per_call is not None else bool(self.inner.is_read_only)
+        return self.inner.is_read_only_call(arguments)
 
     def params_summary(self, params: JsonObject) -> str:
         return self.inner.params_summary(params)
