@@ -29,9 +29,10 @@ _LAZY = {
     "LLMResponse": "etcode.provider.chat_client",
     "ToolCall": "etcode.provider.chat_client",
     "TokenUsage": "etcode.provider.chat_client",
-    # The event vocabulary (``etcode.Event``: the base of every event, detailed or
-    # step-level), the step-level events of ``run_stream``/``arun_stream`` and their renderer.
-    "Event": "etcode.contract.events",
+    # The step-level events of ``run_stream``/``arun_stream`` (events of the one vocabulary,
+    # ``etcode.contract.events``; ``etcode.Event`` is their alias, as in the agent-loop
+    # design) and their renderer.
+    "Event": "etcode.contract.events:LoopEvent",
     "LoopEvent": "etcode.contract.events",
     "EventType": "etcode.contract.events",
     "Renderer": "etcode.ui.loop_renderer",
@@ -64,7 +65,8 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover
     from etcode.api import Agent, AgentResult, LoopLimits, RetryConfig, Tool, ToolResult, tool
-    from etcode.contract.events import Event, EventType, LoopEvent, TodoUpdate
+    from etcode.contract.events import EventType, LoopEvent, TodoUpdate
+    from etcode.contract.events import LoopEvent as Event
     from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall
     from etcode.tools.todo import TODO_UPDATE, TodoItem, TodoStore, create_todo_tool, todo_update_event
     from etcode.ui.loop_renderer import Renderer
@@ -76,6 +78,7 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module 'etcode' has no attribute {name!r}")
     import importlib
 
-    value: object = getattr(importlib.import_module(target), name)
+    module_name, _, attribute = target.partition(":")
+    value: object = getattr(importlib.import_module(module_name), attribute or name)
     globals()[name] = value
     return value

@@ -7,7 +7,7 @@ import asyncio
 import os
 
 from etcode import Agent, Renderer, tool
-from etcode.contract import events
+from etcode.session import events
 
 
 @tool

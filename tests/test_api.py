@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from etcode import Agent, AgentResult, LoopLimits, RetryConfig, Tool, ToolResult, tool
-from etcode.contract import events as ev
+from etcode.session import events as ev
 from tests.fake_llm import Call, FakeLLM, Reply
 
 REPO = Path(__file__).resolve().parent.parent

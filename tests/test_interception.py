@@ -204,3 +204,49 @@ def test_the_loop_and_the_workflow_are_runs(tmp_path: Path) -> None:
     assert isinstance(loop, Run) and isinstance(flow, Run)
     assert not isinstance(settings, Run)
     assert loop.result is None and flow.result is None
+
+
+async def test_the_workflow_calls_the_turn_hooks_once_and_the_tool_hooks_for_each_call(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    """The planner, executor and verifier turns are the workflow's own: an interceptor sees the
+    user's turn once (its rewritten prompt is what the planner plans) and every tool call."""
+    import json
+
+    from etcode.workflow.engine import WorkflowLimits, WorkflowRun
+    from etcode.workflow.prompts import PromptManager
+
+    plan = {"summary": "p", "needsMorePlanning": False, "todos": [{"id": "1", "description": "shout"}]}
+    verdict = {"allCompleted": True, "userNeedsSatisfied": True, "summary": "shouted", "tasks": []}
+    llm.script(
+        Reply(text=json.dumps(plan)),
+        Reply(calls=[Call("shout", {"text": "hi"})]),
+        Reply(text=json.dumps({"summary": "did it", "taskCompleted": True})),
+        Reply(text=json.dumps(verdict)),
+    )
+    seen: list[str] = []
+    provider = make_provider(llm.spec("openai"), RetryConfig(max_retries=0))
+    settings = LoopSettings(
+        provider=provider,
+        model="fake-model",
+        system=["You are a test."],
+        tools=ToolRegistry([shout]),
+        directory=tmp_path,
+        worktree=tmp_path,
+        session_id="ses_test",
+        interceptors=(Journal("a", seen),),
+    )
+    flow = WorkflowRun(settings, [], "go", limits=WorkflowLimits(), prompts=PromptManager(tmp_path))
+    try:
+        events = [event async for event in flow.events()]
+    finally:
+        await provider.aclose()
+    assert isinstance(events[-1], ev.DoneEvent) and flow.result is not None
+    assert seen == [
+        "a before_turn go",
+        "a before_tool shout",
+        "a after_tool HI",
+        f"a after_turn end_turn {flow.result.text}",
+    ]
+    planner_request = json.dumps(llm.requests[0].body["messages"])
+    assert "go [a]" in planner_request

@@ -53,7 +53,7 @@ def test_64_calls_of_one_answer_run_and_the_65th_is_answered_not_run(project: Pa
 
 
 async def test_the_library_s_loop_runs_64_calls_of_one_answer_and_not_65(tmp_path: Path) -> None:
-    """session/result.py LoopLimits.max_tool_calls (the Python API's default)."""
+    """contract/results.py LoopLimits.max_tool_calls (the Python API's default)."""
     from etcode.contract.results import LoopLimits
     from etcode.engine.loop import AgentLoop
     from etcode.engine.settings import LoopSettings
@@ -297,7 +297,7 @@ def test_a_server_s_answer_is_kept_for_an_hour(where: str) -> None:
 
 
 def test_a_window_of_16k_tokens_gets_the_lean_prompt_and_one_more_token_does_not() -> None:
-    """session/server_window.py LEAN_WINDOW."""
+    """wiring/server_window.py LEAN_WINDOW."""
     from etcode.wiring.server_window import wants_lean
 
     assert wants_lean(None, 16 * 1024)
@@ -323,7 +323,7 @@ def test_a_window_of_16k_tokens_gets_the_lean_prompt_and_one_more_token_does_not
     ],
 )
 def test_max_tokens_bounds(context: int | None, model_output: int | None, expected: int) -> None:
-    """session/context.py MAX_RESERVE, MAX_DERIVED_ANSWER, MIN_ANSWER, DEFAULT_RESERVE."""
+    """engine/context.py MAX_RESERVE, MAX_DERIVED_ANSWER, MIN_ANSWER, DEFAULT_RESERVE."""
     from etcode.engine.context import answer_size
 
     assert answer_size(context, model_output, None) == expected
@@ -333,7 +333,7 @@ def test_max_tokens_bounds(context: int | None, model_output: int | None, expect
 
 
 def test_a_key_of_8_characters_is_hidden_and_one_of_7_is_not() -> None:
-    """util/redact.py MIN_SECRET_LENGTH."""
+    """security/redact.py MIN_SECRET_LENGTH."""
     from etcode.security.redact import Redactor
 
     redactor = Redactor()

@@ -297,7 +297,8 @@ class EtcodeAcpAgent:
         from etcode.instance import describe
 
         info = describe(handle.directory)
-        agents = load_agents(getattr(handle.host.config, "agent", None) or {}, info.directory, info.worktree)
+        config = handle.host.config
+        agents = load_agents(config.agent if config else {}, info.directory, info.worktree)
         modes = [
             SessionMode(id=name, name=name, description=(agent.description or None))
             for name, agent in agents.items()

@@ -108,19 +108,23 @@ async def _build(
 
     warnings: list[str] = []
     config = _load_config(info.directory, info.worktree, warnings)
-    agents = load_agents(getattr(config, "agent", None) or {}, info.directory, info.worktree)
-    chosen = get_agent(agent_name or getattr(config, "default_agent", None) or DEFAULT_AGENT, agents)
+    agents = load_agents(config.agent if config else {}, info.directory, info.worktree)
+    chosen = get_agent(agent_name or (config.default_agent if config else None) or DEFAULT_AGENT, agents)
     model_id = (
-        model or chosen.model or getattr(config, "model", None) or os.environ.get("ETCODE_MODEL") or "default"
+        model
+        or chosen.model
+        or (config.model if config else None)
+        or os.environ.get("ETCODE_MODEL")
+        or "default"
     )
     instructions = InstructionPrompt(
         info.directory,
         info.worktree,
-        instructions=getattr(config, "instructions", None) or [],
-        compat=getattr(config, "instructions_compat", True),
-        trusted=getattr(config, "trusted", False),
+        instructions=config.instructions if config else [],
+        compat=config.instructions_compat if config else True,
+        trusted=config.trusted if config else False,
         internal_allowed=rules_internal_check(
-            getattr(config, "permission", None), getattr(config, "permission_files", [])
+            config.permission if config else None, config.permission_files if config else []
         ),
     )
     parts = await SystemPrompt.build(
@@ -140,7 +144,7 @@ async def _window(config: Config | None, model_id: str) -> WindowChoice:
     from etcode.util.errors import EtcodeError
     from etcode.wiring.server_window import wants_lean
 
-    mode = getattr(config, "prompt", None)
+    mode = config.prompt if config else None
     provider_id, _, model = model_id.partition("/")
     if not model:
         unknown: Window = {"context": None, "output": None, "source": None}

@@ -250,7 +250,7 @@ class Config(_Strict):
     #: A models.dev-format JSON file with model limits and prices (see provider/catalog.py).
     model_catalog: str | None = None
     #: Files (besides the project's ``.env``/``.envrc`` files) whose secret-looking values
-    #: are ``[REDACTED]`` in tool output (``util/secret_values.py``); relative to the project.
+    #: are ``[REDACTED]`` in tool output (``security/secret_values.py``); relative to the project.
     secret_files: list[str] = Field(default_factory=list)
     retry: RetrySettings = Field(default_factory=RetrySettings)
     max_steps: int = Field(default=50, ge=1)

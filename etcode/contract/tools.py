@@ -69,7 +69,8 @@ class ToolAbilities(Protocol):
 PermissionCheck = Callable[[str, list[str], JsonObject], Awaitable[None]]
 
 
-async def _allow_all(permission: str, patterns: list[str], metadata: JsonObject) -> None:
+async def allow_all(permission: str, patterns: list[str], metadata: JsonObject) -> None:
+    """The permission check of a context no session wired: everything is allowed."""
     return None
 
 
@@ -78,11 +79,13 @@ async def _allow_all(permission: str, patterns: list[str], metadata: JsonObject)
 PermissionDecide = Callable[[str, str, "str | None"], str]
 
 
-def _decide_allow(permission: str, pattern: str, tool: str | None) -> str:
+def decide_allow(permission: str, pattern: str, tool: str | None) -> str:
+    """The rules of a context no session wired: every pattern is allowed."""
     return "allow"
 
 
-async def _no_instructions(path: Path) -> str | None:
+async def no_instructions(path: Path) -> str | None:
+    """No nested instruction files to attach (a context without a prompt layer)."""
     return None
 
 
@@ -98,12 +101,12 @@ class ToolContext:
     worktree: Path
     abort: asyncio.Event = field(default_factory=asyncio.Event)
     emit: Callable[[Event], None] = lambda event: None
-    check_permission: PermissionCheck = _allow_all
+    check_permission: PermissionCheck = allow_all
     #: What the rules say about a pattern, without asking (see :data:`PermissionDecide`).
-    decide_permission: PermissionDecide = _decide_allow
+    decide_permission: PermissionDecide = decide_allow
     #: For read tools: given a file just read, the nested AGENTS.md text to attach to the
     #: result (once per session), or None. Wired by the session from the prompt layer.
-    instructions_for: Callable[[Path], Awaitable[str | None]] = _no_instructions
+    instructions_for: Callable[[Path], Awaitable[str | None]] = no_instructions
     #: Per-session state shared by tools (e.g. ``state["todos"]``), kept across steps.
     state: dict[str, object] = field(default_factory=dict)
     #: What ``Bash`` commands inherit from the environment; None: the default policy

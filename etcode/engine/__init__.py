@@ -2,6 +2,7 @@
 which a run is recorded and its window kept (``seams``), the context window, compaction and
 the interception seam hooks use.
 
-It imports the contract, tools, provider and prompt rooms; never persistence (``session``)
-nor the composition root (``wiring``), which hand it a recorder and a window.
+It imports the rooms below it (contract, tools, prompt, provider, security, util); never
+persistence (``session``) nor the composition root (``wiring``), which hand it a recorder
+and a window.
 """

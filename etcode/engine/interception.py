@@ -13,6 +13,10 @@ An :class:`Interceptor` is called, in the order of ``LoopSettings.interceptors``
 
 An interceptor that raises ends the run with one error line naming it and the place; every
 tool call still gets a result. With no interceptor, the loop does none of this.
+
+A run made of several loops (the workflow's planner, executor and verifier turns) calls the
+turn hooks once itself, for the user's turn, and hands its inner loops the tool-call hooks
+alone (:func:`tool_calls_only`).
 """
 
 from __future__ import annotations
@@ -79,12 +83,38 @@ class PassThrough:
         return None
 
 
+@dataclass(frozen=True)
+class ToolCallsOnly:
+    """``inner``'s tool-call hooks alone: for the loops a run makes inside its own turn, whose
+    turn hooks that run calls once itself."""
+
+    inner: Interceptor
+
+    async def before_turn(self, prompt: Message) -> Message:
+        return prompt
+
+    async def before_tool(self, call: ToolCallPart) -> Decision:
+        return await self.inner.before_tool(call)
+
+    async def after_tool(self, call: ToolCallPart, result: ToolResultPart) -> ToolResultPart:
+        return await self.inner.after_tool(call, result)
+
+    async def after_turn(self, result: AgentResult) -> None:
+        return None
+
+
+def tool_calls_only(interceptors: tuple[Interceptor, ...]) -> tuple[Interceptor, ...]:
+    """The interceptors for an inner loop: their tool-call hooks, not their turn hooks."""
+    return tuple(ToolCallsOnly(item) for item in interceptors)
+
+
 class InterceptorError(EtcodeError):
     """An interceptor raised: the run ends with this one line."""
 
     def __init__(self, interceptor: Interceptor, place: str, err: Exception) -> None:
         detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        super().__init__(f"interceptor {type(interceptor).__name__} failed in {place}: {detail}")
+        named = interceptor.inner if isinstance(interceptor, ToolCallsOnly) else interceptor
+        super().__init__(f"interceptor {type(named).__name__} failed in {place}: {detail}")
 
 
 def blocked_text(reason: str) -> str:

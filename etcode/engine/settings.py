@@ -16,9 +16,9 @@ from etcode.contract.results import LoopLimits
 from etcode.contract.tools import (
     PermissionCheck,
     PermissionDecide,
-    _allow_all,
-    _decide_allow,
-    _no_instructions,
+    allow_all,
+    decide_allow,
+    no_instructions,
 )
 from etcode.util.json_types import JsonObject
 
@@ -55,9 +55,9 @@ class LoopSettings:
     max_tokens: int | None = None
     #: Extra request-body fields (``top_p``, ``seed``…), already checked for the provider.
     extra: JsonObject = field(default_factory=dict)
-    check_permission: PermissionCheck = _allow_all
-    decide_permission: PermissionDecide = _decide_allow
-    instructions_for: Callable[[Path], Awaitable[str | None]] = _no_instructions
+    check_permission: PermissionCheck = allow_all
+    decide_permission: PermissionDecide = decide_allow
+    instructions_for: Callable[[Path], Awaitable[str | None]] = no_instructions
     #: Per-session tool state (todos...), shared across runs of one session.
     state: dict[str, object] = field(default_factory=dict)
     #: What Bash commands inherit (None: the default).

@@ -52,7 +52,7 @@ class ToolRegistry:
 
 def builtin_tools() -> list[Tool]:
     """Fresh instances of every built-in tool, in the order the model sees them. Each is
-    offered from the generated catalog (``tools/catalog.py``) and its module imported on
+    offered from the generated catalog (``tools/builtin_catalog.py``) and its module imported on
     its first call: a run that never edits a file never imports the Edit tool."""
     from etcode.tools.builtin_catalog import builtin_catalog
     from etcode.tools.lazy import LazyTool

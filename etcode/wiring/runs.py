@@ -90,9 +90,11 @@ def start_run(
     *,
     recorder: Recorder | None,
     window: LoopWindow | None,
+    interceptors: tuple[Interceptor, ...] = (),
 ) -> Run:
-    """The run of ``task`` for the runtime's agent (not started: iterate its ``events()``)."""
-    settings = loop_settings(runtime, agent, recorder=recorder, window=window)
+    """The run of ``task`` for the runtime's agent (not started: iterate its ``events()``);
+    ``interceptors`` see its turn and tool calls (``etcode.engine.interception``)."""
+    settings = loop_settings(runtime, agent, recorder=recorder, window=window, interceptors=interceptors)
     if runtime.agent_name == WORKFLOW_AGENT:
         from etcode.workflow.engine import WorkflowLimits, WorkflowRun
         from etcode.workflow.prompts import PromptManager

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from etcode.contract import events as ev
 from etcode.contract.results import AgentResult, LoopLimits
+from etcode.engine import interception
+from etcode.engine.interception import InterceptorError
 from etcode.engine.loop import AgentLoop
 from etcode.engine.pump import EventPump
 from etcode.engine.seams import LoopWindow, SafeRecorder
@@ -135,8 +137,13 @@ class WorkflowRun(EventPump):
         stop_reason, error, text = "end_turn", None, ""
         todos: list[JsonObject] = []
         try:
+            if self.base.interceptors:
+                await self._intercept_prompt()
             await self._checkpoint()
             text, todos = await self._cycles()
+        except InterceptorError as err:
+            stop_reason, error = "error", str(err)
+            self.emit(ev.ErrorEvent(error, kind="internal"))
         except _Stop as stop:
             stop_reason, error = stop.reason, stop.error
             if stop.reason in ("interrupted", "timeout"):
@@ -164,8 +171,25 @@ class WorkflowRun(EventPump):
             session_id=self.base.session_id,
             error=error,
         )
+        if self.base.interceptors:
+            await self._intercept_end()
         self.emit(ev.DoneEvent(self.result.to_dict()))
         self._finish()
+
+    # ---- interception: the turn hooks once, for the user's turn ------------------------
+    async def _intercept_prompt(self) -> None:
+        prompt = await interception.before_turn(self.base.interceptors, self.messages[-1])
+        self.messages[-1] = prompt
+        self.task = prompt.text
+
+    async def _intercept_end(self) -> None:
+        """``after_turn``; one that fails makes the run's result that error."""
+        assert self.result is not None
+        try:
+            await interception.after_turn(self.base.interceptors, self.result)
+        except InterceptorError as err:
+            self.emit(ev.ErrorEvent(str(err), kind="internal"))
+            self.result = replace(self.result, stop_reason="error", error=str(err))
 
     async def _cycles(self) -> tuple[str, list[JsonObject]]:
         cycles: list[_Cycle] = []
@@ -319,6 +343,7 @@ class WorkflowRun(EventPump):
             on_step=None,
             recorder=_RoleRecorder(self) if self._record.recorder is not None else None,
             window=_RoleWindow(self.base.window) if self.base.window is not None else None,
+            interceptors=interception.tool_calls_only(self.base.interceptors),
         )
         loop = AgentLoop(settings, conversation, Message.user(prompt))
         self._current = loop
