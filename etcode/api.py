@@ -18,7 +18,7 @@ import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Unpack, cast
 
 from etcode.contract.events import Event, SessionStart
 from etcode.contract.results import AgentResult, LoopLimits
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from etcode.session.snapshots import UndoReport
     from etcode.session.store import SessionStore, StoredMessage
     from etcode.wiring.runtime import Runtime
+    from etcode.wiring.settings import ChildSettings
 
 #: A tool as ``tools=`` takes it: a ``Tool``, a dict in the design's shape, or a typed function.
 ToolInput = Tool | JsonObject | Callable[..., object]
@@ -368,14 +369,15 @@ class Agent:
             return None
         return float(meter.cost)
 
-    async def make_child(self, parent: Runtime, **settings: Any) -> Agent:
+    async def make_child(self, parent: Runtime, **settings: Unpack[ChildSettings]) -> Agent:
         """A ready Task subagent of this agent (a :class:`~etcode.wiring.runtime.ChildFactory`):
         built from ``settings`` with its runtime from ``parent``'s, recorded as this session's
         child and stored where this session is (in memory when this one is)."""
         from etcode.wiring.runs import build_runtime
 
         store = self._session.store
-        child = Agent(store=store if store is not None else False, **settings)
+        llm_kwargs = settings.pop("llm_kwargs", {})
+        child = Agent(store=store if store is not None else False, **settings, **llm_kwargs)
         child.parent_session_id = self.session_id
         child._runtime = await build_runtime(child, parent=parent, make_child=child.make_child)
         return child

@@ -11,7 +11,8 @@ import pytest
 
 from etcode.provider.types import Message, TextPart
 from etcode.session import message_files
-from etcode.session.store import SessionStore, StoreError
+from etcode.session.database import StoreError
+from etcode.session.store import SessionStore
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply
 from tests.test_fault_matrix import db_path, ok

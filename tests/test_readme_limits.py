@@ -348,12 +348,13 @@ def test_a_message_of_1_mib_stays_in_its_row_and_one_byte_more_goes_to_a_file(tm
     """session/message_files.py FILE_LIMIT (the encoded message)."""
     from etcode.provider.types import Message, TextPart
     from etcode.session import message_files
-    from etcode.session.store import SessionStore, _encode
+    from etcode.session.message_rows import encode
+    from etcode.session.store import SessionStore
 
     store = SessionStore.open(tmp_path / "etcode.db")
     try:
         store.create_session("ses_1", project_id="p", directory=str(tmp_path))
-        framing = len(_encode(Message("user", [TextPart("")])))
+        framing = len(encode(Message("user", [TextPart("")])))
         folder = message_files.folder_of(store.path)
         store.append_messages("ses_1", [Message("user", [TextPart("a" * (MIB - framing))])], turn=1)
         assert not folder.exists() or list(folder.glob("*.json")) == []

@@ -13,13 +13,10 @@ import pytest
 
 from etcode.engine.history import INTERRUPTED_RESULT, repair_dangling
 from etcode.provider.types import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, Usage
-from etcode.session.store import (
-    SCHEMA_VERSION,
-    AmbiguousSessionError,
-    SessionNotFoundError,
-    SessionStore,
-    StoreError,
-)
+from etcode.session.database import StoreError
+from etcode.session.schema import SCHEMA_VERSION
+from etcode.session.session_rows import AmbiguousSessionError
+from etcode.session.store import SessionNotFoundError, SessionStore
 from etcode.util.paths import data_dir
 
 

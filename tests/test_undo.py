@@ -248,7 +248,8 @@ def test_full_disk_under_the_database_is_not_called_corrupt(
 
 
 def test_store_full_disk_on_a_snapshot_says_so(tmp_path: Path) -> None:
-    from etcode.session.store import SessionStore, StoreError
+    from etcode.session.database import StoreError
+    from etcode.session.store import SessionStore
 
     with small_tmpfs(tmp_path / "data", size="512k") as data:
         store = SessionStore.open(data / "etcode.db")
@@ -268,12 +269,13 @@ def test_store_full_disk_on_a_snapshot_says_so(tmp_path: Path) -> None:
 def test_snapshots_from_before_the_migration_still_undo(tmp_path: Path) -> None:
     """A schema-1 database (no record of what etcode wrote): undo cannot tell later changes
     from etcode's, so it refuses unless forced; a file already as before is fine."""
+    from etcode.session.schema import MIGRATIONS
     from etcode.session.snapshots import UndoRefused, undo_last_turn
-    from etcode.session.store import _MIGRATIONS, SessionStore
+    from etcode.session.store import SessionStore
 
     path = tmp_path / "etcode.db"
     conn = sqlite3.connect(path)
-    conn.executescript(_MIGRATIONS[0][2] + "; PRAGMA user_version = 1;")
+    conn.executescript(MIGRATIONS[0][2] + "; PRAGMA user_version = 1;")
     edited, same = tmp_path / "edited.txt", tmp_path / "same.txt"
     edited.write_text("agent wrote this\n")
     same.write_text("as before\n")

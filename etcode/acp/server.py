@@ -179,7 +179,7 @@ class EtcodeAcpAgent:
     ) -> LoadSessionResponse:
         if session_id in self.sessions:
             await self._close(self.sessions.pop(session_id))
-        from etcode.session.store import AmbiguousSessionError
+        from etcode.session.session_rows import AmbiguousSessionError
 
         try:
             found = await asyncio.to_thread(self.store().find_session, session_id)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from etcode.provider.types import Message, Usage
 from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
+    from etcode.contract.events import LoopEvent
     from etcode.provider.chat_client import TokenUsage
 
 
@@ -40,7 +41,7 @@ class AgentResult:
     session_id: str = ""
     error: str | None = None
     #: The run's step-level events (``LoopEvent``: thought, action, observation…), set by ``run``.
-    events: list[Any] = field(default_factory=list)
+    events: list[LoopEvent] = field(default_factory=list)
 
     @property
     def content(self) -> str:

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from etcode.util.json_types import JsonObject
 
@@ -16,6 +16,13 @@ if TYPE_CHECKING:
     from etcode.provider.types import Usage
     from etcode.security.sandbox import SandboxPolicy
     from etcode.security.shell_env import ShellEnvPolicy
+
+
+#: The parameters ``Tool.run`` receives: an instance of the tool's own ``Params`` model
+#: (``Tool.parse``'s result), which each tool's ``run`` names as its model's class. ``Any``
+#: so that those overrides narrow it (a ``BaseModel`` here would make each one break the
+#: base class's contract, and a generic ``Tool[P]`` cannot hold tools of different models).
+ToolParams: TypeAlias = Any
 
 
 class ToolError(Exception):

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, cast, get_type_hints, overload
+from typing import Any, ClassVar, TypeAlias, cast, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 from etcode.contract.tools import (
     PermissionCheck,
@@ -21,6 +22,7 @@ from etcode.contract.tools import (
     PermissionDenied,
     ToolContext,
     ToolError,
+    ToolParams,
     ToolResult,
 )
 from etcode.provider.types import ToolSchema
@@ -41,6 +43,11 @@ __all__ = [
     "call_function",
     "tool",
 ]
+
+
+#: ``create_model``'s field definitions as pydantic types them: ``{name: (annotation,
+#: FieldInfo)}`` with ``Any`` values (its own keywords, ``__config__``…, share the mapping).
+FieldDefinitions: TypeAlias = dict[str, Any]
 
 
 class EmptyParams(BaseModel):
@@ -93,7 +100,7 @@ class Tool:
             )
             raise ToolError(f"Invalid arguments for {self.name}: {problems}") from None
 
-    async def run(self, params: Any, ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
+    async def run(self, params: ToolParams, ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
         raise NotImplementedError
 
     # ---- display -----------------------------------------------------------------
@@ -185,23 +192,24 @@ class FunctionTool(InstanceTool):
         self._read_only = read_only
         self._context_param: str | None = None
         hints = get_type_hints(func)
-        fields: dict[str, Any] = {}
+        fields: dict[str, tuple[object, FieldInfo]] = {}
         for pname, param in inspect.signature(func).parameters.items():
-            annotation = hints.get(pname, Any)
+            annotation = hints.get(pname, object)  # unannotated: pydantic accepts anything for object
             if annotation is ToolContext:
                 self._context_param = pname
                 continue
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[pname] = (annotation, Field(default, description=doc_params.get(pname)))
+        definitions: FieldDefinitions = dict(fields)
         self._params_model: type[BaseModel] = create_model(
-            f"{self._name}Params", __config__=ConfigDict(extra="forbid"), **fields
+            f"{self._name}Params", __config__=ConfigDict(extra="forbid"), **definitions
         )
 
     @property
     def Params(self) -> type[BaseModel]:  # type: ignore[override]  # noqa: N802
         return self._params_model
 
-    async def run(self, params: Any, ctx: ToolContext) -> ToolResult:
+    async def run(self, params: BaseModel, ctx: ToolContext) -> ToolResult:
         # dict(model) keeps each field as validated: a pydantic-model parameter arrives as
         # that model's instance, not as a dict (model_dump would turn it into one).
         kwargs = dict(params)

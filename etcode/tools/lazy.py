@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel
 
 from etcode.provider.types import ToolSchema
@@ -49,7 +47,7 @@ class LazyTool(InstanceTool):
     def parse(self, arguments: JsonObject) -> BaseModel:
         return self.tool.parse(arguments)
 
-    async def run(self, params: Any, ctx: ToolContext) -> ToolResult:
+    async def run(self, params: BaseModel, ctx: ToolContext) -> ToolResult:
         return await self.tool.run(params, ctx)
 
     def params_summary(self, params: JsonObject) -> str:

@@ -16,15 +16,27 @@ import asyncio
 import contextlib
 import os
 import signal
-from typing import Any, TypeVar
+from collections.abc import Collection, Mapping
+from typing import TypedDict, TypeVar, Unpack
 
-#: How long a group killed after a cancelled start may take to disappear.
 T = TypeVar("T")
 
+#: How long a group killed after a cancelled start may take to disappear.
 REAP_SECONDS = 5.0
 
 
-async def start_process(*argv: str, **kwargs: Any) -> asyncio.subprocess.Process:
+class ProcessOptions(TypedDict, total=False):
+    """The keywords of ``asyncio.create_subprocess_exec`` etcode starts its processes with."""
+
+    cwd: str
+    env: Mapping[str, str]
+    stdin: int
+    stdout: int
+    stderr: int
+    pass_fds: Collection[int]
+
+
+async def start_process(*argv: str, **kwargs: Unpack[ProcessOptions]) -> asyncio.subprocess.Process:
     """``asyncio.create_subprocess_exec(*argv, start_new_session=True, **kwargs)``, safe
     against cancellation: if the calling task is cancelled while the process starts, the
     start still completes, the whole new group is SIGKILLed and reaped, and the

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, Unpack
 
 from etcode.contract.events import Event, WarningEvent
 from etcode.contract.results import LoopLimits
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from etcode.provider.catalog import ModelCatalog
     from etcode.provider.discovery import ServerProbe
     from etcode.security.sandbox import SandboxPolicy
-    from etcode.wiring.settings import AgentSettings, ChildAgent
+    from etcode.wiring.settings import AgentSettings, ChildAgent, ChildSettings
 
 
 class ChildFactory(Protocol):
@@ -35,7 +35,7 @@ class ChildFactory(Protocol):
     borrows the MCP servers of) ``parent``; it records the session that started it and is
     stored beside it. The public ``Agent``'s own ``make_child`` is one."""
 
-    async def __call__(self, parent: Runtime, **settings: Any) -> ChildAgent: ...
+    async def __call__(self, parent: Runtime, **settings: Unpack[ChildSettings]) -> ChildAgent: ...
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""What the composition root reads from an agent (:class:`AgentSettings`), and what it
-drives a Task subagent's child agent by (:class:`ChildAgent`).
+"""What the composition root reads from an agent (:class:`AgentSettings`), what it
+drives a Task subagent's child agent by (:class:`ChildAgent`), and the ``Agent`` keywords
+that child is built with (:class:`ChildSettings`).
 
 ``etcode.api.Agent`` satisfies both; the Task subagents get their children from the
 runtime's ``ChildFactory`` (``etcode.wiring.runtime``) the ``Agent`` hands it, so nothing
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from etcode.util.json_types import JsonObject
 
@@ -23,6 +24,24 @@ if TYPE_CHECKING:
     from etcode.provider.base import Provider
     from etcode.provider.spec import RetryConfig
     from etcode.tools.base import Tool
+
+
+class ChildSettings(TypedDict, total=False):
+    """The ``Agent`` keywords a Task subagent's child is built with (``ChildFactory``);
+    ``llm_kwargs`` goes in as the ``Agent``'s own ``**llm_kwargs``."""
+
+    model: str
+    agent: str
+    tools: list[Tool]
+    builtin_tools: bool
+    name: str
+    retry: RetryConfig | None
+    max_tokens: int | None
+    directory: Path
+    config: Config
+    provider: Provider | None
+    asker: Asker | None
+    llm_kwargs: JsonObject
 
 
 class AgentSettings(Protocol):

@@ -104,7 +104,7 @@ class SubagentSpawner:
             config=runtime.config,
             provider=runtime.provider if same_provider else None,
             asker=parent.asker,
-            **(parent.llm_kwargs if same_provider else {}),
+            llm_kwargs=parent.llm_kwargs if same_provider else {},
         )
         self.children.append(child)
         return child
