@@ -127,7 +127,7 @@ NOT_THE_REPOS = "not part of the repository"
 def _secrets(value: JsonValue, file: ConfigFile) -> list[str]:
     """The user's secrets a string would read: ``$VAR``, files outside the project, and the
     user's own files inside it (git-ignored ones, untracked ``.env``...: ``private_files``)."""
-    from etcode.config.private_files import users_file
+    from etcode.security.private_files import users_file
 
     found: list[str] = []
     for kind, arg in _refs(value):
@@ -287,7 +287,7 @@ class _Scan:
     def _users_files(self, prefix: str, pattern: Sequence[str]) -> bool:
         """Could an instructions path (``prefix`` then glob segments) pick up the user's own
         files inside the project (``.env``, a git-ignored folder)?"""
-        from etcode.config.private_files import git_ignored, secret_name, users_file
+        from etcode.security.private_files import git_ignored, secret_name, users_file
 
         root = self.file.root
         if not pattern:
