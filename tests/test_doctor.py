@@ -212,7 +212,7 @@ def test_an_untrusted_project_file_names_the_setting(served: Path, llm: FakeLLM,
     assert not marker.exists()  # doctor starts no server
 
     from etcode.config.loader import load_config
-    from etcode.config.trust import trust_files, untrusted
+    from etcode.trust.project import trust_files, untrusted
 
     loaded = load_config(served, served)
     trust_files(loaded, untrusted(loaded))

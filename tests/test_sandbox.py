@@ -314,7 +314,7 @@ async def test_the_chat_offers_to_run_a_refused_command_outside_the_sandbox(
 def test_a_project_cannot_take_plan_out_of_its_sandbox(project: Path, llm: FakeLLM) -> None:
     """Neither the project's etcode.json (a trust finding) nor its agent file."""
     from etcode.config.loader import load_config
-    from etcode.config.trust import config_findings
+    from etcode.trust.project import config_findings
 
     write_config(project, llm, agent={"plan": {"sandbox": "off", "permission": {"bash": {"*": "allow"}}}})
     findings = [str(f) for f in config_findings(load_config(project, project))]

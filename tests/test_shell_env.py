@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from etcode.config.schema import validate
+from etcode.provider.spec import provider_key_names
 from etcode.security.shell_env import ShellEnvPolicy
 from etcode.util.errors import ConfigError
 from tests.cli_helpers import TEST_KEY, etcode, write_config
@@ -26,9 +27,15 @@ SECRETS = {
 
 def test_default_policy_drops_secret_names_provider_keys_and_key_values() -> None:
     base = {**SECRETS, "PATH": "/usr/bin", "HOME": "/home/u", "GROQ_API_KEY": "g" * 20, "EDITOR": "vi"}
-    env = ShellEnvPolicy(secret_values=frozenset({TEST_KEY})).environment(base)
+    env = ShellEnvPolicy(secret_values=frozenset({TEST_KEY}), key_names=provider_key_names()).environment(
+        base
+    )
     assert env["PATH"] == "/usr/bin" and env["EDITOR"] == "vi" and env["PAGER"] == "cat"
     assert not set(SECRETS) & set(env) and "GROQ_API_KEY" not in env
+    # The providers' variables are named by whoever builds the policy, whatever they look like.
+    assert "ACME_AUTH" not in ShellEnvPolicy(key_names=frozenset({"ACME_AUTH"})).environment(
+        {"ACME_AUTH": "a"}
+    )
 
 
 def test_inherit_include_exclude_set() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from etcode.config.loader import load_config
 from etcode.config.raw import drop_keys
-from etcode.config.trust import (
+from etcode.trust.project import (
     TrustStore,
     UntrustedConfigError,
     config_findings,
@@ -421,7 +421,7 @@ def test_shell_env_and_sandbox_settings_that_hand_over_secrets_or_commands(repo:
     """``shell.env`` (12.2) and ``sandbox`` (12.9) come from other branches: checked on the
     raw data, so these tests hold with or without their schema."""
     from etcode.config.raw import ConfigFile
-    from etcode.config.trust import find_risky
+    from etcode.trust.project import find_risky
 
     def risky(raw: dict[str, Any], user: dict[str, Any] | None = None) -> list[str]:
         files = [ConfigFile(repo / "etcode.json", True, raw, "0" * 64, repo)]

@@ -13,7 +13,7 @@ import pytest
 
 from etcode.agent.registry import builtin_agents
 from etcode.config.loader import load_config
-from etcode.config.trust import config_findings, exclusions
+from etcode.trust.project import config_findings, exclusions
 from etcode.util.paths import config_dir
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import Call, FakeLLM, Reply

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button
 
-from etcode.config.trust import TrustStore
+from etcode.trust.project import TrustStore
 from etcode.ui.tui.widgets.trust import TrustScreen
 from tests.fake_llm import FakeLLM, Reply
 from tests.test_tui_app import answers, notices

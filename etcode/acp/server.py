@@ -237,9 +237,9 @@ class EtcodeAcpAgent:
         from etcode.acp.mcp_servers import with_client_servers
         from etcode.acp.trust import pending_of
         from etcode.config.loader import load_config
-        from etcode.config.trust import require_trust, untrusted
         from etcode.instance import Instance
         from etcode.security.redact import register_config
+        from etcode.trust.project import require_trust, untrusted
         from etcode.ui.tui.controller import AgentHost
         from etcode.ui.tui.options import TuiOptions
 
@@ -371,7 +371,7 @@ class EtcodeAcpAgent:
         session built, False: cancelled meanwhile. A refusal is the prompt's error (the next
         prompt asks again)."""
         from etcode.acp.trust import settle
-        from etcode.config.trust import untrusted
+        from etcode.trust.project import untrusted
 
         pending = handle.trust
         assert pending is not None

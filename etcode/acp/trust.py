@@ -1,5 +1,5 @@
 """Project trust in the editor: a session whose folder has an ``etcode.json`` with risky
-settings not approved (``config/trust.py``) starts nothing until its first prompt asks
+settings not approved (``trust/project.py``) starts nothing until its first prompt asks
 the editor, with ``session/request_permission`` naming the file and each setting. Allow
 for this session, trust the file (remembered per sha256 as the chat's dialog does: a
 changed file asks again), or refuse (the prompt fails; the next one asks again)."""
@@ -23,7 +23,7 @@ from acp.schema import (
 )
 
 from etcode.acp.permission import TurnCancelled, ask_editor
-from etcode.config.trust import Finding, describe, trust_files
+from etcode.trust.project import Finding, describe, trust_files
 from etcode.util.errors import EtcodeError
 from etcode.util.ids import new_id
 

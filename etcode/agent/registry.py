@@ -249,7 +249,7 @@ def project_agent_files(directory: Path, worktree: Path) -> list[Path]:
     ]
 
 
-#: The settings of a markdown agent that project trust judges (``config/trust.py``). (A
+#: The settings of a markdown agent that project trust judges (``trust/project.py``). (A
 #: project agent file's looser ``sandbox`` is ignored with a warning: ``wiring/sandbox_choice.py``.)
 TRUSTED_SETTINGS = ("permission",)
 

@@ -85,7 +85,7 @@ def _load_config(directory: Path, worktree: Path, warnings: list[str]) -> Config
     do either), each named in ``warnings``; None when the loader is not available."""
     try:
         from etcode.config.loader import load_config
-        from etcode.config.trust import exclusions, untrusted
+        from etcode.trust.project import exclusions, untrusted
     except ImportError:
         return None
     config = load_config(directory, worktree)

@@ -36,8 +36,8 @@ def list_servers(
     import sys
 
     from etcode.config.loader import load_config
-    from etcode.config.trust import trust_files, untrusted
     from etcode.instance import Instance
+    from etcode.trust.project import trust_files, untrusted
 
     with Instance.provide(Path.cwd()) as info:
         config = load_config(info.directory, info.worktree)

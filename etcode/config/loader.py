@@ -179,31 +179,6 @@ def load_file(path: Path, env: Mapping[str, str] | None = None) -> JsonObject:
     return _prepare(_read_raw(path)[0], path, env)
 
 
-def agent_file_layers(
-    directory: Path, worktree: Path, without: Mapping[Path, Sequence[Loc]] | None = None
-) -> list[ConfigFile]:
-    """The project's markdown agents whose front matter sets ``permission`` rules, as
-    ``ConfigFile``s for the trust check (one that cannot be read is left to the agent
-    registry, which reports it)."""
-    from etcode.agent.registry import TRUSTED_SETTINGS, parse_markdown, project_agent_files
-
-    found: list[ConfigFile] = []
-    for path in project_agent_files(directory, worktree):
-        try:
-            data = path.read_bytes()
-            meta, _ = parse_markdown(data.decode("utf-8"), str(path))
-        except (OSError, UnicodeDecodeError, ConfigError):
-            continue
-        judged = {key: meta[key] for key in TRUSTED_SETTINGS if key in meta}
-        if not judged:
-            continue
-        raw: JsonObject = {"agent": {path.stem: judged}}
-        dropped = (without or {}).get(path)
-        raw = drop_keys(raw, dropped) if dropped else raw
-        found.append(ConfigFile(path, True, raw, hashlib.sha256(data).hexdigest(), worktree, "agent"))
-    return found
-
-
 # --- env and flags -------------------------------------------------------------------
 
 
@@ -275,7 +250,7 @@ def load_config(
     """Load and merge every layer for ``directory`` inside ``worktree``.
 
     ``without``: per file (as in ``Config.files``), places left out before substitution
-    (the settings of a project file the user did not trust; see ``config/trust.py``).
+    (the settings of a project file the user did not trust; see ``trust/project.py``).
     """
     env = os.environ if env is None else env
     directory = Path(directory).expanduser().resolve()
@@ -301,7 +276,6 @@ def load_config(
         raw = drop_keys(raw, dropped) if dropped else raw
         files.append(ConfigFile(path, path.resolve() not in users, raw, digest, worktree))
         apply(_prepare(raw, path, env), str(path))
-    files.extend(agent_file_layers(directory, worktree, without))
     for var, layer in env_layers(env):
         apply(layer, var)
     debug = env_debug(env)
@@ -316,5 +290,6 @@ def load_config(
     config._debug = debug
     config._permission_files = permission_files
     config._files = files
+    config._folders = (directory, worktree)
     config._without = {Path(path): list(locs) for path, locs in (without or {}).items()}
     return config

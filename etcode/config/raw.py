@@ -21,7 +21,7 @@ Loc = tuple[str | int, ...]
 @dataclass(frozen=True)
 class ConfigFile:
     """One config file as read, kept on the ``Config`` for the project-trust check
-    (``config/trust.py``): its data before ``{env:}``/``{file:}`` substitution, so one can
+    (``trust/project.py``): its data before ``{env:}``/``{file:}`` substitution, so one can
     tell where a value comes from (without what ``load_config(without=...)`` left out),
     and the sha256 of its bytes."""
 
@@ -34,7 +34,7 @@ class ConfigFile:
     root: Path
     #: "config" (an ``etcode.json``), or "agent": a project markdown agent
     #: (``.etcode/agent/<name>.md``) whose front matter sets ``permission``, kept as
-    #: ``{"agent": {name: {"permission": ...}}}`` (never substituted).
+    #: ``{"agent": {name: {"permission": ...}}}`` (never substituted; ``trust/agent_files.py``).
     kind: str = "config"
 
 

@@ -265,8 +265,9 @@ class Config(_Strict):
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _debug: bool = PrivateAttr(default=False)
     _permission_files: list[tuple[str, JsonValue]] = PrivateAttr(default_factory=list)
-    _files: list[ConfigFile] = PrivateAttr(default_factory=list)  # for config/trust.py
+    _files: list[ConfigFile] = PrivateAttr(default_factory=list)  # for trust/project.py
     _without: dict[Path, list[Loc]] = PrivateAttr(default_factory=dict)
+    _folders: tuple[Path, Path] | None = PrivateAttr(default=None)
     _trusted: bool = PrivateAttr(default=False)
 
     @field_validator("permission")
@@ -296,6 +297,12 @@ class Config(_Strict):
     def files(self) -> list[ConfigFile]:
         """Each file read (``raw.ConfigFile``: path, project or not, raw data, sha256)."""
         return list(self._files)
+
+    @property
+    def folders(self) -> tuple[Path, Path] | None:
+        """``(directory, worktree)`` it was loaded for (``load_config``); None when built
+        otherwise. Trust reads the project's markdown agents from them (``trust/agent_files.py``)."""
+        return self._folders
 
     @property
     def without(self) -> dict[Path, list[Loc]]:

@@ -113,11 +113,12 @@ def _with_trust(
 ) -> Config | None:
     """Mark each project file trusted or not (its line); the config without what awaits trust."""
     from etcode.config.loader import load_config
-    from etcode.config.trust import config_findings, exclusions, untrusted
+    from etcode.trust.agent_files import trust_layers
+    from etcode.trust.project import config_findings, exclusions, untrusted
 
     risky = config_findings(config, env)
     waiting = untrusted(config, env=env)
-    for file in config.files:
+    for file in trust_layers(config):
         if not file.project:
             continue
         mine = [f for f in waiting if f.file == file.path]

@@ -6,7 +6,7 @@ later skills and commands.
 A repository can commit a symbolic link: ``AGENTS.md -> ~/.ssh/id_rsa`` would put the
 user's key into the system prompt. A file reached through a link (the file itself or a
 folder on its way) is refused when the link leads outside the project, or to a secret file
-(``.env``, ``id_rsa``...: ``config/private_files.SECRET_NAMES``) or a git-ignored one. A
+(``.env``, ``id_rsa``...: ``security/private_files.SECRET_NAMES``) or a git-ignored one. A
 file that is no link is the repository's own (or one the user put there): not refused.
 Callers skip a refused file with a warning naming it, unless the user trusted the project
 for the session (``Config.trusted``).
@@ -38,7 +38,7 @@ def refusal(path: str | Path, root: str | Path) -> str | None:
     """Why ``path`` — a file the project ``root`` names or holds — must not be sent to the
     model (``"a link to /home/u/.ssh/id_rsa, outside the project"``), None when it may be.
     A path outside ``root`` (as written, before links) is not the project's: None."""
-    from etcode.config.private_files import git_ignored, secret_name
+    from etcode.security.private_files import git_ignored, secret_name
 
     root = Path(os.path.abspath(Path(root).expanduser()))
     path = Path(os.path.abspath(Path(path).expanduser()))

@@ -47,6 +47,12 @@ KNOWN_PROVIDERS: dict[str, KnownProvider] = {
 }
 
 
+def provider_key_names() -> frozenset[str]:
+    """The variables etcode's well-known providers read their keys from (kept from commands:
+    ``security/shell_env.py``)."""
+    return frozenset(name for known in KNOWN_PROVIDERS.values() for name in known.key_env)
+
+
 #: Bare model ids whose family names their provider: ``gpt-4o-mini`` is OpenAI's.
 _FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"claude"), "anthropic"),

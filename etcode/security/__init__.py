@@ -1,7 +1,7 @@
 """Security policy: what a Bash line will run (a real bash grammar) and which parts of it no
 allow rule may cover, the OS sandbox and its seccomp filter, the environment commands
-inherit, secret redaction, the web addresses WebFetch may reach, and process hardening.
+inherit, which project files are the user's own, secret redaction, the web addresses WebFetch may reach, and process hardening.
 
-A ground-level room: it imports only ``util`` (and provider names); tools, the permission
+A ground-level room: it imports only ``util``; tools, the permission
 service and the front ends consult it.
 """

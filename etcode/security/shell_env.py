@@ -43,37 +43,37 @@ def _matches(name: str, patterns: Iterable[str]) -> bool:
     return any(wildcard_match(name, pattern, ignore_case=True) for pattern in patterns)
 
 
-def provider_key_names() -> frozenset[str]:
-    """The variables etcode's well-known providers read their keys from."""
-    from etcode.provider.spec import KNOWN_PROVIDERS
-
-    return frozenset(name for known in KNOWN_PROVIDERS.values() for name in known.key_env)
-
-
 @dataclass(frozen=True)
 class ShellEnvPolicy:
     """What a command inherits (see the module docstring). ``secret_values`` are the
-    configured keys: a variable holding one is dropped whatever its name."""
+    configured keys: a variable holding one is dropped whatever its name. ``key_names`` are
+    the variables the providers read their keys from (``provider.spec.provider_key_names()``,
+    passed in by whoever builds the policy: this room sits below the providers)."""
 
     inherit: Inherit = "all"
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     set: Mapping[str, str] = field(default_factory=dict)
     secret_values: frozenset[str] = frozenset()
+    key_names: frozenset[str] = frozenset()
 
     @classmethod
-    def from_config(cls, config: object, secret_values: Iterable[str | None] = ()) -> ShellEnvPolicy:
+    def from_config(
+        cls, config: object, secret_values: Iterable[str | None] = (), key_names: Iterable[str] = ()
+    ) -> ShellEnvPolicy:
         """The policy of a loaded config's ``shell.env`` (defaults when absent)."""
         env = getattr(getattr(config, "shell", None), "env", None)
         values = frozenset(v for v in secret_values if v)
+        names = frozenset(key_names)
         if env is None:
-            return cls(secret_values=values)
+            return cls(secret_values=values, key_names=names)
         return cls(
             inherit=env.inherit,
             include=tuple(env.include),
             exclude=tuple(env.exclude),
             set=dict(env.set_),
             secret_values=values,
+            key_names=names,
         )
 
     def hides(self, name: str, value: str) -> bool:
@@ -84,7 +84,7 @@ class ShellEnvPolicy:
             return False
         return (
             _matches(name, SECRET_NAMES)
-            or name in provider_key_names()
+            or name in self.key_names
             or (bool(value) and value in self.secret_values)
         )
 

@@ -237,6 +237,7 @@ class BashTool(Tool):
 
     async def run(self, params: BashParams, ctx: ToolContext) -> ToolResult:
         # The shell grammar, the environment policy and the sandbox load with the first command.
+        from etcode.provider.spec import provider_key_names
         from etcode.security import sandbox
         from etcode.security.sandbox import SandboxPolicy
         from etcode.security.shell_env import ShellEnvPolicy
@@ -244,7 +245,7 @@ class BashTool(Tool):
 
         await check_command(ctx, params.command, params.description, self.name)
         timeout_ms = min(params.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
-        env = (ctx.shell_env or ShellEnvPolicy()).environment()
+        env = (ctx.shell_env or ShellEnvPolicy(key_names=provider_key_names())).environment()
         policy = ctx.sandbox or SandboxPolicy()
         in_editor = client_io.client_terminal(ctx) is not None  # no descriptor can be passed there
         launch = sandbox.prepare(

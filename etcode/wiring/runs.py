@@ -121,7 +121,9 @@ def start_run(
 
 def _shell_env(config: Config, spec: ProviderSpec) -> ShellEnvPolicy:
     """What Bash commands inherit: the config's ``shell.env``, never the session's keys."""
+    from etcode.provider.spec import provider_key_names
     from etcode.security.redact import secrets_from_config
     from etcode.security.shell_env import ShellEnvPolicy
 
-    return ShellEnvPolicy.from_config(config, {spec.api_key, *secrets_from_config(config)})
+    secrets = {spec.api_key, *secrets_from_config(config)}
+    return ShellEnvPolicy.from_config(config, secrets, provider_key_names())

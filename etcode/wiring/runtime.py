@@ -277,7 +277,7 @@ def _check_trust(config: Config, trust: bool | None) -> None:
     not approved in their current version are refused, or approved and remembered with
     ``trust=True``; ``None``: the caller asked the user itself (the CLI, the chat, ACP)."""
     if trust is not None:
-        from etcode.config.trust import require_trust
+        from etcode.trust.project import require_trust
 
         require_trust(config, trust=trust, hint=API_TRUST_HINT)
 

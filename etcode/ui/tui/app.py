@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from etcode.config.raw import Loc
     from etcode.config.schema import Config
-    from etcode.config.trust import Finding
+    from etcode.trust.project import Finding
 
 QUIT_WINDOW = 2.0  # seconds between the two Ctrl+C presses
 REQUEST_HEADSTART = 0.02  # seconds a turn's request gets to go out before the heap is tidied
@@ -208,7 +208,7 @@ class EtcodeApp(App[int]):
         if self.config is None:
             self._agent_failed = True
             return
-        from etcode.config.trust import untrusted
+        from etcode.trust.project import untrusted
 
         found = await asyncio.to_thread(untrusted, self.config)  # the loosening check is no instant
         if found:
@@ -223,7 +223,7 @@ class EtcodeApp(App[int]):
 
     async def _trust_answered(self, answer: str, found: list[Finding]) -> None:
         """Trust the file(s), or leave their risky settings out of this session, or quit."""
-        from etcode.config.trust import exclusions, trust_files
+        from etcode.trust.project import exclusions, trust_files
 
         if self.config is None:  # asked only about a loaded config
             return

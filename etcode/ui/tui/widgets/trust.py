@@ -1,5 +1,5 @@
 """The project-trust modal, shown before the chat's session starts when a project
-``etcode.json`` has risky settings the user has not approved (see ``config/trust.py``).
+``etcode.json`` has risky settings the user has not approved (see ``trust/project.py``).
 
 Answers: trust the file (remembered until it changes), continue without those settings
 (left out for this session), or quit. It has the permission dialog's type-ahead guard
@@ -23,7 +23,7 @@ from textual.widgets import Button, Static
 from etcode.ui.tui.widgets.guard import GuardedModal
 
 if TYPE_CHECKING:
-    from etcode.config.trust import Finding
+    from etcode.trust.project import Finding
 
 TrustAnswer = Literal["trust", "without", "quit"]
 #: The answer of each button (by its id).
@@ -74,7 +74,7 @@ class TrustScreen(GuardedModal[TrustAnswer]):
         self.findings = list(findings)
 
     def compose(self) -> ComposeResult:
-        from etcode.config.trust import describe
+        from etcode.trust.project import describe
 
         with Vertical(id="trust-dialog"):
             yield Static(Text("Trust this project's etcode.json?", style="bold"), id="trust-title")

@@ -15,7 +15,7 @@ Only *project* files are checked (found in the worktree); the global file and
 - an ``instructions`` path outside the project, or to the user's files in it (its text is
   sent to the model), and any ``instructions`` URL (fetched at start, its answer sent);
 - a ``permission`` allow (top level, per agent, or in a project markdown agent's front
-  matter) where the user's own rules and the defaults ask or deny (``config/loosening.py``);
+  matter) where the user's own rules and the defaults ask or deny (``trust/loosening.py``);
 - ``shell.env.include`` of secret-looking variables, ``shell.env.set`` of variables that
   decide what a command runs (``PATH``, ``BASH_ENV``, ``LD_PRELOAD``...), and a ``sandbox``
   looser than the user's (turned off, network, writable paths outside the project);
@@ -43,13 +43,14 @@ from etcode.config.loader import substitute
 from etcode.config.raw import ConfigFile, Loc
 from etcode.config.schema import key_path
 from etcode.provider.spec import KNOWN_PROVIDERS, known_base_url
+from etcode.trust.agent_files import trust_layers
 from etcode.util.errors import ConfigError
 from etcode.util.json_types import JsonObject, JsonValue
 from etcode.util.paths import data_dir
 
 if TYPE_CHECKING:
-    from etcode.config.loosening import Layers
     from etcode.config.schema import Config
+    from etcode.trust.loosening import Layers
 
 TRUST_FILE = "trusted-projects.json"
 #: Approved versions remembered per file (switching branches back and forth asks once each).
@@ -127,7 +128,7 @@ NOT_THE_REPOS = "not part of the repository"
 def _secrets(value: JsonValue, file: ConfigFile) -> list[str]:
     """The user's secrets a string would read: ``$VAR``, files outside the project, and the
     user's own files inside it (git-ignored ones, untracked ``.env``...: ``private_files``)."""
-    from etcode.config.private_files import users_file
+    from etcode.security.private_files import users_file
 
     found: list[str] = []
     for kind, arg in _refs(value):
@@ -287,7 +288,7 @@ class _Scan:
     def _users_files(self, prefix: str, pattern: Sequence[str]) -> bool:
         """Could an instructions path (``prefix`` then glob segments) pick up the user's own
         files inside the project (``.env``, a git-ignored folder)?"""
-        from etcode.config.private_files import git_ignored, secret_name, users_file
+        from etcode.security.private_files import git_ignored, secret_name, users_file
 
         root = self.file.root
         if not pattern:
@@ -357,8 +358,8 @@ class _Scan:
 
     def loosened(self, layers: Layers) -> None:
         """Allows (top level, ``agent.<name>.permission``, a markdown agent's front matter)
-        where the user's own rules ask or deny (issue 27.4: ``config/loosening.py``)."""
-        from etcode.config.loosening import loosenings
+        where the user's own rules ask or deny (issue 27.4: ``trust/loosening.py``)."""
+        from etcode.trust.loosening import loosenings
 
         places: list[tuple[JsonValue, Loc, str | None]] = [
             (self.file.raw.get("permission"), ("permission",), None)
@@ -478,7 +479,7 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
 
 
 def _layers(files: Sequence[ConfigFile]) -> Layers:
-    from etcode.config.loosening import Layers
+    from etcode.trust.loosening import Layers
 
     return Layers(files)
 
@@ -492,8 +493,9 @@ def _has_rules(file: ConfigFile) -> bool:
 
 
 def config_findings(config: Config, env: Mapping[str, str] | None = None) -> list[Finding]:
-    """:func:`find_risky` over the files a loaded ``Config`` was read from."""
-    return find_risky(list(getattr(config, "files", None) or []), env)
+    """:func:`find_risky` over the files a loaded ``Config`` was read from (its project's
+    markdown agents too: :func:`trust_layers`)."""
+    return find_risky(trust_layers(config), env)
 
 
 # ---- approvals --------------------------------------------------------------------------
@@ -554,13 +556,14 @@ def untrusted(
 ) -> list[Finding]:
     """The risky settings of project files not approved in their current version."""
     store = store or TrustStore(env=env)
-    digests = {file.path: file.sha256 for file in getattr(config, "files", None) or []}
-    return [f for f in config_findings(config, env) if not store.is_trusted(f.file, digests[f.file])]
+    files = trust_layers(config)
+    digests = {file.path: file.sha256 for file in files}
+    return [f for f in find_risky(files, env) if not store.is_trusted(f.file, digests[f.file])]
 
 
 def trust_files(config: Config, findings: Sequence[Finding], store: TrustStore | None = None) -> None:
     """Approve the current version of every file that has one of ``findings``."""
-    digests = {file.path: file.sha256 for file in getattr(config, "files", None) or []}
+    digests = {file.path: file.sha256 for file in trust_layers(config)}
     _mark_trusted(config)
     (store or TrustStore()).trust((path, digests[path]) for path in dict.fromkeys(f.file for f in findings))
 
