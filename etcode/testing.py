@@ -137,6 +137,8 @@ def _resolve(schema: JsonObject, root: JsonObject) -> JsonObject:
 
 
 def _value(schema: JsonValue, root: JsonObject, depth: int = 0) -> JsonValue:
+    """A valid value for ``schema``: its constant, its first enum value, its first
+    alternative that is not null, else the least value of its type (null past depth 20)."""
     if not isinstance(schema, dict) or depth > 20:
         return None
     schema = _resolve(schema, root)
@@ -148,6 +150,11 @@ def _value(schema: JsonValue, root: JsonObject, depth: int = 0) -> JsonValue:
     options = _options(schema)
     if options:
         return _value(options[0], root, depth + 1)
+    return _value_of_type(schema, root, depth)
+
+
+def _value_of_type(schema: JsonObject, root: JsonObject, depth: int) -> JsonValue:
+    """The least value of the schema's type (an object when it has properties)."""
     kind = _kind(schema)
     scalar = _SCALARS.get(kind)
     if scalar is not None:
