@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall
-from etcode.util.json_types import JsonObject, JsonValue
+from etcode.util.json_types import JsonArray, JsonObject, JsonValue
 
 __all__ = [
     "ModelRequestRecord",
@@ -137,38 +137,77 @@ def _resolve(schema: JsonObject, root: JsonObject) -> JsonObject:
 
 
 def _value(schema: JsonValue, root: JsonObject, depth: int = 0) -> JsonValue:
+    """A valid value for ``schema``: its constant, its first enum value, its first
+    alternative that is not null, else the least value of its type (null past depth 20)."""
     if not isinstance(schema, dict) or depth > 20:
         return None
     schema = _resolve(schema, root)
     if "const" in schema:
         return schema["const"]
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return schema["enum"][0]
-    for key in ("anyOf", "oneOf", "allOf"):
-        options = schema.get(key)
-        if isinstance(options, list) and options:
-            typed = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
-            return _value((typed or options)[0], root, depth + 1)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    if kind == "string":
-        return "a" * max(1, int(schema.get("minLength", 1)))
-    if kind in ("integer", "number"):
-        low = schema.get("minimum", schema.get("exclusiveMinimum"))
-        if isinstance(low, int | float) and low > 0:
-            return low + (1 if "exclusiveMinimum" in schema and "minimum" not in schema else 0)
-        return 0
-    if kind == "boolean":
-        return False
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return enum[0]
+    options = _options(schema)
+    if options:
+        return _value(options[0], root, depth + 1)
+    return _value_of_type(schema, root, depth)
+
+
+def _value_of_type(schema: JsonObject, root: JsonObject, depth: int) -> JsonValue:
+    """The least value of the schema's type (an object when it has properties)."""
+    kind = _kind(schema)
+    scalar = _SCALARS.get(kind)
+    if scalar is not None:
+        return scalar(schema)
     if kind == "array":
         count = int(schema.get("minItems", 0))
         return [_value(schema.get("items", {}), root, depth + 1) for _ in range(count)]
     if kind == "object" or "properties" in schema:
         return arguments_for_schema(schema, root, depth + 1)
-    if kind == "null":
-        return None
-    return "a"
+    return None if kind == "null" else "a"
+
+
+def _options(schema: JsonObject) -> JsonArray:
+    """The alternatives of the first ``anyOf``/``oneOf``/``allOf``, those not null if any."""
+    for key in ("anyOf", "oneOf", "allOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options:
+            typed = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
+            return typed or options
+    return []
+
+
+def _kind(schema: JsonObject) -> str:
+    """The schema's type; of a list of types the first that is not null ("" for none)."""
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    return kind if isinstance(kind, str) else ""
+
+
+def _string(schema: JsonObject) -> JsonValue:
+    return "a" * max(1, int(schema.get("minLength", 1)))
+
+
+def _number(schema: JsonObject) -> JsonValue:
+    """The smallest number allowed, if positive (one above an exclusive minimum), else 0."""
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    if isinstance(low, int | float) and low > 0:
+        return low + (1 if "exclusiveMinimum" in schema and "minimum" not in schema else 0)
+    return 0
+
+
+def _false(_schema: JsonObject) -> JsonValue:
+    return False
+
+
+#: The value made for a scalar type.
+_SCALARS: dict[str, Callable[[JsonObject], JsonValue]] = {
+    "string": _string,
+    "integer": _number,
+    "number": _number,
+    "boolean": _false,
+}
 
 
 def arguments_for_schema(schema: JsonObject, root: JsonObject | None = None, depth: int = 0) -> JsonObject:

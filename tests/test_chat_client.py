@@ -476,3 +476,38 @@ def test_arguments_for_schema() -> None:
         "opt": 0,
         "obj": {"k": "a"},
     }
+
+
+def test_arguments_for_schema_less_common_shapes() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "c": {"const": 7, "type": "string"},
+            "either": {"type": ["null", "string"], "minLength": 2},
+            "above": {"type": "number", "exclusiveMinimum": 5},
+            "pair": {"type": "array", "minItems": 2, "items": {"type": "boolean"}},
+            "nothing": {"type": "null"},
+            "odd": {"type": "date"},
+            "untyped": {"properties": {"k": {"type": "integer"}}, "required": ["k"]},
+            "all": {"allOf": [{"$ref": "#/$defs/Node"}]},
+        },
+        "required": ["c", "either", "above", "pair", "nothing", "odd", "untyped", "all"],
+        "$defs": {
+            "Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}, "required": ["next"]}
+        },
+    }
+    arguments = arguments_for_schema(schema)
+    node = arguments.pop("all")
+    assert arguments == {
+        "c": 7,
+        "either": "aa",
+        "above": 6,
+        "pair": [False, False],
+        "nothing": None,
+        "odd": "a",
+        "untyped": {"k": 0},
+    }
+    depth = 0  # a schema that refers to itself ends in null, not in a RecursionError
+    while isinstance(node, dict):
+        node, depth = node["next"], depth + 1
+    assert node is None and 5 < depth < 25

@@ -7,6 +7,7 @@ import pytest
 from etcode.tools.edit_match import (
     AmbiguousMatchError,
     NoMatchError,
+    block_anchor,
     closest_region,
     looks_line_numbered,
     replace,
@@ -203,3 +204,12 @@ def test_unescape_and_numbered() -> None:
     assert unescape('a\\nb\\t\\"c\\"') == 'a\nb\t"c"'
     assert looks_line_numbered("     1\timport os\n     2\timport sys")
     assert not looks_line_numbered("import os")
+
+
+def test_block_anchor_prefers_the_most_similar_of_several_good_blocks() -> None:
+    content = "start\n  alpha_value = 1\nend\nstart\n  alpha_valu = 1\nend\n"
+    spans = block_anchor(content, "start\nalpha_value = 2\nend")
+    assert [content[start:end] for start, end in spans] == ["start\n  alpha_value = 1\nend"]
+    # middles that are both blank are the same
+    content = "start\n   \nend\n"
+    assert [content[start:end] for start, end in block_anchor(content, "start\n\nend")] == ["start\n   \nend"]

@@ -85,6 +85,12 @@ def test_config_shapes_and_precise_errors() -> None:
         '"url" must start with http://': {"t": {"type": "remote", "url": "ftp://x"}},
         'are for "type": "remote" servers': {"t": {"url": "https://x", "command": ["a"]}},
         "mcp.t.timeout": {"t": {"command": ["a"], "timeout": 0}},
+        'needs "type": "local" with "command"': {"t": {}},
+        "whose first item is the program": {"t": {"command": [" "]}},
+        '"command" and "environment" are for "type": "local"': {
+            "t": {"type": "remote", "url": "https://x", "environment": {"A": "b"}}
+        },
+        'a remote server needs "url"': {"t": {"type": "remote"}},
     }
     for expected, servers in cases.items():
         with pytest.raises(ConfigError) as err:

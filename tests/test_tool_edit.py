@@ -160,3 +160,39 @@ async def test_binary_refused(tmp_path: Path) -> None:
     (tmp_path / "x.bin").write_bytes(b"\x00\x01")
     with pytest.raises(ToolError, match="binary"):
         await edit(make_ctx(tmp_path), file_path="x.bin", old_string="a", new_string="b")
+
+
+async def test_targets_that_are_no_regular_file_and_text_that_is_no_unicode(tmp_path: Path) -> None:
+    import os
+
+    ctx = make_ctx(tmp_path)
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "pipe")
+    os.symlink("loop_b", tmp_path / "loop_a")
+    os.symlink("loop_a", tmp_path / "loop_b")
+    (tmp_path / "a.txt").write_text("one\n")
+    refusals = {
+        "folder": "folder is a directory; give a file path.",
+        "pipe": "Cannot edit pipe: it is a FIFO, not a regular file.",
+        "loop_a": "Cannot write loop_a: Too many levels of symbolic links",
+    }
+    for name, message in refusals.items():
+        with pytest.raises(ToolError) as err:
+            await edit(ctx, file_path=name, old_string="one", new_string="two")
+        assert str(err.value) == message
+    with pytest.raises(ToolError, match="new_string contains invalid Unicode"):
+        await edit(ctx, file_path="a.txt", old_string="one", new_string="t\udcffo")
+    assert (tmp_path / "a.txt").read_text() == "one\n"
+
+
+async def test_stray_bytes_are_kept_and_shown_as_replacement_characters(tmp_path: Path) -> None:
+    target = tmp_path / "latin.txt"
+    target.write_bytes(b"caf\xe9 one\nsecond line\n")
+    ctx = make_ctx(tmp_path)
+    result = await edit(ctx, file_path="latin.txt", old_string="one", new_string="two")
+    assert target.read_bytes() == b"caf\xe9 two\nsecond line\n"
+    assert "     1\tcaf\ufffd two" in result.output
+    assert "+caf\ufffd two" in result.data["diff"]
+    with pytest.raises(ToolError) as err:
+        await edit(ctx, file_path="latin.txt", old_string="caf\ufffd three", new_string="x")
+    assert "caf\ufffd two" in str(err.value) and "not found" in str(err.value)

@@ -545,3 +545,42 @@ def test_least_bytes_never_exceeds_a_files_real_floor() -> None:
         for content in ("", "1", "one line\n", "ü" * 50, "line\n" * 400, "y" * 5000):
             item = Item(shown, content)
             assert out._least_bytes(item) <= out._slot(item).floor[1], (shown, content[:10])
+
+
+async def test_named_files_binary_extension_bom_and_bytes_not_utf8(tmp_path: Path) -> None:
+    """A binary extension is skipped unread, a BOM is dropped, a stray Latin-1 byte becomes
+    U+FFFD, bytes mostly not UTF-8 are binary; a blank entry is ignored."""
+    write(tmp_path, "logo.png", "not really an image\n")
+    (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbfhello\n")
+    (tmp_path / "latin.txt").write_bytes("café au lait\n".encode("latin-1"))
+    (tmp_path / "noise.raw2").write_bytes(bytes(range(0x80, 0x100)) * 4)
+    result = await run(tmp_path, paths=["logo.png", "bom.txt", "latin.txt", "noise.raw2", "  "])
+    assert {f["path"]: f["content"] for f in result.data["files"]} == {
+        "bom.txt": "hello\n",
+        "latin.txt": "caf\ufffd au lait\n",
+    }
+    assert {e["path"]: e["error"] for e in result.data["errors"]} == {
+        "logo.png": "Skipped: binary file",
+        "noise.raw2": "Skipped: binary file",
+    }
+
+
+async def test_absolute_glob_and_size_known_before_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An absolute glob reads like a relative one; a file bigger than the first read is
+    refused by its size before the rest of it is read."""
+    monkeypatch.setattr(rmf, "MAX_FILE_BYTES", 100)
+    write(tmp_path, "big.txt", "z" * (rmf.FIRST_READ_BYTES + 10))
+    write(tmp_path, "small.txt", "ok\n")
+    result = await run(tmp_path, paths=[str(tmp_path / "*.txt")])
+    assert paths_of(result) == ["small.txt"]
+    assert result.data["errors"] == [
+        {"path": "big.txt", "error": f"File too large ({format_size(rmf.FIRST_READ_BYTES + 10)} > 100 B)"}
+    ]
+
+
+def test_read_error_is_the_systems_message(tmp_path: Path) -> None:
+    """A read the system refuses (here /proc/self/mem at offset 0) is an error entry."""
+    item = rmf._read_one(rmf._Read("/proc/self/mem", "mem", True))
+    assert item.error == "Input/output error"

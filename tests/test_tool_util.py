@@ -51,6 +51,31 @@ def test_pattern_set() -> None:
     assert patterns.match_path("pkg/node_modules/x/index.js", False)
 
 
+def test_pattern_set_fast_shapes_and_comments() -> None:
+    """Without a negation every common shape is answered by a set, a tuple or one regex
+    (pathspec is not needed), and a comment is no pattern."""
+    patterns = PatternSet(
+        ["# *.py", "", "*.log", "build/", "*.min.js", ".env.*", "[ab].txt", "tmp*/", "README"]
+    )
+    assert not patterns.needs_rel
+    entries = [
+        ("x.py", False, False),
+        ("x.log", False, True),
+        ("build", True, True),
+        ("build", False, False),
+        ("app.min.js", False, True),
+        ("app.js", False, False),
+        (".env.local", False, True),
+        ("a.txt", False, True),
+        ("c.txt", False, False),
+        ("tmp1", True, True),
+        ("tmp1", False, False),
+        ("README", True, True),
+    ]
+    for name, is_dir, ignored in entries:
+        assert patterns.match(name, name, is_dir) == ignored, name
+
+
 def test_ignore_matcher_nested_gitignore(tmp_path: Path) -> None:
     (tmp_path / ".gitignore").write_text("*.log\n")
     (tmp_path / "sub").mkdir()

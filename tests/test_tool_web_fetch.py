@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from etcode.tools.base import PermissionDenied, ToolContext, ToolError
+from etcode.tools.html_convert import html_to_text
 from etcode.tools.web_fetch import WebFetchTool, html_to_markdown
 from tests import http_support
 from tests.http_support import QuietServer, serving
@@ -199,6 +200,22 @@ async def test_permission(server: str, tmp_path: Path) -> None:
 def test_markdown_table_and_entities() -> None:
     html = "<table><tr><th>k</th><th>v</th></tr><tr><td>a &amp; b</td><td>1</td></tr></table>"
     assert html_to_markdown(html) == "| k | v |\n| --- | --- |\n| a & b | 1 |"
+
+
+def test_breaks_rules_quotes_numbered_lists_images_in_both_formats() -> None:
+    html = (
+        "<p>one<br>two</p><hr><blockquote>quoted <em>word</em></blockquote>"
+        "<ol><li>first<ol><li>inner</li></ol></li><li>second</li></ol>"
+        '<p><img src="/logo.png" alt="Logo"><img alt="none"> <a href="#top">top</a></p>'
+        "<pre><code>x = 1</code></pre>"
+    )
+    assert html_to_markdown(html, "https://example.com/docs/") == (
+        "one  \ntwo\n\n---\n\n> quoted *word*\n\n1. first\n  1. inner\n2. second\n\n"
+        "![Logo](https://example.com/logo.png) top\n\n```\nx = 1\n```"
+    )
+    assert html_to_text(html, "https://example.com/docs/") == (
+        "one\ntwo\n\nquoted word\n\n1. first\n  1. inner\n2. second\n\ntop\n\nx = 1"
+    )
 
 
 # ---- issue 12, point 10: rules on every hop, one spelling per address, the local network ----

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 
-from etcode.config.schema import Config
+from etcode.config.schema import Config, ProviderConfig
 from etcode.provider.spec import (
     CUSTOM_PROVIDER,
     KNOWN_PROVIDERS,
@@ -121,33 +122,66 @@ def resolve_model(
     entry = config.provider_entry(provider_id)
     known = KNOWN_PROVIDERS.get(provider_id)
     if known is None and entry is None and not base_url:
-        names = ", ".join(KNOWN_PROVIDERS)
-        raise ConfigError(
-            f'{_prefix(origin)}unknown provider "{provider_id}" in model "{model_ref}": configure it '
-            f'in etcode.json "provider" with "type" and "baseURL" (known: {names})'
-        )
+        raise _unknown_provider(provider_id, model_ref, origin)
+    url, key = _endpoint(config, provider_id, base_url, api_key, env)
+    wire = known.type if known else "openai"
+    spec = ProviderSpec(id=provider_id, type=wire, base_url=url.rstrip("/"), model=model, api_key=key or None)
+    return _with_entry(spec, entry) if entry else spec
+
+
+def _unknown_provider(provider_id: str, model_ref: str, origin: str | None) -> ConfigError:
+    names = ", ".join(KNOWN_PROVIDERS)
+    return ConfigError(
+        f'{_prefix(origin)}unknown provider "{provider_id}" in model "{model_ref}": configure it '
+        f'in etcode.json "provider" with "type" and "baseURL" (known: {names})'
+    )
+
+
+def _endpoint(
+    config: Config, provider_id: str, base_url: str | None, api_key: str | None, env: Mapping[str, str]
+) -> tuple[str, str | None]:
+    """The base URL and the API key: the arguments', else the entry's, else the well-known
+    provider's (a key is then required if it needs one)."""
+    entry = config.provider_entry(provider_id)
+    known = KNOWN_PROVIDERS.get(provider_id)
     custom_url = base_url or (entry.base_url if entry else None)
-    url = custom_url or known_base_url(provider_id, env)
+    url = custom_url or _usual_url(config, provider_id, env)
+    key = api_key or (entry.api_key if entry else None) or _key_from_env(known, env)
+    if not custom_url:
+        _require_key(provider_id, known, key)
+    return url, key
+
+
+def _usual_url(config: Config, provider_id: str, env: Mapping[str, str]) -> str:
+    """A well-known provider's endpoint (or ``<ID>_BASE_URL``): a provider without one
+    needs a ``baseURL``."""
+    url = known_base_url(provider_id, env)
     if not url:
         raise ConfigError(
             f'{_prefix(config.origin(f"provider.{provider_id}"))}provider "{provider_id}" needs '
             f'"baseURL" (and "type": "openai" or "anthropic")'
         )
-    key = api_key or (entry.api_key if entry else None) or _key_from_env(known, env)
-    if not key and known is not None and known.needs_key and not custom_url:
+    return url
+
+
+def _require_key(provider_id: str, known: KnownProvider | None, key: str | None) -> None:
+    """A well-known provider that needs a key at its usual endpoint has one."""
+    if not key and known is not None and known.needs_key:
         raise ConfigError(
             f'No API key for provider "{provider_id}": set {known.key_env[0]} or "apiKey" in etcode.json'
         )
-    info = entry.models.get(model) if entry else None
-    return ProviderSpec(
-        id=provider_id,
-        type=(entry.type if entry else None) or (known.type if known else "openai"),
-        base_url=url.rstrip("/"),
-        model=model,
-        api_key=key or None,
-        headers=dict(entry.headers) if entry else {},
-        options=dict(entry.options) if entry else {},
-        timeout=entry.timeout / 1000 if entry and entry.timeout else 600.0,
+
+
+def _with_entry(spec: ProviderSpec, entry: ProviderConfig) -> ProviderSpec:
+    """``spec`` with what the provider's entry in the config adds: its wire format, headers,
+    options, timeout (milliseconds there) and what it says about the model."""
+    info = entry.models.get(spec.model)
+    return replace(
+        spec,
+        type=entry.type or spec.type,
+        headers=dict(entry.headers),
+        options=dict(entry.options),
+        timeout=entry.timeout / 1000 if entry.timeout else spec.timeout,
         model_info=info.model_dump(exclude_none=True) if info else {},
     )
 

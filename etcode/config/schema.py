@@ -143,23 +143,29 @@ class McpServerConfig(_Strict):
                 )
             return self
         if kind == "local":
-            if self.url is not None or self.headers:
-                raise ValueError('"url" and "headers" are for "type": "remote" servers')
-            if self.enabled and not self.command:
-                raise ValueError(
-                    'a local server needs "command", a non-empty list such as ["uvx", "mcp-server-time"]'
-                )
-            if self.command is not None and (not self.command or not self.command[0].strip()):
-                raise ValueError('"command" must be a non-empty list whose first item is the program')
+            self._check_local()
         else:
-            if self.command is not None or self.environment:
-                raise ValueError('"command" and "environment" are for "type": "local" servers')
-            if self.enabled and not self.url:
-                raise ValueError('a remote server needs "url" (http:// or https://)')
-            if self.url is not None and not self.url.startswith(("http://", "https://")):
-                raise ValueError(f'"url" must start with http:// or https://, got "{self.url}"')
+            self._check_remote()
         self.type = kind
         return self
+
+    def _check_local(self) -> None:
+        if self.url is not None or self.headers:
+            raise ValueError('"url" and "headers" are for "type": "remote" servers')
+        if self.enabled and not self.command:
+            raise ValueError(
+                'a local server needs "command", a non-empty list such as ["uvx", "mcp-server-time"]'
+            )
+        if self.command is not None and (not self.command or not self.command[0].strip()):
+            raise ValueError('"command" must be a non-empty list whose first item is the program')
+
+    def _check_remote(self) -> None:
+        if self.command is not None or self.environment:
+            raise ValueError('"command" and "environment" are for "type": "local" servers')
+        if self.enabled and not self.url:
+            raise ValueError('a remote server needs "url" (http:// or https://)')
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f'"url" must start with http:// or https://, got "{self.url}"')
 
 
 class ShellEnvConfig(_Strict):

@@ -45,25 +45,43 @@ class SSEDecoder:
             chunk = chunk.encode("utf-8")
         if not chunk:
             return []
+        buf = self._unparsed(chunk)
+        if buf is None:
+            return []
+        events: list[SSEEvent] = []
+        for raw in self._complete_lines(buf):
+            event = self._line(raw.rstrip(b"\r\n").decode("utf-8", errors="replace"))
+            if event is not None:
+                events.append(event)
+        return events
+
+    def _unparsed(self, chunk: bytes) -> bytes | None:
+        """The bytes still to parse, ``chunk`` last; None while the line is still open
+        (a long line's pieces are held and joined once it ends) or the BOM check waits."""
         if self._skip_lf:
             self._skip_lf = False
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
         if self._started and self._buf and b"\n" not in chunk and b"\r" not in chunk:
             self._held.append(chunk)  # still inside one long line: join once it ends
-            return []
+            return None
         if self._held:
             self._held.append(chunk)
             chunk = b"".join(self._held)
             self._held = []
         buf = self._buf + chunk if self._buf else chunk
-        if not self._started:
-            if len(buf) < 3 and b"\xef\xbb\xbf".startswith(buf):
-                self._buf = buf
-                return []
-            self._started = True
-            if buf.startswith(b"\xef\xbb\xbf"):
-                buf = buf[3:]
+        return buf if self._started else self._without_bom(buf)
+
+    def _without_bom(self, buf: bytes) -> bytes | None:
+        """The stream's first bytes without a UTF-8 BOM; None while they could still be one."""
+        if len(buf) < 3 and b"\xef\xbb\xbf".startswith(buf):
+            self._buf = buf
+            return None
+        self._started = True
+        return buf[3:] if buf.startswith(b"\xef\xbb\xbf") else buf
+
+    def _complete_lines(self, buf: bytes) -> list[bytes]:
+        """The complete lines of ``buf``; an unfinished last one waits for the next chunk."""
         lines = buf.splitlines(keepends=True)
         if lines and not lines[-1].endswith((b"\n", b"\r")):
             self._buf = lines.pop()
@@ -71,12 +89,7 @@ class SSEDecoder:
             self._buf = b""
         if buf.endswith(b"\r"):
             self._skip_lf = True  # a CRLF may be split: drop the LF if it comes next
-        events: list[SSEEvent] = []
-        for raw in lines:
-            event = self._line(raw.rstrip(b"\r\n").decode("utf-8", errors="replace"))
-            if event is not None:
-                events.append(event)
-        return events
+        return lines
 
     def flush(self) -> list[SSEEvent]:
         """End of stream. A half-received last line is dropped (it may be cut anywhere);

@@ -19,6 +19,8 @@ from etcode.util.json_types import JsonObject
 from etcode.util.process_group import close_pipes, kill_process_group, start_process
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from etcode.security.sandbox import Launch, SandboxPolicy
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -212,6 +214,52 @@ async def _outside_sandbox(
     )
 
 
+def _notes(run: _Run, timeout_ms: int, *more: str) -> list[str]:
+    """What is said after the output: how the command ended (unless with 0), then ``more``."""
+    notes: list[str] = []
+    if run.timed_out:
+        notes.append(f"Command timed out after {timeout_ms / 1000:g} s and was killed.")
+    elif run.interrupted:
+        notes.append("Command was interrupted by the user and killed.")
+    elif run.exit_code != 0:
+        notes.append(f"Exit code: {run.exit_code}")
+    return notes + [note for note in more if note]
+
+
+def _restored_note(restored: list[Path], worktree: Path) -> str:
+    """The protected files the sandbox put back, if any."""
+    if not restored:
+        return ""
+    names = ", ".join(
+        str(path.relative_to(worktree)) if path.is_relative_to(worktree) else str(path) for path in restored
+    )
+    return f"[etcode] The sandbox put back {names}: a sandboxed command cannot replace the agents' config or instruction files."
+
+
+def _data(run: _Run, description: str | None, policy: SandboxPolicy, output_path: str | None) -> JsonObject:
+    """The result's data: how the command ended, where it ran, where its full output is."""
+    data: JsonObject = {
+        "exitCode": run.exit_code,
+        "timedOut": run.timed_out,
+        "interrupted": run.interrupted,
+        "description": description,
+    }
+    if policy.active:
+        data["sandbox"] = "outside" if run.unsandboxed else policy.mode
+    if output_path:
+        data["outputPath"] = output_path
+    if run.terminal_id:
+        data["terminalId"] = run.terminal_id
+    return data
+
+
+def _with_notes(output: str, notes: list[str]) -> str:
+    """The output, a blank line, the notes; a command that said nothing says so."""
+    if not notes:
+        return output or "(Command completed with no output)"
+    return output + ("\n\n" if output else "") + "\n".join(notes)
+
+
 class BashTool(Tool):
     name = "Bash"
     description = (
@@ -262,40 +310,9 @@ class BashTool(Tool):
             and sandbox.looks_refused(run.output, run.exit_code)
         ):
             run, sandbox_note = await _outside_sandbox(params, ctx, policy, run, env, timeout_ms)
-        notes: list[str] = []
-        if run.timed_out:
-            notes.append(f"Command timed out after {timeout_ms / 1000:g} s and was killed.")
-        elif run.interrupted:
-            notes.append("Command was interrupted by the user and killed.")
-        elif run.exit_code != 0:
-            notes.append(f"Exit code: {run.exit_code}")
-        if sandbox_note:
-            notes.append(sandbox_note)
-        if restored:
-            names = ", ".join(
-                str(path.relative_to(ctx.worktree)) if path.is_relative_to(ctx.worktree) else str(path)
-                for path in restored
-            )
-            notes.append(
-                f"[etcode] The sandbox put back {names}: a sandboxed command cannot replace the agents' config or instruction files."
-            )
-        output = run.output
-        if not output and not notes:
-            output = "(Command completed with no output)"
-        text = output + ("\n\n" if output else "") + "\n".join(notes) if notes else output
-        cut = await asyncio.to_thread(truncate_output, text, direction="tail")
-        data: JsonObject = {
-            "exitCode": run.exit_code,
-            "timedOut": run.timed_out,
-            "interrupted": run.interrupted,
-            "description": params.description,
-        }
-        if policy.active:
-            data["sandbox"] = "outside" if run.unsandboxed else policy.mode
-        if cut.path:
-            data["outputPath"] = cut.path
-        if run.terminal_id:
-            data["terminalId"] = run.terminal_id
+        notes = _notes(run, timeout_ms, sandbox_note, _restored_note(restored, ctx.worktree))
+        cut = await asyncio.to_thread(truncate_output, _with_notes(run.output, notes), direction="tail")
+        data = _data(run, params.description, policy, cut.path)
         return ToolResult(cut.text, is_error=run.timed_out or run.interrupted, data=data)
 
     def params_summary(self, params: JsonObject) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,6 +15,7 @@ from etcode.tools.diff import DIFF_LIMIT, changed_region, diff_stats, unified_di
 from etcode.tools.edit_match import (
     AmbiguousMatchError,
     NoMatchError,
+    Replacement,
     closest_region,
     looks_line_numbered,
     replace,
@@ -76,6 +78,77 @@ def _numbered(lines: list[str], first: int) -> str:
     return "\n".join(f"{first + i:>6}\t{line}" for i, line in enumerate(lines))
 
 
+def _check_target(path: Path, shown: str) -> None:
+    """Refuse a folder, a symlink loop, a FIFO or a device."""
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory; give a file path.")
+    try:
+        write_target(path)  # a symlink is written through to its target
+    except OSError as err:
+        raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
+    kind = special_kind(path)
+    if kind is not None:  # reading a FIFO would wait for a writer, a device never end
+        raise ToolError(f"Cannot edit {shown}: it is {kind}, not a regular file.")
+
+
+def _not_found(ctx: ToolContext, path: Path, shown: str) -> ToolError:
+    near = suggest_names(path)
+    hint = f" Did you mean: {', '.join(display_path(ctx, p) for p in near)}?" if near else ""
+    return ToolError(
+        f"File not found: {shown}.{hint} To create a file, use an empty old_string or WriteFile."
+    )
+
+
+@dataclass(frozen=True)
+class _Form:
+    """A file's text as read: its ``body`` (without a BOM) and how it is stored. The edit
+    works on the body with plain ``\\n`` line ends; ``stored`` puts the CRLFs back."""
+
+    body: str
+    bom: bool
+    crlf: bool
+    lossy: bool  # stray bytes, kept as surrogates so they are written back unchanged
+
+    @classmethod
+    def of(cls, original: str, lossy: bool) -> _Form:
+        bom = original.startswith(BOM)
+        body = original[1:] if bom else original
+        crlf = "\r\n" in body and body.count("\r\n") == body.count("\n")
+        return cls(body, bom, crlf, lossy)
+
+    def plain(self, text: str) -> str:
+        """``text`` with ``\\n`` line ends where the file has CRLF."""
+        return text.replace("\r\n", "\n") if self.crlf else text
+
+    def stored(self, text: str) -> str:
+        """``text`` with the file's line ends."""
+        return text.replace("\n", "\r\n") if self.crlf else text
+
+    def shown(self, text: str) -> str:
+        """``text`` safe to show (stray bytes as U+FFFD)."""
+        return _printable(text) if self.lossy else text
+
+
+def _edited(path: Path, shown: str, diff: str, outcome: Replacement, snippet: str) -> ToolResult:
+    added, removed = diff_stats(diff)
+    how = "" if outcome.matcher == "exact" else f" (matched {outcome.matcher})"
+    output = f"Edited {shown}: replaced {plural(outcome.count, 'occurrence')}{how}."
+    if snippet:
+        output += f"\nThe changed region now reads:\n{snippet}"
+    return ToolResult(
+        output,
+        data={
+            "path": str(path),
+            "diff": diff,
+            "additions": added,
+            "deletions": removed,
+            "matcher": outcome.matcher,
+            "replacements": outcome.count,
+        },
+        summary=f"Updated {shown} (+{added} -{removed})",
+    )
+
+
 class EditTool(Tool):
     name = "Edit"
     description = (
@@ -103,76 +176,46 @@ class EditTool(Tool):
         _check_encodable(params.new_string, "new_string")
         path = await resolve_for(ctx, params.file_path, self.name, "edit")
         shown = display_path(ctx, path)
-        if path.is_dir():
-            raise ToolError(f"{shown} is a directory; give a file path.")
-        try:
-            write_target(path)  # a symlink is written through to its target
-        except OSError as err:
-            raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
-        kind = special_kind(path)
-        if kind is not None:  # reading a FIFO would wait for a writer, a device never end
-            raise ToolError(f"Cannot edit {shown}: it is {kind}, not a regular file.")
+        _check_target(path, shown)
         if params.old_string == "":
             return await self._create(path, shown, params.new_string, ctx)
         if not path.exists():
-            near = suggest_names(path)
-            hint = f" Did you mean: {', '.join(display_path(ctx, p) for p in near)}?" if near else ""
-            raise ToolError(
-                f"File not found: {shown}.{hint} To create a file, use an empty old_string or WriteFile."
-            )
-        # The result quotes the file (the changed region, or the closest one when nothing
-        # matches): a file the read rules do not allow is asked (or refused) first.
+            raise _not_found(ctx, path, shown)
+        await self._check_readable(ctx, path, shown)
+        form = _Form.of(*await self._read(ctx, path))
+        work = form.plain(form.body)
+        outcome = self._replace(shown, form, work, params)
+        updated = outcome.content
+        if updated == work:
+            raise ToolError(f"Edit of {shown} changed nothing (new content is identical).")
+        final = form.stored(updated)
+        if replaces_secret(form.body, final):
+            raise ToolError(SECRET_OVERWRITE.format(shown=shown))
+        diff = unified_diff(shown, form.shown(form.body), form.shown(final))
+        await ctx.check_permission(
+            "edit", rule_patterns(ctx, path), {"tool": self.name, "path": str(path), "diff": diff}
+        )
+        await client_io.save_text(ctx, path, (BOM if form.bom else "") + final, shown)
+        return _edited(path, shown, diff, outcome, form.shown(self._snippet(work, updated)))
+
+    async def _check_readable(self, ctx: ToolContext, path: Path, shown: str) -> None:
+        """The result quotes the file (the changed region, or the closest one when nothing
+        matches): a file the read rules do not allow is asked (or refused) first."""
         names = rule_patterns(ctx, path)
         if any(ctx.decide_permission("read", name, None) != "allow" for name in names):
             await ctx.check_permission("read", names, {"tool": self.name, "path": str(path)})
         if await asyncio.to_thread(is_binary_file, path):
             raise ToolError(f"Cannot edit binary file: {shown}")
-        original, lossy = await self._read(ctx, path)
-        bom = original.startswith(BOM)
-        body = original[1:] if bom else original
-        crlf = "\r\n" in body and body.count("\r\n") == body.count("\n")
-        work = body.replace("\r\n", "\n") if crlf else body
-        old = params.old_string.replace("\r\n", "\n") if crlf else params.old_string
-        new = params.new_string.replace("\r\n", "\n") if crlf else params.new_string
+
+    def _replace(self, shown: str, form: _Form, work: str, params: EditParams) -> Replacement:
+        """``params``' replacement made in ``work`` (the body with plain line ends)."""
+        old, new = form.plain(params.old_string), form.plain(params.new_string)
         try:
-            outcome = replace(work, old, new, params.replace_all)
+            return replace(work, old, new, params.replace_all)
         except AmbiguousMatchError as err:
             raise ToolError(f"Edit failed for {shown}: {err}") from None
         except NoMatchError:
-            message = self._no_match_message(shown, work, old)
-            raise ToolError(_printable(message) if lossy else message) from None
-        updated = outcome.content
-        if updated == work:
-            raise ToolError(f"Edit of {shown} changed nothing (new content is identical).")
-        final = updated.replace("\n", "\r\n") if crlf else updated
-        if replaces_secret(body, final):
-            raise ToolError(SECRET_OVERWRITE.format(shown=shown))
-        shown_body, shown_final = (_printable(body), _printable(final)) if lossy else (body, final)
-        diff = unified_diff(shown, shown_body, shown_final)
-        await ctx.check_permission(
-            "edit", rule_patterns(ctx, path), {"tool": self.name, "path": str(path), "diff": diff}
-        )
-        await client_io.save_text(ctx, path, (BOM if bom else "") + final, shown)
-        added, removed = diff_stats(diff)
-        how = "" if outcome.matcher == "exact" else f" (matched {outcome.matcher})"
-        output = f"Edited {shown}: replaced {plural(outcome.count, 'occurrence')}{how}."
-        snippet = self._snippet(work, updated)
-        if snippet and lossy:
-            snippet = _printable(snippet)
-        if snippet:
-            output += f"\nThe changed region now reads:\n{snippet}"
-        return ToolResult(
-            output,
-            data={
-                "path": str(path),
-                "diff": diff,
-                "additions": added,
-                "deletions": removed,
-                "matcher": outcome.matcher,
-                "replacements": outcome.count,
-            },
-            summary=f"Updated {shown} (+{added} -{removed})",
-        )
+            raise ToolError(form.shown(self._no_match_message(shown, work, old))) from None
 
     async def _create(self, path: Path, shown: str, content: str, ctx: ToolContext) -> ToolResult:
         old = await client_io.read_existing(ctx, path) or ""

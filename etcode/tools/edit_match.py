@@ -174,35 +174,50 @@ def block_anchor(content: str, find: str) -> list[Span]:
     if not first or not last:
         return []
     text = _Lines(content)
-    size = len(wanted)
-    candidates: list[tuple[int, int]] = []
-    for i, line in enumerate(text.lines):
-        if line.strip() != first:
-            continue
-        for j in range(i + 2, min(len(text.lines), i + 2 * size)):
-            if text.lines[j].strip() == last:
-                if j - i + 1 >= max(3, size // 2):
-                    candidates.append((i, j))
-                break
+    candidates = _anchored_blocks(text.lines, first, last, len(wanted))
     if not candidates:
         return []
-    wanted_mid = "\n".join(line.strip() for line in wanted[1:-1])
+    wanted_mid = _middle(wanted)
+    scored = [(_similarity(_middle(text.lines[i : j + 1]), wanted_mid), i, j) for i, j in candidates]
+    return [text.span(i, j, trailing) for _, i, j in _similar_enough(scored)]
 
-    def similarity(i: int, j: int) -> float:
-        actual_mid = "\n".join(line.strip() for line in text.lines[i + 1 : j])
-        if not wanted_mid and not actual_mid:
-            return 1.0
-        return SequenceMatcher(None, actual_mid, wanted_mid, autojunk=False).ratio()
 
-    scored = [(similarity(i, j), i, j) for i, j in candidates]
+def _anchored_blocks(lines: list[str], first: str, last: str, size: int) -> list[tuple[int, int]]:
+    """(first, last) indexes of the blocks from a line ``first`` to the next line ``last``
+    within twice the search's ``size`` lines, at least 3 (and half of ``size``) long."""
+    blocks: list[tuple[int, int]] = []
+    for i, line in enumerate(lines):
+        if line.strip() != first:
+            continue
+        end = min(len(lines), i + 2 * size)
+        j = next((j for j in range(i + 2, end) if lines[j].strip() == last), None)
+        if j is not None and j - i + 1 >= max(3, size // 2):
+            blocks.append((i, j))
+    return blocks
+
+
+def _middle(lines: list[str]) -> str:
+    """A block's lines but its first and last, trimmed."""
+    return "\n".join(line.strip() for line in lines[1:-1])
+
+
+def _similarity(actual_mid: str, wanted_mid: str) -> float:
+    if not wanted_mid and not actual_mid:
+        return 1.0
+    return SequenceMatcher(None, actual_mid, wanted_mid, autojunk=False).ratio()
+
+
+def _similar_enough(scored: list[tuple[float, int, int]]) -> list[tuple[float, int, int]]:
+    """The candidates (similarity, first, last) similar enough (a lone one needs less);
+    of several, only the most similar when one is."""
     threshold = SINGLE_CANDIDATE_SIMILARITY if len(scored) == 1 else MULTIPLE_CANDIDATE_SIMILARITY
     good = [item for item in scored if item[0] >= threshold]
     if len(good) > 1:
         best = max(score for score, _, _ in good)
         top = [item for item in good if item[0] == best]
         if len(top) == 1:
-            good = top
-    return [text.span(i, j, trailing) for _, i, j in good]
+            return top
+    return good
 
 
 #: The chain, strictest first.

@@ -4,6 +4,7 @@ why no library does this). Imported on first use: ``html.parser`` is not needed 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import urljoin
@@ -18,6 +19,14 @@ _VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "emb
 
 #: Inline tags whose markdown is the same before and after the text.
 _INLINE_MARKS = {"code": "`", "strong": "**", "b": "**", "em": "*", "i": "*"}
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+_Attrs = list[tuple[str, str | None]]
+
+
+def _attribute(attrs: _Attrs, name: str) -> str:
+    """The value of attribute ``name`` ("" when absent or valueless; the last one wins)."""
+    return {key: value or "" for key, value in attrs}.get(name, "")
 
 
 @dataclass
@@ -42,6 +51,32 @@ class _Converter(HTMLParser):
         self._in_title = False
         self._cells = 0
         self._header_cells = 0
+        self._on_start: dict[str, Callable[[str, _Attrs], None]] = {
+            **dict.fromkeys(_HEADINGS, self._start_heading),
+            **dict.fromkeys(_INLINE_MARKS, self._start_inline),
+            "br": self._start_br,
+            "hr": self._start_hr,
+            "pre": self._start_pre,
+            "blockquote": self._start_blockquote,
+            "ul": self._start_list,
+            "ol": self._start_list,
+            "li": self._start_item,
+            "a": self._start_link,
+            "img": self._start_image,
+            "tr": self._start_row,
+            "td": self._start_cell,
+            "th": self._start_cell,
+        }
+        self._on_end: dict[str, Callable[[str], None]] = {
+            **dict.fromkeys(_HEADINGS, self._end_block),
+            **dict.fromkeys(_INLINE_MARKS, self._mark),
+            "blockquote": self._end_block,
+            "pre": self._end_pre,
+            "ul": self._end_list,
+            "ol": self._end_list,
+            "a": self._end_link,
+            "tr": self._end_row,
+        }
 
     # -- helpers
     def _emit(self, text: str) -> None:
@@ -55,6 +90,12 @@ class _Converter(HTMLParser):
             return ""
         return _INLINE_MARKS.get(tag, "")
 
+    def _mark(self, tag: str) -> None:
+        """Write inline ``tag``'s markdown, if it has any here."""
+        mark = self._inline_mark(tag)
+        if mark:
+            self._emit(mark)
+
     def _block(self, blank: bool = True) -> None:
         """End the current block: make the output end with one (or two, ``blank``) newlines."""
         if self.skip_depth or not self.out:
@@ -67,62 +108,15 @@ class _Converter(HTMLParser):
 
     # -- parser callbacks
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        attr = {k: v or "" for k, v in attrs}
         if tag == "title":
             self._in_title = True
         if tag in _SKIP:
             if tag not in _VOID:
                 self.skip_depth += 1
             return
-        md = self.md
-        if re.fullmatch(r"h[1-6]", tag):
-            self._block()
-            if md:
-                self._emit("#" * int(tag[1]) + " ")
-        elif tag == "br":
-            self._emit("  \n" if md else "\n")
-        elif tag == "hr":
-            self._block()
-            self._emit("---" if md else "")
-            self._block()
-        elif tag == "pre":
-            self._block()
-            self.pre_depth += 1
-            if md:
-                self._emit("```\n")
-        elif mark := self._inline_mark(tag):
-            self._emit(mark)
-        elif tag == "blockquote":
-            self._block()
-            if md:
-                self._emit("> ")
-        elif tag in ("ul", "ol"):
-            self._block(blank=not self.lists)
-            self.lists.append(_ListLevel(tag))
-        elif tag == "li":
-            self._block(blank=False)
-            depth = max(len(self.lists) - 1, 0)
-            bullet = "- "
-            if self.lists and self.lists[-1].kind == "ol":
-                self.lists[-1].counter += 1
-                bullet = f"{self.lists[-1].counter}. "
-            self._emit("  " * depth + bullet)
-        elif tag == "a":
-            href = attr.get("href", "")
-            self.links.append(urljoin(self.base_url, href) if href and not href.startswith("#") else None)
-            if md and self.links[-1]:
-                self._emit("[")
-        elif tag == "img" and md:
-            src = attr.get("src", "")
-            if src:
-                self._emit(f"![{attr.get('alt', '')}]({urljoin(self.base_url, src)})")
-        elif tag == "tr":
-            self._block(blank=False)
-            self._cells = self._header_cells = 0
-        elif tag in ("td", "th"):
-            self._emit("| " if self._cells == 0 else " | ")
-            self._cells += 1
-            self._header_cells += tag == "th"
+        opened = self._on_start.get(tag)
+        if opened is not None:
+            opened(tag, attrs)
         elif tag in _BLOCK:
             self._block()
 
@@ -132,31 +126,98 @@ class _Converter(HTMLParser):
         if tag in _SKIP:
             self.skip_depth = max(self.skip_depth - 1, 0)
             return
-        md = self.md
-        if re.fullmatch(r"h[1-6]", tag) or tag in ("blockquote",):
-            self._block()
-        elif tag == "pre":
-            if md:
-                self._emit("\n```")
-            self.pre_depth = max(self.pre_depth - 1, 0)
-            self._block()
-        elif mark := self._inline_mark(tag):
-            self._emit(mark)
-        elif tag in ("ul", "ol"):
-            if self.lists:
-                self.lists.pop()
-            self._block(blank=not self.lists)
-        elif tag == "a":
-            href = self.links.pop() if self.links else None
-            if md and href:
-                self._emit(f"]({href})")
-        elif tag == "tr":
-            if self._cells:
-                self._emit(" |")
-            if md and self._header_cells and self._header_cells == self._cells:
-                self._emit("\n|" + " --- |" * self._cells)
+        closed = self._on_end.get(tag)
+        if closed is not None:
+            closed(tag)
         elif tag in _BLOCK:
             self._block()
+
+    # -- start tags (a tag with no handler here is a block if in _BLOCK, else ignored)
+    def _start_heading(self, tag: str, _attrs: _Attrs) -> None:
+        self._block()
+        if self.md:
+            self._emit("#" * int(tag[1]) + " ")
+
+    def _start_br(self, _tag: str, _attrs: _Attrs) -> None:
+        self._emit("  \n" if self.md else "\n")
+
+    def _start_hr(self, _tag: str, _attrs: _Attrs) -> None:
+        self._block()
+        self._emit("---" if self.md else "")
+        self._block()
+
+    def _start_pre(self, _tag: str, _attrs: _Attrs) -> None:
+        self._block()
+        self.pre_depth += 1
+        if self.md:
+            self._emit("```\n")
+
+    def _start_inline(self, tag: str, _attrs: _Attrs) -> None:
+        self._mark(tag)
+
+    def _start_blockquote(self, _tag: str, _attrs: _Attrs) -> None:
+        self._block()
+        if self.md:
+            self._emit("> ")
+
+    def _start_list(self, tag: str, _attrs: _Attrs) -> None:
+        self._block(blank=not self.lists)
+        self.lists.append(_ListLevel(tag))
+
+    def _start_item(self, _tag: str, _attrs: _Attrs) -> None:
+        self._block(blank=False)
+        depth = max(len(self.lists) - 1, 0)
+        bullet = "- "
+        if self.lists and self.lists[-1].kind == "ol":
+            self.lists[-1].counter += 1
+            bullet = f"{self.lists[-1].counter}. "
+        self._emit("  " * depth + bullet)
+
+    def _start_link(self, _tag: str, attrs: _Attrs) -> None:
+        href = _attribute(attrs, "href")
+        self.links.append(urljoin(self.base_url, href) if href and not href.startswith("#") else None)
+        if self.md and self.links[-1]:
+            self._emit("[")
+
+    def _start_image(self, _tag: str, attrs: _Attrs) -> None:
+        src = _attribute(attrs, "src")
+        if self.md and src:
+            self._emit(f"![{_attribute(attrs, 'alt')}]({urljoin(self.base_url, src)})")
+
+    def _start_row(self, _tag: str, _attrs: _Attrs) -> None:
+        self._block(blank=False)
+        self._cells = self._header_cells = 0
+
+    def _start_cell(self, tag: str, _attrs: _Attrs) -> None:
+        self._emit("| " if self._cells == 0 else " | ")
+        self._cells += 1
+        self._header_cells += tag == "th"
+
+    # -- end tags
+    def _end_block(self, _tag: str) -> None:
+        self._block()
+
+    def _end_pre(self, _tag: str) -> None:
+        if self.md:
+            self._emit("\n```")
+        self.pre_depth = max(self.pre_depth - 1, 0)
+        self._block()
+
+    def _end_list(self, _tag: str) -> None:
+        if self.lists:
+            self.lists.pop()
+        self._block(blank=not self.lists)
+
+    def _end_link(self, _tag: str) -> None:
+        href = self.links.pop() if self.links else None
+        if self.md and href:
+            self._emit(f"]({href})")
+
+    def _end_row(self, _tag: str) -> None:
+        if self._cells:
+            self._emit(" |")
+        if self.md and self._header_cells and self._header_cells == self._cells:
+            self._emit("\n|" + " --- |" * self._cells)
 
     def handle_data(self, data: str) -> None:
         if self._in_title:

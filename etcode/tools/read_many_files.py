@@ -119,80 +119,111 @@ def _read_rest(fd: int, head: bytes, size: int) -> bytes:
 def _read_one(item: _Read, inline_limit: int | None = None) -> _Read:
     """Read, sniff, decode and measure one file (every pass while its bytes are in cache).
     A file over ``inline_limit`` bytes is not read but marked ``deferred``."""
-    path = item.path
-    dot = path.rfind(".")
-    if dot > path.rfind(os.sep) + 1 and path[dot:].lower() in BINARY_EXTENSIONS:  # not ".bashrc"
+    if _binary_by_name(item.path):
         item.skipped = "binary file"
         return item
+    data = _read_bytes(item, inline_limit)
+    if data is None:
+        return item
+    text = _text_of(data)
+    if text is None:
+        item.skipped = "binary file"
+        return item
+    item.size = len(data)
+    item.lines = _count_lines(data, text)
+    item.truncated = item.lines > MAX_LINES or has_long_line(text, MAX_LINE_CHARS)
+    item.content = _cut(text, item.lines) if item.truncated else text
+    return item
+
+
+def _binary_by_name(path: str) -> bool:
+    """Does the file's extension say binary? (A leading dot is no extension: ``.bashrc``.)"""
+    dot = path.rfind(".")
+    return dot > path.rfind(os.sep) + 1 and path[dot:].lower() in BINARY_EXTENSIONS
+
+
+def _read_bytes(item: _Read, inline_limit: int | None) -> bytes | None:
+    """The file's bytes; None when it cannot be read (``item.error`` says why) or is left
+    for a thread (``item.deferred``)."""
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = os.open(item.path, _OPEN_FLAGS)
     except FileNotFoundError:
         item.error = "File not found"
-        return item
+        return None
     except OSError as err:
         item.error = err.strerror or str(err)
-        return item
+        return None
     try:
-        # Most files fit in the first read: no fstat needed (a short read of a regular
-        # file is its end). Nothing or a full buffer may be a FIFO or a device: look.
-        data = os.read(fd, FIRST_READ_BYTES)
-        if not data or len(data) == FIRST_READ_BYTES:  # empty, big, or not a file at all
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                item.error = "Not a regular file"
-                return item
-            if info.st_size > MAX_FILE_BYTES:
-                item.error = f"File too large ({format_size(info.st_size)} > {format_size(MAX_FILE_BYTES)})"
-                return item
-            if inline_limit is not None and info.st_size > inline_limit:
-                item.deferred = True
-                return item
-            data = _read_rest(fd, data, info.st_size)
+        data = _read_open(item, fd, inline_limit)
     except IsADirectoryError:
         item.error = "Is a directory"
-        return item
+        return None
     except OSError as err:
         item.error = err.strerror or str(err)
-        return item
+        return None
     finally:
         os.close(fd)
-    if len(data) > MAX_FILE_BYTES:
+    if data is not None and len(data) > MAX_FILE_BYTES:
         item.error = f"File too large (over {format_size(MAX_FILE_BYTES)})"
-        return item
+        return None
+    return data
+
+
+def _read_open(item: _Read, fd: int, inline_limit: int | None) -> bytes | None:
+    """Read the open file ``fd``. Most files fit in the first read: no fstat needed (a
+    short read of a regular file is its end). Nothing or a full buffer may be a FIFO or a
+    device: look before reading on."""
+    data = os.read(fd, FIRST_READ_BYTES)
+    if data and len(data) < FIRST_READ_BYTES:
+        return data
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        item.error = "Not a regular file"
+        return None
+    if info.st_size > MAX_FILE_BYTES:
+        item.error = f"File too large ({format_size(info.st_size)} > {format_size(MAX_FILE_BYTES)})"
+        return None
+    if inline_limit is not None and info.st_size > inline_limit:
+        item.deferred = True
+        return None
+    return _read_rest(fd, data, info.st_size)
+
+
+def _text_of(data: bytes) -> str | None:
+    """``data`` as text without a BOM (undecodable bytes replaced), or None when binary."""
     if data.find(b"\x00", 0, 8192) != -1:
-        item.skipped = "binary file"
-        return item
+        return None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         if looks_binary(data[:8192]):
-            item.skipped = "binary file"
-            return item
+            return None
         text = data.decode("utf-8", errors="replace")
-    if text.startswith(BOM):
-        text = text[1:]
-    item.size = len(data)
+    return text[1:] if text.startswith(BOM) else text
+
+
+def _count_lines(data: bytes, text: str) -> int:
+    """The lines of a file: its newlines, plus one for a last line without one."""
     # Counting by deletion is twice as fast as bytes.count for short lines.
     newlines = len(data) - len(data.replace(b"\n", b""))
-    item.lines = newlines + (0 if not text or text.endswith("\n") else 1)
-    long_lines = has_long_line(text, MAX_LINE_CHARS)
-    if item.lines > MAX_LINES or long_lines:
-        item.truncated = True
-        lines = text.split("\n")[:MAX_LINES]
-        shown = [
-            line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "... [line truncated]"
-            for line in lines
-        ]
-        text = "\n".join(shown)
-        if item.lines > MAX_LINES:
-            text += (
-                f"\n[... truncated: showing the first {MAX_LINES} of {item.lines} lines; "
-                f"use ReadFile with offset={MAX_LINES + 1} to read more ...]"
-            )
-        else:
-            text += "\n[... truncated: lines longer than 2000 characters were cut ...]"
-    item.content = text
-    return item
+    return newlines + (0 if not text or text.endswith("\n") else 1)
+
+
+def _cut(text: str, line_count: int) -> str:
+    """The first :data:`MAX_LINES` lines of ``text``, each within :data:`MAX_LINE_CHARS`
+    characters, with a marker saying what was cut."""
+    shown = [
+        line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "... [line truncated]"
+        for line in text.split("\n")[:MAX_LINES]
+    ]
+    if line_count > MAX_LINES:
+        marker = (
+            f"\n[... truncated: showing the first {MAX_LINES} of {line_count} lines; "
+            f"use ReadFile with offset={MAX_LINES + 1} to read more ...]"
+        )
+    else:
+        marker = "\n[... truncated: lines longer than 2000 characters were cut ...]"
+    return "\n".join(shown) + marker
 
 
 def has_long_line(text: str, limit: int) -> bool:
@@ -278,6 +309,92 @@ def _rel(path: Path, cwd: Path) -> str:
         return os.path.relpath(path, cwd).replace(os.sep, "/")
 
 
+class _Selection:
+    """The files one call names, each once: literal paths first, then the folders and
+    globs, with an error entry for every name that fails."""
+
+    def __init__(self, ctx: ToolContext, params: ReadManyFilesParams, tool: str) -> None:
+        self.ctx = ctx
+        self.tool = tool
+        self.cwd = ctx.directory
+        self.cwd_s = os.path.normpath(str(ctx.directory))
+        self.matcher = IgnoreMatcher(ctx.worktree, default_excludes=params.use_default_excludes)
+        self.exclude = gitignore_spec(params.exclude) if params.exclude else None
+        self.roots = _worktree_prefixes(ctx.worktree)
+        self.chosen: dict[str, _Read] = {}
+        self.errors: list[dict[str, str]] = []
+
+    async def take(self, entries: list[str]) -> None:
+        patterns: list[tuple[str, str]] = []  # (glob, as the model wrote it)
+        for entry in entries:
+            entry = entry.strip()
+            if entry:
+                glob = await self._take_entry(entry)
+                if glob is not None:
+                    patterns.append(glob)
+        for pattern, named in patterns:
+            await self._take_glob(pattern, named)
+
+    async def _take_entry(self, entry: str) -> tuple[str, str] | None:
+        """Take a literal file now; a folder or a glob is returned as (glob, ``entry``)."""
+        target = self.ctx.resolve(entry)
+        if target.is_file():
+            await self._take_file(entry, target)
+        elif target.is_dir():  # a literal folder: its name is no glob (``app/[id]``)
+            folder = glob_escape(_rel(target, self.cwd).rstrip("/"))
+            return (folder + "/**" if target != self.cwd else "**", entry)
+        elif has_glob(entry):
+            return (entry, entry)
+        else:
+            error = "Not a regular file" if target.exists() else "File not found"
+            self.errors.append({"path": entry, "error": error})
+        return None
+
+    async def _take_file(self, entry: str, target: Path) -> None:
+        if not await self._may_read(target, entry):
+            return
+        if self.exclude and self.exclude.match_file(_rel(target, self.cwd)):
+            return
+        self._add(str(target), display_path(self.ctx, target), os.path.realpath(target), explicit=True)
+
+    async def _take_glob(self, pattern: str, named: str) -> None:
+        absolute = expand_user(pattern)
+        if absolute.is_absolute():
+            pattern = _rel(absolute, self.cwd)
+        static, _rest = glob_static_prefix(pattern)
+        base = real_path(self.cwd / static) if static else self.cwd
+        if not await self._may_read(base, pattern):
+            return
+        found, links = await asyncio.to_thread(
+            _walk_matches, base, self.cwd_s, pattern, self.matcher, self.exclude, self.roots
+        )
+        if not found and not links:
+            self.errors.append({"path": named, "error": "No files matched"})
+        for item in found:  # the hot path: thousands of plain files
+            if item.path not in self.chosen:
+                self.chosen[item.path] = item
+        for path, rel in links:  # a link may point anywhere: treat it like a literal path
+            if await self._may_read(Path(path), rel):
+                self._add(path, rel, os.path.realpath(path), explicit=False)
+
+    async def _may_read(self, path: Path, shown: str) -> bool:
+        """May ``path`` be read even if outside the worktree? If not, an error entry says why."""
+        try:
+            await check_external(self.ctx, path, self.tool, "read")
+        except PermissionDenied as err:
+            self.errors.append({"path": shown, "error": str(err)})
+            return False
+        return True
+
+    def _add(self, path: str, shown: str, key: str, *, explicit: bool) -> None:
+        if key not in self.chosen:
+            names = rule_patterns(self.ctx, Path(path))
+            alias = names[0] if len(names) > 1 else None
+            self.chosen[key] = _Read(path, shown, explicit, names[-1], alias)
+        elif explicit:
+            self.chosen[key].explicit = True
+
+
 class ReadManyFilesTool(Tool):
     name = "ReadManyFiles"
     description = (
@@ -305,119 +422,16 @@ class ReadManyFilesTool(Tool):
     checks_permission = True
 
     async def run(self, params: ReadManyFilesParams, ctx: ToolContext) -> ToolResult:
-        cwd = ctx.directory
-        matcher = IgnoreMatcher(ctx.worktree, default_excludes=params.use_default_excludes)
-        exclude = gitignore_spec(params.exclude) if params.exclude else None
-        errors: list[dict[str, str]] = []
-        chosen: dict[str, _Read] = {}
-        cwd_s = os.path.normpath(str(cwd))
-        roots = _worktree_prefixes(ctx.worktree)
-
-        def add(path: str, shown: str, key: str, explicit: bool) -> None:
-            if key not in chosen:
-                names = rule_patterns(ctx, Path(path))
-                chosen[key] = _Read(path, shown, explicit, names[-1], names[0] if len(names) > 1 else None)
-            elif explicit:
-                chosen[key].explicit = True
-
-        patterns: list[tuple[str, str]] = []  # (glob, as the model wrote it)
-        for entry in [*params.paths, *(params.include or [])]:
-            entry = entry.strip()
-            if not entry:
-                continue
-            target = ctx.resolve(entry)
-            if target.is_file():
-                try:
-                    await check_external(ctx, target, self.name, "read")
-                except PermissionDenied as err:
-                    errors.append({"path": entry, "error": str(err)})
-                    continue
-                if exclude and exclude.match_file(_rel(target, cwd)):
-                    continue
-                real = os.path.realpath(target)
-                add(str(target), display_path(ctx, target), real, True)
-            elif target.is_dir():  # a literal folder: its name is no glob (``app/[id]``)
-                folder = glob_escape(_rel(target, cwd).rstrip("/"))
-                patterns.append((folder + "/**" if target != cwd else "**", entry))
-            elif has_glob(entry):
-                patterns.append((entry, entry))
-            elif target.exists():
-                errors.append({"path": entry, "error": "Not a regular file"})
-            else:
-                errors.append({"path": entry, "error": "File not found"})
-
-        for pattern, named in patterns:
-            absolute = expand_user(pattern)
-            if absolute.is_absolute():
-                pattern = _rel(absolute, cwd)
-            static, _rest = glob_static_prefix(pattern)
-            base = real_path(cwd / static) if static else cwd
-            try:
-                await check_external(ctx, base, self.name, "read")
-            except PermissionDenied as err:
-                errors.append({"path": pattern, "error": str(err)})
-                continue
-            found, links = await asyncio.to_thread(
-                _walk_matches, base, cwd_s, pattern, matcher, exclude, roots
-            )
-            if not found and not links:
-                errors.append({"path": named, "error": "No files matched"})
-            for item in found:  # the hot path: thousands of plain files
-                if item.path not in chosen:
-                    chosen[item.path] = item
-            for path, rel in links:  # a link may point anywhere: treat it like a literal path
-                link = Path(path)
-                try:
-                    await check_external(ctx, link, self.name, "read")
-                except PermissionDenied as err:
-                    errors.append({"path": rel, "error": str(err)})
-                    continue
-                add(path, rel, os.path.realpath(path), False)
-
-        items = sorted(chosen.values(), key=attrgetter("shown"))
+        selection = _Selection(ctx, params, self.name)
+        await selection.take([*params.paths, *(params.include or [])])
+        errors = selection.errors
+        items = sorted(selection.chosen.values(), key=attrgetter("shown"))
         allowed, refused = await self._permitted(ctx, items)
         errors.extend(refused)
-
         done = await _read_concurrently(allowed)
-        files = [item for item in done if item.error is None and item.skipped is None]
-        skipped = [{"path": item.shown, "reason": item.skipped} for item in done if item.skipped]
-        for item in done:
-            if item.error is not None:
-                errors.append({"path": item.shown, "error": item.error})
-            elif item.skipped and item.explicit:
-                errors.append({"path": item.shown, "error": f"Skipped: {item.skipped}"})
-
+        files, skipped = _outcomes(done, errors)
         reminders = await _reminders(ctx, files)
-        extra = "\n\n" + "\n\n".join(reminders) if reminders else ""
-        # Each file gets a share of the output limit; the errors, the summary and the
-        # reminders always fit after them (the scheduler's generic cut would drop them).
-        budget = plan(files, errors, len(skipped), extra)
-        note, saved = "", None
-        if budget.cut(len(errors)):
-            saved, where = save_full_output(full_parts(budget, files, errors, len(skipped)))
-            note = cut_note(budget, len(errors), where)
-        output = render(budget, files, errors, len(skipped), note) + extra
-        total_size = sum(item.size for item in files)
-        data: JsonObject = {
-            "files": [
-                {
-                    "path": item.shown,
-                    "content": item.content,
-                    "size": item.size,
-                    "lineCount": item.lines,
-                    "isTruncated": item.truncated,
-                }
-                for item in files
-            ],
-            "totalFiles": len(files),
-            "totalSize": total_size,
-            "errors": errors,
-            "errorCount": len(errors),
-            "skipped": skipped,
-        }
-        if saved:
-            data["outputPath"] = saved
-        return ToolResult(output, data=data)
+        return _result(files, skipped, errors, reminders)
 
     async def _permitted(
         self, ctx: ToolContext, items: list[_Read]
@@ -476,6 +490,54 @@ class ReadManyFilesTool(Tool):
         if data["errors"]:
             text += f", {plural(len(data['errors']), 'error')} ⚠"
         return text
+
+
+def _outcomes(done: list[_Read], errors: list[dict[str, str]]) -> tuple[list[_Read], list[dict[str, str]]]:
+    """The files read and the skipped ones; a failed read is added to ``errors``, and so is a
+    skip of a file named explicitly."""
+    files = [item for item in done if item.error is None and item.skipped is None]
+    skipped = [{"path": item.shown, "reason": item.skipped} for item in done if item.skipped]
+    for item in done:
+        if item.error is not None:
+            errors.append({"path": item.shown, "error": item.error})
+        elif item.skipped and item.explicit:
+            errors.append({"path": item.shown, "error": f"Skipped: {item.skipped}"})
+    return files, skipped
+
+
+def _result(
+    files: list[_Read], skipped: list[dict[str, str]], errors: list[dict[str, str]], reminders: list[str]
+) -> ToolResult:
+    extra = "\n\n" + "\n\n".join(reminders) if reminders else ""
+    # Each file gets a share of the output limit; the errors, the summary and the
+    # reminders always fit after them (the scheduler's generic cut would drop them).
+    budget = plan(files, errors, len(skipped), extra)
+    note, saved = "", None
+    if budget.cut(len(errors)):
+        saved, where = save_full_output(full_parts(budget, files, errors, len(skipped)))
+        note = cut_note(budget, len(errors), where)
+    output = render(budget, files, errors, len(skipped), note) + extra
+    total_size = sum(item.size for item in files)
+    data: JsonObject = {
+        "files": [
+            {
+                "path": item.shown,
+                "content": item.content,
+                "size": item.size,
+                "lineCount": item.lines,
+                "isTruncated": item.truncated,
+            }
+            for item in files
+        ],
+        "totalFiles": len(files),
+        "totalSize": total_size,
+        "errors": errors,
+        "errorCount": len(errors),
+        "skipped": skipped,
+    }
+    if saved:
+        data["outputPath"] = saved
+    return ToolResult(output, data=data)
 
 
 async def _read_concurrently(items: list[_Read]) -> list[_Read]:

@@ -212,26 +212,42 @@ class _Scan:
         key_name = "apiKey" if "apiKey" in entry else "api_key"
         self.seen.update({(*loc, key_name), (*loc, "headers")})
         url, project_url = self._destination(provider_id)
-        known = KNOWN_PROVIDERS.get(provider_id)
         # the provider's own key variable, sent to the endpoint the user chose: as usual
-        own_vars = {f"${name}" for name in (known.key_env if known else ())}
-        sent: dict[str, list[str]] = {}  # the setting → what it sends
-        api_key = entry.get(key_name)
-        if project_url and _get(entry, "baseURL", "base_url") is not None:
-            user_key = self._user_key(provider_id)
-            if user_key:
-                sent["baseURL"] = [user_key]
-        if api_key is not None:
-            sent["apiKey"] = [s for s in _secrets(api_key, self.file) if project_url or s not in own_vars]
-        headers = entry.get("headers")
-        for name, value in headers.items() if isinstance(headers, dict) else ():
-            secrets = [s for s in _secrets(value, self.file) if project_url or s not in own_vars]
-            sent.setdefault("headers", []).extend(f"{s} (header {name})" for s in secrets)
+        known = KNOWN_PROVIDERS.get(provider_id)
+        usual = set() if project_url else {f"${name}" for name in (known.key_env if known else ())}
+        sent: dict[str, list[str]] = {  # the setting → what it sends
+            "baseURL": self._user_key_sent(provider_id, entry, project_url),
+            "apiKey": self._secrets_sent(entry.get(key_name), usual),
+            "headers": self._headers_sent(entry.get("headers"), usual),
+        }
         sent = {setting: items for setting, items in sent.items() if items}
         if sent:
             setting = next(iter(sent))
             everything = [item for items in sent.values() for item in items]
             self.add(loc, f"provider.{provider_id}.{setting}", f"sends {_join(everything)} to {url}")
+
+    def _user_key_sent(self, provider_id: str, entry: JsonObject, project_url: bool) -> list[str]:
+        """The user's own key, when the project's ``baseURL`` would receive it."""
+        if project_url and _get(entry, "baseURL", "base_url") is not None:
+            user_key = self._user_key(provider_id)
+            if user_key:
+                return [user_key]
+        return []
+
+    def _secrets_sent(self, value: JsonValue, usual: set[str]) -> list[str]:
+        """The secrets in ``value`` but the ``usual`` ones."""
+        if value is None:
+            return []
+        return [s for s in _secrets(value, self.file) if s not in usual]
+
+    def _headers_sent(self, headers: JsonValue, usual: set[str]) -> list[str]:
+        if not isinstance(headers, dict):
+            return []
+        return [
+            f"{s} (header {name})"
+            for name, value in headers.items()
+            for s in self._secrets_sent(value, usual)
+        ]
 
     # ---- programs and code ------------------------------------------------------------
     def mcp_servers(self) -> None:

@@ -8,10 +8,11 @@ import contextlib
 import fnmatch
 import os
 import re
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:  # imported on first use: ~12 ms that a run without file tools never needs
     import pathspec
@@ -101,55 +102,65 @@ def _split_braces(body: str) -> list[str]:
 
 def _translate(pattern: str) -> str:
     out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        char = pattern[i]
-        if char == "*":
-            if pattern.startswith("**", i):
-                at_start = i == 0 or pattern[i - 1] == "/"
-                j = i + 2
-                if at_start and j < n and pattern[j] == "/":
-                    out.append("(?:.*/)?")
-                    i = j + 1
-                    continue
-                if at_start and j == n:
-                    out.append(".*")
-                    i = j
-                    continue
-                out.append("[^/]*")
-                i = j
-                continue
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^", "]") else i + 1)
-            if end == -1:
-                out.append(re.escape(char))
-            else:
-                body = pattern[i + 1 : end]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\").replace("[", "\\[") + "]")
-                i = end
-        elif char == "{":
-            depth, j = 0, i
-            while j < n:
-                depth += pattern[j] == "{"
-                depth -= pattern[j] == "}"
-                if depth == 0:
-                    break
-                j += 1
-            if j >= n:
-                out.append(re.escape(char))
-            else:
-                options = _split_braces(pattern[i + 1 : j])
-                out.append("(?:" + "|".join(_translate(opt) for opt in options) + ")")
-                i = j
-        else:
-            out.append(re.escape(char))
-        i += 1
+    i = 0
+    while i < len(pattern):
+        regex, i = _translate_at(pattern, i)
+        out.append(regex)
     return "".join(out)
+
+
+def _translate_at(pattern: str, i: int) -> tuple[str, int]:
+    """The regex of the glob element at ``pattern[i]``, and the index after the element."""
+    char = pattern[i]
+    if char == "*":
+        return _star(pattern, i)
+    if char == "?":
+        return "[^/]", i + 1
+    if char == "[":
+        return _bracket(pattern, i)
+    if char == "{":
+        return _braces(pattern, i)
+    return re.escape(char), i + 1
+
+
+def _star(pattern: str, i: int) -> tuple[str, int]:
+    """``*`` stays within a folder; ``**`` as a whole segment crosses folders (``**/``
+    also matches no folder at all)."""
+    if not pattern.startswith("**", i):
+        return "[^/]*", i + 1
+    at_start = i == 0 or pattern[i - 1] == "/"
+    j = i + 2
+    if at_start and pattern[j : j + 1] == "/":
+        return "(?:.*/)?", j + 1
+    if at_start and j == len(pattern):
+        return ".*", j
+    return "[^/]*", j
+
+
+def _bracket(pattern: str, i: int) -> tuple[str, int]:
+    """A character class ``[...]`` (``[!...]``/``[^...]`` negated); a ``[`` never closed is itself."""
+    end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^", "]") else i + 1)
+    if end == -1:
+        return re.escape("["), i + 1
+    body = pattern[i + 1 : end]
+    if body[:1] in ("!", "^"):
+        body = "^" + body[1:]
+    return "[" + body.replace("\\", "\\\\").replace("[", "\\[") + "]", end + 1
+
+
+def _braces(pattern: str, i: int) -> tuple[str, int]:
+    """Alternatives ``{a,b}`` (nested ones too); a ``{`` never closed is itself."""
+    depth, j = 0, i
+    while j < len(pattern):
+        depth += pattern[j] == "{"
+        depth -= pattern[j] == "}"
+        if depth == 0:
+            break
+        j += 1
+    if j >= len(pattern):
+        return re.escape("{"), i + 1
+    options = _split_braces(pattern[i + 1 : j])
+    return "(?:" + "|".join(_translate(opt) for opt in options) + ")", j + 1
 
 
 def gitignore_spec(lines: Iterable[str]) -> pathspec.GitIgnoreSpec:
@@ -183,44 +194,63 @@ def glob_match(pattern: str, path: str) -> bool:
     return glob_to_regex(pattern).match(path) is not None
 
 
+def _any_of(regexes: list[str]) -> re.Pattern[str] | None:
+    """One regex matching what any of ``regexes`` matches (None for none)."""
+    return re.compile("|".join(regexes)) if regexes else None
+
+
+#: How :class:`PatternSet` answers one pattern: a set of names, extensions or folder names, a
+#: tuple of suffixes or prefixes, a regex of name or folder globs, or pathspec ("rest").
+_Shape = Literal["name", "dir_name", "extension", "suffix", "prefix", "name_glob", "dir_glob", "rest"]
+
+
+def _needs_pathspec(core: str) -> bool:
+    """Nothing, a path (``/``), ``**`` or an escape: more than a name's fast lookups answer."""
+    return not core or "/" in core or "**" in core or "\\" in core
+
+
+def _shape(pattern: str, negated: bool) -> tuple[_Shape, str]:
+    """How ``pattern`` is answered, and what it adds there (a name, ``.ext``, a suffix, a
+    prefix, a regex, or the pattern itself). With any negation in the set, every pattern
+    goes to pathspec: then their order matters."""
+    dir_only = pattern.endswith("/")
+    core = pattern.rstrip("/")
+    if negated or _needs_pathspec(core):
+        return "rest", pattern
+    if dir_only:
+        return ("dir_glob", fnmatch.translate(core)) if has_glob(core) else ("dir_name", core)
+    if core.startswith("*.") and not has_glob(core[1:]) and core.count(".") == 1:
+        return "extension", core[1:]  # "*.log"
+    if core.startswith("*") and not has_glob(core[1:]):
+        return "suffix", core[1:]  # "*.min.js"
+    if core.endswith("*") and not has_glob(core[:-1]):
+        return "prefix", core[:-1]  # ".env.*"
+    if has_glob(core):
+        return "name_glob", fnmatch.translate(core)
+    return "name", core
+
+
 class PatternSet:
     """Gitignore-style patterns, with the common shapes (``name``, ``dir/``, ``*.ext``)
     answered by set lookups and one regex; anything else goes through pathspec."""
 
     def __init__(self, patterns: Iterable[str]) -> None:
-        self.dir_names: set[str] = set()
-        self.names: set[str] = set()
-        #: ``*.ext`` patterns: the extension (``.ext``, one dot) looked up in a set.
-        self.extensions: set[str] = set()
-        dir_globs: list[str] = []
-        name_globs: list[str] = []
-        suffixes: list[str] = []  # "*.min.js"
-        prefixes: list[str] = []  # ".env.*"
-        rest: list[str] = []
         patterns = [raw.strip() for raw in patterns]
         negated = any(pattern.startswith("!") for pattern in patterns)  # order matters: pathspec
+        shapes: dict[_Shape, list[str]] = defaultdict(list)
         for pattern in patterns:
-            if not pattern or pattern.startswith("#"):
-                continue
-            dir_only = pattern.endswith("/")
-            core = pattern.rstrip("/")
-            if negated or not core or "/" in core or "**" in core or "\\" in core:
-                rest.append(pattern)
-            elif not dir_only and core.startswith("*.") and not has_glob(core[1:]) and core.count(".") == 1:
-                self.extensions.add(core[1:])
-            elif not dir_only and core.startswith("*") and not has_glob(core[1:]):
-                suffixes.append(core[1:])
-            elif not dir_only and core.endswith("*") and not has_glob(core[:-1]):
-                prefixes.append(core[:-1])
-            elif has_glob(core):
-                (dir_globs if dir_only else name_globs).append(fnmatch.translate(core))
-            else:
-                (self.dir_names if dir_only else self.names).add(core)
-        self._suffixes = tuple(suffixes)
-        self._prefixes = tuple(prefixes)
-        self._dir_glob = re.compile("|".join(dir_globs)) if dir_globs else None
-        self._name_glob = re.compile("|".join(name_globs)) if name_globs else None
-        self._rest = gitignore_spec(rest) if rest else None
+            if pattern and not pattern.startswith("#"):
+                shape, key = _shape(pattern, negated)
+                shapes[shape].append(key)
+        self.dir_names: set[str] = set(shapes["dir_name"])
+        self.names: set[str] = set(shapes["name"])
+        #: ``*.ext`` patterns: the extension (``.ext``, one dot) looked up in a set.
+        self.extensions: set[str] = set(shapes["extension"])
+        self._suffixes = tuple(shapes["suffix"])
+        self._prefixes = tuple(shapes["prefix"])
+        self._dir_glob = _any_of(shapes["dir_glob"])
+        self._name_glob = _any_of(shapes["name_glob"])
+        self._rest = gitignore_spec(shapes["rest"]) if shapes["rest"] else None
         #: Whether :meth:`match` looks at ``rel`` at all (walks can skip computing it).
         self.needs_rel = self._rest is not None
 
