@@ -206,22 +206,29 @@ _GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namesp
 def _git(args: list[str]) -> list[FolderRead]:
     """``git grep --untracked``/``--no-index`` and ``git diff --no-index`` read files git
     does not track."""
+    subcommand, rest = _git_subcommand(args)
+    if subcommand not in ("grep", "diff") or not _reads_untracked(subcommand, rest):
+        return []
+    operands = [w for w in rest if not w.startswith("-")]
+    if subcommand == "grep" and not any(w in ("-e", "-f") or w.startswith("--and") for w in rest):
+        operands = operands[1:]  # the pattern
+    return [FolderRead(folder) for folder in operands or ["."]]
+
+
+def _git_subcommand(args: list[str]) -> tuple[str, list[str]]:
+    """git's subcommand, after git's own options ("" when there is none), and its words."""
     index = 0
     while index < len(args) and args[index].startswith("-"):
         index += 2 if args[index] in _GIT_GLOBAL_VALUE else 1
-    if index >= len(args) or args[index] not in ("grep", "diff"):
-        return []
-    rest = args[index + 1 :]
+    return (args[index], args[index + 1 :]) if index < len(args) else ("", [])
+
+
+def _reads_untracked(subcommand: str, rest: list[str]) -> bool:
+    """``--no-index``, or for ``grep`` ``--untracked`` too."""
     options = [w for w in rest if w.startswith("--")]
-    untracked = any(long_option(w, "--no-index", 6) for w in options)
-    if args[index] == "grep":
-        untracked = untracked or any(long_option(w, "--untracked", 4) for w in options)
-    if not untracked:
-        return []
-    operands = [w for w in rest if not w.startswith("-")]
-    if args[index] == "grep" and not any(w in ("-e", "-f") or w.startswith("--and") for w in rest):
-        operands = operands[1:]
-    return [FolderRead(folder) for folder in operands or ["."]]
+    if any(long_option(w, "--no-index", 6) for w in options):
+        return True
+    return subcommand == "grep" and any(long_option(w, "--untracked", 4) for w in options)
 
 
 def _find(args: list[str], fed: bool = False) -> list[FolderRead]:
