@@ -37,6 +37,8 @@ def tree(tmp_path: Path) -> Path:
         "cp -a . ../copy", "zip -r out.zip .", "rsync -av cfg/ host:cfg/", "scp -r . host:",
         "diff -r cfg src", "sudo grep -r x .", "grep -r x \"$PWD\"", 'cat "$PWD"/.env',
         "cd cfg && cat .env.local", "cd $PWD/cfg; grep x .env.local",
+        "grep -r -- x cfg", "grep -r -e x -- cfg", "grep -r --regexp=x cfg", "grep -rex cfg",
+        "grep -r --file pats cfg",
     ],
 )  # fmt: skip
 def test_commands_that_read_a_guarded_file_ask(tree: Path, command: str) -> None:
@@ -50,6 +52,7 @@ def test_commands_that_read_a_guarded_file_ask(tree: Path, command: str) -> None
         "find . -type f", "find . -name '*.py' | xargs cat", "grep -r --include='*.py' x .", "grep -r --exclude-dir=cfg --exclude='*env' x .",
         "tar cf out.tar src", "tar tf out.tar", "cp -r src ../copy", "cp -r src cfg", "ls -R", "git grep x",
         "zip out.zip src/app.py", "cat cfg/.env.example", 'cat "$PWD/src/app.py"', "git diff --text", "cd src && cat app.py",
+        "grep -r -- -x src", "grep -r --regexp x src", "grep -rex src", "grep -r --exclude-dir cfg --exclude '*env' x .",
     ],
 )  # fmt: skip
 def test_commands_that_read_no_guarded_file_are_allowed(tree: Path, command: str) -> None:

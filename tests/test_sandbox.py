@@ -329,3 +329,28 @@ def test_a_project_cannot_take_plan_out_of_its_sandbox(project: Path, llm: FakeL
     assert proc.returncode == 0, proc.stderr
     assert not (project / "src" / "b.txt").exists()
     assert "cannot take the plan agent out of its read-only sandbox" in proc.stderr
+
+
+def test_paths_that_do_not_exist_are_not_bound(project: Path, tmp_path: Path) -> None:
+    """A read-only project folder or a listed unix socket that is not there gets no bind
+    (bwrap would fail on it), the ones that are there do."""
+    from etcode.security.sandbox import prepare
+
+    gone = tmp_path / "gone"
+    socket_path, missing_socket = tmp_path / "here.sock", tmp_path / "missing.sock"
+    socket_path.write_text("")
+    launches = [
+        prepare(READ, "true", "/bin/sh", gone, project),
+        prepare(SandboxPolicy("workspace-write", unix_sockets=(socket_path, missing_socket)), "true", "/bin/sh", project, project),
+    ]  # fmt: skip
+    try:
+        read_only, with_sockets = (launch.argv for launch in launches)
+        assert ["--ro-bind", str(project), str(project)] == read_only[read_only.index(str(project)) - 1 :][:3]
+        assert str(gone) not in read_only[: read_only.index("--chdir")]
+        assert ["--bind", str(socket_path), str(socket_path)] == with_sockets[
+            with_sockets.index(str(socket_path)) - 1 :
+        ][:3]
+        assert str(missing_socket) not in with_sockets
+    finally:
+        for launch in launches:
+            launch.close()

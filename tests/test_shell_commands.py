@@ -517,6 +517,8 @@ def test_a_deny_still_sees_rm_hidden_in_arithmetic(tmp_path: Path, command: str)
         "command declare -p",
         "echo 'x=1; $((x))' \"a[\\$(rm x)]\"",
         "cd src && ls *.py",
+        "shopt -p",
+        "hash -r",
     ],
 )
 def test_plain_lines_stay_allowed(tmp_path: Path, command: str) -> None:

@@ -122,6 +122,8 @@ async def test_escape_closes_the_menu_without_interrupting(app: EtcodeApp) -> No
         assert app.prompt.menu_open and len(app.prompt.completion.values) == 10
         await pilot.press("down", "down")
         assert app.prompt.menu.highlighted == 2
+        await pilot.press("up")
+        assert app.prompt.menu.highlighted == 1
         await pilot.press("escape")
         assert not app.prompt.menu_open
         assert app.prompt.input.text == "/"

@@ -273,3 +273,34 @@ def test_internal_messages_become_notices_and_ordinary_ones_do_not() -> None:
     assert shown[3] == (
         "Restored the last changed turn — /p/a.py: restored; /p/b.py: deleted (it did not exist before)"
     )
+
+
+async def test_reasoning_empty_parts_and_calls_out_of_pairs_replay() -> None:
+    """Stored reasoning is shown finished; empty texts and reasoning show nothing; a result
+    whose call is not stored gets a block of its own; a call without a result was interrupted."""
+    from textual.app import App, ComposeResult
+
+    from etcode.provider.types import ReasoningPart
+    from etcode.ui.tui.replay import entries_of, entry_widgets
+    from etcode.ui.tui.widgets.conversation import Conversation
+    from etcode.ui.tui.widgets.messages import ReasoningMessage
+    from etcode.ui.tui.widgets.tool import ToolMessage
+
+    class Plain(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Conversation()
+
+    messages = [
+        Message(role="user", parts=[TextPart("go")]),
+        Message(role="assistant", parts=[ReasoningPart("pondering"), ReasoningPart(""), TextPart("")]),
+        Message(role="tool", parts=[ToolResultPart("lost", "Bash", "out", summary="1 line")]),
+        Message(role="assistant", parts=[ToolCallPart("cut", "Bash", '{"command": "sleep 9"}')]),
+    ]
+    app = Plain()
+    async with app.run_test():
+        widgets = entry_widgets(app.query_one(Conversation), entries_of(messages))
+        assert [type(w) for w in widgets] == [UserMessage, ReasoningMessage, ToolMessage, ToolMessage]
+        lost, cut = widgets[2], widgets[3]
+        assert isinstance(lost, ToolMessage) and isinstance(cut, ToolMessage)
+        assert (lost.call_id, lost.result_summary, lost.is_error) == ("lost", "1 line", False)
+        assert (cut.call_id, cut.result_summary, cut.is_error) == ("cut", "Interrupted", True)

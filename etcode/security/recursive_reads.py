@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from etcode.security.shell_commands import ShellCommand, path_text
@@ -87,64 +87,71 @@ _GREP_VALUE_LONG = (
 )  # fmt: skip
 
 
-def _grep(args: list[str], always: bool = False) -> list[FolderRead]:
-    recursive = always
-    pattern_given = False
-    includes: list[str] = []
-    excludes: list[str] = []
-    exclude_dirs: list[str] = []
-    operands: list[str] = []
-    index = 0
-    while index < len(args):
-        word = args[index]
-        index += 1
-        if word == "--":
-            operands.extend(args[index:])
-            break
-        if word.startswith("--"):
-            option = next((o for o in _GREP_VALUE_LONG if long_option(word, o, 5)), None)
-            value = word.split("=", 1)[1] if "=" in word else None
-            if option is not None and value is None and index < len(args):
-                value = args[index]
-                index += 1
-            if option in ("--regexp", "--file"):
-                pattern_given = True
-            elif option == "--include" and value:
-                includes.append(value)
-            elif option == "--exclude" and value:
-                excludes.append(value)
-            elif option == "--exclude-dir" and value:
-                exclude_dirs.append(value)
-            recursive = recursive or (option == "--directories" and value == "recurse")
-            recursive = recursive or any(
-                long_option(word, o, 5) for o in ("--recursive", "--dereference-recursive")
-            )
-            continue
-        letters = _short_flags(word)
-        if not letters:
-            operands.append(word)
-            continue
+@dataclass
+class _GrepWords:
+    """What grep's words say, read one at a time: recursive or not, the file filters, the
+    operands (the pattern first, unless ``-e``/``-f`` gave it)."""
+
+    recursive: bool
+    pattern_given: bool = False
+    includes: list[str] = field(default_factory=list)
+    excludes: list[str] = field(default_factory=list)
+    exclude_dirs: list[str] = field(default_factory=list)
+    operands: list[str] = field(default_factory=list)
+
+    def read_long(self, word: str, rest: Iterator[str]) -> None:
+        """``--option``, ``--option=value`` or ``--option value`` (taken from ``rest``)."""
+        option = next((o for o in _GREP_VALUE_LONG if long_option(word, o, 5)), "")
+        value = word.split("=", 1)[1] if "=" in word else None
+        if option and value is None:
+            value = next(rest, None)
+        self.pattern_given = self.pattern_given or option in ("--regexp", "--file")
+        filters = {"--include": self.includes, "--exclude": self.excludes, "--exclude-dir": self.exclude_dirs}
+        if option in filters and value:
+            filters[option].append(value)
+        self.recursive = (
+            self.recursive
+            or (option == "--directories" and value == "recurse")
+            or any(long_option(word, o, 5) for o in ("--recursive", "--dereference-recursive"))
+        )
+
+    def read_short(self, letters: str, rest: Iterator[str]) -> None:
+        """A bundle of short options (``-rn``); the first that takes a value takes the rest
+        of the bundle, or else the next word."""
         for position, letter in enumerate(letters):
             if letter in "rR":
-                recursive = True
+                self.recursive = True
             if letter in _GREP_VALUE_SHORT:
-                value = letters[position + 1 :]
-                if not value and index < len(args):
-                    value = args[index]
-                    index += 1
-                if letter in "ef":
-                    pattern_given = True
-                if letter == "d" and value == "recurse":
-                    recursive = True
-                break
-    if not recursive:
-        return []
-    folders = operands if pattern_given else operands[1:]
-    read = FolderRead  # the same filters for every folder
-    return [
-        read(folder, names=tuple(includes), skip=tuple(excludes), skip_dirs=tuple(exclude_dirs))
-        for folder in folders or ["."]
-    ]
+                value = letters[position + 1 :] or next(rest, "")
+                self.pattern_given = self.pattern_given or letter in "ef"
+                self.recursive = self.recursive or (letter == "d" and value == "recurse")
+                return
+
+    def folder_reads(self) -> list[FolderRead]:
+        """Every folder operand (``.`` when none), read with the same filters."""
+        folders = self.operands if self.pattern_given else self.operands[1:]
+        names, skip, skip_dirs = tuple(self.includes), tuple(self.excludes), tuple(self.exclude_dirs)
+        return [
+            FolderRead(folder, names=names, skip=skip, skip_dirs=skip_dirs) for folder in folders or ["."]
+        ]
+
+
+def _grep(args: list[str], always: bool = False) -> list[FolderRead]:
+    """grep (``rgrep``: ``always`` recursive) reads folders whole with ``-r``/``-R``/
+    ``--recursive``/``-d recurse``, filtered by ``--include``/``--exclude``/``--exclude-dir``."""
+    words = _GrepWords(recursive=always)
+    rest = iter(args)
+    for word in rest:
+        if word == "--":
+            words.operands.extend(rest)
+            break
+        if word.startswith("--"):
+            words.read_long(word, rest)
+        elif letters := _short_flags(word):
+            words.read_short(letters, rest)
+        else:
+            words.operands.append(word)
+    return words.folder_reads() if words.recursive else []
 
 
 _RG_VALUE_SHORT = frozenset("efgtTmABCMjEr")
@@ -199,22 +206,29 @@ _GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namesp
 def _git(args: list[str]) -> list[FolderRead]:
     """``git grep --untracked``/``--no-index`` and ``git diff --no-index`` read files git
     does not track."""
+    subcommand, rest = _git_subcommand(args)
+    if subcommand not in ("grep", "diff") or not _reads_untracked(subcommand, rest):
+        return []
+    operands = [w for w in rest if not w.startswith("-")]
+    if subcommand == "grep" and not any(w in ("-e", "-f") or w.startswith("--and") for w in rest):
+        operands = operands[1:]  # the pattern
+    return [FolderRead(folder) for folder in operands or ["."]]
+
+
+def _git_subcommand(args: list[str]) -> tuple[str, list[str]]:
+    """git's subcommand, after git's own options ("" when there is none), and its words."""
     index = 0
     while index < len(args) and args[index].startswith("-"):
         index += 2 if args[index] in _GIT_GLOBAL_VALUE else 1
-    if index >= len(args) or args[index] not in ("grep", "diff"):
-        return []
-    rest = args[index + 1 :]
+    return (args[index], args[index + 1 :]) if index < len(args) else ("", [])
+
+
+def _reads_untracked(subcommand: str, rest: list[str]) -> bool:
+    """``--no-index``, or for ``grep`` ``--untracked`` too."""
     options = [w for w in rest if w.startswith("--")]
-    untracked = any(long_option(w, "--no-index", 6) for w in options)
-    if args[index] == "grep":
-        untracked = untracked or any(long_option(w, "--untracked", 4) for w in options)
-    if not untracked:
-        return []
-    operands = [w for w in rest if not w.startswith("-")]
-    if args[index] == "grep" and not any(w in ("-e", "-f") or w.startswith("--and") for w in rest):
-        operands = operands[1:]
-    return [FolderRead(folder) for folder in operands or ["."]]
+    if any(long_option(w, "--no-index", 6) for w in options):
+        return True
+    return subcommand == "grep" and any(long_option(w, "--untracked", 4) for w in options)
 
 
 def _find(args: list[str], fed: bool = False) -> list[FolderRead]:

@@ -479,16 +479,7 @@ def prepare(
     args = [bwrap, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev",
             "--proc", "/proc", "--tmpfs", "/tmp"]  # fmt: skip
     # A private, empty /tmp in both modes; a project (or writable path) under /tmp is put back.
-    if policy.mode == "read-only":
-        writable: list[Path] = []
-        for path in dict.fromkeys(p.resolve() for p in (worktree, directory)):
-            if path.exists():
-                args += ["--ro-bind", str(path), str(path)]
-    else:
-        places = dict.fromkeys(p.resolve() for p in (worktree, directory, *policy.writable))
-        writable = [path for path in places if path.exists()]
-        for path in writable:
-            args += ["--bind", str(path), str(path)]
+    writable = _bind_project(args, policy, directory, worktree)
     protected = [*protected_paths(directory, worktree), *policy.protected]
     lock = worktree_lock(worktree) if writable else None
     # Before the placeholders are chosen: one seen now is not removed by any process
@@ -503,11 +494,7 @@ def prepare(
             path: os.readlink(path) for path in protected if writable and _is_link(path, writable)
         }
         _hide(args, [directory.resolve(), worktree.resolve()])
-        for path in policy.unix_sockets:
-            if path.exists():
-                args += ["--bind", str(path), str(path)]  # a listed socket under the private /tmp
-        if not policy.network:
-            args.append("--unshare-net")
+        _bind_network(args, policy)
         if not policy.unix_sockets:
             args, launch.pass_fds = _with_filter(args, shell, pass_fds)
         launch.argv = args + ["--chdir", str(directory), "--", shell, "-c", command]
@@ -516,6 +503,31 @@ def prepare(
         launch.close()  # the claims, the lock and the filter's descriptor are given back
         raise
     return launch
+
+
+def _bind_project(args: list[str], policy: SandboxPolicy, directory: Path, worktree: Path) -> list[Path]:
+    """Adds to ``args`` the binds of the project: read-only, or (with the policy's
+    writable paths) read-write. Returns the paths writable (none when read-only)."""
+    if policy.mode == "read-only":
+        for path in dict.fromkeys(p.resolve() for p in (worktree, directory)):
+            if path.exists():
+                args += ["--ro-bind", str(path), str(path)]
+        return []
+    places = dict.fromkeys(p.resolve() for p in (worktree, directory, *policy.writable))
+    writable = [path for path in places if path.exists()]
+    for path in writable:
+        args += ["--bind", str(path), str(path)]
+    return writable
+
+
+def _bind_network(args: list[str], policy: SandboxPolicy) -> None:
+    """Adds to ``args`` the unix sockets the policy lists and, without network, a network
+    namespace of its own."""
+    for path in policy.unix_sockets:
+        if path.exists():
+            args += ["--bind", str(path), str(path)]  # a listed socket under the private /tmp
+    if not policy.network:
+        args.append("--unshare-net")
 
 
 def _is_link(path: Path, writable: list[Path]) -> bool:

@@ -22,7 +22,7 @@ so that what the rules see is what runs. Two kinds of parts are not:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -131,47 +131,6 @@ def _arithmetic_is_literal(node: Node) -> bool:
     return True
 
 
-def node_risk(node: Node) -> str | None:
-    """Why ``node`` is unsafe (see the module docstring), or None."""
-    kind = node.type
-    if kind == "variable_assignment":
-        return None if _ifs_for_read(node) else "an assignment changes how later commands run"
-    if kind == "declaration_command":
-        builtin = node_text(node.children[0]) if node.children else ""
-        arguments = node.named_children
-        if all(child.type == "word" for child in arguments) and _lists_only(
-            builtin, [node_text(c) for c in arguments]
-        ):
-            return None
-        return _SHELL_CHANGING.get(builtin, "it sets variables")
-    if kind == "unset_command":
-        return _SHELL_CHANGING["unset"]
-    if kind in ("arithmetic_expansion", "c_style_for_statement"):
-        return None if _arithmetic_is_literal(node) else "arithmetic over variables can run code"
-    if kind == "compound_statement" and node.children and node.children[0].type == "((":
-        return None if _arithmetic_is_literal(node) else "arithmetic over variables can run code"
-    if kind == "command_substitution" and node_text(node).startswith("$(("):
-        return "arithmetic over variables can run code"  # ``$((x))`` read as ``$( (x) )``
-    if kind == "subshell" and node_text(node).startswith("(("):
-        return "arithmetic over variables can run code"  # ``time ((x))`` read as ``( (x) )``
-    if kind == "expansion":
-        return _expansion_risk(node)
-    if kind == "subscript":
-        index = node.child_by_field_name("index")
-        if index is None:
-            index = next((c for c in node.named_children[1:]), None)
-        if index is not None and not _plain_number(index) and node_text(index) not in ("@", "*"):
-            return "an array index is arithmetic, which can run code"
-        return None
-    if kind == "test_command":
-        return _test_risk(node)
-    if kind == "for_statement":
-        variable = node.child_by_field_name("variable")
-        if variable is not None and sensitive_name(node_text(variable)):
-            return f"the loop sets {node_text(variable)}, which changes how later commands run"
-    return None
-
-
 def _ifs_for_read(node: Node) -> bool:
     """``IFS=… read -r line``: the idiom sets how ``read`` splits, for ``read`` alone."""
     parent, name = node.parent, node.child_by_field_name("name")
@@ -221,6 +180,89 @@ def _test_risk(node: Node) -> str | None:
     return None
 
 
+_ARITHMETIC_RISK = "arithmetic over variables can run code"
+
+
+def _assignment_risk(node: Node) -> str | None:
+    return None if _ifs_for_read(node) else "an assignment changes how later commands run"
+
+
+def _declaration_risk(node: Node) -> str | None:
+    """``declare``/``export``/``local``… set variables, unless they only list them."""
+    builtin = node_text(node.children[0]) if node.children else ""
+    arguments = node.named_children
+    if all(child.type == "word" for child in arguments) and _lists_only(
+        builtin, [node_text(c) for c in arguments]
+    ):
+        return None
+    return _SHELL_CHANGING.get(builtin, "it sets variables")
+
+
+def _unset_risk(_node: Node) -> str | None:
+    return _SHELL_CHANGING["unset"]
+
+
+def _arithmetic_risk(node: Node) -> str | None:
+    return None if _arithmetic_is_literal(node) else _ARITHMETIC_RISK
+
+
+def _double_parentheses_risk(node: Node) -> str | None:
+    """``((x))`` as a compound statement."""
+    if node.children and node.children[0].type == "((":
+        return _arithmetic_risk(node)
+    return None
+
+
+def _substitution_risk(node: Node) -> str | None:
+    """``$((x))`` read as ``$( (x) )``."""
+    return _ARITHMETIC_RISK if node_text(node).startswith("$((") else None
+
+
+def _subshell_risk(node: Node) -> str | None:
+    """``time ((x))`` read as ``( (x) )``."""
+    return _ARITHMETIC_RISK if node_text(node).startswith("((") else None
+
+
+def _subscript_risk(node: Node) -> str | None:
+    index = node.child_by_field_name("index")
+    if index is None:
+        index = next((c for c in node.named_children[1:]), None)
+    if index is not None and not _plain_number(index) and node_text(index) not in ("@", "*"):
+        return "an array index is arithmetic, which can run code"
+    return None
+
+
+def _loop_variable_risk(node: Node) -> str | None:
+    """``for NAME in …`` sets NAME."""
+    variable = node.child_by_field_name("variable")
+    if variable is not None and sensitive_name(node_text(variable)):
+        return f"the loop sets {node_text(variable)}, which changes how later commands run"
+    return None
+
+
+#: Node types that may be unsafe → why a node of that type is (None: it is not).
+_NODE_RISKS: dict[str, Callable[[Node], str | None]] = {
+    "variable_assignment": _assignment_risk,
+    "declaration_command": _declaration_risk,
+    "unset_command": _unset_risk,
+    "arithmetic_expansion": _arithmetic_risk,
+    "c_style_for_statement": _arithmetic_risk,
+    "compound_statement": _double_parentheses_risk,
+    "command_substitution": _substitution_risk,
+    "subshell": _subshell_risk,
+    "expansion": _expansion_risk,
+    "subscript": _subscript_risk,
+    "test_command": _test_risk,
+    "for_statement": _loop_variable_risk,
+}
+
+
+def node_risk(node: Node) -> str | None:
+    """Why ``node`` is unsafe (see the module docstring), or None."""
+    check = _NODE_RISKS.get(node.type)
+    return check(node) if check is not None else None
+
+
 def command_risk(words: Sequence[str], dynamic: Sequence[bool]) -> str | None:
     """Why a simple command (its words after quote removal; ``dynamic[i]`` when word i is
     known only at run time) is unsafe, or None."""
@@ -228,23 +270,44 @@ def command_risk(words: Sequence[str], dynamic: Sequence[bool]) -> str | None:
         return None
     name = base_name(words[0]) if not dynamic[0] else words[0]
     args = list(words[1:])
-    known = list(dynamic[1:])
     if name in _SHELL_CHANGING:
-        if _lists_only(name, args):
-            return None
-        return _SHELL_CHANGING[name]
-    if name in ("test", "[") and any(a in _NAME_TESTS for a in args):
+        return None if _lists_only(name, args) else _SHELL_CHANGING[name]
+    option_risk = _OPTION_RISKS.get(name)
+    if option_risk is not None:
+        return option_risk(args)
+    return _setter_risk(name, args, list(dynamic[1:]))
+
+
+def _test_options_risk(args: list[str]) -> str | None:
+    if any(a in _NAME_TESTS for a in args):
         return "test -v evaluates an array index, which can run code"
-    if name == "[[" and any(a in _NAME_TESTS or a in _ARITHMETIC_TESTS for a in args):
-        return "[[ … ]] evaluates its operands as arithmetic, which can run code"  # ``time [[ … ]]``
-    if name == "shopt" and any(a in ("-s", "-u") or not a.startswith("-") for a in args):
+    return None
+
+
+def _double_bracket_risk(args: list[str]) -> str | None:
+    """``time [[ … ]]``: the words of a ``[[`` the grammar did not read as a test."""
+    if any(a in _NAME_TESTS or a in _ARITHMETIC_TESTS for a in args):
+        return "[[ … ]] evaluates its operands as arithmetic, which can run code"
+    return None
+
+
+def _shopt_risk(args: list[str]) -> str | None:
+    if any(a in ("-s", "-u") or not a.startswith("-") for a in args):
         return "shopt changes how later commands are read"
-    if name == "set":
-        return _set_risk(args)
-    if name == "hash" and any(a != "-r" for a in args):
+    return None
+
+
+def _hash_risk(args: list[str]) -> str | None:
+    if any(a != "-r" for a in args):
         return "hash changes which program a name runs"
-    for target, unknown in _set_variables(name, args, known):
-        if unknown or sensitive_name(target):
+    return None
+
+
+def _setter_risk(name: str, args: list[str], unknown: list[bool]) -> str | None:
+    """``read``, ``mapfile``, ``getopts``, ``printf -v`` setting a sensitive variable (or
+    one named only at run time), and ``mapfile -C`` running a command."""
+    for target, target_unknown in _set_variables(name, args, unknown):
+        if target_unknown or sensitive_name(target):
             return f"{name} sets {target}, which changes how later commands run"
     if name in ("mapfile", "readarray") and any(a.startswith("-") and "C" in a for a in args):
         return f"{name} -C runs a command"
@@ -305,6 +368,17 @@ def _set_risk(args: list[str]) -> str | None:
             continue
         return f"set {arg} changes how later commands run"
     return None
+
+
+#: Builtins whose options make them unsafe → why they do with these arguments (None: not).
+_OPTION_RISKS: dict[str, Callable[[list[str]], str | None]] = {
+    "test": _test_options_risk,
+    "[": _test_options_risk,
+    "[[": _double_bracket_risk,
+    "shopt": _shopt_risk,
+    "set": _set_risk,
+    "hash": _hash_risk,
+}
 
 
 def opaque(node: Node) -> str | None:

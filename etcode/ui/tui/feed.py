@@ -3,6 +3,8 @@ reads the events' fields (``summary``, ``usage``, ``todos``...) and computes not
 
 from __future__ import annotations
 
+import functools
+
 from etcode.contract import events as ev
 from etcode.ui.tui.widgets.conversation import Conversation
 from etcode.ui.tui.widgets.status import StatusBar
@@ -53,80 +55,86 @@ class EventFeed:
             self.working.stop()
             self._running.clear()
 
+    @functools.singledispatchmethod
     async def handle(self, event: ev.Event) -> None:
-        c = self.conversation
-        if isinstance(event, ev.TextDeltaEvent):
-            self._count(event.text)
-            await c.append_text(event.text)
-        elif isinstance(event, ev.ReasoningDeltaEvent):
-            self._count(event.text)
-            await c.append_reasoning(event.text)
-        elif isinstance(event, ev.ToolCallStart):
-            self._count(event.params)
-            widget = await c.tool_started(event.call_id, event.name, event.summary, event.params)
-            self._running[event.call_id] = widget
-        elif isinstance(event, ev.ToolProgress):
-            running = self._running.get(event.call_id) or c.tools.get(event.call_id)
-            if running is not None:
-                running.add_output(event.text)
-        elif isinstance(event, ev.ToolResultEvent):
-            await c.tool_finished(
-                event.call_id,
-                event.name,
-                event.summary,
-                event.output,
-                is_error=event.is_error,
-                data=event.data,
-            )
-        elif isinstance(event, ev.TodoUpdate):
-            self.todos.set_todos(event.todos)
-        elif isinstance(event, ev.SessionStart):
-            self.status.update_info(model=event.model, agent=event.agent)
-        elif isinstance(event, ev.StepFinish):
-            if self.working is not None:
-                self.working.step_finished(int(event.usage.get("output_tokens") or 0))
-            if not self.has_usage_events:
-                self.status.update_info(context_tokens=context_of_usage(event.usage))
-        elif isinstance(event, ev.RetryEvent):
-            await c.add_notice(
-                f"⟳ retrying in {event.delay:.1f}s (attempt {event.attempt}): {event.reason}", "info"
-            )
-        elif isinstance(event, ev.WarningEvent):
-            await c.add_notice(f"warning: {event.message}", "warning")
-        elif isinstance(event, ev.ErrorEvent):
-            await c.add_notice(f"error: {event.message}", "error")
-        elif isinstance(event, ev.StoppedEvent):
-            await c.add_notice(event.message, "stopped")
-        elif isinstance(event, ev.DoneEvent):
-            self.last_result = event.result
-            await c.end_blocks()
-        elif isinstance(event, ev.UsageUpdate):
-            self._usage(event)
-        elif isinstance(event, ev.CompactionEvent):
-            await self._compaction(event)
-        elif isinstance(event, ev.SubagentEvent):
-            self._subagent(event)
-        elif isinstance(event, ev.WorkflowPhase):
-            label = {"executing": f"Executing [{event.todo_id}]", "verified": "Verdict"}.get(
-                event.phase, event.phase.capitalize()
-            )
-            await c.add_notice(f"◆ {label}: {event.message}" if event.message else f"◆ {label}")
-        elif isinstance(event, ev.VerificationResult):
-            verdict = "✔ verified" if event.all_completed and event.user_needs_satisfied else "✘ not yet"
-            await c.add_notice(f"{verdict}: {event.overall_feedback}", "info")
+        """Show one event on its widget: one method per event class below (registered by
+        the type of its argument); events the TUI does not show end here."""
 
-    def _count(self, streamed: str | JsonObject) -> None:
-        """Model output streamed (text, reasoning, a call's arguments): the working line's tokens."""
-        if self.working is not None and self.working.active:
-            self.working.add_chars(len(streamed) if isinstance(streamed, str) else len(str(streamed)))
+    @handle.register
+    async def _text(self, event: ev.TextDeltaEvent) -> None:
+        self._count(event.text)
+        await self.conversation.append_text(event.text)
 
-    def _usage(self, event: ev.UsageUpdate) -> None:
+    @handle.register
+    async def _reasoning(self, event: ev.ReasoningDeltaEvent) -> None:
+        self._count(event.text)
+        await self.conversation.append_reasoning(event.text)
+
+    @handle.register
+    async def _tool_started(self, event: ev.ToolCallStart) -> None:
+        self._count(event.params)
+        widget = await self.conversation.tool_started(event.call_id, event.name, event.summary, event.params)
+        self._running[event.call_id] = widget
+
+    @handle.register
+    async def _tool_progress(self, event: ev.ToolProgress) -> None:
+        running = self._running.get(event.call_id) or self.conversation.tools.get(event.call_id)
+        if running is not None:
+            running.add_output(event.text)
+
+    @handle.register
+    async def _tool_finished(self, event: ev.ToolResultEvent) -> None:
+        await self.conversation.tool_finished(
+            event.call_id, event.name, event.summary, event.output, is_error=event.is_error, data=event.data
+        )
+
+    @handle.register
+    async def _todos(self, event: ev.TodoUpdate) -> None:
+        self.todos.set_todos(event.todos)
+
+    @handle.register
+    async def _session_start(self, event: ev.SessionStart) -> None:
+        self.status.update_info(model=event.model, agent=event.agent)
+
+    @handle.register
+    async def _step_finished(self, event: ev.StepFinish) -> None:
+        if self.working is not None:
+            self.working.step_finished(int(event.usage.get("output_tokens") or 0))
+        if not self.has_usage_events:
+            self.status.update_info(context_tokens=context_of_usage(event.usage))
+
+    @handle.register
+    async def _retry(self, event: ev.RetryEvent) -> None:
+        await self.conversation.add_notice(
+            f"⟳ retrying in {event.delay:.1f}s (attempt {event.attempt}): {event.reason}", "info"
+        )
+
+    @handle.register
+    async def _warning(self, event: ev.WarningEvent) -> None:
+        await self.conversation.add_notice(f"warning: {event.message}", "warning")
+
+    @handle.register
+    async def _error(self, event: ev.ErrorEvent) -> None:
+        await self.conversation.add_notice(f"error: {event.message}", "error")
+
+    @handle.register
+    async def _stopped(self, event: ev.StoppedEvent) -> None:
+        await self.conversation.add_notice(event.message, "stopped")
+
+    @handle.register
+    async def _done(self, event: ev.DoneEvent) -> None:
+        self.last_result = event.result
+        await self.conversation.end_blocks()
+
+    @handle.register
+    async def _usage(self, event: ev.UsageUpdate) -> None:
         self.has_usage_events = True
         changes: dict[str, object] = {"context_tokens": event.context_tokens, "cost": event.cost}
         if event.context_window:
             changes["context_limit"] = event.context_window
         self.status.update_info(**changes)
 
+    @handle.register
     async def _compaction(self, event: ev.CompactionEvent) -> None:
         notice = self.conversation.add_notice
         if event.phase == "done" and event.tokens_before:
@@ -138,10 +146,28 @@ class EventFeed:
         elif event.phase == "failed":
             await notice(f"warning: context compaction failed: {event.message}", "warning")
 
-    def _subagent(self, event: ev.SubagentEvent) -> None:
+    @handle.register
+    async def _subagent(self, event: ev.SubagentEvent) -> None:
         """A subagent's tool call shows under its parent's ``Task`` block."""
         child = event.event or {}
         widget = self.conversation.tools.get(event.call_id)
         if widget is not None and child.get("type") == "tool_call_start":
             name, summary = child.get("name", ""), child.get("summary", "")
             widget.set_progress(f"{name} ({summary})" if summary else name)
+
+    @handle.register
+    async def _workflow_phase(self, event: ev.WorkflowPhase) -> None:
+        label = {"executing": f"Executing [{event.todo_id}]", "verified": "Verdict"}.get(
+            event.phase, event.phase.capitalize()
+        )
+        await self.conversation.add_notice(f"◆ {label}: {event.message}" if event.message else f"◆ {label}")
+
+    @handle.register
+    async def _verification(self, event: ev.VerificationResult) -> None:
+        verdict = "✔ verified" if event.all_completed and event.user_needs_satisfied else "✘ not yet"
+        await self.conversation.add_notice(f"{verdict}: {event.overall_feedback}", "info")
+
+    def _count(self, streamed: str | JsonObject) -> None:
+        """Model output streamed (text, reasoning, a call's arguments): the working line's tokens."""
+        if self.working is not None and self.working.active:
+            self.working.add_chars(len(streamed) if isinstance(streamed, str) else len(str(streamed)))

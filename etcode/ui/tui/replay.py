@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING
 
 from textual.widget import Widget
 
-from etcode.provider.types import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from etcode.provider.types import Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from etcode.ui.tui.widgets.conversation import Conversation
 from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from etcode.session.store import StoredMessage
     from etcode.tools.base import Tool
+    from etcode.ui.tui.widgets.tool import ToolMessage
 
 ATTACHMENT_MARK = '\n\n<file path="'
 #: The notice where a batch began with a clear (the live chat says the same).
@@ -113,22 +114,9 @@ async def replay_history(
 
 def entry_widgets(conversation: Conversation, entries: Sequence[Entry]) -> list[Widget]:
     """The finished entries showing ``entries``; the newest answers stay live Markdown."""
-    from etcode.ui.tui.widgets.conversation import LIVE_ANSWERS
-    from etcode.ui.tui.widgets.messages import Notice, ReasoningMessage, UserMessage
-    from etcode.ui.tui.widgets.tool import ToolMessage
+    from etcode.ui.tui.widgets.messages import Notice
 
-    tools = _summaries()
-    widgets: list[Widget] = []
-    calls: dict[str, ToolMessage] = {}
-    params: dict[str, JsonObject] = {}
-    answers = sum(
-        1
-        for e in entries
-        if e.message.role == "assistant"
-        for p in e.message.parts
-        if isinstance(p, TextPart) and p.text
-    )
-    seen = 0
+    replay = _Replay(conversation, answers=_answer_count(entries))
     batch = entries[0].batch if entries else 0
     for entry in entries:
         message = entry.message
@@ -137,42 +125,93 @@ def entry_widgets(conversation: Conversation, entries: Sequence[Entry]) -> list[
             # a new batch: a compaction (its summary says so), a clear, or a repair
             # (a rewritten tool message: nothing to say)
             if entry.kind != "summary" and message.role != "tool":
-                widgets.append(Notice(CLEARED, "info"))
+                replay.widgets.append(Notice(CLEARED, "info"))
         notice = notice_of(entry)
         if notice is not None:
-            widgets.append(Notice(notice, "info"))
+            replay.widgets.append(Notice(notice, "info"))
             continue
         for part in message.parts:
-            if isinstance(part, TextPart) and message.role == "user":
-                text, attached = user_text(part.text)
-                widgets.append(UserMessage(text, attached))
-            elif isinstance(part, TextPart) and part.text:
-                seen += 1
-                widgets.append(conversation.answer_widget(part.text, live=answers - seen < LIVE_ANSWERS))
-            elif isinstance(part, ReasoningPart) and part.text:
-                reasoning = ReasoningMessage()
-                reasoning.write(part.text)
-                reasoning.finish()
-                widgets.append(reasoning)
-            elif isinstance(part, ToolCallPart):
-                args = _safe_args(part)
-                params[part.id] = args
-                calls[part.id] = ToolMessage(part.id, part.name, _head(tools.get(part.name), args), args)
-                widgets.append(calls[part.id])
-            elif isinstance(part, ToolResultPart):
-                widget = calls.get(part.call_id)
-                if widget is None:
-                    widget = ToolMessage(part.call_id, part.name, "", {})
-                    calls[part.call_id] = widget
-                    widgets.append(widget)
-                said = part.summary
-                if said is None:  # stored by an older etcode
-                    said = _fallback_summary(tools.get(part.name), params.get(part.call_id, {}), part)
-                widget.set_result(said, part.output, is_error=part.is_error, data=part.data)
-    for widget in calls.values():
-        if widget.result_summary is None:  # the process ended while it ran
-            widget.set_result("Interrupted", "", is_error=True)
-    return widgets
+            replay.add_part(message.role, part)
+    return replay.finish()
+
+
+def _answer_count(entries: Sequence[Entry]) -> int:
+    """The assistant's texts among ``entries`` (the answers shown)."""
+    return sum(
+        1
+        for e in entries
+        if e.message.role == "assistant"
+        for p in e.message.parts
+        if isinstance(p, TextPart) and p.text
+    )
+
+
+class _Replay:
+    """The widgets of a replay, added part by part; a tool call's block waits for its
+    result."""
+
+    def __init__(self, conversation: Conversation, answers: int) -> None:
+        self.conversation = conversation
+        self.answers = answers  # in all: the last LIVE_ANSWERS stay live Markdown
+        self.seen = 0  # answers added so far
+        self.tools = _summaries()
+        self.widgets: list[Widget] = []
+        self.calls: dict[str, ToolMessage] = {}
+        self.params: dict[str, JsonObject] = {}
+
+    def add_part(self, role: str, part: Part) -> None:
+        from etcode.ui.tui.widgets.messages import ReasoningMessage, UserMessage
+
+        if isinstance(part, TextPart) and role == "user":
+            text, attached = user_text(part.text)
+            self.widgets.append(UserMessage(text, attached))
+        elif isinstance(part, TextPart) and part.text:
+            self._answer(part.text)
+        elif isinstance(part, ReasoningPart) and part.text:
+            reasoning = ReasoningMessage()
+            reasoning.write(part.text)
+            reasoning.finish()
+            self.widgets.append(reasoning)
+        elif isinstance(part, ToolCallPart):
+            self._tool_call(part)
+        elif isinstance(part, ToolResultPart):
+            self._tool_result(part)
+
+    def _answer(self, text: str) -> None:
+        from etcode.ui.tui.widgets.conversation import LIVE_ANSWERS
+
+        self.seen += 1
+        self.widgets.append(
+            self.conversation.answer_widget(text, live=self.answers - self.seen < LIVE_ANSWERS)
+        )
+
+    def _tool_call(self, part: ToolCallPart) -> None:
+        from etcode.ui.tui.widgets.tool import ToolMessage
+
+        args = _safe_args(part)
+        self.params[part.id] = args
+        self.calls[part.id] = ToolMessage(part.id, part.name, _head(self.tools.get(part.name), args), args)
+        self.widgets.append(self.calls[part.id])
+
+    def _tool_result(self, part: ToolResultPart) -> None:
+        from etcode.ui.tui.widgets.tool import ToolMessage
+
+        widget = self.calls.get(part.call_id)
+        if widget is None:
+            widget = ToolMessage(part.call_id, part.name, "", {})
+            self.calls[part.call_id] = widget
+            self.widgets.append(widget)
+        said = part.summary
+        if said is None:  # stored by an older etcode
+            said = _fallback_summary(self.tools.get(part.name), self.params.get(part.call_id, {}), part)
+        widget.set_result(said, part.output, is_error=part.is_error, data=part.data)
+
+    def finish(self) -> list[Widget]:
+        """The widgets, each call still without a result shown as interrupted."""
+        for widget in self.calls.values():
+            if widget.result_summary is None:  # the process ended while it ran
+                widget.set_result("Interrupted", "", is_error=True)
+        return self.widgets
 
 
 def _head(tool: Tool | None, args: JsonObject) -> str:

@@ -30,6 +30,8 @@ NEWLINE_KEYS = ("shift+enter", "ctrl+j", "alt+enter", "ctrl+enter")
 #: ``/command ARG`` being typed: the argument is completed from the command's choices.
 ARGUMENT = re.compile(r"/(\w+) (\S*)$")
 SCROLL_KEYS = ("pageup", "pagedown")
+#: Keys the completion menu takes while it is open.
+MENU_KEYS = ("up", "down", "tab", "enter", "escape")
 #: A paste with more lines or characters than these is collapsed to a label in the input.
 PASTE_LINES = 10
 PASTE_CHARS = 1000
@@ -92,51 +94,55 @@ class PromptInput(TextArea):
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
         box = self.box
-        if box is not None and box.menu_open and key in ("up", "down", "tab", "enter", "escape"):
+        if box is not None and box.menu_open and key in MENU_KEYS:
             self._stop(event)
-            if key == "up":
-                box.menu.action_cursor_up()
-            elif key == "down":
-                box.menu.action_cursor_down()
-            elif key == "escape":
-                box.close_menu()
-            else:
-                runs = box.completion is not None and box.completion.submit
-                value = box.accept_completion()
-                if key == "enter" and value is not None and (runs or _runs_at_once(value)):
-                    self.submit()
-            return
-        if key in SCROLL_KEYS and self.scroll_target is not None:
+            self._menu_key(box, key)
+        elif key in SCROLL_KEYS and self.scroll_target is not None:
             self._stop(event)
             if key == "pageup":
                 self.scroll_target.scroll_page_up()
             else:
                 self.scroll_target.scroll_page_down()
-            return
-        if key in NEWLINE_KEYS:
+        elif key in NEWLINE_KEYS:
             self._stop(event)
             self.insert("\n")
-            return
-        if key == "enter":
+        elif key == "enter":
             self._stop(event)
             self.submit()
-            return
+        else:
+            self._browse_history(key, event)
+
+    def _menu_key(self, box: PromptBox, key: str) -> None:
+        """Up and down move in the completion menu, escape closes it; tab and enter take
+        the choice (enter also sends a command that runs at once)."""
+        if key == "up":
+            box.menu.action_cursor_up()
+        elif key == "down":
+            box.menu.action_cursor_down()
+        elif key == "escape":
+            box.close_menu()
+        else:
+            runs = box.completion is not None and box.completion.submit
+            value = box.accept_completion()
+            if key == "enter" and value is not None and (runs or _runs_at_once(value)):
+                self.submit()
+
+    def _browse_history(self, key: str, event: events.Key) -> None:
+        """Up on the first line shows the prompt sent before, down on the last line the one
+        after (the draft after the newest); elsewhere they move the cursor."""
         if key == "up" and self.cursor_location[0] == 0:
-            previous = self.prompt_history.previous(self.text)
-            if previous is not None:
-                self._stop(event)
-                self.set_text(previous)
-            return
-        if (
+            shown = self.prompt_history.previous(self.text)
+        elif (
             key == "down"
             and self.cursor_location[0] == self.document.line_count - 1
             and self.prompt_history.browsing
         ):
-            following = self.prompt_history.next()
-            if following is not None:
-                self._stop(event)
-                self.set_text(following)
+            shown = self.prompt_history.next()
+        else:
             return
+        if shown is not None:
+            self._stop(event)
+            self.set_text(shown)
 
     async def _on_paste(self, event: events.Paste) -> None:
         """A large paste goes in as a one-line label (TextArea inserts a small one)."""
