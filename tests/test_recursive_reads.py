@@ -39,6 +39,11 @@ def tree(tmp_path: Path) -> Path:
         "cd cfg && cat .env.local", "cd $PWD/cfg; grep x .env.local",
         "grep -r -- x cfg", "grep -r -e x -- cfg", "grep -r --regexp=x cfg", "grep -rex cfg",
         "grep -r --file pats cfg",
+        # git grep's option values are not folders: the whole project is searched.
+        "git grep --untracked -e sk-", "git grep --untracked -ie sk-", "git grep --untracked -esk-",
+        "git grep --untracked --regexp sk-", "git grep --untracked -f pats", "git grep --untracked -A 3 x",
+        "git grep --untracked --max-depth 3 x", "git grep --untracked -e a --and \\( -e b \\) cfg",
+        "git grep --untracked -e x -- cfg", "git grep --no-index -e x",
     ],
 )  # fmt: skip
 def test_commands_that_read_a_guarded_file_ask(tree: Path, command: str) -> None:
@@ -53,6 +58,9 @@ def test_commands_that_read_a_guarded_file_ask(tree: Path, command: str) -> None
         "tar cf out.tar src", "tar tf out.tar", "cp -r src ../copy", "cp -r src cfg", "ls -R", "git grep x",
         "zip out.zip src/app.py", "cat cfg/.env.example", 'cat "$PWD/src/app.py"', "git diff --text", "cd src && cat app.py",
         "grep -r -- -x src", "grep -r --regexp x src", "grep -rex src", "grep -r --exclude-dir cfg --exclude '*env' x .",
+        "git grep --untracked -e x src", "git grep --untracked -A 3 x src", "git grep --untracked -e x -- src",
+        "git grep --untracked x -- src", "git grep --untracked -e a --or \\( -e b \\) src",
+        "git grep --untracked --max-depth=3 -e x src",
     ],
 )  # fmt: skip
 def test_commands_that_read_no_guarded_file_are_allowed(tree: Path, command: str) -> None:

@@ -209,10 +209,50 @@ def _git(args: list[str]) -> list[FolderRead]:
     subcommand, rest = _git_subcommand(args)
     if subcommand not in ("grep", "diff") or not _reads_untracked(subcommand, rest):
         return []
-    operands = [w for w in rest if not w.startswith("-")]
-    if subcommand == "grep" and not any(w in ("-e", "-f") or w.startswith("--and") for w in rest):
-        operands = operands[1:]  # the pattern
+    operands = _git_grep_paths(rest) if subcommand == "grep" else [w for w in rest if not w.startswith("-")]
     return [FolderRead(folder) for folder in operands or ["."]]
+
+
+#: ``git grep``'s short options whose value is the rest of the bundle or the next word.
+_GIT_GREP_VALUE_SHORT = "efABCm"
+#: ``git grep``'s long options whose value may be the next word.
+_GIT_GREP_VALUE_LONG = (
+    "--regexp",
+    "--file",
+    "--after-context",
+    "--before-context",
+    "--context",
+    "--max-count",
+    "--max-depth",
+    "--threads",
+    "--parent-basename",
+)
+
+
+def _git_grep_paths(rest: list[str]) -> list[str]:
+    """The paths ``git grep`` searches: its words that are neither options, option values,
+    the ``( )`` of ``--and``/``--or`` expressions nor the pattern (the first operand, unless
+    ``-e``/``-f`` gave it); everything after ``--``."""
+    operands: list[str] = []
+    pattern_given = False
+    words = iter(rest)
+    for word in words:
+        if word == "--":
+            return (operands if pattern_given else operands[1:]) + list(words)
+        if word.startswith("--"):
+            option = next((o for o in _GIT_GREP_VALUE_LONG if long_option(word, o, 5)), "")
+            if option and "=" not in word:
+                next(words, None)
+            pattern_given = pattern_given or option in ("--regexp", "--file")
+        elif letters := _short_flags(word):
+            position = next((i for i, letter in enumerate(letters) if letter in _GIT_GREP_VALUE_SHORT), -1)
+            if position >= 0:
+                pattern_given = pattern_given or letters[position] in "ef"
+                if position == len(letters) - 1:
+                    next(words, None)
+        elif word not in ("(", ")"):
+            operands.append(word)
+    return operands if pattern_given else operands[1:]
 
 
 def _git_subcommand(args: list[str]) -> tuple[str, list[str]]:
