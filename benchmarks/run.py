@@ -212,7 +212,7 @@ def tui(seconds: float, idle: float) -> None:
     p50, worst = stream["p50_ms"], stream["max_ms"]
     row(
         "TUI key latency while streaming",
-        f"p50 {p50:.1f} ms, max {worst:.1f} ms ({stream['keys']:.0f} keys)",
+        f"p50 {p50:.2f} ms, max {worst:.1f} ms ({stream['keys']:.0f} keys)",
         "< 50 ms",
         worst < 50 and bool(stream["complete"]),
     )

@@ -4,6 +4,7 @@ reads the events' fields (``summary``, ``usage``, ``todos``...) and computes not
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable
 
 from etcode.contract import events as ev
 from etcode.ui.tui.widgets.conversation import Conversation
@@ -33,6 +34,7 @@ class EventFeed:
         #: ``✻ Working…`` above the input (set by the app); None: not shown.
         self.working: WorkingLine | None = None
         self._running: dict[str, ToolMessage] = {}  # tool calls not finished yet
+        self._show_bound: Callable[[ev.Event], Awaitable[None]] = self._show
 
     def tick(self, frame: int) -> None:
         """A spinner frame (the status bar's timer, only while busy): elapsed times."""
@@ -55,78 +57,83 @@ class EventFeed:
             self.working.stop()
             self._running.clear()
 
-    @functools.singledispatchmethod
     async def handle(self, event: ev.Event) -> None:
-        """Show one event on its widget: one method per event class below (registered by
-        the type of its argument); events the TUI does not show end here."""
+        """Show one event on its widget."""
+        await self._show_bound(event)
 
-    @handle.register
+    @functools.singledispatchmethod
+    async def _show(self, event: ev.Event) -> None:
+        """One method per event class below (registered by the type of its argument); events
+        the TUI does not show end here. Bound once (``_show_bound``): on Python 3.11 each
+        lookup of a ``singledispatchmethod`` builds its wrapper anew."""
+
+    @_show.register
     async def _text(self, event: ev.TextDeltaEvent) -> None:
         self._count(event.text)
         await self.conversation.append_text(event.text)
 
-    @handle.register
+    @_show.register
     async def _reasoning(self, event: ev.ReasoningDeltaEvent) -> None:
         self._count(event.text)
         await self.conversation.append_reasoning(event.text)
 
-    @handle.register
+    @_show.register
     async def _tool_started(self, event: ev.ToolCallStart) -> None:
         self._count(event.params)
         widget = await self.conversation.tool_started(event.call_id, event.name, event.summary, event.params)
         self._running[event.call_id] = widget
 
-    @handle.register
+    @_show.register
     async def _tool_progress(self, event: ev.ToolProgress) -> None:
         running = self._running.get(event.call_id) or self.conversation.tools.get(event.call_id)
         if running is not None:
             running.add_output(event.text)
 
-    @handle.register
+    @_show.register
     async def _tool_finished(self, event: ev.ToolResultEvent) -> None:
         await self.conversation.tool_finished(
             event.call_id, event.name, event.summary, event.output, is_error=event.is_error, data=event.data
         )
 
-    @handle.register
+    @_show.register
     async def _todos(self, event: ev.TodoUpdate) -> None:
         self.todos.set_todos(event.todos)
 
-    @handle.register
+    @_show.register
     async def _session_start(self, event: ev.SessionStart) -> None:
         self.status.update_info(model=event.model, agent=event.agent)
 
-    @handle.register
+    @_show.register
     async def _step_finished(self, event: ev.StepFinish) -> None:
         if self.working is not None:
             self.working.step_finished(int(event.usage.get("output_tokens") or 0))
         if not self.has_usage_events:
             self.status.update_info(context_tokens=context_of_usage(event.usage))
 
-    @handle.register
+    @_show.register
     async def _retry(self, event: ev.RetryEvent) -> None:
         await self.conversation.add_notice(
             f"⟳ retrying in {event.delay:.1f}s (attempt {event.attempt}): {event.reason}", "info"
         )
 
-    @handle.register
+    @_show.register
     async def _warning(self, event: ev.WarningEvent) -> None:
         await self.conversation.add_notice(f"warning: {event.message}", "warning")
 
-    @handle.register
+    @_show.register
     async def _error(self, event: ev.ErrorEvent) -> None:
         await self.conversation.add_notice(f"error: {event.message}", "error")
 
-    @handle.register
+    @_show.register
     async def _stopped(self, event: ev.StoppedEvent) -> None:
         await self.conversation.add_notice(event.message, "stopped")
 
-    @handle.register
+    @_show.register
     async def _done(self, event: ev.DoneEvent) -> None:
         self.last_result = event.result
         await self.conversation.end_blocks()
 
-    @handle.register
+    @_show.register
     async def _usage(self, event: ev.UsageUpdate) -> None:
         self.has_usage_events = True
         changes: dict[str, object] = {"context_tokens": event.context_tokens, "cost": event.cost}
@@ -134,7 +141,7 @@ class EventFeed:
             changes["context_limit"] = event.context_window
         self.status.update_info(**changes)
 
-    @handle.register
+    @_show.register
     async def _compaction(self, event: ev.CompactionEvent) -> None:
         notice = self.conversation.add_notice
         if event.phase == "done" and event.tokens_before:
@@ -146,7 +153,7 @@ class EventFeed:
         elif event.phase == "failed":
             await notice(f"warning: context compaction failed: {event.message}", "warning")
 
-    @handle.register
+    @_show.register
     async def _subagent(self, event: ev.SubagentEvent) -> None:
         """A subagent's tool call shows under its parent's ``Task`` block."""
         child = event.event or {}
@@ -155,14 +162,14 @@ class EventFeed:
             name, summary = child.get("name", ""), child.get("summary", "")
             widget.set_progress(f"{name} ({summary})" if summary else name)
 
-    @handle.register
+    @_show.register
     async def _workflow_phase(self, event: ev.WorkflowPhase) -> None:
         label = {"executing": f"Executing [{event.todo_id}]", "verified": "Verdict"}.get(
             event.phase, event.phase.capitalize()
         )
         await self.conversation.add_notice(f"◆ {label}: {event.message}" if event.message else f"◆ {label}")
 
-    @handle.register
+    @_show.register
     async def _verification(self, event: ev.VerificationResult) -> None:
         verdict = "✔ verified" if event.all_completed and event.user_needs_satisfied else "✘ not yet"
         await self.conversation.add_notice(f"{verdict}: {event.overall_feedback}", "info")
