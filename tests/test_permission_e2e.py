@@ -113,3 +113,29 @@ def test_read_rules_hold_for_grep_and_cat_of_env_in_plan_mode(project: Path, llm
     assert proc.returncode == 0, proc.stderr
     sent = tool_results(llm)
     assert "very-secret-value" not in sent and "launch code" not in sent
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git grep -O'touch pwned' -e needle",
+        "git grep --open-files-in-pager='touch pwned' -e needle",
+        "git grep --open='touch pwned' -e needle",
+        "git grep -iO'touch pwned' -e needle",
+    ],
+)
+def test_git_grep_allowed_does_not_allow_the_pager_it_runs(project: Path, llm: FakeLLM, command: str) -> None:
+    """``git grep -O<pager>`` runs the pager, a shell line, on the files it finds: an allow
+    rule for ``git grep *`` does not cover the ``touch`` inside (it is asked, and etcode run
+    cannot ask)."""
+    import subprocess
+
+    write_config(project, llm, permission={"bash": {"*": "ask", "git grep *": "allow"}})
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True, timeout=30)
+    (project / "a.txt").write_text("needle\n", encoding="utf-8")
+    subprocess.run(["git", "add", "a.txt"], cwd=project, check=True, timeout=30)
+    llm.script(Reply(calls=[Call("Bash", {"command": command})]), Reply(text="done"))
+    proc = etcode("run", "--trust", "search", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert not (project / "pwned").exists()
+    assert "etcode run is non-interactive" in tool_results(llm)

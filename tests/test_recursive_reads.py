@@ -44,6 +44,7 @@ def tree(tmp_path: Path) -> Path:
         "git grep --untracked --regexp sk-", "git grep --untracked -f pats", "git grep --untracked -A 3 x",
         "git grep --untracked --max-depth 3 x", "git grep --untracked -e a --and \\( -e b \\) cfg",
         "git grep --untracked -e x -- cfg", "git grep --no-index -e x",
+        "git grep --untracked -e = '-Osort -m' cfg src", "git grep --untracked -e sk- -Ovim cfg src",
     ],
 )  # fmt: skip
 def test_commands_that_read_a_guarded_file_ask(tree: Path, command: str) -> None:

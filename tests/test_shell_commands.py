@@ -58,6 +58,8 @@ decision = command_decision
         ("timeout 5 rm a", ["timeout 5 rm a", "rm a"]),
         ("find . -exec rm {} +", ["find . -exec rm {} +", "rm {}"]),
         ("rg --pre rm needle e", ["rg --pre rm needle e", "rm"]),
+        ("git grep -O'rm x' -e y", ["git grep -Orm x -e y", "rm x"]),
+        ("git grep --open-files-in-pager=rm -e y", ["git grep --open-files-in-pager=rm -e y", "rm"]),
         ("trap 'rm t' EXIT", ["trap rm t EXIT", "rm t"]),
         ("f() { rm c; }; f", ["rm c", "f"]),
         ("bash <<< 'rm h'", ["bash", "rm h"]),

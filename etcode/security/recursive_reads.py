@@ -245,6 +245,7 @@ def _git_grep_paths(rest: list[str]) -> list[str]:
                 next(words, None)
             pattern_given = pattern_given or option in ("--regexp", "--file")
         elif letters := _short_flags(word):
+            letters = letters.split("O", 1)[0]  # -O<pager>: the rest of the word is its pager
             position = next((i for i, letter in enumerate(letters) if letter in _GIT_GREP_VALUE_SHORT), -1)
             if position >= 0:
                 pattern_given = pattern_given or letters[position] in "ef"

@@ -468,6 +468,9 @@ class _Reader:
             for program in _rg_preprocessors(words):
                 self._nested([program], node, depth)
             return
+        if name == "git":
+            for pager in _git_grep_pagers(words):
+                self._shell_string([pager], depth, "git grep -O")
         inner = _unwrap(name, words)
         if inner:
             self._nested(inner, node, depth)
@@ -690,6 +693,26 @@ def _rg_preprocessors(words: list[Word]) -> list[Word]:
             found.append(words[index + 1])
         elif word.text.startswith("--pre="):
             found.append(Word(word.text.split("=", 1)[1], word.literal))
+    return found
+
+
+def _git_grep_pagers(words: list[Word]) -> list[Word]:
+    """``git grep -O<pager>`` / ``--open-files-in-pager=<pager>`` (any abbreviation): git runs
+    the pager, a shell line, on the files found. (``-O`` alone runs the user's own pager.)"""
+    texts = [word.text for word in words[1:]]
+    if "grep" not in texts:
+        return []
+    found: list[Word] = []
+    for word in words[texts.index("grep") + 2 :]:
+        if word.text == "--":
+            break
+        name, equals, value = word.text.partition("=")
+        if equals and len(name) >= 3 and "--open-files-in-pager".startswith(name) and value:
+            found.append(Word(value, word.literal))
+        elif word.text.startswith("-") and not word.text.startswith("--") and "O" in word.text[1:]:
+            pager = word.text[1:].split("O", 1)[1]
+            if pager:
+                found.append(Word(pager, word.literal))
     return found
 
 
