@@ -111,7 +111,7 @@ class Agent:
     (in the config you pass in ``config=`` or, without one, the files of ``directory``) —
     a ``baseURL`` that would receive your key, an MCP command, a plugin, instructions outside
     the project… (``etcode.trust.project``) — are refused with
-    :class:`~etcode.trust.project.UntrustedConfigError` naming each setting, before anything
+    :class:`~etcode.config.trust.UntrustedConfigError` naming each setting, before anything
     is started or sent, unless the file's current version was approved. ``trust=True``
     approves them and remembers it until the file changes (``etcode run --trust``);
     ``trust=None`` skips the check (for a caller that asked the user itself).

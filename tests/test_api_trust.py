@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from etcode import Agent
-from etcode.trust.project import UntrustedConfigError
+from etcode.config.trust import UntrustedConfigError
 from tests.fake_llm import FakeLLM, Reply
 from tests.project_support import USER_KEY, git_init, write_user_provider
 

@@ -14,9 +14,9 @@ import pytest
 
 from etcode.config.loader import load_config
 from etcode.config.raw import drop_keys
+from etcode.config.trust import UntrustedConfigError
 from etcode.trust.project import (
     TrustStore,
-    UntrustedConfigError,
     config_findings,
     exclusions,
     trust_files,
@@ -461,3 +461,25 @@ def test_shell_env_and_sandbox_settings_that_hand_over_secrets_or_commands(repo:
         "shell": {"env": {"include": ["LANG"], "set": {"CI": "1", "NODE_ENV": "test"}}},
         "sandbox": {"mode": "workspace-write", "writable": ["build"]},
     }
+
+
+@pytest.mark.parametrize("change", ["edited", "deleted"])
+def test_approving_trusts_the_version_the_user_was_shown(repo: Path, tmp_path: Path, change: str) -> None:
+    """The files changed between the check and the user's yes: the version shown is what is
+    remembered, so a file edited meanwhile is asked about again, and one deleted meanwhile
+    is no error."""
+    write(config_dir() / "etcode.json", {"permission": {"bash": {"*": "ask"}}})
+    agent_file = repo / ".etcode" / "agent" / "build.md"
+    agent_file.parent.mkdir(parents=True)
+    agent_file.write_text('---\npermission:\n  bash:\n    "ls *": allow\n---\nBuild.\n', encoding="utf-8")
+    config = load_config(repo, repo)
+    shown = untrusted(config, TrustStore(tmp_path / "trust.json"))
+    assert [f.file for f in shown] == [agent_file]
+    if change == "edited":
+        agent_file.write_text('---\npermission:\n  bash:\n    "*": allow\n---\nBuild.\n', encoding="utf-8")
+    else:
+        agent_file.unlink()
+    trust_files(config, shown, TrustStore(tmp_path / "trust.json"))
+    if change == "edited":
+        found = untrusted(load_config(repo, repo), TrustStore(tmp_path / "trust.json"))
+        assert [f.key for f in found] == ['agent.build.permission.bash."*"']

@@ -23,7 +23,8 @@ from acp.schema import (
 )
 
 from etcode.acp.permission import TurnCancelled, ask_editor
-from etcode.trust.project import Finding, describe, trust_files
+from etcode.config.trust import Finding, describe
+from etcode.trust.project import trust_files
 from etcode.util.errors import EtcodeError
 from etcode.util.ids import new_id
 

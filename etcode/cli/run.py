@@ -192,7 +192,8 @@ async def _run_agent(
 
 def _check_trust(config: Config, options: RunOptions) -> None:
     """A project config's risky settings need ``--trust`` (remembered) or ``--yes`` (this run)."""
-    from etcode.trust.project import describe, require_trust
+    from etcode.config.trust import describe
+    from etcode.trust.project import require_trust
 
     found = require_trust(config, trust=options.trust, allow=options.yes)
     if found:

@@ -249,7 +249,8 @@ def load_config(
 ) -> Config:
     """Load and merge every layer for ``directory`` inside ``worktree``.
 
-    ``without``: per file (as in ``Config.files``), places left out before substitution
+    ``without``: per file (a config file of ``Config.files`` or a project's markdown agent,
+    as ``trust/agent_files.trust_layers`` lists them), places left out before substitution
     (the settings of a project file the user did not trust; see ``trust/project.py``).
     """
     env = os.environ if env is None else env

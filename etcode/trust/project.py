@@ -35,13 +35,13 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from etcode.config.loader import substitute
 from etcode.config.raw import ConfigFile, Loc
 from etcode.config.schema import key_path
+from etcode.config.trust import Finding, UntrustedConfigError, join_names
 from etcode.provider.spec import KNOWN_PROVIDERS, known_base_url
 from etcode.trust.agent_files import trust_layers
 from etcode.util.errors import ConfigError
@@ -75,22 +75,6 @@ GUARDED: dict[str, str] = {
     "private_network": "WebFetch to localhost and the local network",
     "sandbox": "commands outside the sandbox",
 }
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One risky setting: where it is and why it matters."""
-
-    file: Path
-    #: Where it sits in the file's data; this is what is left out when it is not trusted.
-    loc: Loc
-    #: The setting as a user reads it: ``provider.anthropic.baseURL``, ``mcp.foo``.
-    key: str
-    #: What it does: ``sends ANTHROPIC_API_KEY to https://evil.example``.
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.key} {self.reason}"
 
 
 # ---- detection --------------------------------------------------------------------------
@@ -141,11 +125,6 @@ def _secrets(value: JsonValue, file: ConfigFile) -> list[str]:
     return found
 
 
-def _join(items: Sequence[str]) -> str:
-    items = list(dict.fromkeys(items))
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 class _Scan:
     """Findings of one project file; ``seen`` marks the places a rule has judged."""
 
@@ -157,7 +136,7 @@ class _Scan:
         self.seen: set[Loc] = set()
 
     def add(self, loc: Loc, key: str, reason: str) -> None:
-        self.findings.append(Finding(self.file.path, loc, key, reason))
+        self.findings.append(Finding(self.file.path, loc, key, reason, self.file.sha256))
         self.seen.add(loc)
 
     def covered(self, loc: Loc) -> bool:
@@ -195,7 +174,7 @@ class _Scan:
                 break
         known = KNOWN_PROVIDERS.get(provider_id)
         names = [name for name in (known.key_env if known else ()) if self.env.get(name)]
-        return _join(names) if names else None
+        return join_names(names) if names else None
 
     def _non_empty(self, value: JsonValue, file: ConfigFile) -> bool:
         """Does ``value`` substitute to a non-empty string (a key that is used as it is)?"""
@@ -224,7 +203,7 @@ class _Scan:
         if sent:
             setting = next(iter(sent))
             everything = [item for items in sent.values() for item in items]
-            self.add(loc, f"provider.{provider_id}.{setting}", f"sends {_join(everything)} to {url}")
+            self.add(loc, f"provider.{provider_id}.{setting}", f"sends {join_names(everything)} to {url}")
 
     def _user_key_sent(self, provider_id: str, entry: JsonObject, project_url: bool) -> list[str]:
         """The user's own key, when the project's ``baseURL`` would receive it."""
@@ -262,7 +241,7 @@ class _Scan:
                 environment = entry.get("environment")
                 values = environment.values() if isinstance(environment, dict) else ()
                 env_secrets = [s for value in values for s in _secrets(value, self.file)]
-                extra = f" with {_join(env_secrets)}" if env_secrets else ""
+                extra = f" with {join_names(env_secrets)}" if env_secrets else ""
                 self.add(loc, f"mcp.{name}", f"runs `{' '.join(str(c) for c in command)}`{extra}")
                 continue
             headers = entry.get("headers")
@@ -273,7 +252,7 @@ class _Scan:
             ]
             self.seen.add((*loc, "headers"))
             if sent:
-                self.add(loc, f"mcp.{name}", f"sends {_join(sent)} to {entry.get('url')}")
+                self.add(loc, f"mcp.{name}", f"sends {join_names(sent)} to {entry.get('url')}")
 
     def plugins(self) -> None:
         plugins = self.file.raw.get("plugin")
@@ -361,7 +340,9 @@ class _Scan:
                 continue
             if allows(rule):
                 self.add(
-                    (*loc, permission), key_path((*loc, permission)), f"allows {_join(what)} without asking"
+                    (*loc, permission),
+                    key_path((*loc, permission)),
+                    f"allows {join_names(what)} without asking",
                 )
             for pattern, action in rule.items() if isinstance(rule, dict) else ():
                 if allows(action):
@@ -369,7 +350,7 @@ class _Scan:
                     self.add(
                         place,
                         f'{key_path((*loc, permission))}."{pattern}"',
-                        f"allows {_join(what)} without asking",
+                        f"allows {join_names(what)} without asking",
                     )
 
     def loosened(self, layers: Layers) -> None:
@@ -451,7 +432,7 @@ class _Scan:
         else:
             secrets = _secrets(value, self.file)
             if secrets:
-                self.add(loc, key_path(loc), f"reads {_join(secrets)} into the configuration")
+                self.add(loc, key_path(loc), f"reads {join_names(secrets)} into the configuration")
 
 
 def _entries(file: ConfigFile, provider_id: str) -> list[JsonObject]:
@@ -578,10 +559,10 @@ def untrusted(
 
 
 def trust_files(config: Config, findings: Sequence[Finding], store: TrustStore | None = None) -> None:
-    """Approve the current version of every file that has one of ``findings``."""
-    digests = {file.path: file.sha256 for file in trust_layers(config)}
+    """Approve every file that has one of ``findings``, in the version they were found in
+    (the one the user was shown; a file changed since then is asked about again)."""
     _mark_trusted(config)
-    (store or TrustStore()).trust((path, digests[path]) for path in dict.fromkeys(f.file for f in findings))
+    (store or TrustStore()).trust(dict.fromkeys((f.file, f.sha256) for f in findings))
 
 
 def _mark_trusted(config: Config) -> None:
@@ -601,25 +582,6 @@ def exclusions(findings: Sequence[Finding]) -> dict[Path, list[Loc]]:
 
 
 # ---- messages ---------------------------------------------------------------------------
-
-
-def describe(findings: Sequence[Finding]) -> list[str]:
-    """Lines per file: ``<file>:`` then ``  - <setting> <what it does>``."""
-    lines: list[str] = []
-    for path in dict.fromkeys(f.file for f in findings):
-        lines.append(f"{path}:")
-        lines.extend(f"  - {f}" for f in findings if f.file == path)
-    return lines
-
-
-class UntrustedConfigError(ConfigError):
-    """A project file's risky settings were not approved (exit code 1)."""
-
-    def __init__(self, findings: Sequence[Finding], how: str) -> None:
-        self.findings = list(findings)
-        files = list(dict.fromkeys(str(f.file) for f in findings))
-        head = f"untrusted project config {_join(files)}: it would send your keys elsewhere or run programs"
-        super().__init__("\n".join([head, *describe(findings), how]))
 
 
 RUN_HINT = (

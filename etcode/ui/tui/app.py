@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from etcode.config.raw import Loc
     from etcode.config.schema import Config
-    from etcode.trust.project import Finding
+    from etcode.config.trust import Finding
 
 QUIT_WINDOW = 2.0  # seconds between the two Ctrl+C presses
 REQUEST_HEADSTART = 0.02  # seconds a turn's request gets to go out before the heap is tidied

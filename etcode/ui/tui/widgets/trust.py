@@ -23,7 +23,7 @@ from textual.widgets import Button, Static
 from etcode.ui.tui.widgets.guard import GuardedModal
 
 if TYPE_CHECKING:
-    from etcode.trust.project import Finding
+    from etcode.config.trust import Finding
 
 TrustAnswer = Literal["trust", "without", "quit"]
 #: The answer of each button (by its id).
@@ -74,7 +74,7 @@ class TrustScreen(GuardedModal[TrustAnswer]):
         self.findings = list(findings)
 
     def compose(self) -> ComposeResult:
-        from etcode.trust.project import describe
+        from etcode.config.trust import describe
 
         with Vertical(id="trust-dialog"):
             yield Static(Text("Trust this project's etcode.json?", style="bold"), id="trust-title")
