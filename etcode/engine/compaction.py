@@ -190,29 +190,17 @@ def split_history(
     if not messages:
         return [], []
     valid = _boundaries(messages)
-    est = estimator
     pin = newest_user_index(messages)
     if pin is None:  # no message of the user's (only notes): keep the latest steps that fit
-        cut = _fitting(messages, 0, budget_tokens, est, valid)
-        if cut == 0:
-            cut = next((i for i in valid if i > 0), len(messages))
-        return messages[:cut], messages[cut:]
-    rest = None if budget_tokens is None else budget_tokens - est.message(messages[pin])
-    steps = _fitting(messages, pin + 1, rest, est, valid)
+        return _split_latest_steps(messages, budget_tokens, estimator, valid)
+    rest = None if budget_tokens is None else budget_tokens - estimator.message(messages[pin])
+    steps = _fitting(messages, pin + 1, rest, estimator, valid)
     if steps == pin + 1:  # the whole newest turn fits: add earlier whole turns that fit
-        cut, used, turns = pin, est.messages(messages[pin:]), 1
-        for start in reversed([i for i in range(pin) if messages[i].role == "user"]):
-            if turns >= keep_turns:
-                break
-            size = est.messages(messages[start:cut])
-            if budget_tokens is not None and used + size > budget_tokens:
-                break
-            cut, used, turns = start, used + size, turns + 1
-        if cut > 0:
-            return messages[:cut], messages[cut:]
-        # Everything fits: make room by summarising the oldest turn, or the first step of
-        # a single turn when it has more than one.
-        cut = next((i for i in range(1, pin + 1) if messages[i].role == "user"), pin)
+        cut = _whole_turns_start(messages, pin, keep_turns, budget_tokens, estimator)
+        if cut == 0:
+            # Everything fits: make room by summarising the oldest turn, or the first step
+            # of a single turn when it has more than one.
+            cut = next((i for i in range(1, pin + 1) if messages[i].role == "user"), pin)
         if cut > 0:
             return messages[:cut], messages[cut:]
         second = [i for i in valid if i > pin + 1]
@@ -220,6 +208,33 @@ def split_history(
             return [], list(messages)
         steps = second[0]
     return [*messages[:pin], *messages[pin + 1 : steps]], [messages[pin], *messages[steps:]]
+
+
+def _split_latest_steps(
+    messages: list[Message], budget: int | None, est: TokenEstimator, valid: list[int]
+) -> tuple[list[Message], list[Message]]:
+    """(older, tail) of a history without a user message: the tail is the latest steps
+    that fit ``budget``, at least the last one, and never the whole history."""
+    cut = _fitting(messages, 0, budget, est, valid)
+    if cut == 0:
+        cut = next((i for i in valid if i > 0), len(messages))
+    return messages[:cut], messages[cut:]
+
+
+def _whole_turns_start(
+    messages: list[Message], pin: int, keep_turns: int, budget: int | None, est: TokenEstimator
+) -> int:
+    """Where the tail starts when the newest turn (from ``pin``) fits whole: earlier whole
+    turns join it, the latest first, while they fit ``budget``, up to ``keep_turns`` in all."""
+    cut, used, turns = pin, est.messages(messages[pin:]), 1
+    for start in reversed([i for i in range(pin) if messages[i].role == "user"]):
+        if turns >= keep_turns:
+            break
+        size = est.messages(messages[start:cut])
+        if budget is not None and used + size > budget:
+            break
+        cut, used, turns = start, used + size, turns + 1
+    return cut
 
 
 def prune_outputs(messages: list[Message], min_chars: int = PRUNE_MIN_CHARS) -> tuple[list[Message], int]:
