@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from etcode.contract.results import LoopLimits
 from etcode.engine.loop import AgentLoop
 from etcode.engine.settings import LoopSettings
 from etcode.provider.errors import ProviderError
-from etcode.provider.types import Message
+from etcode.provider.types import Message, StreamEnd, TextPart, Usage
 from etcode.tools.base import ToolContext, ToolError, tool
 from etcode.tools.registry import ToolRegistry
 from tests.scripted import Answer, ScriptedProvider
@@ -299,9 +300,7 @@ class _CutProvider:
 
     id = "cut"
 
-    async def stream(self, request: object) -> Any:
-        from etcode.provider.types import StreamEnd, TextPart, Usage
-
+    async def stream(self, request: object) -> AsyncIterator[StreamEnd]:
         yield StreamEnd(Message("assistant", [TextPart("half an ans")]), Usage(10, 5), "max_tokens")
 
 
