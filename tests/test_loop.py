@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from etcode.contract.results import LoopLimits
 from etcode.engine.loop import AgentLoop
 from etcode.engine.settings import LoopSettings
 from etcode.provider.errors import ProviderError
-from etcode.provider.types import Message
+from etcode.provider.types import Message, StreamEnd, TextPart, Usage
 from etcode.tools.base import ToolContext, ToolError, tool
 from etcode.tools.registry import ToolRegistry
 from tests.scripted import Answer, ScriptedProvider
@@ -289,3 +290,70 @@ async def test_a_failing_store_is_one_warning_and_the_run_goes_on(tmp_path: Path
         loop.result is not None and loop.result.stop_reason == "end_turn" and loop.result.text == "Done: HI"
     )
     assert loop._record.recorder is None  # recording ended for the run
+
+
+# ---- the ways a run ends (each still ends with one DoneEvent) ---------------------------
+
+
+class _CutProvider:
+    """Answers once, cut off at the output limit."""
+
+    id = "cut"
+
+    async def stream(self, request: object) -> AsyncIterator[StreamEnd]:
+        yield StreamEnd(Message("assistant", [TextPart("half an ans")]), Usage(10, 5), "max_tokens")
+
+
+async def test_an_answer_cut_at_the_output_limit_stops_the_run_and_says_so(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path, _CutProvider(), max_tokens=7)
+    events = await collect(loop)
+    stopped = [e for e in events if isinstance(e, ev.StoppedEvent)]
+    assert [s.reason for s in stopped] == ["max_tokens"] and "(max_tokens 7)" in stopped[0].message
+    assert loop.result is not None and loop.result.stop_reason == "max_tokens"
+    assert [type(e) for e in events[-3:]] == [ev.StepFinish, ev.StoppedEvent, ev.DoneEvent]
+
+
+class _InterruptingWindow:
+    """A context window whose compaction check is where the user interrupts."""
+
+    auto = False
+
+    def __init__(self) -> None:
+        self.loop: AgentLoop | None = None
+
+    def needs_compaction(self, system: object, tools: object, messages: object) -> None:
+        assert self.loop is not None
+        self.loop.interrupt()
+
+
+async def test_an_interrupt_while_compacting_ends_the_run_before_the_model_is_asked(tmp_path: Path) -> None:
+    provider = ScriptedProvider(Answer("never asked"))
+    window = _InterruptingWindow()
+    loop = make_loop(tmp_path, provider, window=window)
+    window.loop = loop
+    events = await collect(loop)
+    assert provider.requests == [] and not any(isinstance(e, ev.StepStart) for e in events)
+    assert loop.result is not None and loop.result.stop_reason == "interrupted"
+    assert [type(e) for e in events[-2:]] == [ev.StoppedEvent, ev.DoneEvent]
+
+
+class _BreakingStore(_FailingStore):
+    """A recorder that breaks (not a store error) on the checkpoint that ends the run."""
+
+    async def checkpoint(self, messages: list[Message]) -> None:
+        self.calls.append(f"checkpoint {len(messages)}")
+        if sum(call.startswith("checkpoint") for call in self.calls) == 3:
+            raise RuntimeError("disk gone")
+
+
+async def test_a_failure_saving_the_end_of_the_run_is_a_warning_and_the_run_still_ends(
+    tmp_path: Path,
+) -> None:
+    store = _BreakingStore()
+    loop = make_loop(tmp_path, ScriptedProvider(Answer("Hello")), recorder=store)
+    events = await collect(loop)
+    assert store.calls == ["checkpoint 1", "step_finished 1", "checkpoint 2", "checkpoint 2"]
+    warnings = [e.message for e in events if isinstance(e, ev.WarningEvent)]
+    assert warnings == ["the last steps may not be saved: internal error: RuntimeError: disk gone"]
+    assert loop.result is not None and loop.result.stop_reason == "end_turn" and loop.result.text == "Hello"
+    assert isinstance(events[-1], ev.DoneEvent) and sum(isinstance(e, ev.DoneEvent) for e in events) == 1

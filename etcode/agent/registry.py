@@ -8,7 +8,7 @@ wins). A markdown file's YAML front matter holds the settings; its body is the p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -176,6 +176,38 @@ def settings_of(value: object) -> JsonObject:
     return {key: item for key, item in items.items() if item is not None}
 
 
+def _is_positive_int(value: JsonValue) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value >= 1
+
+
+def _is_number(value: JsonValue) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float)
+
+
+#: The settings checked after ``tools``, in order: (key, accepts the value, what was expected).
+#: A key that is absent is not checked; ``steps`` and ``temperature`` may also be null.
+_SETTING_CHECKS: tuple[tuple[str, Callable[[JsonValue], bool], str], ...] = (
+    ("permission", lambda v: isinstance(v, Mapping | str), 'an object of rules or "allow" / "ask" / "deny"'),
+    ("steps", lambda v: v is None or _is_positive_int(v), "a positive integer"),
+    ("mode", lambda v: v in MODES, '"primary", "subagent" or "all"'),
+    ("sandbox", lambda v: v in SANDBOX_MODES, '"off", "workspace-write" or "read-only"'),
+    ("temperature", lambda v: v is None or _is_number(v), "a number"),
+)
+
+
+def _tool_switches(tools: JsonValue, bad: Callable[[str, str], ConfigError]) -> dict[str, bool] | None:
+    """``tools`` as ``{name: on}``; a Claude Code style allow-list ("ReadFile, Grep" or a
+    list) allows those tools only. None when not given."""
+    if isinstance(tools, str | list):
+        names = tools.split(",") if isinstance(tools, str) else tools
+        tools = {"*": False, **{str(t).strip(): True for t in names if str(t).strip()}}
+    if tools is None:
+        return None
+    if not isinstance(tools, Mapping) or not all(isinstance(v, bool) for v in tools.values()):
+        raise bad("tools", "an object of tool names to true/false")
+    return {str(k): v for k, v in tools.items()}
+
+
 def _check(name: str, settings: JsonObject, where: str) -> JsonObject:
     def bad(key: str, expected: str) -> ConfigError:
         return ConfigError(f"{where}: agent.{name}.{key}: expected {expected}")
@@ -184,28 +216,12 @@ def _check(name: str, settings: JsonObject, where: str) -> JsonObject:
     for key in ("description", "prompt", "model"):
         if key in out and not isinstance(out[key], str):
             raise bad(key, "a string")
-    tools = out.get("tools")
-    if isinstance(tools, str | list):  # Claude Code style allow-list: "ReadFile, Grep"
-        names = tools.split(",") if isinstance(tools, str) else tools
-        tools = {"*": False, **{str(t).strip(): True for t in names if str(t).strip()}}
+    tools = _tool_switches(out.get("tools"), bad)
     if tools is not None:
-        if not isinstance(tools, Mapping) or not all(isinstance(v, bool) for v in tools.values()):
-            raise bad("tools", "an object of tool names to true/false")
-        out["tools"] = {str(k): v for k, v in tools.items()}
-    if "permission" in out and not isinstance(out["permission"], Mapping | str):
-        raise bad("permission", 'an object of rules or "allow" / "ask" / "deny"')
-    steps = out.get("steps")
-    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
-        raise bad("steps", "a positive integer")
-    if "mode" in out and out["mode"] not in MODES:
-        raise bad("mode", '"primary", "subagent" or "all"')
-    if "sandbox" in out and out["sandbox"] not in SANDBOX_MODES:
-        raise bad("sandbox", '"off", "workspace-write" or "read-only"')
-    temperature = out.get("temperature")
-    if temperature is not None and (
-        isinstance(temperature, bool) or not isinstance(temperature, int | float)
-    ):
-        raise bad("temperature", "a number")
+        out["tools"] = tools
+    for key, accepts, expected in _SETTING_CHECKS:
+        if key in out and not accepts(out[key]):
+            raise bad(key, expected)
     return out
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from etcode.provider.catalog import CatalogModel
-from etcode.provider.types import ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from etcode.provider.types import Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from etcode.session.lock import SessionLock
 from etcode.session.store import SessionInfo, SessionNotFoundError, SessionStore, StoredMessage
 from etcode.util.json_types import JsonValue
@@ -148,6 +148,32 @@ def _result_line(part: ToolResultPart) -> str:
     return f"  └ {mark}{_one_line(part.output) or 'Done'}"
 
 
+def _part_lines(part: Part, role: str, results: dict[str, ToolResultPart], shown: set[str]) -> list[str]:
+    """One part of a message as lines: a tool call with its result (noted in ``shown``), a
+    result only when its call did not show it."""
+    if isinstance(part, TextPart) and part.text.strip():
+        prefix = "> " if role == "user" else ""
+        return [prefix + line for line in part.text.rstrip().splitlines()]
+    if isinstance(part, ReasoningPart) and part.text.strip():
+        return [f"(thinking) {_one_line(part.text)}"]
+    if isinstance(part, ToolCallPart):
+        summary = _call_summary(part)
+        lines = [f"● {part.name} ({summary})" if summary else f"● {part.name}"]
+        result = results.get(part.id)
+        if result is not None:
+            lines.append(_result_line(result))
+            shown.add(part.id)
+        return lines
+    if isinstance(part, ToolResultPart) and part.call_id not in shown:
+        return [_result_line(part)]
+    return []
+
+
+def _message_lines(message: Message, results: dict[str, ToolResultPart], shown: set[str]) -> list[str]:
+    lines = [line for part in message.parts for line in _part_lines(part, message.role, results, shown)]
+    return [*lines, ""] if message.role == "user" else lines
+
+
 def transcript_lines(info: SessionInfo, messages: list[StoredMessage]) -> list[str]:
     """The transcript as plain lines (copies kept by compaction are not repeated)."""
     lines = [f"Session {info.id}: {info.title}", f"{info.directory} · {info.model} · {info.agent}", ""]
@@ -164,29 +190,10 @@ def transcript_lines(info: SessionInfo, messages: list[StoredMessage]) -> list[s
         if item.batch != batch:
             batch = item.batch
             lines += ["", "── new context batch (cleared or compacted) ──", ""]
-        if item.kind == "copy":
-            continue
-        message = item.message
         if item.kind == "summary":
-            lines += ["[summary of the earlier conversation]", message.text.strip(), ""]
-            continue
-        for part in message.parts:
-            if isinstance(part, TextPart) and part.text.strip():
-                prefix = "> " if message.role == "user" else ""
-                lines += [prefix + line for line in part.text.rstrip().splitlines()]
-            elif isinstance(part, ReasoningPart) and part.text.strip():
-                lines.append(f"(thinking) {_one_line(part.text)}")
-            elif isinstance(part, ToolCallPart):
-                summary = _call_summary(part)
-                lines.append(f"● {part.name} ({summary})" if summary else f"● {part.name}")
-                result = results.get(part.id)
-                if result is not None:
-                    lines.append(_result_line(result))
-                    shown.add(part.id)
-            elif isinstance(part, ToolResultPart) and part.call_id not in shown:
-                lines.append(_result_line(part))
-        if message.role == "user":
-            lines.append("")
+            lines += ["[summary of the earlier conversation]", item.message.text.strip(), ""]
+        elif item.kind != "copy":
+            lines += _message_lines(item.message, results, shown)
     return lines
 
 

@@ -190,29 +190,17 @@ def split_history(
     if not messages:
         return [], []
     valid = _boundaries(messages)
-    est = estimator
     pin = newest_user_index(messages)
     if pin is None:  # no message of the user's (only notes): keep the latest steps that fit
-        cut = _fitting(messages, 0, budget_tokens, est, valid)
-        if cut == 0:
-            cut = next((i for i in valid if i > 0), len(messages))
-        return messages[:cut], messages[cut:]
-    rest = None if budget_tokens is None else budget_tokens - est.message(messages[pin])
-    steps = _fitting(messages, pin + 1, rest, est, valid)
+        return _split_latest_steps(messages, budget_tokens, estimator, valid)
+    rest = None if budget_tokens is None else budget_tokens - estimator.message(messages[pin])
+    steps = _fitting(messages, pin + 1, rest, estimator, valid)
     if steps == pin + 1:  # the whole newest turn fits: add earlier whole turns that fit
-        cut, used, turns = pin, est.messages(messages[pin:]), 1
-        for start in reversed([i for i in range(pin) if messages[i].role == "user"]):
-            if turns >= keep_turns:
-                break
-            size = est.messages(messages[start:cut])
-            if budget_tokens is not None and used + size > budget_tokens:
-                break
-            cut, used, turns = start, used + size, turns + 1
-        if cut > 0:
-            return messages[:cut], messages[cut:]
-        # Everything fits: make room by summarising the oldest turn, or the first step of
-        # a single turn when it has more than one.
-        cut = next((i for i in range(1, pin + 1) if messages[i].role == "user"), pin)
+        cut = _whole_turns_start(messages, pin, keep_turns, budget_tokens, estimator)
+        if cut == 0:
+            # Everything fits: make room by summarising the oldest turn, or the first step
+            # of a single turn when it has more than one.
+            cut = next((i for i in range(1, pin + 1) if messages[i].role == "user"), pin)
         if cut > 0:
             return messages[:cut], messages[cut:]
         second = [i for i in valid if i > pin + 1]
@@ -220,6 +208,33 @@ def split_history(
             return [], list(messages)
         steps = second[0]
     return [*messages[:pin], *messages[pin + 1 : steps]], [messages[pin], *messages[steps:]]
+
+
+def _split_latest_steps(
+    messages: list[Message], budget: int | None, est: TokenEstimator, valid: list[int]
+) -> tuple[list[Message], list[Message]]:
+    """(older, tail) of a history without a user message: the tail is the latest steps
+    that fit ``budget``, at least the last one, and never the whole history."""
+    cut = _fitting(messages, 0, budget, est, valid)
+    if cut == 0:
+        cut = next((i for i in valid if i > 0), len(messages))
+    return messages[:cut], messages[cut:]
+
+
+def _whole_turns_start(
+    messages: list[Message], pin: int, keep_turns: int, budget: int | None, est: TokenEstimator
+) -> int:
+    """Where the tail starts when the newest turn (from ``pin``) fits whole: earlier whole
+    turns join it, the latest first, while they fit ``budget``, up to ``keep_turns`` in all."""
+    cut, used, turns = pin, est.messages(messages[pin:]), 1
+    for start in reversed([i for i in range(pin) if messages[i].role == "user"]):
+        if turns >= keep_turns:
+            break
+        size = est.messages(messages[start:cut])
+        if budget is not None and used + size > budget:
+            break
+        cut, used, turns = start, used + size, turns + 1
+    return cut
 
 
 def prune_outputs(messages: list[Message], min_chars: int = PRUNE_MIN_CHARS) -> tuple[list[Message], int]:
@@ -304,7 +319,6 @@ class Compactor:
         before = tokens_before if tokens_before is not None else est.request(system, tools, messages)
         carried = _unique(m for m in messages if is_announcement(m))
         work = [m for m in messages if not is_announcement(m)]
-        usable = self.budget.usable
         older, tail = self.split(work)
         if not older:  # nothing but what stays word for word
             return CompactionResult(messages, reason, before, before)
@@ -313,25 +327,86 @@ class Compactor:
         split = position[id(older[-1])] > position[id(tail[0])]
         pruned_older, pruned = prune_outputs(older)
 
-        if reason != "manual" and pruned and self.budget.limit is not None:
-            replaced = {id(m): p for m, p in zip(older, pruned_older, strict=True)}
-            candidate = [*carried, *(replaced.get(id(m), m) for m in work)]
-            after = est.request(system, tools, candidate)
-            if after <= self.budget.limit * PRUNE_TARGET:
-                return CompactionResult(candidate, reason, before, after, pruned=pruned)
+        if reason != "manual" and pruned:
+            lighter = self._pruned_only(carried, work, older, pruned_older, system, tools)
+            if lighter is not None:
+                batch, after = lighter
+                return CompactionResult(batch, reason, before, after, pruned=pruned)
 
-        # The summary request must fit too: its answer comes out of the reserve, so its input
-        # gets the usable window (large outputs pruned, then the oldest messages dropped).
-        # The kept messages are not in it; where the newest one was, a note says so.
+        # Where the newest message was among the older ones (a note says so in the request).
         at = sum(1 for m in older if position[id(m)] < position[id(tail[0])]) if split else len(older)
+        source = self._summary_source(older, pruned_older, at, split, system, tools)
+        max_tokens = self._summary_max_tokens([*carried, *tail], system, tools)
+        summary, usage = await self._summary_or_outline(
+            provider, model, system, tools, source, max_tokens, older
+        )
+        batch = _new_batch(carried, tail, summary, split)
+        after = est.request(system, tools, batch)
+        return CompactionResult(
+            batch, reason, before, after, summarized=len(older), pruned=pruned, summary=summary, usage=usage
+        )
+
+    def _pruned_only(
+        self,
+        carried: list[Message],
+        work: list[Message],
+        older: list[Message],
+        pruned_older: list[Message],
+        system: list[str],
+        tools: list[ToolSchema],
+    ) -> tuple[list[Message], int] | None:
+        """(batch, its request's tokens) with only the older messages' large outputs pruned,
+        when that alone brings the request under ``PRUNE_TARGET`` of the window."""
+        if self.budget.limit is None:
+            return None
+        replaced = {id(m): p for m, p in zip(older, pruned_older, strict=True)}
+        candidate = [*carried, *(replaced.get(id(m), m) for m in work)]
+        after = self.estimator.request(system, tools, candidate)
+        return (candidate, after) if after <= self.budget.limit * PRUNE_TARGET else None
+
+    def _summary_source(
+        self,
+        older: list[Message],
+        pruned_older: list[Message],
+        at: int,
+        split: bool,
+        system: list[str],
+        tools: list[ToolSchema],
+    ) -> list[Message]:
+        """What the summary request carries. It must fit too: its answer comes out of the
+        reserve, so its input gets the usable window (large outputs pruned, then the oldest
+        messages dropped). The kept messages are not in it; where the newest one was, a note
+        says so."""
+        est = self.estimator
+        usable = self.budget.usable
         source = _with_note(older, at, split)
         instruction = est.text(summary_instruction())
         if usable is not None and est.request(system, tools, source) + instruction > usable:
             source = _fit(_with_note(pruned_older, at, split), usable - instruction, est, system, tools)
+        return source
+
+    def _summary_max_tokens(self, kept: list[Message], system: list[str], tools: list[ToolSchema]) -> int:
+        """How long the summary may be: within the reserve, leaving room for the ``kept``
+        messages in the usable window."""
+        usable = self.budget.usable
         max_tokens = min(self.budget.reserve or SUMMARY_MAX_TOKENS, SUMMARY_MAX_TOKENS)
-        if usable is not None:  # the summary must leave room for the kept messages
-            room = usable - est.request(system, tools, [*carried, *tail]) - SUMMARY_FRAMING
+        if usable is not None:
+            room = usable - self.estimator.request(system, tools, kept) - SUMMARY_FRAMING
             max_tokens = min(max_tokens, max(room, SUMMARY_MIN_TOKENS))
+        return max_tokens
+
+    async def _summary_or_outline(
+        self,
+        provider: Provider,
+        model: str,
+        system: list[str],
+        tools: list[ToolSchema],
+        source: list[Message],
+        max_tokens: int,
+        older: list[Message],
+    ) -> tuple[str, Usage]:
+        """The model's summary of ``source``; an outline of ``older`` made without the model
+        when the request is too long or the answer is empty."""
         usage = Usage()
         try:
             summary, usage = await self._summarize(provider, model, system, tools, source, max_tokens)
@@ -339,14 +414,7 @@ class Compactor:
             summary = ""
         if not summary.strip():
             summary = fallback_summary(older)
-        if split:
-            batch = [*carried, tail[0], summary_message(summary, len(tail) > 1), *tail[1:]]
-        else:
-            batch = [*carried, summary_message(summary, bool(tail)), *tail]
-        after = est.request(system, tools, batch)
-        return CompactionResult(
-            batch, reason, before, after, summarized=len(older), pruned=pruned, summary=summary, usage=usage
-        )
+        return summary, usage
 
     async def _summarize(
         self,
@@ -378,6 +446,14 @@ class Compactor:
             return "", Usage()
         text = "".join(p.text for p in end.message.parts if isinstance(p, TextPart))
         return text, end.usage
+
+
+def _new_batch(carried: list[Message], tail: list[Message], summary: str, split: bool) -> list[Message]:
+    """The announcements, the summary and the tail; when the newest turn was split, its
+    newest message comes first, then the summary."""
+    if split:
+        return [*carried, tail[0], summary_message(summary, len(tail) > 1), *tail[1:]]
+    return [*carried, summary_message(summary, bool(tail)), *tail]
 
 
 def _with_note(older: list[Message], at: int, split: bool) -> list[Message]:

@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("etcode.loop")
 
+#: What the user is told when the run stops early.
+_STOP_MESSAGES = {"interrupted": "Interrupted by the user.", "timeout": "Stopped: time limit reached."}
+
 
 def describe_unexpected(err: BaseException) -> str:
     """One line for an exception nobody planned for (the traceback goes to --debug)."""
@@ -81,51 +84,12 @@ class AgentLoop(EventPump):
 
     # ---- the loop ----------------------------------------------------------------
     async def _produce(self) -> None:
-        stop_reason = "end_turn"
+        """The run: its steps, then its end, whatever they raise (one ``DoneEvent``)."""
         error: str | None = None
         deadline = time.monotonic() + self.settings.limits.timeout if self.settings.limits.timeout else None
         timer = self._start_timer(deadline)
         try:
-            if self.settings.interceptors:
-                await self._intercept_prompt()
-            await self._checkpoint()
-            while True:
-                if self._abort.is_set():
-                    stop_reason = "timeout" if self._timed_out(deadline) else "interrupted"
-                    break
-                if self._steps >= self.settings.limits.max_steps:
-                    stop_reason = "max_steps"
-                    self.emit(
-                        ev.StoppedEvent("max_steps", f"Stopped after {self._steps} steps (limit: max steps).")
-                    )
-                    break
-                await self._auto_compact()
-                if self._abort.is_set():
-                    continue  # interrupted while compacting
-                self._steps += 1
-                self.emit(ev.StepStart(self._steps))
-                end = await self._stream_step_compacting()
-                if end is None:  # interrupted while streaming
-                    stop_reason = "timeout" if self._timed_out(deadline) else "interrupted"
-                    break
-                self._usage.add(end.usage)
-                usage_event = await self._account(end)
-                calls = end.message.tool_calls
-                if calls:
-                    await self._checkpoint()  # a crash while tools run keeps the calls
-                    results = await self._run_capped(calls)
-                    self.messages.append(Message("tool", list(results)))
-                    if self._intercept_error is not None:
-                        raise self._intercept_error
-                self.emit(ev.StepFinish(self._steps, end.usage.to_dict(), end.stop_reason))
-                if usage_event is not None:
-                    self.emit(usage_event)
-                await self._persist()
-                if not calls:
-                    stop_reason = "max_tokens" if end.stop_reason == "max_tokens" else "end_turn"
-                    if stop_reason == "max_tokens":  # never a silent truncation
-                        self.emit(ev.StoppedEvent("max_tokens", self._cut_notice()))
-                    break
+            stop_reason = await self._run_steps(deadline)
         except ProviderError as err:
             stop_reason = "error"
             error = str(err)
@@ -138,14 +102,67 @@ class AgentLoop(EventPump):
         finally:
             if timer is not None:
                 timer.cancel()
+        await self._end_run(stop_reason, error)
+
+    async def _run_steps(self, deadline: float | None) -> str:
+        """Step until the run stops; returns the stop reason."""
+        if self.settings.interceptors:
+            await self._intercept_prompt()
+        await self._checkpoint()
+        while True:
+            stop_reason = await self._step(deadline)
+            if stop_reason is not None:
+                return stop_reason
+
+    async def _step(self, deadline: float | None) -> str | None:
+        """One step: compact if due, ask the model, run its tool calls. Returns the stop
+        reason when the run stops, None when it goes on."""
+        if self._abort.is_set():
+            return self._abort_reason(deadline)
+        if self._steps >= self.settings.limits.max_steps:
+            self.emit(ev.StoppedEvent("max_steps", f"Stopped after {self._steps} steps (limit: max steps)."))
+            return "max_steps"
+        await self._auto_compact()
+        if self._abort.is_set():
+            return None  # interrupted while compacting: the next step says why it stops
+        self._steps += 1
+        self.emit(ev.StepStart(self._steps))
+        end = await self._stream_step_compacting()
+        if end is None:  # interrupted while streaming
+            return self._abort_reason(deadline)
+        self._usage.add(end.usage)
+        usage_event = await self._account(end)
+        calls = end.message.tool_calls
+        if calls:
+            await self._run_calls(calls)
+        self.emit(ev.StepFinish(self._steps, end.usage.to_dict(), end.stop_reason))
+        if usage_event is not None:
+            self.emit(usage_event)
+        await self._persist()
+        if calls:
+            return None
+        if end.stop_reason == "max_tokens":  # never a silent truncation
+            self.emit(ev.StoppedEvent("max_tokens", self._cut_notice()))
+            return "max_tokens"
+        return "end_turn"
+
+    def _abort_reason(self, deadline: float | None) -> str:
+        return "timeout" if self._timed_out(deadline) else "interrupted"
+
+    async def _run_calls(self, calls: list[ToolCallPart]) -> None:
+        """Run the model's tool calls and add their results to the history."""
+        await self._checkpoint()  # a crash while tools run keeps the calls
+        results = await self._run_capped(calls)
+        self.messages.append(Message("tool", list(results)))
+        if self._intercept_error is not None:
+            raise self._intercept_error
+
+    async def _end_run(self, stop_reason: str, error: str | None) -> None:
+        """Save the finished steps, make the result, call ``after_turn``, emit the one
+        ``DoneEvent`` and end the stream, even when saving fails."""
         try:
             if stop_reason in ("interrupted", "timeout"):
-                message = (
-                    "Interrupted by the user."
-                    if stop_reason == "interrupted"
-                    else "Stopped: time limit reached."
-                )
-                self.emit(ev.StoppedEvent(stop_reason, message))
+                self.emit(ev.StoppedEvent(stop_reason, _STOP_MESSAGES[stop_reason]))
                 await self._persist()
             await self._checkpoint()
         except Exception as err:  # saving failed as well: say so, still end the run

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,6 +77,55 @@ def _configured_max_tokens(spec: ProviderSpec) -> int | None:
     return None
 
 
+def _chosen_store(
+    store: SessionStore | None | bool, session_id: str | None, *, continue_last: bool, fork: bool
+) -> SessionStore | None:
+    """The store the session lives in: ``True`` the default one, ``None`` the default one
+    when a session is asked for (an id, ``continue_last`` or ``fork``), ``False`` none
+    (then ``continue_last`` and ``fork`` are a ``ValueError``)."""
+    if store is False:
+        if continue_last or fork:
+            raise ValueError("continue_last and fork need a session store (store=False was given)")
+        return None
+    if store is True or (store is None and (continue_last or fork or session_id)):
+        store = SessionStore.open()
+    return store if isinstance(store, SessionStore) else None
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The stored session asked for (None: a new one), the project ``continue_last`` looked
+    in, and what the user is told."""
+
+    target: str | None
+    project: tuple[str, Path] | None
+    warnings: list[str]
+
+
+def _stored_target(
+    store: SessionStore, session_id: str | None, *, continue_last: bool, fork: bool, directory: Path | None
+) -> _Target:
+    """The session ``session_id`` names (a prefix), else with ``continue_last`` the project's
+    latest; forking needs one of them to exist."""
+    warnings: list[str] = []
+    target: str | None = None
+    project: tuple[str, Path] | None = None
+    if session_id:
+        found = store.find_session(session_id)
+        target = found.id if found else None
+        if found is None and fork:
+            raise SessionNotFoundError(f"no session {session_id} to fork (see: etcode sessions list)")
+    elif continue_last:
+        project = _project(directory)
+        latest = store.latest_session(project[0])
+        target = latest.id if latest else None
+        if latest is None:
+            warnings.append("no earlier session in this project; starting a new one")
+    if fork and target is None:
+        raise SessionNotFoundError("nothing to fork: give --session ID or use --continue with --fork")
+    return _Target(target, project, warnings)
+
+
 class AgentSession:
     """One agent's session: store (or none), id, recorder, snapshots and context window."""
 
@@ -120,35 +170,17 @@ class AgentSession:
         directory: Path | None = None,
     ) -> AgentSession:
         """Pick the store and the session id (see ``Agent`` for the rules)."""
-        if store is False:
-            if continue_last or fork:
-                raise ValueError("continue_last and fork need a session store (store=False was given)")
+        chosen = _chosen_store(store, session_id, continue_last=continue_last, fork=fork)
+        if chosen is None:
             return cls(None, session_id or new_id("ses"))
-        if store is True or (store is None and (continue_last or fork or session_id)):
-            store = SessionStore.open()
-        if not isinstance(store, SessionStore):
-            return cls(None, session_id or new_id("ses"))
-        warnings: list[str] = []
-        target: str | None = None
-        project: tuple[str, Path] | None = None
-        if session_id:
-            found = store.find_session(session_id)
-            target = found.id if found else None
-            if found is None and fork:
-                raise SessionNotFoundError(f"no session {session_id} to fork (see: etcode sessions list)")
-        elif continue_last:
-            project = _project(directory)
-            latest = store.latest_session(project[0])
-            target = latest.id if latest else None
-            if latest is None:
-                warnings.append("no earlier session in this project; starting a new one")
-        if fork and target is None:
-            raise SessionNotFoundError("nothing to fork: give --session ID or use --continue with --fork")
+        found = _stored_target(
+            chosen, session_id, continue_last=continue_last, fork=fork, directory=directory
+        )
         if fork:
-            session = cls(store, new_id("ses"), fork_from=target, warnings=warnings)
+            session = cls(chosen, new_id("ses"), fork_from=found.target, warnings=found.warnings)
         else:
-            session = cls(store, target or session_id or new_id("ses"), warnings=warnings)
-        session._project = project
+            session = cls(chosen, found.target or session_id or new_id("ses"), warnings=found.warnings)
+        session._project = found.project
         return session
 
     # ---- opening -----------------------------------------------------------------------
