@@ -78,14 +78,20 @@ def _numbered(lines: list[str], first: int) -> str:
     return "\n".join(f"{first + i:>6}\t{line}" for i, line in enumerate(lines))
 
 
-def _check_target(path: Path, shown: str) -> None:
-    """Refuse a folder, a symlink loop, a FIFO or a device."""
+def refuse_unwritable(path: Path, shown: str) -> None:
+    """Refuse a folder, and a link that cannot be written through (a loop) — WriteFile's
+    and Edit's first checks of their target."""
     if path.is_dir():
         raise ToolError(f"{shown} is a directory; give a file path.")
     try:
         write_target(path)  # a symlink is written through to its target
     except OSError as err:
         raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
+
+
+def _check_target(path: Path, shown: str) -> None:
+    """Refuse a folder, a symlink loop, a FIFO or a device."""
+    refuse_unwritable(path, shown)
     kind = special_kind(path)
     if kind is not None:  # reading a FIFO would wait for a writer, a device never end
         raise ToolError(f"Cannot edit {shown}: it is {kind}, not a regular file.")

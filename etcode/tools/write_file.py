@@ -8,10 +8,9 @@ from etcode.security.redact import replaces_secret
 from etcode.tools import client_io
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.diff import diff_stats, unified_diff
-from etcode.tools.edit import SECRET_OVERWRITE
+from etcode.tools.edit import SECRET_OVERWRITE, refuse_unwritable
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.summary import count_lines, plural
-from etcode.util.fs import write_target
 from etcode.util.json_types import JsonObject
 
 
@@ -50,12 +49,7 @@ class WriteFileTool(Tool):
             ) from None
         path = await resolve_for(ctx, params.file_path, self.name, "write")
         shown = display_path(ctx, path)
-        if path.is_dir():
-            raise ToolError(f"{shown} is a directory; give a file path.")
-        try:
-            write_target(path)  # a symlink is written through to its target
-        except OSError as err:
-            raise ToolError(f"Cannot write {shown}: {err.strerror or err}") from None
+        refuse_unwritable(path, shown)
         if path.exists() and not path.is_file():  # reading a device/FIFO would never end
             raise ToolError(f"{shown} is not a regular file (a device, FIFO or socket); not written.")
         try:
