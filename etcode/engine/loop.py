@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING
 from etcode.contract import events as ev
 from etcode.contract.results import AgentResult
 from etcode.contract.tools import ToolContext
-from etcode.engine import interception
-from etcode.engine.interception import InterceptorError
 from etcode.engine.pump import EventPump
 from etcode.engine.seams import LoopWindow, SafeRecorder
 from etcode.engine.settings import LoopSettings
@@ -41,6 +39,7 @@ from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from etcode.engine.compaction import CompactionResult
+    from etcode.engine.interception import InterceptorError
 
 log = logging.getLogger("etcode.loop")
 
@@ -175,12 +174,17 @@ class AgentLoop(EventPump):
             self.emit(ev.DoneEvent(self.result.to_dict()))
             self._finish()
 
-    # ---- interception --------------------------------------------------------------
+    # ---- interception (imported only by a run that has interceptors) ----------------------
     async def _intercept_prompt(self) -> None:
+        from etcode.engine import interception
+
         self.messages[-1] = await interception.before_turn(self.settings.interceptors, self.messages[-1])
 
     async def _intercept_end(self) -> None:
         """``after_turn``; one that fails makes the run's result that error."""
+        from etcode.engine import interception
+        from etcode.engine.interception import InterceptorError
+
         assert self.result is not None
         try:
             await interception.after_turn(self.settings.interceptors, self.result)
@@ -299,6 +303,9 @@ class AgentLoop(EventPump):
     async def _run_intercepted(self, calls: list[ToolCallPart]) -> list[ToolResultPart]:
         """The calls through ``before_tool``, the scheduler and ``after_tool``. An
         interceptor that fails stops it: the calls not answered yet get "not run"."""
+        from etcode.engine import interception
+        from etcode.engine.interception import InterceptorError
+
         interceptors = self.settings.interceptors
         scheduler = self._scheduler()
         answered: dict[str, ToolResultPart] = {}
@@ -326,7 +333,9 @@ class AgentLoop(EventPump):
 
     def _blocked(self, call: ToolCallPart, reason: str) -> ToolResultPart:
         """A call an interceptor blocked: shown and answered like a refused permission."""
-        output = interception.blocked_text(reason)
+        from etcode.engine.interception import blocked_text
+
+        output = blocked_text(reason)
         try:
             arguments = call.parsed_arguments()
         except ValueError:
