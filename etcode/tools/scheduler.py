@@ -55,16 +55,15 @@ class ToolScheduler:
     def plan(self, calls: list[ToolCallPart]) -> list[list[ToolCallPart]]:
         """Split calls into waves: runs of read-only calls, and single other calls."""
         waves: list[list[ToolCallPart]] = []
+        last_read_only = False  # whether the last wave is one of read-only calls
         for call in calls:
             read_only = self.call_is_read_only(call)
-            if read_only and waves and waves[-1] and self._wave_is_read_only(waves[-1]):
+            if read_only and last_read_only:
                 waves[-1].append(call)
             else:
                 waves.append([call])
+            last_read_only = read_only
         return waves
-
-    def _wave_is_read_only(self, wave: list[ToolCallPart]) -> bool:
-        return self.call_is_read_only(wave[0])
 
     def call_is_read_only(self, call: ToolCallPart) -> bool:
         """The tool's ``is_read_only_call(arguments)`` (``is_read_only`` unless the tool
