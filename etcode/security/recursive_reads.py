@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from etcode.security.shell_commands import ShellCommand, path_text
+from etcode.security.shell_commands import ShellCommand, git_subcommand, path_text
 from etcode.security.shell_plain import base_name
 from etcode.util.fs import real_path, walk_breadth_first
 
@@ -199,14 +199,10 @@ def _rg(args: list[str], unrestricted_from: int = 2) -> list[FolderRead]:
     return [FolderRead(folder, hidden=hidden) for folder in folders or ["."]]
 
 
-#: git's own options before the subcommand that take a value.
-_GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
-
-
 def _git(args: list[str]) -> list[FolderRead]:
     """``git grep --untracked``/``--no-index`` and ``git diff --no-index`` read files git
     does not track."""
-    subcommand, rest = _git_subcommand(args)
+    subcommand, rest = git_subcommand(args)
     if subcommand not in ("grep", "diff") or not _reads_untracked(subcommand, rest):
         return []
     operands = _git_grep_paths(rest) if subcommand == "grep" else [w for w in rest if not w.startswith("-")]
@@ -254,14 +250,6 @@ def _git_grep_paths(rest: list[str]) -> list[str]:
         elif word not in ("(", ")"):
             operands.append(word)
     return operands if pattern_given else operands[1:]
-
-
-def _git_subcommand(args: list[str]) -> tuple[str, list[str]]:
-    """git's subcommand, after git's own options ("" when there is none), and its words."""
-    index = 0
-    while index < len(args) and args[index].startswith("-"):
-        index += 2 if args[index] in _GIT_GLOBAL_VALUE else 1
-    return (args[index], args[index + 1 :]) if index < len(args) else ("", [])
 
 
 def _reads_untracked(subcommand: str, rest: list[str]) -> bool:

@@ -696,14 +696,26 @@ def _rg_preprocessors(words: list[Word]) -> list[Word]:
     return found
 
 
+#: git's own options before the subcommand that take a value.
+_GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
+
+
+def git_subcommand(args: list[str]) -> tuple[str, list[str]]:
+    """git's subcommand, after git's own options ("" when there is none), and its words."""
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        index += 2 if args[index] in _GIT_GLOBAL_VALUE else 1
+    return (args[index], args[index + 1 :]) if index < len(args) else ("", [])
+
+
 def _git_grep_pagers(words: list[Word]) -> list[Word]:
     """``git grep -O<pager>`` / ``--open-files-in-pager=<pager>`` (any abbreviation): git runs
     the pager, a shell line, on the files found. (``-O`` alone runs the user's own pager.)"""
-    texts = [word.text for word in words[1:]]
-    if "grep" not in texts:
+    subcommand, rest = git_subcommand([word.text for word in words[1:]])
+    if subcommand != "grep":
         return []
     found: list[Word] = []
-    for word in words[texts.index("grep") + 2 :]:
+    for word in words[len(words) - len(rest) :]:
         if word.text == "--":
             break
         name, equals, value = word.text.partition("=")
