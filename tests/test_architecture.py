@@ -35,6 +35,7 @@ FLOORS = (
     "tools",
     "mcp",
     "engine",
+    "extensions",
     "session",
     "workflow",
     "trust",

@@ -227,25 +227,9 @@ def _check(name: str, settings: JsonObject, where: str) -> JsonObject:
 
 def parse_markdown(text: str, where: str = "<markdown>") -> tuple[JsonObject, str]:
     """Split a markdown agent into (front matter settings, body)."""
-    import yaml
+    from etcode.util.front_matter import split_front_matter
 
-    if not text.startswith("---"):
-        return {}, text.strip()
-    lines = text.splitlines()
-    if lines[0].strip() != "---":
-        return {}, text.strip()
-    end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), None)
-    if end is None:
-        raise ConfigError(f"{where}: front matter is not closed with ---")
-    try:
-        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f" line {mark.line + 2}" if mark is not None else ""
-        raise ConfigError(f"{where}:{line} invalid YAML front matter") from None
-    if not isinstance(meta, dict):
-        raise ConfigError(f"{where}: front matter must be a mapping of settings")
-    return meta, "\n".join(lines[end + 1 :]).strip()
+    return split_front_matter(text, where)
 
 
 def agent_files(folder: Path) -> list[Path]:

@@ -231,6 +231,39 @@ class WorkflowConfig(_Strict):
     executor_rounds: int | None = Field(default=None, ge=1)
 
 
+class SkillsConfig(_Strict):
+    """Skills (``SKILL.md`` folders, ``etcode/extensions/skills.py``): more folders to look
+    in (each a skill or a folder of skills; relative to the worktree, ``~/`` allowed) and the
+    names of skills to leave out."""
+
+    paths: list[str] = Field(default_factory=list)
+    disabled: list[str] = Field(default_factory=list)
+
+
+#: The hook events, as Claude Code names them.
+HookEventName = Literal[
+    "PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd",
+    "PreCompact", "Notification",
+]  # fmt: skip
+
+
+class HookCommandConfig(_Strict):
+    """One hook: a shell command (``"type": "command"``), run with the event as JSON on stdin;
+    ``timeout`` in seconds (default 60)."""
+
+    type: Literal["command"] = "command"
+    command: str = Field(min_length=1)
+    timeout: float | None = Field(default=None, gt=0, description="seconds")
+
+
+class HookMatcherConfig(_Strict):
+    """The hooks of one event for the tools (or sources) ``matcher`` names: ``"Bash"``,
+    ``"Write|Edit"``, a regular expression such as ``"^Notebook"``, or ``"*"``/empty for all."""
+
+    matcher: str = ""
+    hooks: list[HookCommandConfig] = Field(default_factory=list)
+
+
 class Config(_Strict):
     """The merged configuration. ``sources`` lists the files it was loaded from."""
 
@@ -247,6 +280,9 @@ class Config(_Strict):
     plugin: list[str] = Field(default_factory=list)
     permission: JsonValue = None
     mcp: dict[str, McpServerConfig] = Field(default_factory=dict)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    #: Commands run on agent events, per event (Claude Code's ``hooks`` shape).
+    hooks: dict[HookEventName, list[HookMatcherConfig]] = Field(default_factory=dict)
     workflow: WorkflowConfig = Field(default_factory=WorkflowConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
