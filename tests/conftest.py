@@ -44,6 +44,7 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
         monkeypatch.setenv(var, str(home / sub))
     for var in _KEY_VARS:
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)  # the user's ~/.claude/settings.json: HOME's
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("ETCODE_TOKENIZER_DOWNLOAD", "0")  # no network in tests
     if SHARED_TIKTOKEN.is_dir():

@@ -1,7 +1,8 @@
 """Find, read and merge the configuration layers into one ``Config``.
 
 Layers, later wins (objects deep-merged, ``provider`` merged by ``id``,
-``instructions`` concatenated without duplicates, other values replaced):
+``instructions`` concatenated without duplicates, ``hooks`` concatenated per event, other
+values replaced):
 
 1. global ``$XDG_CONFIG_HOME/etcode/etcode.json`` then ``etcode.jsonc``;
 2. project ``etcode.json``/``etcode.jsonc`` from the worktree root down to the working
@@ -11,6 +12,7 @@ Layers, later wins (objects deep-merged, ``provider`` merged by ``id``,
 5. flags (a dict of config keys; ``None`` values are ignored).
 
 Each layer is validated on its own first, so an error names the file it came from.
+Claude Code's settings files are read beside them for their hooks (``claude_settings.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from etcode.config.claude_settings import settings_files
 from etcode.config.jsonc import parse_jsonc
 from etcode.config.raw import ConfigFile, Loc, drop_keys
 from etcode.config.schema import Config, key_path, validate
@@ -223,6 +226,18 @@ def _merge_providers(base: list[JsonObject], over: list[JsonObject]) -> list[Jso
     return out
 
 
+def _merge_hooks(base: JsonObject, over: JsonObject) -> JsonObject:
+    """Each event's matchers: ``base``'s then ``over``'s (every layer's hooks run)."""
+    out = dict(base)
+    for event, matchers in over.items():
+        old = out.get(event)
+        out[event] = [
+            *(old if isinstance(old, list) else []),
+            *(matchers if isinstance(matchers, list) else []),
+        ]
+    return out
+
+
 def merge(base: JsonObject, over: JsonObject, *, top: bool = True) -> JsonObject:
     """Deep-merge ``over`` onto ``base`` (new dict; neither input is changed)."""
     out = dict(base)
@@ -232,6 +247,8 @@ def merge(base: JsonObject, over: JsonObject, *, top: bool = True) -> JsonObject
             out[key] = _merge_providers(old or [], value)
         elif top and key == "instructions":
             out[key] = list(dict.fromkeys([*(old or []), *value]))
+        elif top and key == "hooks" and isinstance(value, dict):
+            out[key] = _merge_hooks(old if isinstance(old, dict) else {}, value)
         elif isinstance(old, dict) and isinstance(value, dict):
             out[key] = merge(old, value, top=False)
         else:
@@ -249,9 +266,10 @@ def load_config(
 ) -> Config:
     """Load and merge every layer for ``directory`` inside ``worktree``.
 
-    ``without``: per file (a config file of ``Config.files`` or a project's markdown agent,
-    as ``trust/agent_files.trust_layers`` lists them), places left out before substitution
-    (the settings of a project file the user did not trust; see ``trust/project.py``).
+    ``without``: per file (a config file of ``Config.files``, a Claude Code settings file
+    or a project's markdown agent, as ``trust/agent_files.trust_layers`` lists them), places
+    left out before substitution (the settings of a project file the user did not trust;
+    see ``trust/project.py``).
     """
     env = os.environ if env is None else env
     directory = Path(directory).expanduser().resolve()
@@ -259,12 +277,15 @@ def load_config(
     merged: JsonObject = {}
     origins: dict[str, str] = {}
     permission_files: list[tuple[str, JsonValue]] = []
+    hook_layers: list[tuple[str, bool, JsonValue]] = []
 
-    def apply(layer: JsonObject, label: str) -> None:
+    def apply(layer: JsonObject, label: str, project: bool = False) -> None:
         nonlocal merged
         merged = merge(merged, layer)
         if layer.get("permission") is not None:
             permission_files.append((label, layer["permission"]))
+        if layer.get("hooks"):
+            hook_layers.append((label, project, layer["hooks"]))
         origins.update(dict.fromkeys(layer, label))
         origins.update({f"provider.{p['id']}": label for p in layer.get("provider", [])})
 
@@ -275,8 +296,10 @@ def load_config(
         raw, digest = _read_raw(path)
         dropped = (without or {}).get(path)
         raw = drop_keys(raw, dropped) if dropped else raw
-        files.append(ConfigFile(path, path.resolve() not in users, raw, digest, worktree))
-        apply(_prepare(raw, path, env), str(path))
+        project = path.resolve() not in users
+        files.append(ConfigFile(path, project, raw, digest, worktree))
+        apply(_prepare(raw, path, env), str(path), project)
+    files.extend(settings_files(directory, worktree, env, without))
     for var, layer in env_layers(env):
         apply(layer, var)
     debug = env_debug(env)
@@ -290,6 +313,7 @@ def load_config(
     config._origins = origins
     config._debug = debug
     config._permission_files = permission_files
+    config._hook_layers = hook_layers
     config._files = files
     config._folders = (directory, worktree)
     config._without = {Path(path): list(locs) for path, locs in (without or {}).items()}

@@ -34,8 +34,12 @@ class ConfigFile:
     root: Path
     #: "config" (an ``etcode.json``), or "agent": a project markdown agent
     #: (``.etcode/agent/<name>.md``) whose front matter sets ``permission``, kept as
-    #: ``{"agent": {name: {"permission": ...}}}`` (never substituted; ``trust/agent_files.py``).
+    #: ``{"agent": {name: {"permission": ...}}}`` (never substituted; ``trust/agent_files.py``),
+    #: or "settings": Claude Code's ``.claude/settings.json``, only its ``hooks`` and
+    #: ``disableAllHooks`` kept (never substituted; ``config/claude_settings.py``).
     kind: str = "config"
+    #: Why a "settings" file could not be read (one line naming it); its ``raw`` is then empty.
+    problem: str = ""
 
 
 class _Dropped:

@@ -307,6 +307,7 @@ class Config(_Strict):
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _debug: bool = PrivateAttr(default=False)
     _permission_files: list[tuple[str, JsonValue]] = PrivateAttr(default_factory=list)
+    _hook_layers: list[tuple[str, bool, JsonValue]] = PrivateAttr(default_factory=list)
     _files: list[ConfigFile] = PrivateAttr(default_factory=list)  # for trust/project.py
     _without: dict[Path, list[Loc]] = PrivateAttr(default_factory=dict)
     _folders: tuple[Path, Path] | None = PrivateAttr(default=None)
@@ -336,8 +337,16 @@ class Config(_Strict):
         return list(self._permission_files)
 
     @property
+    def hook_layers(self) -> list[tuple[str, bool, JsonValue]]:
+        """``(source, project, hooks)`` of each layer that sets ``hooks``, in merge order
+        (``hooks`` is their concatenation): where each hook was written, for
+        ``extensions/hook_set.py``. Empty for a ``Config`` not made by ``load_config``."""
+        return list(self._hook_layers)
+
+    @property
     def files(self) -> list[ConfigFile]:
-        """Each file read (``raw.ConfigFile``: path, project or not, raw data, sha256)."""
+        """Each file read (``raw.ConfigFile``: path, project or not, raw data, sha256): the
+        config files in merge order, then Claude Code's settings files (kind "settings")."""
         return list(self._files)
 
     @property

@@ -12,6 +12,9 @@ Only *project* files are checked (found in the worktree); the global file and
 - an ``mcp`` server that runs a local command, or a remote one sent the user's secrets in
   its ``headers``;
 - a ``plugin`` (Python code imported and run);
+- a ``hooks`` command (issue 28), in ``etcode.json`` or in Claude Code's project settings
+  files (``.claude/settings.json``, ``.claude/settings.local.json``: trust layers of their
+  own, kind "settings"): it runs as the user on agent events;
 - an ``instructions`` path outside the project, or to the user's files in it (its text is
   sent to the model), and any ``instructions`` URL (fetched at start, its answer sent);
 - a ``permission`` allow (top level, per agent, or in a project markdown agent's front
@@ -254,6 +257,17 @@ class _Scan:
             if sent:
                 self.add(loc, f"mcp.{name}", f"sends {join_names(sent)} to {entry.get('url')}")
 
+    def hooks(self) -> None:
+        """Every hook command (``extensions/hook_set.walk_hooks``): it runs as the user,
+        outside the sandbox, whenever its event comes."""
+        if self.file.raw.get("hooks") is None:
+            return
+        from etcode.extensions.hook_set import walk_hooks
+
+        found, _ = walk_hooks(self.file.raw["hooks"])
+        for hook in found:
+            self.add(hook.loc, key_path((*hook.loc, "command")), f"runs `{one_line(hook.command)}`")
+
     def plugins(self) -> None:
         plugins = self.file.raw.get("plugin")
         for index, spec in enumerate(plugins if isinstance(plugins, list) else []):
@@ -435,6 +449,15 @@ class _Scan:
                 self.add(loc, key_path(loc), f"reads {join_names(secrets)} into the configuration")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line, control characters shown as escapes (``\\n``, ``\\x1b``): a
+    command the user approves is shown as it is, nothing hidden by a terminal escape."""
+    return _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text)
+
+
 def _entries(file: ConfigFile, provider_id: str) -> list[JsonObject]:
     entries = file.raw.get("provider")
     return [
@@ -453,6 +476,10 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
         if not file.project:
             continue
         scan = _Scan(file, files, env)
+        if file.kind == "settings":  # Claude Code's settings file: its hooks only
+            scan.hooks()
+            findings.extend(scan.findings)
+            continue
         if file.kind == "agent":  # a markdown agent's permission rules (never substituted)
             scan.permissions()
             layers = layers or _layers(files)
@@ -462,6 +489,7 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
         scan.providers()
         scan.mcp_servers()
         scan.plugins()
+        scan.hooks()
         scan.instructions()
         scan.shell_env()
         scan.sandbox()
