@@ -152,3 +152,26 @@ async def test_cancelling_while_the_editor_asks_ends_the_prompt(
         await conn.cancel(session_id=session_id)
         assert (await step(running)).stop_reason == "cancelled"
     assert evil.requests == [] and llm.requests == [] and not canary.exists()
+
+
+async def test_a_projects_hooks_are_asked_about_and_refusing_runs_none(
+    user_config: Path, checkout: Path, llm: FakeLLM
+) -> None:
+    """Issue 28.3: the hook commands of a folder's ``.claude/settings.json`` are named in the
+    editor's question; refusing fails the prompt (nothing is started, no hook runs), and the
+    question's settings name each command."""
+    settings = checkout / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    group = {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "npx prettier --write ."}]}
+    settings.write_text(json.dumps({"hooks": {"PostToolUse": [group]}}), encoding="utf-8")
+    client = RecordingClient(answers=["reject_once"])
+    async with acp_agent(client, checkout) as (conn, _proc):
+        session_id = await _session(conn, checkout)
+        with pytest.raises(RequestError) as refused:
+            await _prompt(conn, session_id, "hello")
+    [request] = client.permission_requests
+    assert str(settings) in request.title
+    text = "\n".join(item.content.text for item in request.content)
+    assert "hooks.PostToolUse[0].hooks[0].command runs `npx prettier --write .`" in text
+    assert str(refused.value).startswith(f"untrusted project config {settings} (refused in the editor)")
+    assert llm.requests == []
