@@ -330,3 +330,11 @@ def test_a_config_built_by_hand_holds_only_its_own_hooks(repo: Path) -> None:
     config = validate({"hooks": {"Stop": [hook("given", None)]}}, "test")
     hooks, warnings = load_hooks(config, repo, repo)
     assert [(c.command, c.source) for c in hooks.commands_for("Stop")] == [("given", "configuration")]
+
+
+def test_a_settings_file_nested_too_deeply_is_a_warning(repo: Path) -> None:
+    path = repo / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"hooks": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    hooks, warnings = loaded(repo, repo)
+    assert not hooks and len(warnings) == 1 and warnings[0].startswith(f"{path}:1:")

@@ -12,6 +12,7 @@ so the hooks that run are the ones the project-trust check saw (``trust/project.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,7 @@ from pathlib import Path
 from etcode.config.jsonc import parse_jsonc
 from etcode.config.raw import ConfigFile, Loc, drop_keys
 from etcode.util.errors import ConfigError
-from etcode.util.json_types import JsonObject
+from etcode.util.json_types import JsonObject, JsonValue
 from etcode.util.paths import folders_between
 
 SETTINGS_NAMES = ("settings.json", "settings.local.json")
@@ -64,13 +65,23 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
+def _parse(text: str, path: Path) -> JsonValue:
+    """Claude Code writes plain JSON: parsed as such (fast); JSONC's reader (comments, and an
+    error naming the line and column) only when that fails."""
+    try:
+        value: JsonValue = json.loads(text)
+        return value
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply
+        return parse_jsonc(text, str(path))
+
+
 def read_settings(path: Path, project: bool, root: Path, dropped: Sequence[Loc] = ()) -> ConfigFile:
     """One settings file as a ``ConfigFile`` (kind "settings"): its ``hooks`` and
     ``disableAllHooks`` (``dropped`` places left out), or the ``problem`` that kept it unread."""
     data = b""
     try:
         data = _read_bytes(path)
-        value = parse_jsonc(data.decode("utf-8"), str(path))
+        value = _parse(data.decode("utf-8"), path)
     except UnicodeDecodeError:
         problem = f"{path}: not valid UTF-8 text"
     except OSError as err:
