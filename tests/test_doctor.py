@@ -220,6 +220,46 @@ def test_an_untrusted_project_file_names_the_setting(served: Path, llm: FakeLLM,
     assert line(trusted, "config") == f"✓ config     {served / 'etcode.json'} (project, trusted)"
 
 
+def test_hooks_in_force_and_a_broken_settings_file(served: Path, llm: FakeLLM) -> None:
+    """Issue 28.3: a project's ``.claude/settings.json`` hooks are a config line of their own
+    (not trusted yet: left out, so the ``hooks`` line counts only the user's), a settings file
+    that is not JSON is a ``hooks`` warning naming it; no hooks at all: no ``hooks`` line."""
+    assert lines(doctor(served, "--offline"), "hooks") == []
+    group = {"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]}
+    user = Path.home() / ".claude" / "settings.json"
+    user.parent.mkdir(parents=True)
+    user.write_text(json.dumps({"hooks": {"PreToolUse": [group]}}), encoding="utf-8")
+    settings = served / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [group], "Stop": [group]}}), encoding="utf-8")
+    broken = served / ".claude" / "settings.local.json"
+    broken.write_text("{oops", encoding="utf-8")
+    proc = doctor(served, "--offline")
+    assert proc.returncode == 0, proc.stdout
+    expected = (
+        f"! config     {settings} (project): not trusted: hooks.PreToolUse[0].hooks[0].command runs `./guard.sh`; "
+        "hooks.Stop[0].hooks[0].command runs `./guard.sh` — approve it with `etcode run --trust"
+    )
+    assert any(found.startswith(expected) for found in lines(proc, "config")), proc.stdout
+    found = lines(proc, "hooks")
+    assert (
+        found[0].startswith(f"! hooks      {broken}:1:2: invalid JSON")
+        and "its hooks are left out" in found[0]
+    )
+    assert found[1] == f"✓ hooks      1 in force (PreToolUse 1) from {user}"
+
+    from etcode.config.loader import load_config
+    from etcode.trust.project import trust_files, untrusted
+
+    loaded = load_config(served, served)
+    trust_files(loaded, untrusted(loaded))
+    trusted = doctor(served, "--offline")
+    assert (
+        lines(trusted, "hooks")[1]
+        == f"✓ hooks      3 in force (PreToolUse 2, Stop 1) from {user}, {settings}"
+    )
+
+
 def test_an_untrusted_base_url_never_gets_the_users_key(project: Path, llm: FakeLLM) -> None:
     """A cloned project points the well-known anthropic id at its own server: the checks
     use the config without it (the real endpoint), so the user's key goes nowhere else."""

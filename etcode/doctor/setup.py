@@ -21,6 +21,7 @@ TRUST_FIX = (
     "changes); until then `etcode run` refuses to start and these settings are left out"
 )
 FILE_FIX = "correct the key the error names, or move the file away"
+HOOKS_FIX = "correct the file or key the warning names; the other hooks run meanwhile"
 #: Never sent anywhere: it only lets the model be resolved (and shown) without its key.
 _PLACEHOLDER_KEY = "doctor-placeholder-key"
 
@@ -47,6 +48,7 @@ def check_setup(directory: Path, worktree: Path, model: str | None, env: Mapping
     if setup.config is None:
         setup.checks.append(skip("model", "not resolved: the configuration did not load"))
         return setup
+    _check_hooks(setup.config, directory, worktree, setup.checks)
     _check_model(setup, model, env)
     return setup
 
@@ -138,6 +140,19 @@ def _with_trust(
         return load_config(directory, worktree, env=env, without=exclusions(waiting))
     except ConfigError:
         return None
+
+
+def _check_hooks(config: Config, directory: Path, worktree: Path, out: list[Check]) -> None:
+    """The hooks in force, per event (only when there are any), and each file's warning."""
+    from etcode.extensions.hook_set import load_hooks
+
+    hooks, warnings = load_hooks(config, directory, worktree)
+    out.extend(warn("hooks", line, HOOKS_FIX) for line in warnings)
+    counts = {event: sum(len(m.commands) for m in items) for event, items in hooks.by_event.items() if items}
+    if counts:
+        files = sorted({c.source for items in hooks.by_event.values() for m in items for c in m.commands})
+        per_event = ", ".join(f"{event} {count}" for event, count in counts.items())
+        out.append(ok("hooks", f"{sum(counts.values())} in force ({per_event}) from {', '.join(files)}"))
 
 
 # ---- model and key ---------------------------------------------------------------------
