@@ -22,7 +22,6 @@ from etcode.config.jsonc import parse_jsonc
 from etcode.config.raw import ConfigFile, Loc, drop_keys
 from etcode.util.errors import ConfigError
 from etcode.util.json_types import JsonObject, JsonValue
-from etcode.util.paths import folders_between
 
 SETTINGS_NAMES = ("settings.json", "settings.local.json")
 KEPT_KEYS = ("hooks", "disableAllHooks")
@@ -41,13 +40,25 @@ def user_settings_file(env: Mapping[str, str]) -> Path:
 
 def project_settings_files(directory: Path, worktree: Path) -> list[Path]:
     """The project's settings files that exist, outermost folder first, ``settings.json``
-    before ``settings.local.json`` in each."""
-    return [
-        folder / ".claude" / name
-        for folder in folders_between(directory, worktree)
-        for name in SETTINGS_NAMES
-        if (folder / ".claude" / name).is_file()
-    ]
+    before ``settings.local.json`` in each (``directory`` alone when it is not inside
+    ``worktree``). Plain ``os.path`` calls: this runs at every start, mostly to find nothing."""
+    here, top = str(directory), str(worktree)
+    folders = [here]
+    while here != top:
+        parent = os.path.dirname(here)
+        if parent == here:  # the worktree is not above: the directory alone
+            folders = [str(directory)]
+            break
+        here = parent
+        folders.append(here)
+    found: list[Path] = []
+    for folder in reversed(folders):
+        claude = os.path.join(folder, ".claude")
+        if os.path.isdir(claude):
+            found.extend(
+                Path(claude, name) for name in SETTINGS_NAMES if os.path.isfile(os.path.join(claude, name))
+            )
+    return found
 
 
 def _read_bytes(path: Path) -> bytes:
