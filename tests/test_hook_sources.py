@@ -338,3 +338,19 @@ def test_a_settings_file_nested_too_deeply_is_a_warning(repo: Path) -> None:
     path.write_text('{"hooks": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
     hooks, warnings = loaded(repo, repo)
     assert not hooks and len(warnings) == 1 and warnings[0].startswith(f"{path}:1:")
+
+
+def test_claude_project_dir_is_the_folder_of_the_settings_files_claude_folder(
+    repo: Path, isolated_env: Path
+) -> None:
+    from etcode.extensions.hook_set import project_dir
+
+    sub = repo / "web"
+    write_json(sub / ".claude" / "settings.json", {"hooks": {"Stop": [hook("web", None)]}})
+    write_json(isolated_env / ".claude" / "settings.json", {"hooks": {"Stop": [hook("user", None)]}})
+    write_json(repo / "etcode.json", {"hooks": {"Stop": [hook("etcode", None)]}})
+    config = load_config(sub, repo)
+    trust_files(config, untrusted(config))
+    hooks, _ = load_hooks(config, sub, repo)
+    dirs = {c.command: project_dir(c, repo) for c in hooks.commands_for("Stop")}
+    assert dirs == {"user": repo, "etcode": repo, "web": sub}

@@ -89,6 +89,17 @@ class HookSet:
         return list(found.values())
 
 
+def project_dir(command: HookCommand, worktree: Path) -> Path:
+    """``$CLAUDE_PROJECT_DIR`` for ``command``: for a project's settings file, the folder
+    holding its ``.claude`` folder (where Claude Code would have been started to read it, so
+    ``"$CLAUDE_PROJECT_DIR"/.claude/hooks/x.sh`` finds its script); else the worktree (the
+    user's own hooks act on the project at hand)."""
+    source = Path(command.source) if command.source else None
+    if command.project and source is not None and source.parent.name == ".claude":
+        return source.parent.parent
+    return worktree
+
+
 def tool_names(name: str) -> tuple[str, ...]:
     """The names a tool answers to in a matcher: etcode's and Claude Code's (``WriteFile``,
     ``Write``)."""
