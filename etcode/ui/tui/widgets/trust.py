@@ -35,6 +35,15 @@ INTRO = (
 )
 
 
+def title(findings: Sequence[Finding]) -> str:
+    """``Trust this project's etcode.json?``, naming each kind of file asked about
+    (``.claude/settings.json`` for a project's Claude Code hooks)."""
+    from etcode.config.trust import join_names
+
+    names = [f".claude/{f.file.name}" if f.file.parent.name == ".claude" else f.file.name for f in findings]
+    return f"Trust this project's {join_names(names)}?"
+
+
 class TrustScreen(GuardedModal[TrustAnswer]):
     """Dismisses with ``"trust"``, ``"without"`` or ``"quit"``.
 
@@ -77,7 +86,7 @@ class TrustScreen(GuardedModal[TrustAnswer]):
         from etcode.config.trust import describe
 
         with Vertical(id="trust-dialog"):
-            yield Static(Text("Trust this project's etcode.json?", style="bold"), id="trust-title")
+            yield Static(Text(title(self.findings), style="bold"), id="trust-title")
             yield Static(Text(INTRO, style="dim"))
             with VerticalScroll(id="trust-details", can_focus=False):
                 yield Static(Text("\n".join(describe(self.findings))), markup=False)
