@@ -197,6 +197,24 @@ class CompactionEvent(Event):
     type: Literal["compaction"] = field(init=False, default="compaction")
 
 
+@dataclass
+class HookRun(Event):
+    """A hook ran (``etcode/extensions``): its event (``PreToolUse``...), a short ``label`` for
+    its command (``ruff format``), its ``outcome`` (``ok``, ``blocked``, ``failed``,
+    ``timeout``), the tool call it ran for (``tool``, ``call_id``; empty for the other
+    events), its exit code (None: it timed out or did not start) and what it said that the
+    user should see (``message``: its reason, stderr or ``systemMessage``; may be empty)."""
+
+    event: str
+    label: str
+    outcome: str
+    exit_code: int | None = None
+    message: str = ""
+    tool: str = ""
+    call_id: str = ""
+    type: Literal["hook"] = field(init=False, default="hook")
+
+
 # ---- subagents and the Planner → Executor → Verifier workflow ------------------------
 
 

@@ -54,7 +54,14 @@ class HookSet:
     def commands_for(self, event: HookEventName, subject: str | None = None) -> list[HookCommand]:
         """The commands ``event`` runs for ``subject`` (a tool name for the tool events, the
         source or trigger for SessionStart/PreCompact, None for the others), each once."""
-        raise NotImplementedError  # issue 28: hooks-sources
+        # MINIMAL LOCAL IMPLEMENTATION (branch hooks, to test the runner): hooksrc's replaces it.
+        names = tool_names(subject) if subject else ()
+        found: dict[str, HookCommand] = {}
+        for item in self.by_event.get(event, []):
+            if subject is None or not names or matches(item.matcher, names):
+                for command in item.commands:
+                    found.setdefault(command.command, command)
+        return list(found.values())
 
 
 def tool_names(name: str) -> tuple[str, ...]:
@@ -67,11 +74,34 @@ def tool_names(name: str) -> tuple[str, ...]:
 def matches(matcher: str, names: tuple[str, ...]) -> bool:
     """Whether a Claude Code matcher names one of ``names``: ``""``/``"*"`` all; a name or
     ``A|B`` names exactly; anything else as a regular expression (searched)."""
-    raise NotImplementedError  # issue 28: hooks-sources
+    # MINIMAL LOCAL IMPLEMENTATION (branch hooks, to test the runner): hooksrc's replaces it.
+    import re
+
+    if matcher in ("", "*"):
+        return True
+    if all(part.isidentifier() for part in matcher.split("|")):
+        return any(name in matcher.split("|") for name in names)
+    try:
+        return any(re.search(matcher, name) for name in names)
+    except re.error:
+        return False
 
 
 def load_hooks(config: Config, directory: Path, worktree: Path) -> tuple[HookSet, list[str]]:
     """The hooks in force (``config.hooks`` and Claude Code's settings files; a project's
     left out where the user did not trust them) and one warning per file that could not be
     read."""
-    raise NotImplementedError  # issue 28: hooks-sources
+    # MINIMAL LOCAL IMPLEMENTATION (branch hooks, to test the runner): only ``config.hooks``,
+    # no Claude Code settings files, no trust filtering; hooksrc's replaces it.
+    hooks = HookSet()
+    for event, items in config.hooks.items():
+        hooks.by_event[event] = [
+            HookMatcher(
+                item.matcher,
+                tuple(
+                    HookCommand(h.command, h.timeout or DEFAULT_TIMEOUT, "etcode.json") for h in item.hooks
+                ),
+            )
+            for item in items
+        ]
+    return hooks, []
