@@ -215,6 +215,23 @@ class HookRun(Event):
     type: Literal["hook"] = field(init=False, default="hook")
 
 
+def hook_title(event: HookRun) -> str:
+    """``PostToolUse hook (ruff format)``: the head line of a hook that ran (every front end)."""
+    return f"{event.event} hook ({event.label})" if event.label else f"{event.event} hook"
+
+
+def hook_result(event: HookRun) -> str:
+    """What came of a hook, in one line: ``done``, ``blocked: <why>``, ``failed: …``."""
+    message = " ".join(event.message.split())
+    if len(message) > 200:
+        message = message[:199] + "…"
+    if event.outcome == "ok":
+        return message or "done"
+    if event.outcome == "timeout":
+        return message or "timed out"
+    return f"{event.outcome}: {message}" if message else event.outcome
+
+
 # ---- subagents and the Planner → Executor → Verifier workflow ------------------------
 
 

@@ -164,8 +164,8 @@ class PlainRenderer:
 
     def _hook(self, event: ev.HookRun) -> None:
         """``● PostToolUse hook (ruff format)`` and ``  └ `` what came of it."""
-        self._notice(f"{self._style('●', GREEN)} {self._style(hook_title(event), BOLD)}")
-        line = hook_result(event)
+        self._notice(f"{self._style('●', GREEN)} {self._style(ev.hook_title(event), BOLD)}")
+        line = ev.hook_result(event)
         self._err_line(f"  └ {self._style(line, YELLOW) if event.outcome != 'ok' else line}")
 
     def _notice(self, text: str, *codes: str) -> None:
@@ -231,20 +231,3 @@ class PlainRenderer:
             return
         self._err_line(head)
         self._err_line(line)
-
-
-def hook_title(event: ev.HookRun) -> str:
-    """``PostToolUse hook (ruff format)``: the head line of a hook that ran (every front end)."""
-    return f"{event.event} hook ({event.label})" if event.label else f"{event.event} hook"
-
-
-def hook_result(event: ev.HookRun) -> str:
-    """What came of a hook, in one line: ``done``, ``blocked: <why>``, ``failed: …``."""
-    message = " ".join(event.message.split())
-    if len(message) > 200:
-        message = message[:199] + "…"
-    if event.outcome == "ok":
-        return message or "done"
-    if event.outcome == "timeout":
-        return message or "timed out"
-    return f"{event.outcome}: {message}" if message else event.outcome
