@@ -311,3 +311,17 @@ def test_no_hooks_imports_nothing_of_them(project: Path, llm: FakeLLM) -> None:
     assert proc.returncode == 0, proc.stderr
     assert not {"etcode.extensions.hook_interceptor", "etcode.extensions.hook_runner"} & imported
     assert "etcode.engine.interception" not in imported
+
+
+def test_the_workflow_agent_runs_the_prompt_hooks_once(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    user_hooks(project, {"UserPromptSubmit": on("", "echo 'not today' >&2; exit 2")})
+    llm.script(Reply(text="never asked"))
+    proc = etcode("run", "--agent", "workflow", "--format", "json", "plan it", cwd=project)
+    assert proc.returncode == 1
+    assert llm.requests == []
+    events = json_events(proc)
+    [stopped] = [e for e in events if e["type"] == "stopped"]
+    assert stopped["reason"] == "blocked" and "not today" in stopped["message"]
+    assert [e["event"] for e in events if e["type"] == "hook"] == ["UserPromptSubmit"]
+    assert events[-1]["stop_reason"] == "blocked"

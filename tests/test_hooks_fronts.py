@@ -80,6 +80,23 @@ async def test_acp_shows_a_blocking_hook_as_a_call_and_the_model_sees_why(
     assert "move files to trash/" in tool_results(llm, 1)[0]
 
 
+async def test_acp_a_blocked_prompt_is_a_refusal_the_editor_sees_why(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    user_hooks(project, {"UserPromptSubmit": on("", "echo 'no secrets in prompts' >&2; exit 2")})
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
+        session = await step(conn.new_session(cwd=str(project), mcp_servers=[]))
+        response = await step(conn.prompt(session_id=session.session_id, prompt=[text_block("pw: x")]))
+    assert response.stop_reason == "refusal"
+    assert llm.requests == []
+    [hook] = client.of_kind("tool_call")
+    assert (
+        hook.title == "UserPromptSubmit hook (echo)"
+        and "no secrets in prompts" in hook.content[0].content.text
+    )
+
+
 # ---- Task subagents ------------------------------------------------------------------------
 def test_a_subagents_tool_calls_run_the_hooks_too(project: Path, llm: FakeLLM) -> None:
     write_config(project, llm)
