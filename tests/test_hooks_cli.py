@@ -325,3 +325,29 @@ def test_the_workflow_agent_runs_the_prompt_hooks_once(project: Path, llm: FakeL
     assert stopped["reason"] == "blocked" and "not today" in stopped["message"]
     assert [e["event"] for e in events if e["type"] == "hook"] == ["UserPromptSubmit"]
     assert events[-1]["stop_reason"] == "blocked"
+
+
+def test_pre_tool_use_updated_input_replaces_the_arguments(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    answer = {
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"command": "echo replaced"}}
+    }
+    user_hooks(project, {"PreToolUse": on("Bash", f"echo '{json.dumps(answer)}'")})
+    llm.script(Reply(calls=[Call("Bash", {"command": "echo original"})]), Reply(text="ok"))
+    proc = etcode("run", "--yes", "--sandbox", "off", "go", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    [result] = tool_results(llm, 1)
+    assert "replaced" in result and "original" not in result
+
+
+def test_continue_false_ends_the_run_with_the_stop_reason(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    answer = {"continue": False, "stopReason": "build is broken: fix CI first"}
+    user_hooks(project, {"PostToolUse": on("*", f"echo '{json.dumps(answer)}'")})
+    llm.script(Reply(calls=[Call("ReadFile", {"file_path": "etcode.json"})]), Reply(text="never"))
+    proc = etcode("run", "--format", "json", "go", cwd=project)
+    assert proc.returncode == 1
+    assert len(llm.requests) == 1
+    events = json_events(proc)
+    assert any(e["type"] == "stopped" and e["message"] == "build is broken: fix CI first" for e in events)
+    assert events[-1]["stop_reason"] == "blocked"

@@ -232,3 +232,42 @@ async def test_an_allow_in_advance_answers_ask_but_not_deny_nor_the_sandbox() ->
             "read", ["a.txt"], {"pre_answer": "ask"}
         )
     assert asker.asked == ["sandbox", "read"]
+
+
+async def test_an_automatic_compaction_runs_pre_compact(
+    project: Path, llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from etcode import Agent
+    from etcode.contract import events as ev
+    from tests.fake_llm import Fault
+    from tests.test_hooks_cli import RECORDER
+
+    write_config(project, llm)
+    log = tmp_path / "log"
+    log.mkdir()
+    monkeypatch.setenv("HOOK_LOG", str(log))
+    recorder = script(project, "record.py", RECORDER)
+    user_hooks(project, {"PreCompact": on("auto", recorder), "SessionStart": on("", recorder)})
+    too_long = (
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."
+    )
+    llm.script(
+        Reply(text="first answer"),
+        Fault(status=400, body=too_long),
+        Reply(text="## Goal\nsummary"),
+        Reply(text="answer after compaction"),
+        Reply(text="third"),
+    )
+    agent = Agent(directory=project, store=False)
+    await agent.arun("first question")
+    events = [event async for event in agent.stream("second question")]
+    await agent.arun("third question")
+    await agent.aclose()
+    hooks = [e for e in events if isinstance(e, ev.HookRun)]
+    assert [(h.event, h.outcome) for h in hooks] == [("PreCompact", "ok")]
+    assert {e["trigger"] for e in _read(log, "PreCompact")} == {"auto"}
+    assert [e["source"] for e in _read(log, "SessionStart")][:2] == ["startup", "compact"]
+
+
+def _read(log: Path, event: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (log / f"{event}.jsonl").read_text().splitlines()]

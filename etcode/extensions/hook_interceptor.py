@@ -155,9 +155,7 @@ class HookInterceptor:
 
     async def before_stop(self, active: bool) -> str | None:
         verdict = await self._event("Stop", {"stop_hook_active": active})
-        if verdict.stop is not None:
-            raise StopRun(verdict.stop)
-        if not verdict.block:
+        if verdict.stop is not None or not verdict.block:  # continue: false lets it stop
             return None
         from etcode.prompt.templates import load, render
 
