@@ -167,7 +167,8 @@ def test_hooks_get_claude_codes_fields(project: Path, llm: FakeLLM, tmp_path: Pa
         return [json.loads(line) for line in (log / f"{event}.jsonl").read_text().splitlines()]
 
     [pre] = read("PreToolUse")
-    assert pre["tool_name"] == "Write" and pre["tool_input"] == {"file_path": "a.txt", "content": "hi\n"}
+    assert pre["tool_name"] == "Write"
+    assert pre["tool_input"] == {"file_path": str(project / "a.txt"), "content": "hi\n"}  # absolute
     assert pre["cwd"] == str(project) and pre["env_project_dir"] == str(project)
     assert pre["hook_cwd"] == str(project) and pre["session_id"].startswith("ses_")
     [post] = read("PostToolUse")

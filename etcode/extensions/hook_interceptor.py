@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from etcode.provider.types import Message, ToolCallPart, ToolResultPart
     from etcode.security.shell_env import ShellEnvPolicy
 
+#: The arguments that name a file or folder (made absolute for hooks).
+_PATH_KEYS = ("file_path", "path", "notebook_path")
 #: The events whose plain stdout (exit 0) is context for the model.
 _CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
 
@@ -115,7 +117,11 @@ class HookInterceptor:
         arguments = _arguments(call)
         verdict = await self._event(
             "PreToolUse",
-            {"tool_name": claude_name(call.name), "tool_input": arguments, "tool_use_id": call.id},
+            {
+                "tool_name": claude_name(call.name),
+                "tool_input": self._absolute(arguments),
+                "tool_use_id": call.id,
+            },
             subject=call.name,
             call=call,
         )
@@ -136,7 +142,7 @@ class HookInterceptor:
             "PostToolUse",
             {
                 "tool_name": claude_name(call.name),
-                "tool_input": _arguments(call),
+                "tool_input": self._absolute(_arguments(call)),
                 "tool_response": {"output": result.output, "success": True},
                 "tool_use_id": call.id,
             },
@@ -222,7 +228,16 @@ class HookInterceptor:
 
         env = (self.shell_env or ShellEnvPolicy()).environment()
         env["CLAUDE_PROJECT_DIR"] = env["ETCODE_PROJECT_DIR"] = str(self.worktree)
-        return await run_hook(command, payload, cwd=self.worktree, env=env)
+        return await run_hook(command, payload, cwd=self.directory, env=env)
+
+    def _absolute(self, arguments: JsonObject) -> JsonObject:
+        """The arguments with their file paths absolute, as Claude Code gives them to hooks."""
+        shown = dict(arguments)
+        for key in _PATH_KEYS:
+            value = shown.get(key)
+            if isinstance(value, str) and value and not value.startswith(("/", "~")):
+                shown[key] = str(self.directory / value)
+        return shown
 
 
 class NotifyingAsker:

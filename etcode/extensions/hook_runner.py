@@ -1,4 +1,4 @@
-"""Run one hook command: ``bash -c`` (or ``sh -c``) in the project folder, the event as JSON
+"""Run one hook command: ``bash -c`` (or ``sh -c``) in the given folder, the event as JSON
 on stdin, the same environment as a Bash call (``ShellEnvPolicy``), as the user (hooks are
 the user's own code: never sandboxed), in its own process group that is killed at its time
 limit and at the end, whatever it left running. Output is capped; nothing blocks the loop.
