@@ -475,6 +475,7 @@ class Agent:
             worktree=instance.worktree,
             shell_env=shell_env(runtime),
             source="resume" if resumed else "startup",
+            state=lambda: self.state,
         )
         runtime.permission.asker = NotifyingAsker(runtime.permission.asker, self._hooks)
 

@@ -271,3 +271,22 @@ async def test_an_automatic_compaction_runs_pre_compact(
 
 def _read(log: Path, event: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (log / f"{event}.jsonl").read_text().splitlines()]
+
+
+async def test_undo_after_a_formatting_hook_restores_the_file(
+    project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from etcode import Agent
+    from tests.test_hooks_cli import FORMATTER
+
+    write_config(project, llm)
+    (project / "app.py").write_text("def f():\n\treturn 1\n", encoding="utf-8")
+    user_hooks(project, {"PostToolUse": on("Edit", script(project, "fmt.py", FORMATTER))})
+    edit = {"file_path": "app.py", "old_string": "return 1", "new_string": "return 2"}
+    llm.script(Reply(calls=[Call("Edit", edit)]), Reply(text="Edited."))
+    agent = Agent(directory=project, store=True, asker=None)
+    await agent.arun("change it")
+    assert (project / "app.py").read_text(encoding="utf-8") == "def f():\n    return 2\n"  # formatted
+    assert await agent.undo() == [str(project / "app.py")]  # not refused as "changed since"
+    await agent.aclose()
+    assert (project / "app.py").read_text(encoding="utf-8") == "def f():\n\treturn 1\n"

@@ -14,6 +14,7 @@ stdout of ``UserPromptSubmit``/``SessionStart`` is added as context), exit 2 blo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from etcode.provider.types import Message, ToolCallPart, ToolResultPart
     from etcode.security.shell_env import ShellEnvPolicy
 
+#: The tools whose file a PostToolUse hook may change again (undo is told: ``_rewritten``).
+_WRITE_TOOLS = ("WriteFile", "Edit")
 #: The arguments that name a file or folder (made absolute for hooks).
 _PATH_KEYS = ("file_path", "path", "notebook_path")
 #: The events whose plain stdout (exit 0) is context for the model.
@@ -65,6 +68,7 @@ class HookInterceptor:
         worktree: Path,
         shell_env: ShellEnvPolicy | None,
         source: str | None = "startup",
+        state: Callable[[], dict[str, object]] = dict,
     ) -> None:
         self.hooks = hooks
         self.session_id = session_id
@@ -72,6 +76,8 @@ class HookInterceptor:
         self.worktree = worktree
         self.shell_env = shell_env
         self.source = source
+        #: The session's tool state (its undo recorder: what a hook leaves in a file it is told).
+        self.state = state
         #: A turn ran since the session (re)started: ``SessionEnd`` is due at the end.
         self.started = False
         self._emit: Callable[[Event], None] | None = None
@@ -149,6 +155,7 @@ class HookInterceptor:
             subject=call.name,
             call=call,
         )
+        await self._rewritten(call)
         if verdict.stop is not None:
             raise StopRun(verdict.stop)
         notes = [*verdict.block, *verdict.context]
@@ -229,6 +236,19 @@ class HookInterceptor:
         env = (self.shell_env or ShellEnvPolicy()).environment()
         env["CLAUDE_PROJECT_DIR"] = env["ETCODE_PROJECT_DIR"] = str(self.worktree)
         return await run_hook(command, payload, cwd=self.directory, env=env)
+
+    async def _rewritten(self, call: ToolCallPart) -> None:
+        """A file WriteFile/Edit wrote, maybe changed again by a hook (a formatter): undo takes
+        what is there now as etcode's (it still restores the file as it was before the call)."""
+        if call.name not in _WRITE_TOOLS:
+            return
+        from etcode.tools.snapshot import STATE_KEY, WriteFollower
+
+        recorder = self.state().get(STATE_KEY)
+        path = self._absolute(_arguments(call)).get("file_path")
+        if isinstance(recorder, WriteFollower) and isinstance(path, str):
+            with contextlib.suppress(Exception):  # costs undo its check only, as in the tools
+                await recorder.after_write(Path(path))
 
     def _absolute(self, arguments: JsonObject) -> JsonObject:
         """The arguments with their file paths absolute, as Claude Code gives them to hooks."""
