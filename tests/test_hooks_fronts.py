@@ -290,3 +290,19 @@ async def test_undo_after_a_formatting_hook_restores_the_file(
     assert await agent.undo() == [str(project / "app.py")]  # not refused as "changed since"
     await agent.aclose()
     assert (project / "app.py").read_text(encoding="utf-8") == "def f():\n\treturn 1\n"
+
+
+async def test_the_step_level_view_tells_a_blocking_hook(project: Path, llm: FakeLLM) -> None:
+    from etcode import Agent
+    from etcode.ui.loop_renderer import default_render
+
+    write_config(project, llm)
+    user_hooks(project, {"PreToolUse": on("Bash", script(project, "no_rm.py", NO_RM))})
+    llm.script(Reply(calls=[Call("Bash", {"command": "rm x"})]), Reply(text="ok"))
+    agent = Agent(directory=project, store=False)
+    lines = [default_render(event) async for event in agent.arun_stream("clean")]
+    await agent.aclose()
+    assert (
+        "warning: PreToolUse hook (no_rm.py): blocked: rm is not allowed here: move files to trash/ instead"
+        in lines
+    )
