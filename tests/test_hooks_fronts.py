@@ -306,3 +306,32 @@ async def test_the_step_level_view_tells_a_blocking_hook(project: Path, llm: Fak
         "warning: PreToolUse hook (no_rm.py): blocked: rm is not allowed here: move files to trash/ instead"
         in lines
     )
+
+
+async def test_an_interrupt_does_not_wait_for_a_slow_hook(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    from etcode import Agent
+
+    write_config(project, llm)
+    started = tmp_path / "started"
+    pid_file = tmp_path / "pid"
+    slow = f"sleep 300 & echo $! > {pid_file}; touch {started}; wait"
+    user_hooks(project, {"PreToolUse": on("Bash", slow, timeout=250)})
+    llm.script(Reply(calls=[Call("Bash", {"command": "echo never"})]), Reply(text="unused"))
+    agent = Agent(directory=project, store=False)
+
+    async def interrupt_when_started() -> None:
+        while not started.exists():
+            await asyncio.sleep(0.02)
+        agent.interrupt()
+
+    watcher = asyncio.ensure_future(interrupt_when_started())
+    try:  # far under the hook's 250 s: the interrupt does not wait for it
+        result = await asyncio.wait_for(agent.arun("go"), 60)
+    finally:
+        watcher.cancel()
+        await agent.aclose()
+    assert result.stop_reason == "interrupted"
+    assert len(llm.requests) == 1
+    assert not _alive(int(pid_file.read_text()))

@@ -12,7 +12,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, TypeVar
 
 from etcode.contract import events as ev
 from etcode.contract.results import AgentResult
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from etcode.engine.interception import InterceptorError, StopRun
 
 log = logging.getLogger("etcode.loop")
+T = TypeVar("T")
 
 #: What the user is told when the run stops early.
 _STOP_MESSAGES = {"interrupted": "Interrupted by the user.", "timeout": "Stopped: time limit reached."}
@@ -125,7 +127,7 @@ class AgentLoop(EventPump):
         interception.attach(interceptors, self.emit)
         try:
             try:
-                await self._intercept_prompt()
+                await self._unless_aborted(self._intercept_prompt(), None)
             except StopRun:
                 self.messages.pop()  # a blocked prompt is not kept
                 raise
@@ -137,7 +139,9 @@ class AgentLoop(EventPump):
                     if stop_reason is not None:
                         return stop_reason
                     continue
-                reason = await interception.before_stop(interceptors, continued > 0)
+                reason = await self._unless_aborted(
+                    interception.before_stop(interceptors, continued > 0), None
+                )
                 if not reason:
                     return stop_reason
                 continued += 1
@@ -345,7 +349,10 @@ class AgentLoop(EventPump):
         try:
             to_run: list[ToolCallPart] = []
             for call in calls:
-                changed, reason, answer = await interception.decide_tool(interceptors, call)
+                decided = await self._unless_aborted(interception.decide_tool(interceptors, call), None)
+                if decided is None:  # interrupted while a hook ran: this call and the rest are not run
+                    break
+                changed, reason, answer = decided
                 if reason is None:
                     to_run.append(changed)
                     if answer is not None:
@@ -356,7 +363,10 @@ class AgentLoop(EventPump):
                 answered[result.call_id] = result
             for call in to_run:
                 if call.id in answered:
-                    answered[call.id] = await interception.after_tool(interceptors, call, answered[call.id])
+                    result = answered[call.id]
+                    answered[call.id] = await self._unless_aborted(
+                        interception.after_tool(interceptors, call, result), result
+                    )
         except (InterceptorError, StopRun) as err:
             self._intercept_error = err
         finally:
@@ -368,6 +378,24 @@ class AgentLoop(EventPump):
             or ToolResultPart(call.id, call.name, note, is_error=True, summary="Not run")
             for call in calls
         ]
+
+    async def _unless_aborted(self, work: Coroutine[object, object, T], aborted: T) -> T:
+        """``work`` (an interceptor's: a hook may take long), given up when the run is
+        interrupted or times out: it is cancelled (a hook's process group killed) and
+        ``aborted`` is returned instead."""
+        if self._abort.is_set():
+            work.close()
+            return aborted
+        task = asyncio.ensure_future(work)
+        stop = asyncio.ensure_future(self._abort.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        return task.result() if not task.cancelled() else aborted
 
     def _blocked(self, call: ToolCallPart, reason: str) -> ToolResultPart:
         """A call an interceptor blocked: shown and answered like a refused permission."""
