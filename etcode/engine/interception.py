@@ -24,6 +24,9 @@ Optional points (an interceptor without the method is skipped there; hooks use t
 - ``before_compact(trigger)`` before the history is compacted (``auto``, ``overflow`` or
   ``manual``: the last one is called by whoever compacts, not the loop).
 
+An interrupt (or the run's time limit) does not wait for an interceptor: its pending call is
+cancelled (a hook's process group is killed) and the run stops as it would have.
+
 An interceptor that raises ends the run with one error line naming it and the place; every
 tool call still gets a result. One that raises :class:`StopRun` ends it as ``blocked`` with
 its message (a stopped event, no error): in ``before_turn`` the model is not called and the
