@@ -273,7 +273,7 @@ def test_a_hung_hook_is_killed_at_its_timeout_with_its_group(
     write_config(project, llm)
     pid_file = tmp_path / "child.pid"
     hang = f"sleep 300 & echo $! > {pid_file}; wait"
-    user_hooks(project, {"PreToolUse": on("Bash", hang, timeout=1)})
+    user_hooks(project, {"PreToolUse": on("Bash", hang, timeout=2)})
     llm.script(Reply(calls=[Call("Bash", {"command": "echo still-ran"})]), Reply(text="ok"))
     proc = etcode("run", "--yes", "--format", "json", "--sandbox", "off", "go", cwd=project)
     assert proc.returncode == 0, proc.stderr

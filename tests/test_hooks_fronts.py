@@ -162,7 +162,7 @@ def _alive(pid: int) -> bool:
 
 async def test_runner_kills_the_group_at_the_timeout(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    command = HookCommand(f"sleep 300 & echo $! > {pid_file}; sleep 300", timeout=1)
+    command = HookCommand(f"sleep 300 & echo $! > {pid_file}; sleep 300", timeout=2)
     outcome = await asyncio.wait_for(run_hook(command, {}, cwd=tmp_path, env=dict(os.environ)), 30)
     assert outcome.timed_out and outcome.exit_code is None
     assert not _alive(int(pid_file.read_text()))
