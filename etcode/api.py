@@ -33,7 +33,9 @@ from etcode.util.sync_bridge import iterate_blocking, loop_running, run_blocking
 if TYPE_CHECKING:
     from etcode.config.schema import Config
     from etcode.contract.events import LoopEvent
+    from etcode.engine.interception import Interceptor
     from etcode.engine.run import Run
+    from etcode.extensions.hook_interceptor import HookInterceptor
     from etcode.permission.service import Asker
     from etcode.provider.base import Provider
     from etcode.provider.chat_client import BaseLLMClient
@@ -189,6 +191,9 @@ class Agent:
         self._stop_requested = False
         #: The session that started this one (set for ``Task`` subagents).
         self.parent_session_id: str | None = None
+        #: The session's hooks (None: it has none) and what reading them warned of.
+        self._hooks: HookInterceptor | None = None
+        self._hook_warnings: list[str] = []
 
     # ---- running -----------------------------------------------------------------
     async def stream(self, task: str) -> AsyncIterator[Event]:
@@ -203,7 +208,15 @@ class Agent:
         from etcode.wiring.server_window import apply_server_facts
 
         told = await apply_server_facts(runtime, session.window)  # the server's window, at most 0.3 s
-        loop = start_run(runtime, self, self.history, task, recorder=session.recorder, window=session.window)
+        loop = start_run(
+            runtime,
+            self,
+            self.history,
+            task,
+            recorder=session.recorder,
+            window=session.window,
+            interceptors=self._interceptors(),
+        )
         self._current = loop
         if self._stop_requested:  # interrupted while the run was being set up
             loop.interrupt()
@@ -211,13 +224,20 @@ class Agent:
             yield SessionStart(
                 self.session_id, runtime.spec.full_id, runtime.agent_name, str(runtime.directory)
             )
-            for warning in [*runtime.take_warnings(), *session.take_warnings(), *told]:
+            for warning in [
+                *runtime.take_warnings(),
+                *session.take_warnings(),
+                *told,
+                *self._take_hook_warnings(),
+            ]:
                 yield warning
             async for event in loop.events():
                 yield event
             await session.end_turn()
         finally:
             self._current = None
+            if self._hooks is not None:
+                self._hooks.attach(None)
             if loop.result is not None:
                 self.history = list(loop.result.messages)
                 await session.save(self.history)
@@ -304,6 +324,7 @@ class Agent:
 
     def reset(self) -> None:
         """Forget the conversation and the todos (tools and settings stay): a new batch."""
+        self._hooks_source("clear")
         self.history = self._session.clear(self.history, keep_system=False)
         self.state = {}
         self._session.install(self.state)
@@ -314,12 +335,19 @@ class Agent:
         ``UsageUpdate`` to ``on_event`` (or the agent's ``on_event``)."""
         runtime = await self._prepare()
         sink = on_event or self.on_event or (lambda event: None)
+        if self._hooks is not None:  # PreCompact (manual); the next turn: SessionStart (compact)
+            self._hooks.attach(sink)
+            try:
+                await self._hooks.before_compact("manual")
+            finally:
+                self._hooks.attach(None)
         self.history = await self._session.compact(self.history, runtime, sink)
 
     def clear(self, keep_system: bool = True) -> None:
         """Start a new batch with no history (``/clear``). The system prompt and tools are
         sent with every request anyway; ``keep_system`` keeps the announcements of tools
         added during the session, so the model still knows them."""
+        self._hooks_source("clear")
         self.history = self._session.clear(self.history, keep_system)
 
     async def undo(self, *, force: bool = False) -> list[str]:
@@ -383,6 +411,15 @@ class Agent:
         return child
 
     async def aclose(self) -> None:
+        if self._hooks is not None:  # SessionEnd (the session's own, not a Task child's)
+            self._hooks.attach(self.on_event)
+            try:
+                if self.parent_session_id is None:
+                    await self._hooks.session_end("other")
+                else:
+                    await self._hooks.drain()
+            finally:
+                self._hooks.attach(None)
         await self._session.aclose()
         if self._runtime is not None:
             await self._runtime.aclose()
@@ -415,7 +452,54 @@ class Agent:
             loaded = await self._session.open(self._runtime, self)
             if loaded or self._session.info is not None:
                 self.history = loaded
+            await self._load_hooks(self._runtime, resumed=bool(loaded))
         return self._runtime
+
+    # ---- hooks (etcode/extensions): nothing of them is imported when there are none ------
+    async def _load_hooks(self, runtime: Runtime, *, resumed: bool) -> None:
+        from etcode.extensions.hook_set import load_hooks
+
+        instance = runtime.instance
+        hooks, self._hook_warnings = await asyncio.to_thread(
+            load_hooks, runtime.config, instance.directory, instance.worktree
+        )
+        if not hooks:
+            return
+        from etcode.extensions.hook_interceptor import HookInterceptor, NotifyingAsker
+        from etcode.wiring.runs import shell_env
+
+        self._hooks = HookInterceptor(
+            hooks,
+            session_id=self.session_id,
+            directory=instance.directory,
+            worktree=instance.worktree,
+            shell_env=shell_env(runtime),
+            source="resume" if resumed else "startup",
+            state=lambda: self.state,
+        )
+        runtime.permission.asker = NotifyingAsker(runtime.permission.asker, self._hooks)
+
+    def _interceptors(self) -> tuple[Interceptor, ...]:
+        """The run's interceptors: the session's hooks (a Task child's: its tool calls only)."""
+        if self._hooks is None:
+            return ()
+        if self.parent_session_id is None:
+            return (self._hooks,)
+        from etcode.engine.interception import tool_calls_only
+
+        return tool_calls_only((self._hooks,))
+
+    def _take_hook_warnings(self) -> list[Event]:
+        if not self._hook_warnings:
+            return []
+        from etcode.contract.events import WarningEvent
+
+        warnings, self._hook_warnings = self._hook_warnings, []
+        return [WarningEvent(text) for text in warnings]
+
+    def _hooks_source(self, source: str) -> None:
+        if self._hooks is not None:
+            self._hooks.source = source
 
 
 _AGENT_KEYWORDS = [

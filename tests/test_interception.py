@@ -4,6 +4,7 @@ HTTP (the fake LLM server), a real Bash tool and real files."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -250,3 +251,77 @@ async def test_the_workflow_calls_the_turn_hooks_once_and_the_tool_hooks_for_eac
     ]
     planner_request = json.dumps(llm.requests[0].body["messages"])
     assert "go [a]" in planner_request
+
+
+# ---- the optional points (issue 28: hooks) ---------------------------------------------------
+class KeepGoing(PassThrough):
+    """``before_stop``: always asks for more (the loop caps it)."""
+
+    def __init__(self) -> None:
+        self.seen: list[bool] = []
+
+    async def before_stop(self, active: bool) -> str | None:
+        self.seen.append(active)
+        return "check the tests once more"
+
+
+async def test_before_stop_makes_the_model_go_on_three_times_at_most(llm: FakeLLM, tmp_path: Path) -> None:
+    from etcode.engine.interception import MAX_STOP_CONTINUES
+
+    llm.script(*(Reply(text=f"answer {n}") for n in range(6)))
+    keep = KeepGoing()
+    loop, _ = await run(llm, tmp_path, keep)
+    assert len(llm.requests) == 1 + MAX_STOP_CONTINUES == 4
+    assert keep.seen == [False, True, True]
+    assert llm.requests[1].body["messages"][-1] == {"role": "user", "content": "check the tests once more"}
+    assert loop.result is not None and loop.result.stop_reason == "end_turn"
+
+
+class Refuse(PassThrough):
+    async def before_turn(self, prompt: Message) -> Message:
+        from etcode.engine.interception import StopRun
+
+        raise StopRun("prompts are closed today")
+
+
+async def test_stop_run_in_before_turn_ends_the_run_without_asking_the_model(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    loop, events = await run(llm, tmp_path, Refuse())
+    assert llm.requests == []
+    assert loop.result is not None and loop.result.stop_reason == "blocked" and loop.result.error is None
+    assert [(e.reason, e.message) for e in events if isinstance(e, ev.StoppedEvent)] == [
+        ("blocked", "prompts are closed today")
+    ]
+    assert loop.result.messages == []  # the refused prompt is not kept
+
+
+class Answer(PassThrough):
+    def __init__(self, answer: str) -> None:
+        self.answer: Literal["allow", "ask"] = "allow" if answer == "allow" else "ask"
+
+    async def before_tool(self, call: ToolCallPart) -> Decision:
+        return Decision(permission=self.answer)
+
+
+@pytest.mark.parametrize("answer", ["allow", "ask"])
+async def test_a_permission_answer_in_advance_reaches_the_check_with_its_call(
+    llm: FakeLLM, tmp_path: Path, answer: str
+) -> None:
+    seen: list[dict] = []
+
+    async def check(permission: str, patterns: list[str], metadata: dict) -> None:
+        seen.append(metadata)
+
+    provider = make_provider(llm.spec("openai"), RetryConfig(max_retries=0))
+    settings = LoopSettings(
+        provider=provider, model="fake-model", system=["t"], tools=ToolRegistry([shout]),
+        directory=tmp_path, worktree=tmp_path, session_id="ses_test",
+        interceptors=(Answer(answer),), check_permission=check,
+    )  # fmt: skip
+    llm.script(Reply(calls=[Call("shout", {"text": "hi"}, id="c1")]), Reply(text="ok"))
+    try:
+        _ = [event async for event in AgentLoop(settings, [], Message.user("go")).events()]
+    finally:
+        await provider.aclose()
+    assert seen and all(m["pre_answer"] == answer and m["call_id"] == "c1" for m in seen)

@@ -67,6 +67,7 @@ STOP_REASONS: dict[str, StopReason] = {
     "max_steps": "max_turn_requests",
     "max_tool_calls": "max_turn_requests",
     "interrupted": "cancelled",
+    "blocked": "refusal",  # a hook refused the prompt or stopped the run
 }
 
 

@@ -198,6 +198,24 @@ def tool_end(
     )
 
 
+def hook_call(event: ev.HookRun) -> ToolCallStart:
+    """A hook that ran, as a finished call of kind ``other`` (``PostToolUse hook (ruff
+    format)``; failed when it blocked, failed or timed out), with what came of it."""
+    import uuid
+
+    raw: JsonObject = {"event": event.event, "outcome": event.outcome, "exit_code": event.exit_code}
+    if event.call_id:
+        raw["call_id"] = event.call_id
+    return helpers.start_tool_call(
+        f"hook_{uuid.uuid4().hex[:16]}",
+        ev.hook_title(event),
+        kind="other",
+        status="completed" if event.outcome == "ok" else "failed",
+        content=[helpers.tool_content(helpers.text_block(ev.hook_result(event)))],
+        raw_output=raw,
+    )
+
+
 def updates_of(event: ev.Event, directory: Path) -> list[Update]:
     """The ACP updates one etcode event becomes (most events: none)."""
     if isinstance(event, ev.TextDeltaEvent):
@@ -217,6 +235,8 @@ def updates_of(event: ev.Event, directory: Path) -> list[Update]:
         return [plan_of(event.todos)]
     if isinstance(event, ev.WarningEvent):
         return [helpers.update_agent_thought_text(f"\n[etcode] {event.message}\n")]
+    if isinstance(event, ev.HookRun):
+        return [hook_call(event)]
     if isinstance(event, ev.CompactionEvent) and event.phase == "done":
         return [helpers.update_agent_thought_text("\n[etcode] context compacted\n")]
     return []

@@ -197,6 +197,41 @@ class CompactionEvent(Event):
     type: Literal["compaction"] = field(init=False, default="compaction")
 
 
+@dataclass
+class HookRun(Event):
+    """A hook ran (``etcode/extensions``): its event (``PreToolUse``...), a short ``label`` for
+    its command (``ruff format``), its ``outcome`` (``ok``, ``blocked``, ``failed``,
+    ``timeout``), the tool call it ran for (``tool``, ``call_id``; empty for the other
+    events), its exit code (None: it timed out or did not start) and what it said that the
+    user should see (``message``: its reason, stderr or ``systemMessage``; may be empty)."""
+
+    event: str
+    label: str
+    outcome: str
+    exit_code: int | None = None
+    message: str = ""
+    tool: str = ""
+    call_id: str = ""
+    type: Literal["hook"] = field(init=False, default="hook")
+
+
+def hook_title(event: HookRun) -> str:
+    """``PostToolUse hook (ruff format)``: the head line of a hook that ran (every front end)."""
+    return f"{event.event} hook ({event.label})" if event.label else f"{event.event} hook"
+
+
+def hook_result(event: HookRun) -> str:
+    """What came of a hook, in one line: ``done``, ``blocked: <why>``, ``failed: …``."""
+    message = " ".join(event.message.split())
+    if len(message) > 200:
+        message = message[:199] + "…"
+    if event.outcome == "ok":
+        return message or "done"
+    if event.outcome == "timeout":
+        return message or "timed out"
+    return f"{event.outcome}: {message}" if message else event.outcome
+
+
 # ---- subagents and the Planner → Executor → Verifier workflow ------------------------
 
 

@@ -11,8 +11,26 @@ An :class:`Interceptor` is called, in the order of ``LoopSettings.interceptors``
   (the front ends were already shown the tool's own);
 - ``after_turn(result)`` once, as the run ends, whatever ended it.
 
+Optional points (an interceptor without the method is skipped there; hooks use them):
+
+- ``attach(emit)`` as the loop starts: the run's event sink (for events of its own);
+- a :class:`Decision` may carry ``permission``: ``"allow"`` answers the call's ``ask``
+  permission questions without asking anyone (a deny rule still refuses, and the ``sandbox``
+  and ``private_network`` questions are still asked: ``permission.service``), ``"ask"``
+  asks even where the rules allow;
+- ``before_stop(active)`` when the model ended its turn (``end_turn``): a reason makes the
+  loop add it as a user message and go on, at most :data:`MAX_STOP_CONTINUES` times in a
+  row (``active`` is True once it has); None lets the turn end;
+- ``before_compact(trigger)`` before the history is compacted (``auto``, ``overflow`` or
+  ``manual``: the last one is called by whoever compacts, not the loop).
+
+An interrupt (or the run's time limit) does not wait for an interceptor: its pending call is
+cancelled (a hook's process group is killed) and the run stops as it would have.
+
 An interceptor that raises ends the run with one error line naming it and the place; every
-tool call still gets a result. With no interceptor, the loop does none of this.
+tool call still gets a result. One that raises :class:`StopRun` ends it as ``blocked`` with
+its message (a stopped event, no error): in ``before_turn`` the model is not called and the
+prompt is dropped. With no interceptor, the loop does none of this.
 
 A run made of several loops (the workflow's planner, executor and verifier turns) calls the
 turn hooks once itself, for the user's turn, and hands its inner loops the tool-call hooks
@@ -22,6 +40,7 @@ alone (:func:`tool_calls_only`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -29,18 +48,27 @@ from etcode.util.errors import EtcodeError
 from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
+    from etcode.contract.events import Event
     from etcode.contract.results import AgentResult
     from etcode.provider.types import Message, ToolCallPart, ToolResultPart
+
+
+#: How often in a row ``before_stop`` may make the model go on.
+MAX_STOP_CONTINUES = 3
+#: The stop reason of a run an interceptor stopped (:class:`StopRun`).
+BLOCKED = "blocked"
 
 
 @dataclass(frozen=True)
 class Decision:
     """What to do with one tool call: ``proceed``, ``block`` (``reason`` goes to the model)
-    or ``replace`` (run it with ``arguments`` instead of the model's)."""
+    or ``replace`` (run it with ``arguments`` instead of the model's); ``permission`` answers
+    its permission questions in advance (see the module's docstring)."""
 
     action: Literal["proceed", "block", "replace"] = "proceed"
     reason: str = ""
     arguments: JsonObject | None = None
+    permission: Literal["allow", "ask"] | None = None
 
     @classmethod
     def proceed(cls) -> Decision:
@@ -56,6 +84,11 @@ class Decision:
 
 
 PROCEED = Decision()
+
+
+class StopRun(EtcodeError):
+    """Raised by an interceptor to end the run (stop reason :data:`BLOCKED`): the message is
+    the one line the user sees."""
 
 
 class Interceptor(Protocol):
@@ -82,6 +115,12 @@ class PassThrough:
     async def after_turn(self, result: AgentResult) -> None:
         return None
 
+    async def before_stop(self, active: bool) -> str | None:
+        return None
+
+    async def before_compact(self, trigger: str) -> None:
+        return None
+
 
 @dataclass(frozen=True)
 class ToolCallsOnly:
@@ -101,6 +140,11 @@ class ToolCallsOnly:
 
     async def after_turn(self, result: AgentResult) -> None:
         return None
+
+    def attach(self, emit: Callable[[Event], None]) -> None:
+        attach_to = getattr(self.inner, "attach", None)
+        if attach_to is not None:
+            attach_to(emit)
 
 
 def tool_calls_only(interceptors: tuple[Interceptor, ...]) -> tuple[Interceptor, ...]:
@@ -126,6 +170,8 @@ async def before_turn(interceptors: tuple[Interceptor, ...], prompt: Message) ->
     for item in interceptors:
         try:
             prompt = await item.before_turn(prompt)
+        except StopRun:
+            raise
         except Exception as err:
             raise InterceptorError(item, "before_turn", err) from err
     return prompt
@@ -135,16 +181,30 @@ async def before_tool(
     interceptors: tuple[Interceptor, ...], call: ToolCallPart
 ) -> tuple[ToolCallPart, str | None]:
     """The call to run (its arguments replaced as decided), or the reason it is blocked."""
+    call, reason, _ = await decide_tool(interceptors, call)
+    return call, reason
+
+
+async def decide_tool(
+    interceptors: tuple[Interceptor, ...], call: ToolCallPart
+) -> tuple[ToolCallPart, str | None, Literal["allow", "ask"] | None]:
+    """:func:`before_tool`, with the permission answer decided in advance (``ask`` from any
+    interceptor wins over ``allow``)."""
+    permission: Literal["allow", "ask"] | None = None
     for item in interceptors:
         try:
             decision = await item.before_tool(call)
+        except StopRun:
+            raise
         except Exception as err:
             raise InterceptorError(item, f"before_tool ({call.name})", err) from err
         if decision.action == "block":
-            return call, decision.reason
+            return call, decision.reason, None
         if decision.action == "replace" and decision.arguments is not None:
             call = replace(call, arguments=json.dumps(decision.arguments))
-    return call, None
+        if decision.permission is not None and permission != "ask":
+            permission = decision.permission
+    return call, None, permission
 
 
 async def after_tool(
@@ -153,6 +213,8 @@ async def after_tool(
     for item in interceptors:
         try:
             result = await item.after_tool(call, result)
+        except StopRun:
+            raise
         except Exception as err:
             raise InterceptorError(item, f"after_tool ({call.name})", err) from err
     return result
@@ -164,3 +226,41 @@ async def after_turn(interceptors: tuple[Interceptor, ...], result: AgentResult)
             await item.after_turn(result)
         except Exception as err:
             raise InterceptorError(item, "after_turn", err) from err
+
+
+def attach(interceptors: tuple[Interceptor, ...], emit: Callable[[Event], None]) -> None:
+    """Hand the run's event sink to the interceptors that take one (``attach``)."""
+    for item in interceptors:
+        attach_to = getattr(item, "attach", None)
+        if attach_to is not None:
+            attach_to(emit)
+
+
+async def before_stop(interceptors: tuple[Interceptor, ...], active: bool) -> str | None:
+    """The first reason an interceptor gives for the model to go on, or None."""
+    for item in interceptors:
+        point = getattr(item, "before_stop", None)
+        if point is None:
+            continue
+        try:
+            reason = await point(active)
+        except StopRun:
+            raise
+        except Exception as err:
+            raise InterceptorError(item, "before_stop", err) from err
+        if reason:
+            return str(reason)
+    return None
+
+
+async def before_compact(interceptors: tuple[Interceptor, ...], trigger: str) -> None:
+    for item in interceptors:
+        point = getattr(item, "before_compact", None)
+        if point is None:
+            continue
+        try:
+            await point(trigger)
+        except StopRun:
+            raise
+        except Exception as err:
+            raise InterceptorError(item, "before_compact", err) from err

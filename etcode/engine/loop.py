@@ -12,7 +12,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, TypeVar
 
 from etcode.contract import events as ev
 from etcode.contract.results import AgentResult
@@ -39,9 +40,10 @@ from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from etcode.engine.compaction import CompactionResult
-    from etcode.engine.interception import InterceptorError
+    from etcode.engine.interception import InterceptorError, StopRun
 
 log = logging.getLogger("etcode.loop")
+T = TypeVar("T")
 
 #: What the user is told when the run stops early.
 _STOP_MESSAGES = {"interrupted": "Interrupted by the user.", "timeout": "Stopped: time limit reached."}
@@ -73,7 +75,9 @@ class AgentLoop(EventPump):
         self._compacted_at = -1
         self._record = SafeRecorder(settings.recorder, self.emit)
         #: An interceptor that failed while tools ran (raised once every call has a result).
-        self._intercept_error: InterceptorError | None = None
+        self._intercept_error: InterceptorError | StopRun | None = None
+        #: Permission answers interceptors gave in advance, per call id (``allow``/``ask``).
+        self._pre_answers: dict[str, str] = {}
 
     # ---- control -----------------------------------------------------------------
     def interrupt(self) -> None:
@@ -106,12 +110,45 @@ class AgentLoop(EventPump):
     async def _run_steps(self, deadline: float | None) -> str:
         """Step until the run stops; returns the stop reason."""
         if self.settings.interceptors:
-            await self._intercept_prompt()
+            return await self._run_intercepted_steps(deadline)
         await self._checkpoint()
         while True:
             stop_reason = await self._step(deadline)
             if stop_reason is not None:
                 return stop_reason
+
+    async def _run_intercepted_steps(self, deadline: float | None) -> str:
+        """``_run_steps`` with the turn's interception: the prompt, ``before_stop`` (the model
+        told to go on, a few times in a row at most) and :class:`StopRun`."""
+        from etcode.engine import interception
+        from etcode.engine.interception import MAX_STOP_CONTINUES, StopRun
+
+        interceptors = self.settings.interceptors
+        interception.attach(interceptors, self.emit)
+        try:
+            try:
+                await self._unless_aborted(self._intercept_prompt(), None)
+            except StopRun:
+                self.messages.pop()  # a blocked prompt is not kept
+                raise
+            await self._checkpoint()
+            continued = 0
+            while True:
+                stop_reason = await self._step(deadline)
+                if stop_reason != "end_turn" or continued >= MAX_STOP_CONTINUES:
+                    if stop_reason is not None:
+                        return stop_reason
+                    continue
+                reason = await self._unless_aborted(
+                    interception.before_stop(interceptors, continued > 0), None
+                )
+                if not reason:
+                    return stop_reason
+                continued += 1
+                self.messages.append(Message.user(reason))
+        except StopRun as stop:
+            self.emit(ev.StoppedEvent(interception.BLOCKED, str(stop)))
+            return interception.BLOCKED
 
     async def _step(self, deadline: float | None) -> str | None:
         """One step: compact if due, ask the model, run its tool calls. Returns the stop
@@ -304,7 +341,7 @@ class AgentLoop(EventPump):
         """The calls through ``before_tool``, the scheduler and ``after_tool``. An
         interceptor that fails stops it: the calls not answered yet get "not run"."""
         from etcode.engine import interception
-        from etcode.engine.interception import InterceptorError
+        from etcode.engine.interception import InterceptorError, StopRun
 
         interceptors = self.settings.interceptors
         scheduler = self._scheduler()
@@ -312,24 +349,53 @@ class AgentLoop(EventPump):
         try:
             to_run: list[ToolCallPart] = []
             for call in calls:
-                changed, reason = await interception.before_tool(interceptors, call)
+                decided = await self._unless_aborted(interception.decide_tool(interceptors, call), None)
+                if decided is None:  # interrupted while a hook ran: this call and the rest are not run
+                    break
+                changed, reason, answer = decided
                 if reason is None:
                     to_run.append(changed)
+                    if answer is not None:
+                        self._pre_answers[call.id] = answer
                 else:
                     answered[call.id] = self._blocked(call, reason)
             for result in await scheduler.run(to_run, self._abort):
                 answered[result.call_id] = result
             for call in to_run:
                 if call.id in answered:
-                    answered[call.id] = await interception.after_tool(interceptors, call, answered[call.id])
-        except InterceptorError as err:
+                    result = answered[call.id]
+                    answered[call.id] = await self._unless_aborted(
+                        interception.after_tool(interceptors, call, result), result
+                    )
+        except (InterceptorError, StopRun) as err:
             self._intercept_error = err
+        finally:
+            for call in calls:
+                self._pre_answers.pop(call.id, None)
         note = "Not run: " + (str(self._intercept_error) if self._intercept_error else "the turn ended.")
         return [
             answered.get(call.id)
             or ToolResultPart(call.id, call.name, note, is_error=True, summary="Not run")
             for call in calls
         ]
+
+    async def _unless_aborted(self, work: Coroutine[object, object, T], aborted: T) -> T:
+        """``work`` (an interceptor's: a hook may take long), given up when the run is
+        interrupted or times out: it is cancelled (a hook's process group killed) and
+        ``aborted`` is returned instead."""
+        if self._abort.is_set():
+            work.close()
+            return aborted
+        task = asyncio.ensure_future(work)
+        stop = asyncio.ensure_future(self._abort.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        return task.result() if not task.cancelled() else aborted
 
     def _blocked(self, call: ToolCallPart, reason: str) -> ToolResultPart:
         """A call an interceptor blocked: shown and answered like a refused permission."""
@@ -352,7 +418,11 @@ class AgentLoop(EventPump):
                 permission: str, patterns: list[str], metadata: JsonObject | None = None
             ) -> None:
                 # The call asking goes with the question (an editor shows it on that call).
-                await s.check_permission(permission, patterns, {"call_id": call.id, **(metadata or {})})
+                asked: JsonObject = {"call_id": call.id, **(metadata or {})}
+                answer = self._pre_answers.get(call.id)
+                if answer is not None:  # an interceptor's answer in advance (hooks)
+                    asked["pre_answer"] = answer
+                await s.check_permission(permission, patterns, asked)
 
             return ToolContext(
                 session_id=s.session_id,
@@ -436,6 +506,10 @@ class AgentLoop(EventPump):
         from etcode.engine.window import compact_with_events
 
         s = self.settings
+        if s.interceptors:
+            from etcode.engine import interception
+
+            await interception.before_compact(s.interceptors, reason)
 
         async def store(result: CompactionResult) -> None:
             await self._record(lambda recorder: recorder.batch_started(result.messages, reason))

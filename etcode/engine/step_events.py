@@ -130,6 +130,9 @@ class _Converter:
             return LoopEvent.error(
                 step, text, fatal=False, kind="retry", attempt=event.attempt, delay=event.delay
             )
+        if isinstance(event, ev.HookRun) and event.outcome != "ok":  # a hook that blocked or failed
+            text = f"{ev.hook_title(event)}: {ev.hook_result(event)}"
+            return LoopEvent.error(step, text, fatal=False, kind="hook", hook_event=event.event)
         if isinstance(event, ev.StoppedEvent):
             self.stop_message = event.message
             return None

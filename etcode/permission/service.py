@@ -145,14 +145,23 @@ class PermissionService:
         return self.evaluate(permission, pattern, tool).action
 
     async def check(self, permission: str, patterns: list[str], metadata: JsonObject | None = None) -> None:
-        """Return if allowed; raise ``PermissionDenied`` with a reason the model sees if not."""
+        """Return if allowed; raise ``PermissionDenied`` with a reason the model sees if not.
+        ``metadata["pre_answer"]`` (a hook's ``permissionDecision``, given per call by the
+        loop): ``"allow"`` answers the ``ask`` questions without asking, except those ``--yes``
+        does not grant either (:data:`NOT_GRANTED_BY_YES`); ``"ask"`` asks even what the rules
+        allow. A deny rule refuses either way."""
         metadata = dict(metadata or {})
         tool = metadata.get("tool")
         patterns = list(patterns) or ["*"]
+        pre_answer = metadata.get("pre_answer")
         always_ask = [str(p) for p in metadata.get("ask") or []]
+        if pre_answer == "ask":
+            always_ask.extend(p for p in patterns if p not in always_ask)
         aliases = [str(p) for p in metadata.get("aliases") or []]
         pending = self._undecided(permission, patterns, tool, always_ask, aliases)
         if not pending:
+            return
+        if pre_answer == "allow" and permission not in NOT_GRANTED_BY_YES:
             return
         async with self._lock:  # one question at a time; an earlier answer may settle this one
             pending = self._undecided(permission, patterns, tool, always_ask, aliases)

@@ -122,6 +122,8 @@ class PlainRenderer:
             self._notice(event.message, YELLOW)
         elif isinstance(event, ev.CompactionEvent):
             self._compaction(event)
+        elif isinstance(event, ev.HookRun):
+            self._hook(event)
         elif isinstance(event, ev.TodoUpdate):
             self._todos = list(event.todos)
         elif isinstance(event, ev.WorkflowPhase):
@@ -159,6 +161,12 @@ class PlainRenderer:
             )
         elif event.phase == "failed":
             self._notice(f"warning: context compaction failed: {event.message}", YELLOW)
+
+    def _hook(self, event: ev.HookRun) -> None:
+        """``● PostToolUse hook (ruff format)`` and ``  └ `` what came of it."""
+        self._notice(f"{self._style('●', GREEN)} {self._style(ev.hook_title(event), BOLD)}")
+        line = ev.hook_result(event)
+        self._err_line(f"  └ {self._style(line, YELLOW) if event.outcome != 'ok' else line}")
 
     def _notice(self, text: str, *codes: str) -> None:
         self._end_reasoning()

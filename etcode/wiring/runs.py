@@ -119,6 +119,11 @@ def start_run(
     return AgentLoop(settings, history, Message.user(task))
 
 
+def shell_env(runtime: Runtime) -> ShellEnvPolicy:
+    """What the runtime's commands inherit (Bash's, and hooks': the same policy)."""
+    return _shell_env(runtime.config, runtime.spec)
+
+
 def _shell_env(config: Config, spec: ProviderSpec) -> ShellEnvPolicy:
     """What Bash commands inherit: the config's ``shell.env``, never the session's keys."""
     from etcode.provider.spec import provider_key_names

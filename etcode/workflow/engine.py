@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 from etcode.contract import events as ev
 from etcode.contract.results import AgentResult, LoopLimits
 from etcode.engine import interception
-from etcode.engine.interception import InterceptorError
+from etcode.engine.interception import BLOCKED, InterceptorError, StopRun
 from etcode.engine.loop import AgentLoop
 from etcode.engine.pump import EventPump
 from etcode.engine.seams import LoopWindow, SafeRecorder
@@ -123,6 +123,7 @@ class WorkflowRun(EventPump):
         self._partial_text = ""
         self._last_plan: list[JsonObject] | None = None
         self._limit_hit = False  # the last turn stopped at the step limit
+        self._blocked = ""  # what a hook said when it stopped a role's turn
         #: The session's messages of this run: the history, the task, each finished role step.
         self.messages: list[Message] = [*self.history, Message.user(task)]
 
@@ -138,12 +139,16 @@ class WorkflowRun(EventPump):
         todos: list[JsonObject] = []
         try:
             if self.base.interceptors:
+                interception.attach(self.base.interceptors, self.emit)
                 await self._intercept_prompt()
             await self._checkpoint()
             text, todos = await self._cycles()
         except InterceptorError as err:
             stop_reason, error = "error", str(err)
             self.emit(ev.ErrorEvent(error, kind="internal"))
+        except StopRun as stop:  # a hook refused the prompt or stopped the run
+            stop_reason = BLOCKED
+            self.emit(ev.StoppedEvent(BLOCKED, str(stop)))
         except _Stop as stop:
             stop_reason, error = stop.reason, stop.error
             if stop.reason in ("interrupted", "timeout"):
@@ -359,6 +364,8 @@ class WorkflowRun(EventPump):
         self._usage.add(result.usage)
         self._steps += result.steps
         self._limit_hit = result.stop_reason == "max_steps"
+        if result.stop_reason == BLOCKED:
+            raise StopRun(self._blocked or "stopped by a hook")
         if result.stop_reason in ("interrupted", "timeout", "error"):
             reason = "interrupted" if self._interrupted else result.stop_reason
             raise _Stop(reason, result.error)
@@ -392,6 +399,8 @@ class WorkflowRun(EventPump):
         elif isinstance(event, ev.StoppedEvent):
             if event.reason == "max_steps":
                 self.emit(ev.WarningEvent(f"{role}: {event.message}"))
+            elif event.reason == BLOCKED:  # said once, by the run (_produce)
+                self._blocked = event.message
         elif not isinstance(event, ev.DoneEvent | ev.TodoUpdate):
             self.emit(event)
 

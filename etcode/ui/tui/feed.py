@@ -154,6 +154,12 @@ class EventFeed:
             await notice(f"warning: context compaction failed: {event.message}", "warning")
 
     @_show.register
+    async def _hook(self, event: ev.HookRun) -> None:
+        """``● PostToolUse hook (ruff format)`` with ``└`` what came of it."""
+        kind = "info" if event.outcome == "ok" else "warning"
+        await self.conversation.add_notice(f"● {ev.hook_title(event)}\n  └ {ev.hook_result(event)}", kind)
+
+    @_show.register
     async def _subagent(self, event: ev.SubagentEvent) -> None:
         """A subagent's tool call shows under its parent's ``Task`` block."""
         child = event.event or {}

@@ -1,0 +1,356 @@
+"""The hooks of a session, run at its events: an :class:`~etcode.engine.interception.Interceptor`
+(``PreToolUse``, ``PostToolUse``, ``UserPromptSubmit``, ``SessionStart``, ``Stop``,
+``PreCompact``) plus what happens outside a run (``SessionEnd``, ``PreCompact`` of a manual
+compaction, ``Notification`` while a permission question waits: :class:`NotifyingAsker`).
+
+Claude Code's contract: the event as JSON on stdin in its field names; exit 0 passes (the
+stdout of ``UserPromptSubmit``/``SessionStart`` is added as context), exit 2 blocks
+(stderr is the reason), any other code is a warning; a JSON stdout may say more
+(``hookSpecificOutput.permissionDecision``/``additionalContext``/``updatedInput``, the older
+``decision: block|approve`` with ``reason``, ``continue: false`` with ``stopReason``,
+``systemMessage``). Each hook that ran is a :class:`~etcode.contract.events.HookRun` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from etcode.contract.events import Event, HookRun
+from etcode.engine.interception import PROCEED, Decision, StopRun
+from etcode.extensions.hook_runner import HookOutcome, run_hook
+from etcode.extensions.hook_set import CLAUDE_TOOL_NAMES, HookCommand, HookSet
+from etcode.provider.types import TextPart
+from etcode.util.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from etcode.config.schema import HookEventName
+    from etcode.contract.results import AgentResult
+    from etcode.permission.service import Asker, PermissionRequest
+    from etcode.permission.service import Decision as Answer
+    from etcode.provider.types import Message, ToolCallPart, ToolResultPart
+    from etcode.security.shell_env import ShellEnvPolicy
+
+#: The tools whose file a PostToolUse hook may change again (undo is told: ``_rewritten``).
+_WRITE_TOOLS = ("WriteFile", "Edit")
+#: The arguments that name a file or folder (made absolute for hooks).
+_PATH_KEYS = ("file_path", "path", "notebook_path")
+#: The events whose plain stdout (exit 0) is context for the model.
+_CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
+
+
+@dataclass
+class Verdict:
+    """What the hooks of one event said together."""
+
+    block: list[str] = field(default_factory=list)
+    permission: Literal["allow", "ask"] | None = None
+    context: list[str] = field(default_factory=list)
+    stop: str | None = None
+    arguments: JsonObject | None = None
+
+
+class HookInterceptor:
+    """A session's hooks (one per :class:`~etcode.api.Agent`; each run attaches its event
+    sink). ``source`` is the ``SessionStart`` source the next turn starts with (``startup``,
+    ``resume``, ``clear``, ``compact``), None when the session already started."""
+
+    def __init__(
+        self,
+        hooks: HookSet,
+        *,
+        session_id: str,
+        directory: Path,
+        worktree: Path,
+        shell_env: ShellEnvPolicy | None,
+        source: str | None = "startup",
+        state: Callable[[], dict[str, object]] = dict,
+    ) -> None:
+        self.hooks = hooks
+        self.session_id = session_id
+        self.directory = directory
+        self.worktree = worktree
+        self.shell_env = shell_env
+        self.source = source
+        #: The session's tool state (its undo recorder: what a hook leaves in a file it is told).
+        self.state = state
+        #: A turn ran since the session (re)started: ``SessionEnd`` is due at the end.
+        self.started = False
+        self._emit: Callable[[Event], None] | None = None
+        self._pending: list[Event] = []
+        self._background: set[asyncio.Task[None]] = set()
+
+    # ---- the run's event sink ---------------------------------------------------------
+    def attach(self, emit: Callable[[Event], None] | None) -> None:
+        """Send hook events to ``emit`` from now on (those made before go first)."""
+        self._emit = emit
+        if emit is not None:
+            pending, self._pending = self._pending, []
+            for event in pending:
+                emit(event)
+
+    def _show(self, event: Event) -> None:
+        if self._emit is not None:
+            self._emit(event)
+        else:
+            self._pending.append(event)
+
+    # ---- the interceptor --------------------------------------------------------------
+    async def before_turn(self, prompt: Message) -> Message:
+        context: list[str] = []
+        self.started = True
+        if self.source is not None:
+            source, self.source = self.source, None
+            verdict = await self._event("SessionStart", {"source": source}, subject=source)
+            context += verdict.context
+        verdict = await self._event("UserPromptSubmit", {"prompt": prompt.text})
+        if verdict.stop is not None:
+            raise StopRun(verdict.stop)
+        if verdict.block:
+            raise StopRun("the prompt was blocked by a UserPromptSubmit hook: " + " ".join(verdict.block))
+        context += verdict.context
+        if not context:
+            return prompt
+        return replace(prompt, parts=[*prompt.parts, *(TextPart(text) for text in context)])
+
+    async def before_tool(self, call: ToolCallPart) -> Decision:
+        if not self.hooks.commands_for("PreToolUse", call.name):
+            return PROCEED
+        arguments = _arguments(call)
+        verdict = await self._event(
+            "PreToolUse",
+            {
+                "tool_name": claude_name(call.name),
+                "tool_input": self._absolute(arguments),
+                "tool_use_id": call.id,
+            },
+            subject=call.name,
+            call=call,
+        )
+        if verdict.stop is not None:
+            raise StopRun(verdict.stop)
+        if verdict.block:
+            return Decision.block("\n".join(verdict.block))
+        if verdict.arguments is not None:
+            return Decision(
+                "replace", arguments={**arguments, **verdict.arguments}, permission=verdict.permission
+            )
+        return Decision(permission=verdict.permission) if verdict.permission else PROCEED
+
+    async def after_tool(self, call: ToolCallPart, result: ToolResultPart) -> ToolResultPart:
+        if result.is_error or not self.hooks.commands_for("PostToolUse", call.name):
+            return result  # as Claude Code: PostToolUse follows a call that succeeded
+        verdict = await self._event(
+            "PostToolUse",
+            {
+                "tool_name": claude_name(call.name),
+                "tool_input": self._absolute(_arguments(call)),
+                "tool_response": {"output": result.output, "success": True},
+                "tool_use_id": call.id,
+            },
+            subject=call.name,
+            call=call,
+        )
+        await self._rewritten(call)
+        if verdict.stop is not None:
+            raise StopRun(verdict.stop)
+        notes = [*verdict.block, *verdict.context]
+        if not notes:
+            return result
+        return replace(result, output="\n\n".join([result.output, *notes]))
+
+    async def after_turn(self, result: AgentResult) -> None:
+        return None
+
+    async def before_stop(self, active: bool) -> str | None:
+        verdict = await self._event("Stop", {"stop_hook_active": active})
+        if verdict.stop is not None or not verdict.block:  # continue: false lets it stop
+            return None
+        from etcode.prompt.templates import load, render
+
+        return render(load("hooks/stop.txt"), {"reason": "\n".join(verdict.block)}).strip()
+
+    async def before_compact(self, trigger: str) -> None:
+        trigger = "manual" if trigger == "manual" else "auto"
+        await self._event("PreCompact", {"trigger": trigger, "custom_instructions": ""}, subject=trigger)
+        self.source = "compact"  # the next turn starts with SessionStart(compact)
+
+    # ---- outside a run -----------------------------------------------------------------
+    async def session_end(self, reason: str) -> None:
+        """``SessionEnd`` (after the notifications still running: all bounded), when a turn
+        ran; a later turn starts the session again (``SessionStart`` with ``resume``)."""
+        await self.drain()
+        if not self.started:
+            return
+        self.started = False
+        self.source = "resume"
+        await self._event("SessionEnd", {"reason": reason})
+
+    def notify(self, message: str) -> None:
+        """``Notification``, in the background (awaited by :meth:`drain`)."""
+        if not self.hooks.commands_for("Notification"):
+            return
+        task = asyncio.ensure_future(self._notify(message))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _notify(self, message: str) -> None:
+        await self._event("Notification", {"message": message})
+
+    async def drain(self) -> None:
+        """Wait for the background hooks (each ends at its own time limit)."""
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+
+    # ---- running and reading hooks --------------------------------------------------------
+    async def _event(
+        self,
+        event: HookEventName,
+        fields: JsonObject,
+        *,
+        subject: str | None = None,
+        call: ToolCallPart | None = None,
+    ) -> Verdict:
+        commands = self.hooks.commands_for(event, subject)
+        if not commands:
+            return Verdict()
+        payload: JsonObject = {
+            "session_id": self.session_id,
+            "cwd": str(self.directory),
+            "hook_event_name": event,
+            **fields,
+        }
+        outcomes = await asyncio.gather(*(self._run(command, payload) for command in commands))
+        verdict = Verdict()
+        for outcome in outcomes:
+            self._show(_read(event, outcome, verdict, call))
+        return verdict
+
+    async def _run(self, command: HookCommand, payload: JsonObject) -> HookOutcome:
+        from etcode.security.shell_env import ShellEnvPolicy
+
+        env = (self.shell_env or ShellEnvPolicy()).environment()
+        env["CLAUDE_PROJECT_DIR"] = env["ETCODE_PROJECT_DIR"] = str(self.worktree)
+        return await run_hook(command, payload, cwd=self.directory, env=env)
+
+    async def _rewritten(self, call: ToolCallPart) -> None:
+        """A file WriteFile/Edit wrote, maybe changed again by a hook (a formatter): undo takes
+        what is there now as etcode's (it still restores the file as it was before the call)."""
+        if call.name not in _WRITE_TOOLS:
+            return
+        from etcode.tools.snapshot import STATE_KEY, WriteFollower
+
+        recorder = self.state().get(STATE_KEY)
+        path = self._absolute(_arguments(call)).get("file_path")
+        if isinstance(recorder, WriteFollower) and isinstance(path, str):
+            with contextlib.suppress(Exception):  # costs undo its check only, as in the tools
+                await recorder.after_write(Path(path))
+
+    def _absolute(self, arguments: JsonObject) -> JsonObject:
+        """The arguments with their file paths absolute, as Claude Code gives them to hooks."""
+        shown = dict(arguments)
+        for key in _PATH_KEYS:
+            value = shown.get(key)
+            if isinstance(value, str) and value and not value.startswith(("/", "~")):
+                shown[key] = str(self.directory / value)
+        return shown
+
+
+class NotifyingAsker:
+    """An :class:`~etcode.permission.service.Asker` that runs the ``Notification`` hooks
+    while its question waits for an answer."""
+
+    def __init__(self, inner: Asker, hooks: HookInterceptor) -> None:
+        self.inner = inner
+        self.hooks = hooks
+
+    async def ask(self, request: PermissionRequest) -> Answer:
+        what = request.tool or request.permission
+        self.hooks.notify(f"etcode needs your permission to use {what}")
+        return await self.inner.ask(request)
+
+
+def claude_name(tool: str) -> str:
+    """A tool's name as Claude Code's hooks know it (``WriteFile`` → ``Write``)."""
+    return CLAUDE_TOOL_NAMES.get(tool, tool)
+
+
+def _arguments(call: ToolCallPart) -> JsonObject:
+    try:
+        return call.parsed_arguments()
+    except ValueError:
+        return {}
+
+
+def _read(event: str, outcome: HookOutcome, verdict: Verdict, call: ToolCallPart | None) -> HookRun:
+    """Add what one hook said to ``verdict``; the event that shows it."""
+    named = f"{event} hook ({outcome.label})"
+    shown = HookRun(event, outcome.label, "ok", outcome.exit_code)
+    if call is not None:
+        shown.tool, shown.call_id = call.name, call.id
+    if outcome.exit_code is None:
+        shown.outcome = "timeout" if outcome.timed_out else "failed"
+        shown.message = outcome.error
+        return shown
+    stderr = outcome.stderr.strip()
+    if outcome.exit_code == 2:
+        reason = stderr or "blocked (exit code 2)"
+        verdict.block.append(f"{named}: {reason}")
+        shown.outcome, shown.message = "blocked", reason
+        return shown
+    if outcome.exit_code != 0:
+        shown.outcome = "failed"
+        first = stderr.splitlines()[0] if stderr else ""
+        shown.message = f"exit code {outcome.exit_code}" + (f": {first}" if first else "")
+        return shown
+    data = outcome.data
+    if data is None:
+        text = outcome.stdout.strip()
+        if text and event in _CONTEXT_EVENTS:
+            verdict.context.append(_context(event, text))
+        return shown
+    _read_json(event, named, data, verdict, shown)
+    return shown
+
+
+def _read_json(event: str, named: str, data: JsonObject, verdict: Verdict, shown: HookRun) -> None:
+    message = data.get("systemMessage")
+    if isinstance(message, str):
+        shown.message = message
+    if data.get("continue") is False:
+        reason = data.get("stopReason")
+        stop = reason if isinstance(reason, str) and reason else f"stopped by {named}"
+        verdict.stop = stop
+        shown.outcome, shown.message = "blocked", stop
+        return
+    specific = data.get("hookSpecificOutput")
+    specific = specific if isinstance(specific, dict) else {}
+    decision = specific.get("permissionDecision") if event == "PreToolUse" else None
+    reason_value = specific.get("permissionDecisionReason") or data.get("reason")
+    reason = reason_value if isinstance(reason_value, str) else ""
+    old = data.get("decision")
+    if decision is None and old in ("block", "approve"):
+        decision = "deny" if old == "block" else "allow"
+    if decision == "deny":
+        verdict.block.append(f"{named}: {reason or 'denied'}")
+        shown.outcome, shown.message = "blocked", reason or "denied"
+    elif decision == "ask":
+        verdict.permission = "ask"
+    elif decision == "allow" and verdict.permission is None:
+        verdict.permission = "allow"
+    updated = specific.get("updatedInput")
+    if event == "PreToolUse" and isinstance(updated, dict):
+        verdict.arguments = {**(verdict.arguments or {}), **updated}
+    extra = specific.get("additionalContext")
+    if isinstance(extra, str) and extra.strip():
+        verdict.context.append(_context(event, extra.strip()))
+
+
+def _context(event: str, text: str) -> str:
+    from etcode.prompt.templates import load, render
+
+    return render(load("hooks/context.txt"), {"event": event, "text": text}).strip()

@@ -1,0 +1,156 @@
+"""Run one hook command: ``bash -c`` (or ``sh -c``) in the given folder, the event as JSON
+on stdin, the same environment as a Bash call (``ShellEnvPolicy``), as the user (hooks are
+the user's own code: never sandboxed), in its own process group that is killed at its time
+limit and at the end, whatever it left running. Output is capped; nothing blocks the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from etcode.extensions.hook_set import HookCommand
+from etcode.util.json_types import JsonObject
+from etcode.util.process_group import close_pipes, group_alive, kill_group, start_process
+
+#: What is kept of a hook's stdout and of its stderr (the rest is read and dropped).
+OUTPUT_CAP = 64 * 1024
+#: How long the end of a group may take to disappear once killed.
+_REAP_SECONDS = 5.0
+#: Programs whose first argument (a script) names the hook better than they do.
+_INTERPRETERS = frozenset({"python", "python3", "bash", "sh", "zsh", "node", "bun", "deno", "ruby", "perl"})
+
+
+@dataclass(frozen=True)
+class HookOutcome:
+    """What one hook did. ``exit_code`` is None when it timed out or could not start
+    (``error`` says why); ``data`` is its stdout read as a JSON object, when it is one."""
+
+    command: HookCommand
+    exit_code: int | None
+    stdout: str = ""
+    stderr: str = ""
+    data: JsonObject | None = None
+    timed_out: bool = False
+    error: str = ""
+
+    @property
+    def label(self) -> str:
+        return hook_label(self.command.command)
+
+
+def hook_label(command: str) -> str:
+    """A short name for a hook's command line: ``ruff format`` for ``ruff format "$F"``,
+    ``fmt.py`` for ``python3 .claude/hooks/fmt.py``."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    words = [w for w in words if not ("=" in w and w.split("=", 1)[0].isidentifier())]
+    if not words:
+        return command.strip()[:40]
+    program = os.path.basename(words[0]) or words[0]
+    rest = words[1:]
+    if program in _INTERPRETERS and rest and not rest[0].startswith("-"):
+        return os.path.basename(rest[0])[:40]
+    if rest and rest[0].replace("-", "").isalpha() and not rest[0].startswith("-"):
+        return f"{program} {rest[0]}"[:40]
+    return program[:40]
+
+
+@cache
+def _shell() -> str:
+    return shutil.which("bash") or "/bin/sh"
+
+
+async def run_hook(
+    command: HookCommand, payload: JsonObject, *, cwd: Path, env: Mapping[str, str]
+) -> HookOutcome:
+    """Run ``command`` with ``payload`` on stdin; never raises for the hook's own failures
+    (a start that fails, a time limit, an exit code: all in the outcome)."""
+    data = json.dumps(payload).encode()
+    try:
+        proc = await start_process(
+            _shell(),
+            "-c",
+            command.command,
+            cwd=str(cwd),
+            env=dict(env),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except OSError as failed:
+        return HookOutcome(command, None, error=f"could not start: {failed.strerror or failed}")
+    try:
+        feeding = asyncio.ensure_future(_feed(proc, data))
+        reading = asyncio.gather(_read_capped(proc.stdout), _read_capped(proc.stderr), proc.wait())
+        try:
+            out, err, code = await asyncio.wait_for(reading, command.timeout)
+        except TimeoutError:
+            kill_group(proc.pid)
+            return HookOutcome(command, None, timed_out=True, error=f"timed out after {command.timeout:g} s")
+        finally:
+            feeding.cancel()
+        stdout = out.decode(errors="replace")
+        return HookOutcome(command, code, stdout, err.decode(errors="replace"), _json_object(stdout))
+    finally:
+        kill_group(proc.pid)  # whatever it left running (a `sleep &`) goes with it
+        await _reap(proc)
+        close_pipes(proc)
+
+
+async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
+    """The event on stdin; a hook that does not read it is fine."""
+    stdin = proc.stdin
+    if stdin is None:
+        return
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        stdin.write(data)
+        await stdin.drain()
+    with contextlib.suppress(Exception):
+        stdin.close()
+
+
+async def _read_capped(stream: asyncio.StreamReader | None) -> bytes:
+    """Everything the hook writes, keeping the first :data:`OUTPUT_CAP` bytes."""
+    if stream is None:
+        return b""
+    kept = bytearray()
+    while chunk := await stream.read(65536):
+        if len(kept) < OUTPUT_CAP:
+            kept += chunk[: OUTPUT_CAP - len(kept)]
+    return bytes(kept)
+
+
+async def _reap(proc: asyncio.subprocess.Process) -> None:
+    """Wait (bounded, despite cancels) for the leader and its group to be gone."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + _REAP_SECONDS
+    cancelled = False
+    while loop.time() < deadline and (proc.returncode is None or group_alive(proc.pid)):
+        try:
+            await asyncio.sleep(0.01)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+def _json_object(text: str) -> JsonObject | None:
+    text = text.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

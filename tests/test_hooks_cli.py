@@ -1,0 +1,354 @@
+"""Hooks end to end: the real ``etcode run`` against the fake model server, with hooks in the
+user's own ``etcode.json`` (``$XDG_CONFIG_HOME/etcode``): what they receive, how their exit
+codes and JSON answers steer the run, and what the user and the model are shown."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli_helpers import etcode, write_config
+from tests.fake_llm import Call, FakeLLM, Reply
+
+PY = sys.executable
+
+#: A formatter as a PostToolUse hook: rewrites the edited file (tabs → 4 spaces, no trailing
+#: blanks) and says so on stderr (a log only: exit 0).
+FORMATTER = """\
+import json, sys
+event = json.load(sys.stdin)
+path = event["tool_input"]["file_path"]
+with open(path) as handle:
+    lines = [line.replace("\\t", "    ").rstrip() for line in handle.read().splitlines()]
+with open(path, "w") as handle:
+    handle.write("\\n".join(lines) + "\\n")
+"""
+
+#: Blocks any Bash call that runs rm (exit 2: stderr is the reason the model sees).
+NO_RM = """\
+import json, sys
+event = json.load(sys.stdin)
+if "rm " in event["tool_input"].get("command", ""):
+    print("rm is not allowed here: move files to trash/ instead", file=sys.stderr)
+    sys.exit(2)
+"""
+
+#: Writes what it received to $HOOK_LOG/<event>.json (one JSON object a line).
+RECORDER = """\
+import json, os, sys
+event = json.load(sys.stdin)
+event["env_project_dir"] = os.environ.get("CLAUDE_PROJECT_DIR")
+event["hook_cwd"] = os.getcwd()
+with open(os.path.join(os.environ["HOOK_LOG"], event["hook_event_name"] + ".jsonl"), "a") as out:
+    out.write(json.dumps(event) + "\\n")
+"""
+
+
+def user_hooks(home: Path, hooks: dict[str, Any]) -> None:
+    """The user's own hooks (no trust needed): ``$XDG_CONFIG_HOME/etcode/etcode.json``."""
+    folder = Path(os.environ["XDG_CONFIG_HOME"]) / "etcode"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "etcode.json").write_text(json.dumps({"hooks": hooks}), encoding="utf-8")
+
+
+def script(project: Path, name: str, text: str) -> str:
+    """A hook script in the project; the command line that runs it."""
+    path = project / ".hooks" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return f'{PY} "$CLAUDE_PROJECT_DIR/.hooks/{name}"'
+
+
+def on(matcher: str, *commands: str, timeout: float | None = None) -> list[dict[str, Any]]:
+    hooks: list[dict[str, Any]] = []
+    for command in commands:
+        hook: dict[str, Any] = {"type": "command", "command": command}
+        if timeout is not None:
+            hook["timeout"] = timeout
+        hooks.append(hook)
+    return [{"matcher": matcher, "hooks": hooks}]
+
+
+def tool_results(llm: FakeLLM, index: int) -> list[str]:
+    """The tool results the model got in request ``index`` (OpenAI wire)."""
+    return [m["content"] for m in llm.requests[index].body["messages"] if m["role"] == "tool"]
+
+
+def user_texts(llm: FakeLLM, index: int) -> str:
+    return json.dumps([m for m in llm.requests[index].body["messages"] if m["role"] == "user"])
+
+
+def json_events(proc: Any) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def test_post_tool_use_formats_the_file_after_edit(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    (project / "app.py").write_text("def f():\n\treturn 1\n", encoding="utf-8")
+    user_hooks(project, {"PostToolUse": on("Write|Edit", script(project, "fmt.py", FORMATTER))})
+    llm.script(
+        Reply(
+            calls=[
+                Call("Edit", {"file_path": "app.py", "old_string": "return 1", "new_string": "return 2   "})
+            ]
+        ),
+        Reply(text="Edited."),
+    )
+    proc = etcode("run", "--yes", "change it", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "app.py").read_text(encoding="utf-8") == "def f():\n    return 2\n"
+    assert "● PostToolUse hook (fmt.py)" in proc.stdout + proc.stderr
+
+
+def test_post_tool_use_hook_does_not_run_for_other_tools(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    (project / "app.py").write_text("x\t= 1\n", encoding="utf-8")
+    user_hooks(project, {"PostToolUse": on("Edit", script(project, "fmt.py", FORMATTER))})
+    llm.script(Reply(calls=[Call("ReadFile", {"file_path": "app.py"})]), Reply(text="Read."))
+    proc = etcode("run", "read it", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "app.py").read_text(encoding="utf-8") == "x\t= 1\n"
+    assert "PostToolUse hook" not in proc.stdout + proc.stderr
+
+
+def test_pre_tool_use_exit_2_blocks_rm_and_the_model_sees_why(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    (project / "keep.txt").write_text("precious\n", encoding="utf-8")
+    user_hooks(project, {"PreToolUse": on("Bash", script(project, "no_rm.py", NO_RM))})
+    llm.script(
+        Reply(calls=[Call("Bash", {"command": "rm keep.txt"})]),
+        Reply(calls=[Call("Bash", {"command": "echo fine"})]),
+        Reply(text="Done."),
+    )
+    proc = etcode("run", "--yes", "--format", "json", "--sandbox", "off", "clean up", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "keep.txt").exists()
+    [blocked] = tool_results(llm, 1)
+    assert "rm is not allowed here: move files to trash/ instead" in blocked
+    assert "fine" in tool_results(llm, 2)[-1]
+    hooks = [e for e in json_events(proc) if e["type"] == "hook"]
+    assert [(h["event"], h["label"], h["outcome"], h["tool"]) for h in hooks] == [
+        ("PreToolUse", "no_rm.py", "blocked", "Bash"),
+        ("PreToolUse", "no_rm.py", "ok", "Bash"),
+    ]
+    assert hooks[0]["exit_code"] == 2 and hooks[0]["call_id"]
+    assert "move files to trash/" in hooks[0]["message"]
+
+
+def test_hooks_get_claude_codes_fields(project: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    write_config(project, llm)
+    log = tmp_path / "log"
+    log.mkdir()
+    recorder = script(project, "record.py", RECORDER)
+    user_hooks(
+        project,
+        {
+            "PreToolUse": on("Write", recorder),
+            "PostToolUse": on("*", recorder),
+            "UserPromptSubmit": on("", recorder),
+            "SessionStart": on("", recorder),
+            "Stop": on("", recorder),
+            "SessionEnd": on("", recorder),
+        },
+    )
+    llm.script(
+        Reply(calls=[Call("WriteFile", {"file_path": "a.txt", "content": "hi\n"})]),
+        Reply(text="Written."),
+    )
+    proc = etcode("run", "--yes", "write a.txt", cwd=project, env={"HOOK_LOG": str(log)})
+    assert proc.returncode == 0, proc.stderr
+
+    def read(event: str) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in (log / f"{event}.jsonl").read_text().splitlines()]
+
+    [pre] = read("PreToolUse")
+    assert pre["tool_name"] == "Write"
+    assert pre["tool_input"] == {"file_path": str(project / "a.txt"), "content": "hi\n"}  # absolute
+    assert pre["cwd"] == str(project) and pre["env_project_dir"] == str(project)
+    assert pre["hook_cwd"] == str(project) and pre["session_id"].startswith("ses_")
+    [post] = read("PostToolUse")
+    assert post["tool_name"] == "Write" and "tool_response" in post
+    assert read("UserPromptSubmit")[0]["prompt"] == "write a.txt"
+    assert read("SessionStart")[0]["source"] == "startup"
+    assert read("Stop")[0]["stop_hook_active"] is False
+    assert read("SessionEnd")[0]["reason"] == "other"
+    assert {e["session_id"] for e in read("PreToolUse") + read("SessionEnd")} == {pre["session_id"]}
+
+
+@pytest.mark.parametrize(
+    ("rule", "answer", "ran"),
+    [
+        ("ask", "allow", True),  # the hook answers the question etcode run could not ask
+        ("ask", "deny", False),
+        ("deny", "allow", False),  # an allow never lifts a deny rule
+        ("allow", "ask", False),  # ask forces a question (refused: etcode run asks nobody)
+    ],
+)
+def test_permission_decision(project: Path, llm: FakeLLM, rule: str, answer: str, ran: bool) -> None:
+    write_config(project, llm, permission={"edit": rule})
+    reply = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": answer,
+                                    "permissionDecisionReason": "policy says " + answer}}  # fmt: skip
+    decide = script(project, "decide.py", f"print({json.dumps(json.dumps(reply))})\n")
+    user_hooks(project, {"PreToolUse": on("Write", decide)})
+    llm.script(
+        Reply(calls=[Call("WriteFile", {"file_path": "out.txt", "content": "x\n"})]),
+        Reply(text="ok"),
+    )
+    proc = etcode("run", "write it", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "out.txt").exists() is ran
+    [result] = tool_results(llm, 1)
+    if answer == "deny":
+        assert "policy says deny" in result
+    if rule == "deny":
+        assert "denied by permission rule" in result
+
+
+def test_user_prompt_submit_and_session_start_context_reach_the_model(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    context = json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                                 "additionalContext": "ticket ABC-42 is open"}})  # fmt: skip
+    user_hooks(
+        project,
+        {
+            "SessionStart": on("startup", "echo 'branch: feature/hooks'"),
+            "UserPromptSubmit": on("", f"echo '{context}'"),
+        },
+    )
+    llm.script(Reply(text="ok"))
+    proc = etcode("run", "what now?", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    sent = user_texts(llm, 0)
+    assert "branch: feature/hooks" in sent and "ticket ABC-42 is open" in sent and "what now?" in sent
+
+
+def test_user_prompt_submit_exit_2_blocks_the_prompt(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    user_hooks(project, {"UserPromptSubmit": on("", "echo 'no secrets in prompts' >&2; exit 2")})
+    llm.script(Reply(text="never asked"))
+    proc = etcode("run", "my password is hunter2", cwd=project)
+    assert proc.returncode == 1
+    assert llm.requests == []
+    assert "no secrets in prompts" in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_stop_hook_makes_the_model_continue_three_times_at_most(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    user_hooks(project, {"Stop": on("", "echo 'run the tests first' >&2; exit 2")})
+    llm.script(*(Reply(text=f"answer {n}") for n in range(5)))
+    proc = etcode("run", "--format", "json", "finish", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert len(llm.requests) == 4  # the answer, then three more: the fourth Stop lets it end
+    assert "run the tests first" in user_texts(llm, 1)
+    stops = [e for e in json_events(proc) if e["type"] == "hook" and e["event"] == "Stop"]
+    assert [s["outcome"] for s in stops] == ["blocked"] * 3
+
+
+def test_stop_hook_sees_stop_hook_active(project: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    write_config(project, llm)
+    once = script(
+        project,
+        "once.py",
+        "import json, sys\n"
+        "if not json.load(sys.stdin)['stop_hook_active']:\n"
+        "    print('add a test', file=sys.stderr); sys.exit(2)\n",
+    )
+    user_hooks(project, {"Stop": on("", once)})
+    llm.script(Reply(text="first"), Reply(text="second"), Reply(text="third"))
+    proc = etcode("run", "finish", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert len(llm.requests) == 2
+    assert proc.stdout.strip().endswith("second")
+
+
+def test_a_hung_hook_is_killed_at_its_timeout_with_its_group(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    write_config(project, llm)
+    pid_file = tmp_path / "child.pid"
+    hang = f"sleep 300 & echo $! > {pid_file}; wait"
+    user_hooks(project, {"PreToolUse": on("Bash", hang, timeout=2)})
+    llm.script(Reply(calls=[Call("Bash", {"command": "echo still-ran"})]), Reply(text="ok"))
+    proc = etcode("run", "--yes", "--format", "json", "--sandbox", "off", "go", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    [hook] = [e for e in json_events(proc) if e["type"] == "hook"]
+    assert hook["outcome"] == "timeout" and hook["exit_code"] is None
+    assert "still-ran" in tool_results(llm, 1)[0]  # a hook that fails does not block
+    child = int(pid_file.read_text())
+    assert not _alive(child), "the hook's sleep outlived its timeout"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rsplit(b")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in (b"Z", b"X")
+
+
+def test_a_failing_hook_is_a_warning_and_the_call_runs(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    user_hooks(project, {"PreToolUse": on("*", "echo oops >&2; exit 1")})
+    llm.script(Reply(calls=[Call("ReadFile", {"file_path": "etcode.json"})]), Reply(text="ok"))
+    proc = etcode("run", "read", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert "fake" in tool_results(llm, 1)[0]
+    assert "exit code 1: oops" in proc.stderr + proc.stdout
+
+
+def test_no_hooks_imports_nothing_of_them(project: Path, llm: FakeLLM) -> None:
+    from tests.cli_helpers import etcode_imports
+
+    write_config(project, llm)
+    llm.script(Reply(text="ok"))
+    proc, imported = etcode_imports("run", "hi", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert not {"etcode.extensions.hook_interceptor", "etcode.extensions.hook_runner"} & imported
+    assert "etcode.engine.interception" not in imported
+
+
+def test_the_workflow_agent_runs_the_prompt_hooks_once(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    user_hooks(project, {"UserPromptSubmit": on("", "echo 'not today' >&2; exit 2")})
+    llm.script(Reply(text="never asked"))
+    proc = etcode("run", "--agent", "workflow", "--format", "json", "plan it", cwd=project)
+    assert proc.returncode == 1
+    assert llm.requests == []
+    events = json_events(proc)
+    [stopped] = [e for e in events if e["type"] == "stopped"]
+    assert stopped["reason"] == "blocked" and "not today" in stopped["message"]
+    assert [e["event"] for e in events if e["type"] == "hook"] == ["UserPromptSubmit"]
+    assert events[-1]["stop_reason"] == "blocked"
+
+
+def test_pre_tool_use_updated_input_replaces_the_arguments(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    answer = {
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"command": "echo replaced"}}
+    }
+    user_hooks(project, {"PreToolUse": on("Bash", f"echo '{json.dumps(answer)}'")})
+    llm.script(Reply(calls=[Call("Bash", {"command": "echo original"})]), Reply(text="ok"))
+    proc = etcode("run", "--yes", "--sandbox", "off", "go", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    [result] = tool_results(llm, 1)
+    assert "replaced" in result and "original" not in result
+
+
+def test_continue_false_ends_the_run_with_the_stop_reason(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    answer = {"continue": False, "stopReason": "build is broken: fix CI first"}
+    user_hooks(project, {"PostToolUse": on("*", f"echo '{json.dumps(answer)}'")})
+    llm.script(Reply(calls=[Call("ReadFile", {"file_path": "etcode.json"})]), Reply(text="never"))
+    proc = etcode("run", "--format", "json", "go", cwd=project)
+    assert proc.returncode == 1
+    assert len(llm.requests) == 1
+    events = json_events(proc)
+    assert any(e["type"] == "stopped" and e["message"] == "build is broken: fix CI first" for e in events)
+    assert events[-1]["stop_reason"] == "blocked"

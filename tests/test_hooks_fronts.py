@@ -1,0 +1,337 @@
+"""Hooks in the other front ends (the chat with Pilot, ``etcode acp``), in Task subagents, and
+the parts under them: the runner (its time limit kills the whole group, its output is
+capped) and the permission service's answer in advance (never past a deny or the sandbox)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import PROTOCOL_VERSION, text_block
+
+from etcode.contract.tools import PermissionDenied
+from etcode.extensions.hook_runner import OUTPUT_CAP, hook_label, run_hook
+from etcode.extensions.hook_set import HookCommand
+from etcode.permission.rules import rules_from_config
+from etcode.permission.service import Decision, PermissionRequest, PermissionService
+from tests.acp_support import RecordingClient, acp_agent, capabilities, step
+from tests.cli_helpers import etcode
+from tests.fake_llm import Call, FakeLLM, Reply
+from tests.project_support import write_config
+from tests.test_hooks_cli import NO_RM, json_events, on, script, tool_results, user_hooks
+from tests.tui_support import SIZE, make_app, permission_dialog, ready, submit, wait_for
+
+
+# ---- the chat ------------------------------------------------------------------------------
+async def test_chat_shows_hooks_and_notification_runs_while_a_question_waits(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    write_config(project, llm, permission={"bash": "ask"})
+    (project / "build").mkdir()
+    told = tmp_path / "told.json"
+    user_hooks(
+        project,
+        {
+            "PreToolUse": on("Bash", "true"),
+            "Notification": on("", f"cat > {told}"),
+        },
+    )
+    llm.script(Reply(calls=[Call("Bash", {"command": "rm -rf build"})]), Reply(text="Stopped."))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await submit(pilot, app, "clean up")
+        await permission_dialog(pilot, app, armed=False)
+        await wait_for(pilot, lambda: told.exists() and told.read_text(), timeout=20, what="Notification")
+        notices = [str(w.render()) for w in app.query(".notice")]
+        assert any("● PreToolUse hook (true)" in text and "└ done" in text for text in notices), notices
+        app.host.agent.interrupt()
+        await wait_for(pilot, lambda: not app.busy, what="the interrupt")
+    event = json.loads(told.read_text())
+    assert event["hook_event_name"] == "Notification" and "Bash" in event["message"]
+    assert (project / "build").is_dir()
+
+
+# ---- etcode acp ------------------------------------------------------------------------------
+async def test_acp_shows_a_blocking_hook_as_a_call_and_the_model_sees_why(
+    llm: FakeLLM, project: Path
+) -> None:
+    write_config(project, llm)
+    (project / "keep.txt").write_text("x\n", encoding="utf-8")
+    user_hooks(project, {"PreToolUse": on("Bash", script(project, "no_rm.py", NO_RM))})
+    llm.script(Reply(calls=[Call("Bash", {"command": "rm keep.txt"}, id="call_rm")]), Reply(text="Kept it."))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
+        session = await step(conn.new_session(cwd=str(project), mcp_servers=[]))
+        response = await step(conn.prompt(session_id=session.session_id, prompt=[text_block("clean")]))
+    assert response.stop_reason == "end_turn"
+    assert (project / "keep.txt").exists()
+    hooks = [u for u in client.of_kind("tool_call") if u.title.startswith("PreToolUse hook")]
+    [hook] = hooks
+    assert hook.title == "PreToolUse hook (no_rm.py)" and hook.kind == "other" and hook.status == "failed"
+    assert "move files to trash/" in hook.content[0].content.text
+    assert client.tool_updates("call_rm")[-1].status == "failed"
+    assert "move files to trash/" in tool_results(llm, 1)[0]
+
+
+async def test_acp_a_blocked_prompt_is_a_refusal_the_editor_sees_why(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    user_hooks(project, {"UserPromptSubmit": on("", "echo 'no secrets in prompts' >&2; exit 2")})
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
+        session = await step(conn.new_session(cwd=str(project), mcp_servers=[]))
+        response = await step(conn.prompt(session_id=session.session_id, prompt=[text_block("pw: x")]))
+    assert response.stop_reason == "refusal"
+    assert llm.requests == []
+    [hook] = client.of_kind("tool_call")
+    assert (
+        hook.title == "UserPromptSubmit hook (echo)"
+        and "no secrets in prompts" in hook.content[0].content.text
+    )
+
+
+# ---- Task subagents ------------------------------------------------------------------------
+def test_a_subagents_tool_calls_run_the_hooks_too(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    (project / "keep.txt").write_text("x\n", encoding="utf-8")
+    user_hooks(project, {"PreToolUse": on("Bash", script(project, "no_rm.py", NO_RM))})
+    task = {"description": "clean", "prompt": "remove keep.txt", "subagent_type": "general"}
+    llm.script(
+        Reply(calls=[Call("Task", task)]),
+        Reply(calls=[Call("Bash", {"command": "rm keep.txt"})]),  # the child's
+        Reply(text="could not remove it"),  # the child's answer
+        Reply(text="The hook refused."),
+    )
+    proc = etcode("run", "--yes", "--sandbox", "off", "--format", "json", "clean", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "keep.txt").exists()
+    assert "move files to trash/" in tool_results(llm, 2)[0]  # the child's model saw why
+    assert "subagent" in [e["type"] for e in json_events(proc)]
+
+
+# ---- the Python API: SessionStart's sources, PreCompact, SessionEnd --------------------------
+async def test_session_start_sources_pre_compact_and_session_end(
+    project: Path, llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from etcode import Agent
+    from tests.test_hooks_cli import RECORDER
+
+    write_config(project, llm)
+    log = tmp_path / "log"
+    log.mkdir()
+    monkeypatch.setenv("HOOK_LOG", str(log))
+    recorder = script(project, "record.py", RECORDER)
+    events = ("SessionStart", "PreCompact", "SessionEnd", "UserPromptSubmit")
+    user_hooks(project, {event: on("", recorder) for event in events})
+    llm.script(*(lambda recorded: Reply(text="ok") for _ in range(8)))
+    agent = Agent(directory=project, store=True)
+    await agent.arun("first")
+    agent.clear()
+    await agent.arun("second")
+    await agent.compact()
+    await agent.arun("third")
+    await agent.aclose()
+    again = Agent(directory=project, store=True, continue_last=True)
+    await again.arun("fourth")
+    await again.aclose()
+
+    def read(event: str) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in (log / f"{event}.jsonl").read_text().splitlines()]
+
+    assert [e["source"] for e in read("SessionStart")] == ["startup", "clear", "compact", "resume"]
+    assert [e["trigger"] for e in read("PreCompact")] == ["manual"]
+    assert [e["reason"] for e in read("SessionEnd")] == ["other", "other"]
+    assert [e["prompt"] for e in read("UserPromptSubmit")] == ["first", "second", "third", "fourth"]
+
+
+# ---- the runner ------------------------------------------------------------------------------
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except OSError:
+        return False
+
+
+async def test_runner_kills_the_group_at_the_timeout(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    command = HookCommand(f"sleep 300 & echo $! > {pid_file}; sleep 300", timeout=2)
+    outcome = await asyncio.wait_for(run_hook(command, {}, cwd=tmp_path, env=dict(os.environ)), 30)
+    assert outcome.timed_out and outcome.exit_code is None
+    assert not _alive(int(pid_file.read_text()))
+
+
+async def test_runner_kills_what_a_finished_hook_left_running(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    command = HookCommand(f"sleep 300 > /dev/null 2>&1 & echo $! > {pid_file}; exit 0", timeout=30)
+    outcome = await asyncio.wait_for(run_hook(command, {}, cwd=tmp_path, env=dict(os.environ)), 30)
+    assert outcome.exit_code == 0
+    assert not _alive(int(pid_file.read_text()))
+
+
+async def test_runner_caps_output_and_reads_stdin_json(tmp_path: Path) -> None:
+    big = f"{sys.executable} -c \"import sys, json; e = json.load(sys.stdin); print(e['x'] * 200000)\""
+    outcome = await run_hook(HookCommand(big, timeout=30), {"x": "ab"}, cwd=tmp_path, env=dict(os.environ))
+    assert outcome.exit_code == 0 and len(outcome.stdout) == OUTPUT_CAP
+    answer = await run_hook(
+        HookCommand('echo \'{"decision": "block"}\''), {}, cwd=tmp_path, env=dict(os.environ)
+    )
+    assert answer.data == {"decision": "block"}
+
+
+async def test_runner_a_hook_that_ignores_stdin_is_fine(tmp_path: Path) -> None:
+    payload: dict[str, Any] = {"big": "x" * 1_000_000}  # more than a pipe holds
+    outcome = await run_hook(HookCommand("exit 0", timeout=30), payload, cwd=tmp_path, env=dict(os.environ))
+    assert outcome.exit_code == 0 and not outcome.timed_out
+
+
+@pytest.mark.parametrize(
+    ("command", "label"),
+    [
+        ('ruff format "$CLAUDE_PROJECT_DIR/x.py"', "ruff format"),
+        ("python3 .claude/hooks/check_bash.py --strict", "check_bash.py"),
+        ("$CLAUDE_PROJECT_DIR/hooks/validate.sh", "validate.sh"),
+        ("FOO=1 npx prettier --write", "npx prettier"),
+        ("true", "true"),
+    ],
+)
+def test_hook_labels(command: str, label: str) -> None:
+    assert hook_label(command) == label
+
+
+# ---- the permission service's answer in advance ----------------------------------------------
+class CountingAsker:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def ask(self, request: PermissionRequest) -> Decision:
+        self.asked.append(request.permission)
+        return Decision.reject("no")
+
+
+async def test_an_allow_in_advance_answers_ask_but_not_deny_nor_the_sandbox() -> None:
+    asker = CountingAsker()
+    rules = rules_from_config({"bash": {"*": "ask", "rm *": "deny"}, "sandbox": "ask"})
+    service = PermissionService(rules, asker)
+    await service.check("bash", ["ls"], {"pre_answer": "allow"})
+    assert asker.asked == []
+    with pytest.raises(PermissionDenied, match="denied by permission rule"):
+        await service.check("bash", ["rm x"], {"pre_answer": "allow"})
+    with pytest.raises(PermissionDenied):
+        await service.check("sandbox", ["ls"], {"pre_answer": "allow"})
+    assert asker.asked == ["sandbox"]
+    with pytest.raises(PermissionDenied):  # ask: asked though nothing said ask
+        await PermissionService(rules_from_config({"read": "allow"}), asker).check(
+            "read", ["a.txt"], {"pre_answer": "ask"}
+        )
+    assert asker.asked == ["sandbox", "read"]
+
+
+async def test_an_automatic_compaction_runs_pre_compact(
+    project: Path, llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from etcode import Agent
+    from etcode.contract import events as ev
+    from tests.fake_llm import Fault
+    from tests.test_hooks_cli import RECORDER
+
+    write_config(project, llm)
+    log = tmp_path / "log"
+    log.mkdir()
+    monkeypatch.setenv("HOOK_LOG", str(log))
+    recorder = script(project, "record.py", RECORDER)
+    user_hooks(project, {"PreCompact": on("auto", recorder), "SessionStart": on("", recorder)})
+    too_long = (
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."
+    )
+    llm.script(
+        Reply(text="first answer"),
+        Fault(status=400, body=too_long),
+        Reply(text="## Goal\nsummary"),
+        Reply(text="answer after compaction"),
+        Reply(text="third"),
+    )
+    agent = Agent(directory=project, store=False)
+    await agent.arun("first question")
+    events = [event async for event in agent.stream("second question")]
+    await agent.arun("third question")
+    await agent.aclose()
+    hooks = [e for e in events if isinstance(e, ev.HookRun)]
+    assert [(h.event, h.outcome) for h in hooks] == [("PreCompact", "ok")]
+    assert {e["trigger"] for e in _read(log, "PreCompact")} == {"auto"}
+    assert [e["source"] for e in _read(log, "SessionStart")][:2] == ["startup", "compact"]
+
+
+def _read(log: Path, event: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (log / f"{event}.jsonl").read_text().splitlines()]
+
+
+async def test_undo_after_a_formatting_hook_restores_the_file(
+    project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from etcode import Agent
+    from tests.test_hooks_cli import FORMATTER
+
+    write_config(project, llm)
+    (project / "app.py").write_text("def f():\n\treturn 1\n", encoding="utf-8")
+    user_hooks(project, {"PostToolUse": on("Edit", script(project, "fmt.py", FORMATTER))})
+    edit = {"file_path": "app.py", "old_string": "return 1", "new_string": "return 2"}
+    llm.script(Reply(calls=[Call("Edit", edit)]), Reply(text="Edited."))
+    agent = Agent(directory=project, store=True, asker=None)
+    await agent.arun("change it")
+    assert (project / "app.py").read_text(encoding="utf-8") == "def f():\n    return 2\n"  # formatted
+    assert await agent.undo() == [str(project / "app.py")]  # not refused as "changed since"
+    await agent.aclose()
+    assert (project / "app.py").read_text(encoding="utf-8") == "def f():\n\treturn 1\n"
+
+
+async def test_the_step_level_view_tells_a_blocking_hook(project: Path, llm: FakeLLM) -> None:
+    from etcode import Agent
+    from etcode.ui.loop_renderer import default_render
+
+    write_config(project, llm)
+    user_hooks(project, {"PreToolUse": on("Bash", script(project, "no_rm.py", NO_RM))})
+    llm.script(Reply(calls=[Call("Bash", {"command": "rm x"})]), Reply(text="ok"))
+    agent = Agent(directory=project, store=False)
+    lines = [default_render(event) async for event in agent.arun_stream("clean")]
+    await agent.aclose()
+    assert (
+        "warning: PreToolUse hook (no_rm.py): blocked: rm is not allowed here: move files to trash/ instead"
+        in lines
+    )
+
+
+async def test_an_interrupt_does_not_wait_for_a_slow_hook(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    from etcode import Agent
+
+    write_config(project, llm)
+    started = tmp_path / "started"
+    pid_file = tmp_path / "pid"
+    slow = f"sleep 300 & echo $! > {pid_file}; touch {started}; wait"
+    user_hooks(project, {"PreToolUse": on("Bash", slow, timeout=250)})
+    llm.script(Reply(calls=[Call("Bash", {"command": "echo never"})]), Reply(text="unused"))
+    agent = Agent(directory=project, store=False)
+
+    async def interrupt_when_started() -> None:
+        while not started.exists():
+            await asyncio.sleep(0.02)
+        agent.interrupt()
+
+    watcher = asyncio.ensure_future(interrupt_when_started())
+    try:  # far under the hook's 250 s: the interrupt does not wait for it
+        result = await asyncio.wait_for(agent.arun("go"), 60)
+    finally:
+        watcher.cancel()
+        await agent.aclose()
+    assert result.stop_reason == "interrupted"
+    assert len(llm.requests) == 1
+    assert not _alive(int(pid_file.read_text()))
