@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from etcode.contract.events import Event, HookRun
 from etcode.engine.interception import PROCEED, Decision, StopRun
 from etcode.extensions.hook_runner import HookOutcome, run_hook
-from etcode.extensions.hook_set import CLAUDE_TOOL_NAMES, HookCommand, HookSet
+from etcode.extensions.hook_set import CLAUDE_TOOL_NAMES, HookCommand, HookSet, project_dir
 from etcode.provider.types import TextPart
 from etcode.util.json_types import JsonObject
 
@@ -234,7 +234,7 @@ class HookInterceptor:
         from etcode.security.shell_env import ShellEnvPolicy
 
         env = (self.shell_env or ShellEnvPolicy()).environment()
-        env["CLAUDE_PROJECT_DIR"] = env["ETCODE_PROJECT_DIR"] = str(self.worktree)
+        env["CLAUDE_PROJECT_DIR"] = env["ETCODE_PROJECT_DIR"] = str(project_dir(command, self.worktree))
         return await run_hook(command, payload, cwd=self.directory, env=env)
 
     async def _rewritten(self, call: ToolCallPart) -> None:
