@@ -1,9 +1,10 @@
 """Agents: the built-in ones and custom ones from config and markdown files.
 
-Sources, later wins field by field: built-in < global markdown
-(``<config dir>/agent/<name>.md``) < config (``"agent": {...}``) < project markdown
-(``.etcode/agent/<name>.md`` from the worktree root down to the working directory, deeper
-wins). A markdown file's YAML front matter holds the settings; its body is the prompt.
+Sources, later wins field by field: built-in < Claude Code's ``~/.claude/agents/*.md`` <
+global markdown (``<config dir>/agent/<name>.md``) < config (``"agent": {...}``) < project
+markdown from the worktree root down to the working directory, deeper wins, and at each
+level ``.claude/agents/*.md`` (``claude_agents.py``) < ``.etcode/agent/<name>.md``. A
+markdown file's YAML front matter holds the settings; its body is the prompt.
 """
 
 from __future__ import annotations
@@ -317,11 +318,12 @@ def load_agents(
     """Every agent by name: built-ins first (build, plan, general, explore, workflow), then the
     custom ones sorted. Raises :class:`ConfigError` for an invalid agent definition.
     ``without``: settings of project markdown agents left out (``Config.without``)."""
+    from etcode.agent.claude_agents import claude_agents
     from etcode.prompt.instruction import default_global_dir
     from etcode.util.paths import folders_between
 
     agents: dict[str, AgentInfo | None] = dict(builtin_agents())
-    layers: list[dict[str, tuple[JsonObject, str]]] = []
+    layers: list[dict[str, tuple[JsonObject, str]]] = [claude_agents(Path.home())]
     layers.append(markdown_agents(Path(global_dir).expanduser() if global_dir else default_global_dir()))
     layers.append(
         {
@@ -333,6 +335,7 @@ def load_agents(
         here = Path(directory).expanduser().resolve()
         top = Path(worktree).expanduser().resolve() if worktree else here
         for folder in folders_between(here, top):
+            layers.append(claude_agents(folder))
             layers.append(markdown_agents(folder / ".etcode", without))
     for layer in layers:
         for name, (settings, source) in layer.items():
