@@ -5,12 +5,17 @@ commands in force for a folder, with the chat's built-in names reserved, and a t
 
 from __future__ import annotations
 
+import asyncio
+import math
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from etcode.extensions.command_expansion import Expansion
-    from etcode.extensions.commands import CommandSet
+    from etcode.extensions.commands import CommandSet, CustomCommand
+    from etcode.ui.tui.commands import SlashCommand
 
 
 def reserved_names() -> list[str]:
@@ -43,3 +48,41 @@ def expand_text(text: str, commands: CommandSet, directory: Path, trusted: bool 
     from etcode.instance import describe
 
     return expand(command, head[1], directory, Path(describe(directory).worktree), trusted=trusted)
+
+
+#: Seconds the chat reuses a reading of the command folders (a file added since is offered).
+MAX_AGE = 5.0
+
+
+class CommandIndex:
+    """The chat's custom commands: read in a worker thread on first use and again when
+    older than ``max_age`` seconds; each warning is handed out once (:meth:`new_warnings`)."""
+
+    def __init__(self, directory: Path, trusted: Callable[[], bool], max_age: float = MAX_AGE) -> None:
+        self.directory = directory
+        self.trusted = trusted
+        self.max_age = max_age
+        self.commands: CommandSet | None = None
+        self.slash: list[SlashCommand] = []
+        self._loaded_at = -math.inf
+        self._told: set[str] = set()
+
+    async def load(self) -> CommandSet:
+        if self.commands is None or time.monotonic() - self._loaded_at > self.max_age:
+            self.commands = await asyncio.to_thread(commands_for, self.directory, self.trusted())
+            self.slash = [as_slash(command) for command in self.commands.all()]
+            self._loaded_at = time.monotonic()
+        return self.commands
+
+    def new_warnings(self) -> list[str]:
+        """The warnings of the last reading not handed out before."""
+        fresh = [w for w in (self.commands.warnings if self.commands else []) if w not in self._told]
+        self._told.update(fresh)
+        return fresh
+
+
+def as_slash(command: CustomCommand) -> SlashCommand:
+    """A custom command as a row of the chat's completion and ``/help``."""
+    from etcode.ui.tui.commands import SlashCommand
+
+    return SlashCommand(command.name, command.description, command.argument_hint, custom=True)
