@@ -165,3 +165,22 @@ def test_init_writes_agents_md(repo: Path, llm: FakeLLM) -> None:
     assert (repo / "AGENTS.md").read_text(encoding="utf-8") == agents_md
     sent = user_text(llm)
     assert "write an `AGENTS.md` file" in sent and sent.rstrip().endswith("mention the tests")
+
+
+def test_substitution_is_one_pass_and_shell_like() -> None:
+    from etcode.extensions.command_expansion import substitute
+
+    body = "a=$1 b=$2 c=$3 all=$ARGUMENTS"
+    assert (
+        substitute(body, "'x y' $2 \"$ARGUMENTS\"") == "a=x y b=$2 c=$ARGUMENTS all='x y' $2 \"$ARGUMENTS\""
+    )
+    assert substitute(body, "it's") == "a=it's b= c= all=it's"  # an unclosed quote: split at spaces
+    assert substitute("no placeholder", "") == "no placeholder"
+
+
+def test_command_head_only_reads_names() -> None:
+    from etcode.extensions.commands import command_head
+
+    assert command_head("/git:commit fix it") == ("git:commit", "fix it")
+    assert command_head("  /init\n\npiped text") == ("init", "piped text")
+    assert command_head("/tmp/x why") is None and command_head("//x") is None and command_head("/") is None

@@ -318,12 +318,11 @@ def load_agents(
     """Every agent by name: built-ins first (build, plan, general, explore, workflow), then the
     custom ones sorted. Raises :class:`ConfigError` for an invalid agent definition.
     ``without``: settings of project markdown agents left out (``Config.without``)."""
-    from etcode.agent.claude_agents import claude_agents
     from etcode.prompt.instruction import default_global_dir
     from etcode.util.paths import folders_between
 
     agents: dict[str, AgentInfo | None] = dict(builtin_agents())
-    layers: list[dict[str, tuple[JsonObject, str]]] = [claude_agents(Path.home())]
+    layers: list[dict[str, tuple[JsonObject, str]]] = [_claude_agents(Path.home())]
     layers.append(markdown_agents(Path(global_dir).expanduser() if global_dir else default_global_dir()))
     layers.append(
         {
@@ -335,7 +334,7 @@ def load_agents(
         here = Path(directory).expanduser().resolve()
         top = Path(worktree).expanduser().resolve() if worktree else here
         for folder in folders_between(here, top):
-            layers.append(claude_agents(folder))
+            layers.append(_claude_agents(folder))
             layers.append(markdown_agents(folder / ".etcode", without))
     for layer in layers:
         for name, (settings, source) in layer.items():
@@ -344,6 +343,15 @@ def load_agents(
     builtin = [n for n in builtin_agents() if n in present]
     custom = sorted(n for n in present if n not in builtin)
     return {name: present[name] for name in (*builtin, *custom)}
+
+
+def _claude_agents(folder: Path) -> dict[str, tuple[JsonObject, str]]:
+    """Claude Code's agents of ``folder`` (its module imported only when there are some)."""
+    if not (folder / ".claude" / "agents").is_dir():
+        return {}
+    from etcode.agent.claude_agents import claude_agents
+
+    return claude_agents(folder)
 
 
 def get_agent(

@@ -13,6 +13,7 @@ win over a file, with a warning naming it. The expansion of a command's text is
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,11 +131,12 @@ def _read_folder(folder: Path, root: Path | None, found: CommandSet, taken: set[
     except OSError as err:
         found.warnings.append(f"{folder}: commands not read: {err.strerror or err}")
         return
+    linked = root is not None and _linked(folder, root)
     for path in paths:
         name = ":".join(path.relative_to(folder).with_suffix("").parts)
         if not path.is_file() or not name:
             continue
-        if root is not None:
+        if root is not None and (linked or _linked(path, folder)):
             from etcode.prompt.project_files import refusal, skip_warning
 
             reason = refusal(path, root)
@@ -145,12 +147,40 @@ def _read_folder(folder: Path, root: Path | None, found: CommandSet, taken: set[
             found.warnings.append(f"{path}: /{name} is a built-in command; this file is ignored")
             continue
         try:
-            text = path.read_text(encoding="utf-8")
-            found.commands[name] = _command(name, text, str(path))
+            found.commands[name] = _read_command(name, path)
         except (OSError, UnicodeDecodeError) as err:
             found.warnings.append(f"{path}: command not read: {getattr(err, 'strerror', None) or err}")
         except ConfigError as err:
             found.warnings.append(f"{err} (command /{name} skipped)")
+
+
+def _linked(path: Path, top: Path) -> bool:
+    """Is ``path`` or a folder between ``top`` and it a symbolic link? (The common case, no
+    link at all, costs a few ``lstat`` calls; a link goes to the full check.)"""
+    current = str(path)
+    stop = os.path.dirname(str(top))
+    while len(current) > len(stop):
+        if os.path.islink(current):
+            return True
+        current = os.path.dirname(current)
+    return False
+
+
+#: Files read before, by (path, name, modification time, size): the chat reads the folders
+#: again every few seconds, and parsing YAML is what costs (about 1 ms a file).
+_READ: dict[tuple[Path, str, int, int], CustomCommand] = {}
+
+
+def _read_command(name: str, path: Path) -> CustomCommand:
+    stat = path.stat()
+    key = (path, name, stat.st_mtime_ns, stat.st_size)
+    command = _READ.get(key)
+    if command is None:
+        command = _command(name, path.read_text(encoding="utf-8"), str(path))
+        if len(_READ) > 1000:
+            _READ.clear()
+        _READ[key] = command
+    return command
 
 
 def _command(name: str, text: str, where: str) -> CustomCommand:

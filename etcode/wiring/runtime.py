@@ -318,11 +318,15 @@ def _request_extra(agent: AgentSettings, spec: ProviderSpec) -> JsonObject:
 
 def _claude_agent_warnings(instance: InstanceInfo) -> list[str]:
     """The Claude Code agent files (``.claude/agents/*.md``) left out, one line each."""
-    from etcode.agent.claude_agents import claude_agent_warnings
     from etcode.util.paths import folders_between
 
     top = Path(instance.worktree).resolve()
-    return claude_agent_warnings([Path.home(), *folders_between(Path(instance.directory).resolve(), top)])
+    folders = [Path.home(), *folders_between(Path(instance.directory).resolve(), top)]
+    if not any((folder / ".claude" / "agents").is_dir() for folder in folders):
+        return []  # (the common case: the module is not even imported)
+    from etcode.agent.claude_agents import claude_agent_warnings
+
+    return claude_agent_warnings(folders)
 
 
 def _agent_info(name: str, config: Config, instance: InstanceInfo) -> AgentInfo:
