@@ -116,3 +116,11 @@ def test_run_with_a_claude_agent_and_task_offers_it(tmp_path: Path, llm: FakeLLM
     task = next(t for t in llm.requests[1].body["tools"] if t["function"]["name"] == "Task")
     assert "code-reviewer" in json.dumps(task)
     assert "You are a careful reviewer." in json.dumps(llm.requests[2].body["messages"][0])
+
+
+def test_model_values() -> None:
+    from etcode.agent.claude_agents import model_setting
+
+    assert model_setting("openai/gpt-4.1") == "openai/gpt-4.1"
+    for value in ("sonnet", "inherit", "claude-3-5-haiku-20241022", "", None):
+        assert model_setting(value) is None

@@ -216,7 +216,7 @@ class EtcodeAcpAgent:
             commands = await load(handle.directory, config is not None and config.trusted)
             for update in command_updates(commands, handle.directory):
                 await self.conn.session_update(handle.id, update)
-        except (EtcodeError, ConnectionError) as err:
+        except Exception as err:  # an offer is a convenience: never a failed session
             log.warning("custom commands not offered: %s", err)
 
     async def list_sessions(

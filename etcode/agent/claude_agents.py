@@ -2,8 +2,8 @@
 
 Front matter ``name`` (else the file's name), ``description``, ``tools`` (Claude's tool
 names, comma-separated or a list: only those are on; names etcode has no tool for are
-ignored) and ``model`` (``sonnet``/``opus``/``haiku``/``inherit``: the session's model; a
-``provider/model`` is kept); the body is the prompt. They are subagents (``mode:
+ignored) and ``model`` (a ``provider/model`` is kept; Claude's ``sonnet``/``opus``/``haiku``/``inherit``
+or a bare Claude model id: the session's model); the body is the prompt. They are subagents (``mode:
 "subagent"``): ``Task`` offers them and ``--agent NAME`` runs one, but they stay out of
 the chat's agent cycle. Anything else Claude Code reads (``permissionMode``, ``color``,
 ``hooks``…) is ignored: nothing here loosens a permission, so project trust has nothing
@@ -39,8 +39,10 @@ BUILTIN_NAMES = ("build", "plan", "general", "explore", "workflow")
 
 
 def model_setting(value: str | None) -> str | None:
-    """A Claude Code ``model`` as etcode's: an alias is None (the session's model)."""
-    if value is None or not value.strip() or value.strip().lower() in MODEL_ALIASES:
+    """A Claude Code ``model`` as etcode's: a ``provider/model`` is kept; an alias
+    (``sonnet``, ``inherit``…) or a bare Claude id (``claude-3-5-haiku-…``, which would need
+    an Anthropic key) is None: the session's model."""
+    if value is None or "/" not in value or value.strip().lower() in MODEL_ALIASES:
         return None
     return value.strip()
 

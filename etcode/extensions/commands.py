@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from etcode.util.errors import ConfigError
@@ -63,12 +63,10 @@ def command_head(text: str) -> tuple[str, str] | None:
     stripped = text.strip()
     if not stripped.startswith("/") or stripped.startswith("//") or len(stripped) < 2:
         return None
-    head, _, args = stripped[1:].partition(" ")
-    head = head.split("\n", 1)[0]
-    if "/" in head or not head:
+    head = stripped[1:].split(maxsplit=1)[0]
+    if "/" in head:
         return None
-    rest = stripped[1 + len(head) :]
-    return head, rest.strip()
+    return head, stripped[1 + len(head) :].strip()
 
 
 def user_folders() -> list[Path]:
@@ -118,7 +116,7 @@ def _builtin_commands() -> dict[str, CustomCommand]:
     for name in BUILTIN_PROMPTS:
         where = f"commands/{name}.md"
         command = _command(name, templates.load(where), where)
-        commands[name] = CustomCommand(**{**command.__dict__, "builtin": True})
+        commands[name] = replace(command, builtin=True)
     return commands
 
 
