@@ -91,9 +91,14 @@ def complete_command(prefix: str, custom: Sequence[SlashCommand] = ()) -> list[S
     return [command for command in (*COMMANDS, *custom) if command.name.lower().startswith(prefix)]
 
 
+def _cell(text: str) -> str:
+    """``text`` in a Markdown table cell (a custom command's description may hold ``|``)."""
+    return text.replace("|", "\\|")
+
+
 def help_text(custom: Sequence[SlashCommand] = ()) -> str:
     """The ``/help`` text (Markdown), the ``custom`` commands after the built-in ones."""
-    rows = "\n".join(f"| `{c.label}` | {c.help} |" for c in (*COMMANDS, *custom))
+    rows = "\n".join(f"| `{c.label}` | {_cell(c.help)} |" for c in (*COMMANDS, *custom))
     keys = (
         "| `Enter` | send |\n| `Shift+Enter`, `Ctrl+J` | new line |\n| `Up`, `Down` | input history |\n"
         "| `@path` | attach a file (Tab completes) |\n| `Esc` | interrupt the running turn |\n"
