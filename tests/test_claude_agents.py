@@ -124,3 +124,18 @@ def test_model_values() -> None:
     assert model_setting("openai/gpt-4.1") == "openai/gpt-4.1"
     for value in ("sonnet", "inherit", "claude-3-5-haiku-20241022", "", None):
         assert model_setting(value) is None
+
+
+def test_an_agent_file_linked_out_of_the_project_is_left_out(tmp_path: Path, llm: FakeLLM) -> None:
+    repo = git_init(tmp_path / "repo")
+    write_config(repo, llm)
+    outside = write(tmp_path / "secret.md", "---\ndescription: leaked\n---\nTOP SECRET")
+    link = repo / ".claude" / "agents" / "leak.md"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(outside)
+    assert "leak" not in load_agents({}, repo, repo)
+    llm.script(Reply(text="ok"))
+    proc = etcode("run", "hello", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert f"warning: skipped agent {link}: a link to {outside}, outside the project" in proc.stderr
+    assert "TOP SECRET" not in json.dumps(llm.requests[0].body)

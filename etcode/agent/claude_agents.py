@@ -8,7 +8,9 @@ or a bare Claude model id: the session's model); the body is the prompt. They ar
 the chat's agent cycle. Anything else Claude Code reads (``permissionMode``, ``color``,
 ``hooks``…) is ignored: nothing here loosens a permission, so project trust has nothing
 to judge. A file that cannot be read, or whose name is a built-in agent's, is left out
-with a warning (:func:`claude_agent_warnings`).
+with a warning (:func:`claude_agent_warnings`), and so is a project's file linked out of
+the project (``prompt/project_files.refusal``; trust does not send it: agents are read
+before a session knows it).
 """
 
 from __future__ import annotations
@@ -102,11 +104,23 @@ def read_claude_agent(path: Path) -> tuple[str, JsonObject]:
     return name.strip(), settings
 
 
-def claude_agents(folder: Path) -> dict[str, tuple[JsonObject, str]]:
-    """``{name: (settings, source)}`` of ``folder``'s Claude Code agents; a broken file or a
-    built-in agent's name is left out (see :func:`claude_agent_warnings`)."""
+def _refused(path: Path, root: Path | None) -> str | None:
+    """Why a project's agent file must not be read (a link out of the project ``root``...)."""
+    if root is None:
+        return None
+    from etcode.prompt.project_files import refusal
+
+    return refusal(path, root)
+
+
+def claude_agents(folder: Path, root: Path | None = None) -> dict[str, tuple[JsonObject, str]]:
+    """``{name: (settings, source)}`` of ``folder``'s Claude Code agents; a broken file, a
+    built-in agent's name or a file linked out of the project ``root`` is left out (see
+    :func:`claude_agent_warnings`)."""
     found: dict[str, tuple[JsonObject, str]] = {}
     for path in claude_agent_files(folder):
+        if _refused(path, root) is not None:
+            continue
         try:
             name, settings = read_claude_agent(path)
         except ConfigError:
@@ -116,11 +130,17 @@ def claude_agents(folder: Path) -> dict[str, tuple[JsonObject, str]]:
     return found
 
 
-def claude_agent_warnings(folders: list[Path]) -> list[str]:
+def claude_agent_warnings(folders: list[Path], root: Path | None = None) -> list[str]:
     """One line per Claude Code agent file of ``folders`` that is left out, and why."""
+    from etcode.prompt.project_files import skip_warning
+
     warnings: list[str] = []
     for folder in folders:
         for path in claude_agent_files(folder):
+            reason = _refused(path, root)
+            if reason is not None:
+                warnings.append(skip_warning("agent", path, reason))
+                continue
             try:
                 name, _ = read_claude_agent(path)
             except ConfigError as err:

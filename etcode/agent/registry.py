@@ -334,7 +334,7 @@ def load_agents(
         here = Path(directory).expanduser().resolve()
         top = Path(worktree).expanduser().resolve() if worktree else here
         for folder in folders_between(here, top):
-            layers.append(_claude_agents(folder))
+            layers.append(_claude_agents(folder, top))
             layers.append(markdown_agents(folder / ".etcode", without))
     for layer in layers:
         for name, (settings, source) in layer.items():
@@ -345,13 +345,14 @@ def load_agents(
     return {name: present[name] for name in (*builtin, *custom)}
 
 
-def _claude_agents(folder: Path) -> dict[str, tuple[JsonObject, str]]:
-    """Claude Code's agents of ``folder`` (its module imported only when there are some)."""
+def _claude_agents(folder: Path, root: Path | None = None) -> dict[str, tuple[JsonObject, str]]:
+    """Claude Code's agents of ``folder`` (its module imported only when there are some);
+    ``root``: the project, whose files linked out of it are left out."""
     if not (folder / ".claude" / "agents").is_dir():
         return {}
     from etcode.agent.claude_agents import claude_agents
 
-    return claude_agents(folder)
+    return claude_agents(folder, root)
 
 
 def get_agent(

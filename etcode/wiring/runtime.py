@@ -326,7 +326,7 @@ def _claude_agent_warnings(instance: InstanceInfo) -> list[str]:
         return []  # (the common case: the module is not even imported)
     from etcode.agent.claude_agents import claude_agent_warnings
 
-    return claude_agent_warnings(folders)
+    return claude_agent_warnings(folders, top)
 
 
 def _agent_info(name: str, config: Config, instance: InstanceInfo) -> AgentInfo:
