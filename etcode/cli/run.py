@@ -201,8 +201,11 @@ async def _run_agent(
 def _custom_command(task: str, config: Config, directory: Path) -> Expansion | None:
     """``task`` as a custom command (``/name args``) when it names one, with a warning on
     stderr per command file left out; None: ``task`` is a message."""
+    from etcode.extensions.commands import command_head
     from etcode.ui.command_prompts import commands_for, expand_text
 
+    if command_head(task) is None:  # "/tmp/x why": a path, no name; nothing to read
+        return None
     commands = commands_for(directory, config.trusted)
     for warning in commands.warnings:
         sys.stderr.write(f"warning: {warning}\n")
