@@ -62,7 +62,8 @@ class RecordingClient:
     # ---- what the agent sends
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
-        self.update_seen.set()
+        if update.session_update != "available_commands_update":  # sent on its own after session/new
+            self.update_seen.set()
 
     async def request_permission(
         self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any

@@ -472,3 +472,64 @@ async def test_a_session_from_the_editor_opens_in_the_chat_with_etcode_c(llm: Fa
         assert "question asked in the editor" in screen
     finally:
         tmux.kill()
+
+
+async def test_custom_commands_are_offered_and_run(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    commands = project / ".claude" / "commands"
+    (commands / "git").mkdir(parents=True)
+    (commands / "git" / "commit.md").write_text(
+        "---\ndescription: Commit the work\nargument-hint: MESSAGE\nagent: plan\n---\nCommit as $1. Rules: @rules.txt\n",
+        encoding="utf-8",
+    )
+    (commands / "broken.md").write_text("---\nmodel: [x\n---\nbody\n", encoding="utf-8")
+    (project / "rules.txt").write_text("sign off\n", encoding="utf-8")
+    llm.script(Reply(text="committed"), Reply(text="a message"))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        await step(_until(lambda: client.of_kind("available_commands_update")))
+        [offered] = client.of_kind("available_commands_update")
+        by_name = {command.name: command for command in offered.available_commands}
+        assert sorted(by_name) == ["git:commit", "init"]
+        assert by_name["git:commit"].description == "Commit the work"
+        assert by_name["git:commit"].input.root.hint == "MESSAGE"
+        assert "broken.md" in client.message_text("agent_thought_chunk")
+        response = await _prompt(conn, session_id, '/git:commit "fix it"')
+        assert response.stop_reason == "end_turn"
+        await _prompt(conn, session_id, "/nonexistent stays a message")
+        with pytest.raises(RequestError) as missing:
+            (project / "rules.txt").unlink()
+            await _prompt(conn, session_id, "/git:commit x")
+        assert "@rules.txt: no such file" in str(missing.value)
+        loaded = RecordingClient()
+    sent = [json.dumps(r.body["messages"][-1]) for r in llm.requests]
+    assert "Commit as fix it. Rules: @rules.txt" in sent[0] and "sign off" in sent[0]
+    assert "/nonexistent stays a message" in sent[1]
+    tools = [{tool["function"]["name"] for tool in r.body["tools"]} for r in llm.requests]
+    assert "WriteFile" not in tools[0] and "WriteFile" in tools[1]  # the command's agent, then the session's
+    async with acp_agent(loaded, project) as (conn, _proc):
+        await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
+        await step(conn.load_session(cwd=str(project), session_id=session_id, mcp_servers=[]))
+        assert len(loaded.of_kind("available_commands_update")) == 1  # before load's answer
+
+
+async def _until(predicate) -> None:
+    while not predicate():
+        await asyncio.sleep(0.02)
+
+
+async def test_init_writes_agents_md_with_a_command_agent(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm, permission={"WriteFile": "allow"})
+    llm.script(
+        Reply(calls=[Call("WriteFile", {"file_path": "AGENTS.md", "content": "# Rules\n"})]),
+        Reply(text="Wrote AGENTS.md."),
+    )
+    client = RecordingClient()
+    async with acp_agent(client, project, "--trust") as (conn, _proc):
+        session_id = await _start(conn, project)
+        response = await _prompt(conn, session_id, "/init keep it short")
+    assert response.stop_reason == "end_turn"
+    assert (project / "AGENTS.md").read_text(encoding="utf-8") == "# Rules\n"
+    sent = json.dumps(llm.requests[0].body["messages"][-1])
+    assert "AGENTS.md" in sent and "keep it short" in sent

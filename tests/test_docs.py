@@ -52,6 +52,7 @@ TAGGED = {
 MACHINE_CODES = {"etcode doctor": {0, 1}}
 
 _TAG = re.compile(r"<!--\s*needs:\s*([\w-]+)\s*-->")
+_FILE = re.compile(r"<!--\s*file:\s*(\S+)\s*-->")
 _FENCE = re.compile(r"^(`{3,})\s*([\w-]*)(.*)$")
 _EXIT = re.compile(r"#\s*exit\s+(\d+)\s*$")
 _NEEDS_SESSION = re.compile(r"\bID\b|\bses_|\s-c\b|--continue|\bundo\b|\bsessions\b")
@@ -106,7 +107,24 @@ def blocks_of(path: Path, root: Path = REPO) -> list[Block]:
     return found
 
 
+def example_files(paths: list[Path]) -> dict[str, str]:
+    """The blocks a ``<!-- file: PATH -->`` comment names (a custom command, a skill), by
+    PATH: every docs project holds them, so the lines that use them run for real."""
+    found: dict[str, str] = {}
+    for path in paths:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for index, line in enumerate(lines[:-1]):
+            named = _FILE.fullmatch(line.strip())
+            fence = _FENCE.match(lines[index + 1].strip())
+            if named and fence:
+                ticks = fence.group(1)
+                end = next(j for j in range(index + 2, len(lines)) if lines[j].strip() == ticks)
+                found[named.group(1)] = "\n".join(lines[index + 2 : end])
+    return found
+
+
 ALL_BLOCKS = [block for path in DOC_FILES for block in blocks_of(path)]
+EXAMPLE_FILES = example_files(DOC_FILES)
 SHELL_BLOCKS = [b for b in ALL_BLOCKS if b.lang in SHELL_LANGS and b.tag is None]
 CONFIG_BLOCKS = [b for b in ALL_BLOCKS if b.lang in CONFIG_LANGS and b.tag is None]
 PYTHON_BLOCKS = [b for b in ALL_BLOCKS if b.lang == "python" and b.tag is None]
@@ -181,6 +199,9 @@ def make_project(tmp_path: Path, llm: FakeLLM, *, session: bool = True) -> Proje
     folder = tmp_path / "project"
     folder.mkdir()
     (folder / "cli.py").write_text("def main():\n    print('hi')\n", encoding="utf-8")
+    for name, text in EXAMPLE_FILES.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text + "\n", encoding="utf-8")
     write_config(folder, llm)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -355,3 +376,9 @@ def test_tags_apply_to_the_next_block_only_and_lines_are_read_as_documented(tmp_
     assert substitute("etcode --session ses_01a2… show ID", "ses_0123456789abcdef") == (
         "etcode --session ses_01234567 show ses_0123456789abcdef"
     )
+
+
+def test_example_files_are_in_every_docs_project() -> None:
+    """The custom command docs/extending.md shows is a file of each docs project, so
+    ``etcode run /review cli.py`` there runs the command (its ``@$1`` must find cli.py)."""
+    assert EXAMPLE_FILES[".etcode/commands/review.md"].startswith("---\ndescription: Review a file")

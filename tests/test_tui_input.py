@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from etcode.ui.tui.app import EtcodeApp
+from etcode.ui.tui.commands import COMMANDS
 from etcode.ui.tui.history import PromptHistory
 from etcode.ui.tui.options import TuiOptions
 from tests.fake_llm import FakeLLM
@@ -119,7 +120,8 @@ async def test_escape_closes_the_menu_without_interrupting(app: EtcodeApp) -> No
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
         await type_text(pilot, "/")
-        assert app.prompt.menu_open and len(app.prompt.completion.values) == 10
+        assert app.prompt.menu_open and len(app.prompt.completion.values) == len(COMMANDS) + 1
+        assert app.prompt.completion.values[-1] == "/init"  # etcode's own custom command
         await pilot.press("down", "down")
         assert app.prompt.menu.highlighted == 2
         await pilot.press("up")

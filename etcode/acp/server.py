@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,6 +51,7 @@ from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from etcode.api import Agent
+    from etcode.contract.results import AgentResult
     from etcode.session.store import SessionStore
     from etcode.ui.tui.controller import AgentHost
 
@@ -95,6 +96,8 @@ class SessionHandle:
     #: The folder's unapproved project settings: asked at the first prompt, None once settled.
     trust: PendingTrust | None = None
     equip: Callable[[Agent], None] = field(default=lambda agent: None)
+    #: Work started for the session (the commands offered after session/new).
+    tasks: set[asyncio.Future[None]] = field(default_factory=set)
 
     @property
     def agent(self) -> Agent:
@@ -173,6 +176,7 @@ class EtcodeAcpAgent:
         self, cwd: str, mcp_servers: list[McpServer] | None = None, **kwargs: object
     ) -> NewSessionResponse:
         handle = await self._open(cwd, mcp_servers, None)
+        self._later(handle, self._offer_commands(handle))  # once the editor knows the session
         return NewSessionResponse(session_id=handle.id, modes=self._modes(handle))
 
     async def load_session(
@@ -196,7 +200,25 @@ class EtcodeAcpAgent:
         todos = _todos(handle.agent)
         for update in replay_updates(messages, handle.directory, todos):
             await self.conn.session_update(handle.id, update)
+        await self._offer_commands(handle)
         return LoadSessionResponse(modes=self._modes(handle))
+
+    def _later(self, handle: SessionHandle, work: Coroutine[object, object, None]) -> None:
+        task = asyncio.ensure_future(work)
+        handle.tasks.add(task)
+        task.add_done_callback(handle.tasks.discard)
+
+    async def _offer_commands(self, handle: SessionHandle) -> None:
+        """The folder's custom commands to the editor (``available_commands_update``)."""
+        from etcode.acp.commands import command_updates, load
+
+        config = handle.host.config
+        try:
+            commands = await load(handle.directory, config is not None and config.trusted)
+            for update in command_updates(commands, handle.directory):
+                await self.conn.session_update(handle.id, update)
+        except Exception as err:  # an offer is a convenience: never a failed session
+            log.warning("custom commands not offered: %s", err)
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: object
@@ -356,10 +378,9 @@ class EtcodeAcpAgent:
             if handle.pending_mode is not None:
                 mode, handle.pending_mode = handle.pending_mode, None
                 await self._switch(handle, mode)
-            error = await self._stream(handle, text)
+            error, result = await self._turn(handle, text)
         finally:
             handle.turn = None
-        result = handle.agent.last_result
         stop = result.stop_reason if result is not None else "error"
         if handle.cancelled or stop == "interrupted":
             return PromptResponse(stop_reason="cancelled")
@@ -386,6 +407,29 @@ class EtcodeAcpAgent:
             raise _errors_as_rpc(err) from None
         return True
 
+    async def _turn(self, handle: SessionHandle, text: str) -> tuple[str | None, AgentResult | None]:
+        """One turn: ``/name args`` runs a custom command (with its agent and model);
+        returns the error it ended with, if any, and its result."""
+        settings: tuple[str | None, str | None] = (None, None)
+        if text.lstrip().startswith("/"):
+            from etcode.acp.commands import expand
+
+            config = handle.host.config
+            try:
+                found = await expand(text, handle.directory, config is not None and config.trusted)
+            except EtcodeError as err:
+                raise _errors_as_rpc(err) from None
+            if found is not None:
+                text, settings = found.prompt, (found.command.agent, found.command.model)
+        if settings == (None, None):
+            return await self._stream(handle, text), handle.agent.last_result
+        async with handle.host.turn_settings(*settings):
+            handle.equip(handle.agent)
+            error = await self._stream(handle, text)
+            result = handle.agent.last_result
+        handle.equip(handle.agent)
+        return error, result
+
     async def _stream(self, handle: SessionHandle, text: str) -> str | None:
         """Run one turn, sending its events; returns the error it ended with, if any."""
         error: str | None = None
@@ -409,6 +453,8 @@ class EtcodeAcpAgent:
 
     # ---- shutting down ---------------------------------------------------------------------
     async def _close(self, handle: SessionHandle) -> None:
+        for task in list(handle.tasks):
+            task.cancel()
         if handle.turn is not None:
             handle.asker.cancelled.set()
             handle.agent.interrupt()

@@ -1,9 +1,10 @@
 """Agents: the built-in ones and custom ones from config and markdown files.
 
-Sources, later wins field by field: built-in < global markdown
-(``<config dir>/agent/<name>.md``) < config (``"agent": {...}``) < project markdown
-(``.etcode/agent/<name>.md`` from the worktree root down to the working directory, deeper
-wins). A markdown file's YAML front matter holds the settings; its body is the prompt.
+Sources, later wins field by field: built-in < Claude Code's ``~/.claude/agents/*.md`` <
+global markdown (``<config dir>/agent/<name>.md``) < config (``"agent": {...}``) < project
+markdown from the worktree root down to the working directory, deeper wins, and at each
+level ``.claude/agents/*.md`` (``claude_agents.py``) < ``.etcode/agent/<name>.md``. A
+markdown file's YAML front matter holds the settings; its body is the prompt.
 """
 
 from __future__ import annotations
@@ -321,7 +322,7 @@ def load_agents(
     from etcode.util.paths import folders_between
 
     agents: dict[str, AgentInfo | None] = dict(builtin_agents())
-    layers: list[dict[str, tuple[JsonObject, str]]] = []
+    layers: list[dict[str, tuple[JsonObject, str]]] = [_claude_agents(Path.home())]
     layers.append(markdown_agents(Path(global_dir).expanduser() if global_dir else default_global_dir()))
     layers.append(
         {
@@ -333,6 +334,7 @@ def load_agents(
         here = Path(directory).expanduser().resolve()
         top = Path(worktree).expanduser().resolve() if worktree else here
         for folder in folders_between(here, top):
+            layers.append(_claude_agents(folder, top))
             layers.append(markdown_agents(folder / ".etcode", without))
     for layer in layers:
         for name, (settings, source) in layer.items():
@@ -341,6 +343,16 @@ def load_agents(
     builtin = [n for n in builtin_agents() if n in present]
     custom = sorted(n for n in present if n not in builtin)
     return {name: present[name] for name in (*builtin, *custom)}
+
+
+def _claude_agents(folder: Path, root: Path | None = None) -> dict[str, tuple[JsonObject, str]]:
+    """Claude Code's agents of ``folder`` (its module imported only when there are some);
+    ``root``: the project, whose files linked out of it are left out."""
+    if not (folder / ".claude" / "agents").is_dir():
+        return {}
+    from etcode.agent.claude_agents import claude_agents
+
+    return claude_agents(folder, root)
 
 
 def get_agent(

@@ -20,6 +20,7 @@ from etcode.util.errors import UsageError
 if TYPE_CHECKING:
     from etcode.api import Agent
     from etcode.config.schema import Config
+    from etcode.extensions.command_expansion import Expansion
     from etcode.session.store import SessionStore
     from etcode.ui.jsonl import JsonLinesRenderer
     from etcode.ui.plain import PlainRenderer
@@ -153,14 +154,21 @@ async def _run_agent(
 ) -> int:
     from etcode.api import Agent
 
+    model, agent_name = options.model, options.agent
+    if task.lstrip().startswith("/"):  # only then are the command files read
+        expansion = await asyncio.to_thread(_custom_command, task, config, directory)
+        if expansion is not None:
+            task = expansion.prompt
+            model = model or expansion.command.model
+            agent_name = agent_name or expansion.command.agent
     asker = None
     if options.yes:
         from etcode.permission.service import AllowAsker
 
         asker = AllowAsker()
     agent = Agent(
-        model=options.model,
-        agent=options.agent,
+        model=model,
+        agent=agent_name,
         config=config,
         asker=asker,
         directory=directory,
@@ -188,6 +196,20 @@ async def _run_agent(
         await agent.aclose()
     result = agent.last_result
     return exit_code_for(result.stop_reason if result else "error")
+
+
+def _custom_command(task: str, config: Config, directory: Path) -> Expansion | None:
+    """``task`` as a custom command (``/name args``) when it names one, with a warning on
+    stderr per command file left out; None: ``task`` is a message."""
+    from etcode.extensions.commands import command_head
+    from etcode.ui.command_prompts import commands_for, expand_text
+
+    if command_head(task) is None:  # "/tmp/x why": a path, no name; nothing to read
+        return None
+    commands = commands_for(directory, config.trusted)
+    for warning in commands.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+    return expand_text(task, commands, directory, config.trusted)
 
 
 def _check_trust(config: Config, options: RunOptions) -> None:

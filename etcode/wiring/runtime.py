@@ -169,7 +169,7 @@ class Runtime:
         catalog, probe = _catalog_and_probe(config, spec)
         try:
             tools = _tools_for(agent, agent_info)
-            warnings: list[str] = []
+            warnings: list[str] = [] if parent is not None else _claude_agent_warnings(instance)
             instructions = _instruction_prompt(config, instance)
             system, lean_system = await _system_prompt(
                 agent, agent_info, spec, instance, instructions, warnings, config
@@ -314,6 +314,19 @@ def _request_extra(agent: AgentSettings, spec: ProviderSpec) -> JsonObject:
     from etcode.provider.options import request_options
 
     return request_options(spec.type, spec.id, agent.llm_kwargs)
+
+
+def _claude_agent_warnings(instance: InstanceInfo) -> list[str]:
+    """The Claude Code agent files (``.claude/agents/*.md``) left out, one line each."""
+    from etcode.util.paths import folders_between
+
+    top = Path(instance.worktree).resolve()
+    folders = [Path.home(), *folders_between(Path(instance.directory).resolve(), top)]
+    if not any((folder / ".claude" / "agents").is_dir() for folder in folders):
+        return []  # (the common case: the module is not even imported)
+    from etcode.agent.claude_agents import claude_agent_warnings
+
+    return claude_agent_warnings(folders, top)
 
 
 def _agent_info(name: str, config: Config, instance: InstanceInfo) -> AgentInfo:

@@ -24,6 +24,7 @@ from textual.widgets import Input, Static, TextArea
 from textual.worker import Worker
 
 from etcode.contract.events import Event, StepStart
+from etcode.ui.command_prompts import CommandIndex
 from etcode.ui.tui import commands as slash
 from etcode.ui.tui import warmup
 from etcode.ui.tui.asker import TuiAsker
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
     from etcode.config.schema import Config
     from etcode.config.trust import Finding
 
+#: A custom command's agent and model for its turn (None: a message, the session's).
+TurnSettings = tuple[str | None, str | None] | None
 QUIT_WINDOW = 2.0  # seconds between the two Ctrl+C presses
 REQUEST_HEADSTART = 0.02  # seconds a turn's request gets to go out before the heap is tidied
 SHUTDOWN_WAIT = 10.0  # seconds a finishing turn may take when quitting
@@ -91,19 +94,20 @@ class EtcodeApp(App[int]):
         self.host: AgentHost | None = None
         self.history = history if history is not None else PromptHistory()
         self.files = FileIndex(self.directory)
+        self.custom = CommandIndex(self.directory, lambda: self.config is not None and self.config.trusted)
         self.conversation = Conversation(
             id="conversation", **({"max_widgets": max_widgets} if max_widgets else {})
         )
         self.status_bar = StatusBar(id="status")
         self.todos = TodoPanel(id="todos")
-        self.prompt = PromptBox(self.history, self.files)
+        self.prompt = PromptBox(self.history, self.files, self.custom)
         self.feed = EventFeed(self.conversation, self.status_bar, self.todos)
         self.working = WorkingLine(id="working")  # ✻ Working… 12s · ↓ 340 tokens
         self.feed.working = self.working
         self.status_bar.tick_listeners.append(self.feed.tick)
         self.status_bar.busy_listeners.append(self.feed.busy_changed)
         self.turn: Worker[None] | None = None
-        self.queued: list[tuple[str, str, list[str]]] = []
+        self.queued: list[tuple[str, str, list[str], TurnSettings]] = []
         self.exit_code = 0
         self._ctrl_c_at = 0.0
         self._quitting = False
@@ -265,9 +269,9 @@ class EtcodeApp(App[int]):
         self.warm_up()
         LEXERS.request(*PRELOAD)  # after the first paint: start-up has the CPU to itself
         warmup.start()
+        await self._report_commands()
         if self.queued:  # sent before the agent was ready
-            text, task, shown = self.queued.pop(0)
-            await self.start_turn(text, task, shown)
+            await self._start_queued()
 
     def _load_config(self, without: Mapping[Path, Sequence[Loc]] | None = None) -> Config | None:
         from etcode.config.loader import load_config
@@ -352,9 +356,23 @@ class EtcodeApp(App[int]):
             return True
         return event.is_printable and bool(event.character) and event.key not in self.screen.active_bindings
 
+    async def _report_commands(self) -> list[slash.SlashCommand]:
+        """The custom commands (read again when stale), each new warning shown once."""
+        try:
+            await self.custom.load()
+        except EtcodeError as err:
+            await self.conversation.add_notice(f"warning: custom commands not read: {err}", "warning")
+        for warning in self.custom.new_warnings():
+            await self.conversation.add_notice(f"warning: {warning}", "warning")
+        return self.custom.slash
+
     async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
         text = message.text  # as shown: a large paste is a label
-        parsed = slash.parse_command(text)
+        custom = await self._report_commands() if text.startswith("/") else []
+        parsed = slash.parse_command(text, custom)
+        if parsed is not None and parsed.command is not None and parsed.command.custom:
+            await self._send_command(message.full)
+            return
         if parsed is not None:
             await self.run_command(parsed)
             return
@@ -368,24 +386,61 @@ class EtcodeApp(App[int]):
         attachments = await asyncio.to_thread(read_mentions)
         task = attach(message.full, attachments) if attachments else message.full
         shown = [a.path for a in attachments]
+        await self._send(text, task, shown, None)
+
+    async def _send(self, text: str, task: str, shown: list[str], settings: TurnSettings) -> None:
         if self.busy or (self.host is None and not self._agent_failed):
-            self.queued.append((text, task, shown))
+            self.queued.append((text, task, shown, settings))
             self.notify("Queued: it will be sent when the current turn ends.", timeout=3)
             return
-        await self.start_turn(text, task, shown)
+        self.queued.insert(0, (text, task, shown, settings))
+        await self._start_queued()
+
+    async def _start_queued(self) -> None:
+        text, task, shown, settings = self.queued.pop(0)
+        if settings is None:
+            await self.start_turn(text, task, shown)
+        else:
+            await self.start_turn(text, task, shown, settings)
+
+    async def _send_command(self, full: str) -> None:
+        """A custom command: its prompt is sent; ``/name args`` and the files are shown."""
+        from etcode.ui.command_prompts import expand_text
+
+        assert self.custom.commands is not None
+        trusted = self.config is not None and self.config.trusted
+        try:
+            found = await asyncio.to_thread(expand_text, full, self.custom.commands, self.directory, trusted)
+        except EtcodeError as err:
+            await self.conversation.add_notice(f"error: {err}", "error")
+            return
+        if found is not None:
+            settings = (found.command.agent, found.command.model)
+            await self._send(found.shown, found.prompt, found.files, settings)
 
     @property
     def busy(self) -> bool:
         """True from a turn's start until its worker has finished with the widgets."""
         return self._turn_active
 
-    async def start_turn(self, text: str, task: str, attached: list[str] | None = None) -> None:
-        """Show the user's message and run the turn in a worker."""
+    async def start_turn(
+        self, text: str, task: str, attached: list[str] | None = None, settings: TurnSettings = None
+    ) -> None:
+        """Show the user's message and run the turn in a worker (with a custom command's
+        agent and model: ``settings``)."""
         await self.conversation.add_user(text, attached)
         if self.host is None:
             await self.conversation.add_notice("error: no agent (see the error above)", "error")
             return
-        self.run_busy(self._stream_turn(task))
+        self.run_busy(self._command_turn(task, settings) if settings else self._stream_turn(task))
+
+    async def _command_turn(self, task: str, settings: tuple[str | None, str | None]) -> None:
+        assert self.host is not None
+        try:
+            async with self.host.turn_settings(*settings):
+                await self._stream_turn(task)
+        finally:
+            self._show_model()
 
     def run_busy(self, work: Awaitable[None]) -> None:
         """Run agent work (a turn, a compaction) in a worker so the app stays responsive;
@@ -421,8 +476,7 @@ class EtcodeApp(App[int]):
         if self._quitting:
             self.call_later(self._finish_quit)
         elif self.queued:
-            text, queued_task, shown = self.queued.pop(0)
-            self.call_later(self.start_turn, text, queued_task, shown)
+            self.call_later(self._start_queued)
 
     # ---- actions ---------------------------------------------------------------------
     def action_interrupt(self) -> None:

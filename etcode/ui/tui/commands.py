@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,8 @@ class SlashCommand:
     name: str
     help: str
     usage: str = ""
+    #: A custom command (a Markdown file or etcode's own, like /init): sent to the model.
+    custom: bool = False
 
     @property
     def label(self) -> str:
@@ -44,11 +47,12 @@ class ParsedCommand:
     command: SlashCommand | None
 
 
-def is_command(text: str) -> bool:
+def is_command(text: str, custom: Sequence[SlashCommand] = ()) -> bool:
     """True when ``text`` is a slash command rather than a message.
 
     ``//x`` is a message, and so is a message that starts with a path: ``/tmp/a.py why?``
-    (a slash after the name) or ``/etc`` when that exists and is no command name.
+    (a slash after the name) or ``/etc`` when that exists and is no command name
+    (built-in or ``custom``).
     """
     stripped = text.strip()
     if not stripped.startswith("/") or stripped.startswith("//") or len(stripped) < 2:
@@ -57,7 +61,7 @@ def is_command(text: str) -> bool:
     if "/" in head:
         return False
     name = ALIASES.get(head.lower(), head.lower())
-    return name in _BY_NAME or not _exists(f"/{head}")
+    return name in _BY_NAME or any(c.name == head for c in custom) or not _exists(f"/{head}")
 
 
 def _exists(path: str) -> bool:
@@ -67,24 +71,34 @@ def _exists(path: str) -> bool:
         return False
 
 
-def parse_command(text: str) -> ParsedCommand | None:
-    """The command in ``text``, or None when ``text`` is an ordinary message."""
-    if not is_command(text):
+def parse_command(text: str, custom: Sequence[SlashCommand] = ()) -> ParsedCommand | None:
+    """The command in ``text``, or None when ``text`` is an ordinary message. A ``custom``
+    command's name is matched as written (``/git:commit``)."""
+    if not is_command(text, custom):
         return None
     head, _, args = text.strip()[1:].partition(" ")
+    mine = next((c for c in custom if c.name == head), None)
+    if mine is not None and head.lower() not in _BY_NAME:
+        return ParsedCommand(head, args.strip(), mine)
     name = ALIASES.get(head.lower(), head.lower())
     return ParsedCommand(name, args.strip(), _BY_NAME.get(name))
 
 
-def complete_command(prefix: str) -> list[SlashCommand]:
-    """Commands whose name starts with ``prefix`` (without the slash), in table order."""
+def complete_command(prefix: str, custom: Sequence[SlashCommand] = ()) -> list[SlashCommand]:
+    """Commands whose name starts with ``prefix`` (without the slash): the table's in its
+    order, then the ``custom`` ones."""
     prefix = prefix.lstrip("/").lower()
-    return [command for command in COMMANDS if command.name.startswith(prefix)]
+    return [command for command in (*COMMANDS, *custom) if command.name.lower().startswith(prefix)]
 
 
-def help_text() -> str:
-    """The ``/help`` text (Markdown)."""
-    rows = "\n".join(f"| `{c.label}` | {c.help} |" for c in COMMANDS)
+def _cell(text: str) -> str:
+    """``text`` in a Markdown table cell (a custom command's description may hold ``|``)."""
+    return text.replace("|", "\\|")
+
+
+def help_text(custom: Sequence[SlashCommand] = ()) -> str:
+    """The ``/help`` text (Markdown), the ``custom`` commands after the built-in ones."""
+    rows = "\n".join(f"| `{c.label}` | {_cell(c.help)} |" for c in (*COMMANDS, *custom))
     keys = (
         "| `Enter` | send |\n| `Shift+Enter`, `Ctrl+J` | new line |\n| `Up`, `Down` | input history |\n"
         "| `@path` | attach a file (Tab completes) |\n| `Esc` | interrupt the running turn |\n"

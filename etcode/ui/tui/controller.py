@@ -7,7 +7,8 @@ maps events to widgets. Sessions (``-c``, ``--session``, ``/sessions``, ``/compa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -138,6 +139,22 @@ class AgentHost:
         self.agent_name = name
         await self._reconfigure()
         return name
+
+    @contextlib.asynccontextmanager
+    async def turn_settings(self, agent: str | None, model: str | None) -> AsyncIterator[None]:
+        """One turn with a custom command's ``agent`` and ``model`` (None: the session's),
+        in the same session; the session's own come back after it."""
+        if (agent is None or agent == self.resolved_agent()) and (model is None or model == self.model):
+            yield
+            return
+        saved = self.agent_name, self.model
+        self.agent_name, self.model = agent or self.agent_name, model or self.model
+        await self._reconfigure()
+        try:
+            yield
+        finally:
+            self.agent_name, self.model = saved
+            await self._reconfigure()
 
     def model_names(self) -> list[str]:
         """Configured and known models (``/model`` completion), read once."""

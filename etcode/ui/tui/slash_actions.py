@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from textual.notifications import SeverityLevel
     from textual.screen import Screen
 
+    from etcode.ui.command_prompts import CommandIndex
     from etcode.ui.tui.controller import AgentHost
     from etcode.ui.tui.widgets.conversation import Conversation
     from etcode.ui.tui.widgets.status import StatusBar
@@ -28,6 +29,7 @@ class SlashApp(Protocol):
     """What the slash commands use of the app."""
 
     directory: Path
+    custom: CommandIndex
     conversation: Conversation
     todos: TodoPanel
     status_bar: StatusBar
@@ -62,7 +64,7 @@ async def run_slash(app: SlashApp, parsed: ParsedCommand) -> None:
         return
     name = parsed.name
     if name == "help":
-        await app.conversation.add_aside(HelpMessage(help_text()))
+        await app.conversation.add_aside(HelpMessage(help_text(app.custom.slash)))
         return
     if name == "exit":
         await app.action_quit()

@@ -22,7 +22,8 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 from textual.widgets.text_area import Document
 
-from etcode.ui.tui.commands import complete_command
+from etcode.ui.command_prompts import CommandIndex
+from etcode.ui.tui.commands import SlashCommand, complete_command
 from etcode.ui.tui.history import PromptHistory
 from etcode.ui.tui.mentions import FileIndex, mention_at
 
@@ -194,11 +195,18 @@ class PromptInput(TextArea):
 class PromptBox(Vertical):
     """The completion menu and the input, kept together."""
 
-    def __init__(self, history: PromptHistory | None = None, files: FileIndex | None = None) -> None:
+    def __init__(
+        self,
+        history: PromptHistory | None = None,
+        files: FileIndex | None = None,
+        custom: CommandIndex | None = None,
+    ) -> None:
         super().__init__(id="prompt-box")
         self.input = PromptInput(history, id="prompt")
         self.menu = CompletionMenu()
         self.files = files
+        #: The custom commands offered after the built-in ones (``/git:commit``).
+        self.custom = custom
         self.completion: Completion | None = None
         #: Choices for a command's argument by command name (``model``, ``agent``).
         self.arguments: dict[str, Callable[[], list[str]]] = {}
@@ -224,7 +232,7 @@ class PromptBox(Vertical):
         completion: Completion | None = None
         labels: list[str] = []
         if text.startswith("/") and " " not in text[:cursor] and "\n" not in text:
-            commands = complete_command(text[1:cursor])
+            commands = complete_command(text[1:cursor], await self._custom_commands())
             if commands and not (len(commands) == 1 and f"/{commands[0].name}" == text.strip()):
                 completion = Completion(0, cursor, [f"/{c.name}" for c in commands])
                 labels = [f"{c.label:<24} {c.help}" for c in commands]
@@ -246,6 +254,15 @@ class PromptBox(Vertical):
         self.menu.set_options([Option(label) for label in labels])
         self.menu.highlighted = 0
         self.menu.display = True
+
+    async def _custom_commands(self) -> list[SlashCommand]:
+        if self.custom is None:
+            return []
+        try:
+            await self.custom.load()
+        except Exception:  # completion is a convenience: never break the input
+            return []
+        return self.custom.slash
 
     def _argument_completion(self, text: str, cursor: int) -> tuple[Completion, list[str]] | None:
         """``/model QUERY``, ``/agent QUERY``: the matching choices of that command."""

@@ -1,0 +1,151 @@
+"""Claude Code's subagents (``.claude/agents/*.md``) as etcode agents.
+
+Front matter ``name`` (else the file's name), ``description``, ``tools`` (Claude's tool
+names, comma-separated or a list: only those are on; names etcode has no tool for are
+ignored) and ``model`` (a ``provider/model`` is kept; Claude's ``sonnet``/``opus``/``haiku``/``inherit``
+or a bare Claude model id: the session's model); the body is the prompt. They are subagents (``mode:
+"subagent"``): ``Task`` offers them and ``--agent NAME`` runs one, but they stay out of
+the chat's agent cycle. Anything else Claude Code reads (``permissionMode``, ``color``,
+``hooks``…) is ignored: nothing here loosens a permission, so project trust has nothing
+to judge. A file that cannot be read, or whose name is a built-in agent's, is left out
+with a warning (:func:`claude_agent_warnings`), and so is a project's file linked out of
+the project (``prompt/project_files.refusal``; trust does not send it: agents are read
+before a session knows it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from etcode.util.errors import ConfigError
+from etcode.util.json_types import JsonObject, JsonValue
+
+#: Claude Code's tool names → etcode's (a name that is etcode's own is kept as it is).
+CLAUDE_TOOLS: dict[str, tuple[str, ...]] = {
+    "Read": ("ReadFile", "ReadManyFiles"),
+    "Write": ("WriteFile",),
+    "Edit": ("Edit",),
+    "MultiEdit": ("Edit",),
+    "Bash": ("Bash",),
+    "Glob": ("Glob",),
+    "Grep": ("Grep",),
+    "LS": ("ListFiles",),
+    "WebFetch": ("WebFetch",),
+    "Task": ("Task",),
+    "TodoWrite": ("TodoWrite",),
+}
+ETCODE_TOOLS = ("ReadFile", "ReadManyFiles", "ListFiles", "Glob", "Grep", "WriteFile", "Edit", "Bash", "WebFetch", "TodoWrite", "Task")  # fmt: skip
+#: Claude Code's model aliases: no model of etcode's, the session's is used.
+MODEL_ALIASES = ("sonnet", "opus", "haiku", "inherit", "default")
+BUILTIN_NAMES = ("build", "plan", "general", "explore", "workflow")
+
+
+def model_setting(value: str | None) -> str | None:
+    """A Claude Code ``model`` as etcode's: a ``provider/model`` is kept; an alias
+    (``sonnet``, ``inherit``…) or a bare Claude id (``claude-3-5-haiku-…``, which would need
+    an Anthropic key) is None: the session's model."""
+    if value is None or "/" not in value or value.strip().lower() in MODEL_ALIASES:
+        return None
+    return value.strip()
+
+
+def claude_agent_files(folder: Path) -> list[Path]:
+    """``folder/.claude/agents/*.md`` (``folder`` is a project level or the home folder)."""
+    agents = folder / ".claude" / "agents"
+    return sorted(agents.glob("*.md")) if agents.is_dir() else []
+
+
+def tool_switches(tools: JsonValue) -> dict[str, bool] | None:
+    """``tools: Read, Grep`` as ``{"*": False, "ReadFile": True, ...}``; None when absent."""
+    if tools is None:
+        return None
+    names = tools.split(",") if isinstance(tools, str) else tools if isinstance(tools, list) else None
+    if names is None:
+        raise ConfigError("tools: expected a comma-separated string of tool names")
+    switches: dict[str, bool] = {"*": False}
+    for raw in names:
+        name = str(raw).strip()
+        for tool in CLAUDE_TOOLS.get(name, (name,) if name in ETCODE_TOOLS else ()):
+            switches[tool] = True
+    return switches
+
+
+def read_claude_agent(path: Path) -> tuple[str, JsonObject]:
+    """``(name, settings)`` of one Claude Code agent file; :class:`ConfigError` naming it."""
+    from etcode.util.front_matter import split_front_matter
+
+    where = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{where}: agent not read: {getattr(err, 'strerror', None) or err}") from None
+    meta, body = split_front_matter(text, where)
+    name = meta.get("name") or path.stem
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"{where}: name: expected a string")
+    settings: JsonObject = {"mode": "subagent"}
+    for key in ("description", "model"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{where}: {key}: expected a string")
+    if isinstance(meta.get("description"), str):
+        settings["description"] = str(meta["description"]).strip()
+    model = model_setting(meta.get("model") if isinstance(meta.get("model"), str) else None)
+    if model:
+        settings["model"] = model
+    try:
+        switches = tool_switches(meta.get("tools"))
+    except ConfigError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    if switches is not None:
+        settings["tools"] = dict(switches)
+    if body:
+        settings["prompt"] = body
+    return name.strip(), settings
+
+
+def _refused(path: Path, root: Path | None) -> str | None:
+    """Why a project's agent file must not be read (a link out of the project ``root``...)."""
+    if root is None:
+        return None
+    from etcode.prompt.project_files import refusal
+
+    return refusal(path, root)
+
+
+def claude_agents(folder: Path, root: Path | None = None) -> dict[str, tuple[JsonObject, str]]:
+    """``{name: (settings, source)}`` of ``folder``'s Claude Code agents; a broken file, a
+    built-in agent's name or a file linked out of the project ``root`` is left out (see
+    :func:`claude_agent_warnings`)."""
+    found: dict[str, tuple[JsonObject, str]] = {}
+    for path in claude_agent_files(folder):
+        if _refused(path, root) is not None:
+            continue
+        try:
+            name, settings = read_claude_agent(path)
+        except ConfigError:
+            continue
+        if name not in BUILTIN_NAMES:
+            found[name] = (settings, str(path))
+    return found
+
+
+def claude_agent_warnings(folders: list[Path], root: Path | None = None) -> list[str]:
+    """One line per Claude Code agent file of ``folders`` that is left out, and why."""
+    from etcode.prompt.project_files import skip_warning
+
+    warnings: list[str] = []
+    for folder in folders:
+        for path in claude_agent_files(folder):
+            reason = _refused(path, root)
+            if reason is not None:
+                warnings.append(skip_warning("agent", path, reason))
+                continue
+            try:
+                name, _ = read_claude_agent(path)
+            except ConfigError as err:
+                warnings.append(f"{err} (agent skipped)")
+                continue
+            if name in BUILTIN_NAMES:
+                warnings.append(f"{path}: {name} is a built-in agent's name; this file is ignored")
+    return warnings

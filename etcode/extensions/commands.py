@@ -1,0 +1,214 @@
+"""Custom slash commands: Markdown prompts found in the project and the user's folders, in
+Claude Code's format (front matter ``description``, ``argument-hint``, ``agent``, ``model``;
+other keys such as ``allowed-tools`` are read and ignored).
+
+Where, lowest precedence first (a later one with the same name wins): ``~/.claude/commands``,
+``<config dir>/commands`` (``$XDG_CONFIG_HOME/etcode``), then from the worktree root down to
+the working directory ``.claude/commands`` and ``.etcode/commands`` (the nearest wins). A
+file in a subfolder is namespaced: ``git/commit.md`` is ``/git:commit``. etcode's own
+commands of this kind (``/init``: ``prompts/commands/*.md``) and the chat's built-in names
+win over a file, with a warning naming it. The expansion of a command's text is
+``command_expansion.py``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from etcode.util.errors import ConfigError
+
+#: A project's command folders at each level, lowest precedence first.
+PROJECT_DIRS = (".claude/commands", ".etcode/commands")
+#: etcode's own commands of this kind: ``prompts/commands/<name>.md``.
+BUILTIN_PROMPTS = ("init",)
+MAX_DESCRIPTION = 100
+
+
+@dataclass(frozen=True)
+class CustomCommand:
+    """One command: its name (``git:commit``), what the completion shows, the prompt
+    template (``body``), the agent and model it runs with (None: the session's), and the file
+    it came from (``prompts/commands/init.md`` for a built-in)."""
+
+    name: str
+    body: str
+    description: str = ""
+    argument_hint: str = ""
+    agent: str | None = None
+    model: str | None = None
+    source: str = ""
+    builtin: bool = False
+
+
+@dataclass
+class CommandSet:
+    """The commands in force by name (sorted), and one warning per file left out."""
+
+    commands: dict[str, CustomCommand] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> CustomCommand | None:
+        return self.commands.get(name)
+
+    def all(self) -> list[CustomCommand]:
+        return list(self.commands.values())
+
+
+def command_head(text: str) -> tuple[str, str] | None:
+    """``(name, args)`` of a ``/name args`` text, None when it cannot be a command
+    (no slash, ``//x``, or a path like ``/tmp/x``: the name holds no further slash)."""
+    stripped = text.strip()
+    if not stripped.startswith("/") or stripped.startswith("//") or len(stripped) < 2:
+        return None
+    head = stripped[1:].split(maxsplit=1)[0]
+    if "/" in head:
+        return None
+    return head, stripped[1 + len(head) :].strip()
+
+
+def user_folders() -> list[Path]:
+    """The user's command folders, lowest precedence first."""
+    from etcode.util.paths import config_dir
+
+    return [Path.home() / ".claude" / "commands", config_dir() / "commands"]
+
+
+def project_folders(directory: Path, worktree: Path) -> list[Path]:
+    """The project's command folders from the worktree root down to ``directory``."""
+    from etcode.util.paths import folders_between
+
+    return [folder / sub for folder in folders_between(directory, worktree) for sub in PROJECT_DIRS]
+
+
+def load_commands(
+    directory: Path,
+    worktree: Path,
+    *,
+    reserved: Iterable[str] = (),
+    trusted: bool = False,
+    user_dirs: list[Path] | None = None,
+) -> CommandSet:
+    """Every command in force for ``directory``. ``reserved``: the front end's built-in
+    command names (they win). A project file reached through a link out of the project
+    (or to a secret or ignored file) is skipped unless the user ``trusted`` the project.
+    Blocking: call it in a worker thread from async code."""
+    found = CommandSet()
+    here = Path(directory).resolve()
+    top = Path(worktree).resolve()
+    builtins = _builtin_commands()
+    taken = {name.lower() for name in reserved} | set(builtins)
+    for folder in user_folders() if user_dirs is None else user_dirs:
+        _read_folder(folder, None, found, taken)
+    for folder in project_folders(here, top):
+        _read_folder(folder, None if trusted else top, found, taken)
+    merged = {**found.commands, **builtins}
+    found.commands = {name: merged[name] for name in sorted(merged)}
+    return found
+
+
+def _builtin_commands() -> dict[str, CustomCommand]:
+    from etcode.prompt import templates
+
+    commands: dict[str, CustomCommand] = {}
+    for name in BUILTIN_PROMPTS:
+        where = f"commands/{name}.md"
+        command = _command(name, templates.load(where), where)
+        commands[name] = replace(command, builtin=True)
+    return commands
+
+
+def _read_folder(folder: Path, root: Path | None, found: CommandSet, taken: set[str]) -> None:
+    """Add ``folder``'s commands to ``found``. ``root``: the project whose links are checked."""
+    if not folder.is_dir():
+        return
+    try:
+        paths = sorted(folder.rglob("*.md"))
+    except OSError as err:
+        found.warnings.append(f"{folder}: commands not read: {err.strerror or err}")
+        return
+    linked = root is not None and _linked(folder, root)
+    for path in paths:
+        name = ":".join(path.relative_to(folder).with_suffix("").parts)
+        if not path.is_file() or not name:
+            continue
+        if root is not None and (linked or _linked(path, folder)):
+            from etcode.prompt.project_files import refusal, skip_warning
+
+            reason = refusal(path, root)
+            if reason is not None:
+                found.warnings.append(skip_warning("command", path, reason))
+                continue
+        if name.lower() in taken:
+            found.warnings.append(f"{path}: /{name} is a built-in command; this file is ignored")
+            continue
+        try:
+            found.commands[name] = _read_command(name, path)
+        except (OSError, UnicodeDecodeError) as err:
+            found.warnings.append(f"{path}: command not read: {getattr(err, 'strerror', None) or err}")
+        except ConfigError as err:
+            found.warnings.append(f"{err} (command /{name} skipped)")
+
+
+def _linked(path: Path, top: Path) -> bool:
+    """Is ``path`` or a folder between ``top`` and it a symbolic link? (The common case, no
+    link at all, costs a few ``lstat`` calls; a link goes to the full check.)"""
+    current = str(path)
+    stop = os.path.dirname(str(top))
+    while len(current) > len(stop):
+        if os.path.islink(current):
+            return True
+        current = os.path.dirname(current)
+    return False
+
+
+#: Files read before, by (path, name, modification time, size): the chat reads the folders
+#: again every few seconds, and parsing YAML is what costs (about 1 ms a file).
+_READ: dict[tuple[Path, str, int, int], CustomCommand] = {}
+
+
+def _read_command(name: str, path: Path) -> CustomCommand:
+    stat = path.stat()
+    key = (path, name, stat.st_mtime_ns, stat.st_size)
+    command = _READ.get(key)
+    if command is None:
+        command = _command(name, path.read_text(encoding="utf-8"), str(path))
+        if len(_READ) > 1000:
+            _READ.clear()
+        _READ[key] = command
+    return command
+
+
+def _command(name: str, text: str, where: str) -> CustomCommand:
+    """One command file read; :class:`ConfigError` naming ``where`` for a bad setting."""
+    from etcode.agent.claude_agents import model_setting
+    from etcode.util.front_matter import split_front_matter
+
+    meta, body = split_front_matter(text, where)
+    texts: dict[str, str] = {}
+    for key in ("description", "argument-hint", "agent", "model"):
+        value = meta.get(key)
+        if isinstance(value, list) and key == "argument-hint":
+            value = " ".join(str(item) for item in value)  # [a, b] as YAML reads ``[a] [b]``
+        if value is not None and not isinstance(value, str | int | float):
+            raise ConfigError(f"{where}: {key}: expected a string")
+        if value is not None:
+            texts[key] = str(value).strip()
+    description = texts.get("description") or _first_line(body)
+    return CustomCommand(
+        name=name,
+        body=body,
+        description=description,
+        argument_hint=texts.get("argument-hint", ""),
+        agent=texts.get("agent") or None,
+        model=model_setting(texts.get("model")),
+        source=where,
+    )
+
+
+def _first_line(body: str) -> str:
+    """A command without a description is described by its first line (as Claude Code does)."""
+    line = next((line.strip().lstrip("#").strip() for line in body.splitlines() if line.strip()), "")
+    return line if len(line) <= MAX_DESCRIPTION else line[: MAX_DESCRIPTION - 1] + "…"
