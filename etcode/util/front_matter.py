@@ -25,7 +25,9 @@ def split_front_matter(text: str, where: str = "<markdown>") -> tuple[JsonObject
     if end is None:
         raise ConfigError(f"{where}: front matter is not closed with ---")
     try:
-        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+        # libyaml's loader when the wheel has it: 5-10 times faster on many small files.
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        meta = yaml.load("\n".join(lines[1:end]), Loader=loader) or {}  # noqa: S506 - a safe loader
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = f" line {mark.line + 2}" if mark is not None else ""
