@@ -1,0 +1,375 @@
+"""Skills: folders holding a ``SKILL.md`` (the Agent Skills format Claude Code, Codex, opencode
+and Gemini CLI read), found where a team and a user keep them.
+
+Where, highest first (a name found again lower down is that skill's shadow, silently):
+the ``Agent(skills=[...])`` folders (``"api"``), the project's ``.etcode/skills/``,
+``.claude/skills/`` and ``.agents/skills/`` from the working directory up to the worktree
+root (``"project"``, nearest first), ``config.skills.paths`` (``"config"``: a skill folder or
+a folder of skills, relative to the worktree, ``~/`` allowed), then the user's
+``~/.config/etcode/skills/`` (``$XDG_CONFIG_HOME``) and ``~/.claude/skills/`` (``"user"``).
+``config.skills.disabled`` leaves skills out by name.
+
+Discovery reads only each ``SKILL.md``'s front matter (the body is read when a skill is
+loaded). A broken skill — front matter that is not YAML, no ``name`` or ``description``, a
+name another skill of the same level took — is one warning naming its file, never an error.
+A project's skill reached through a link out of the project is skipped with a warning unless
+the project is trusted (``prompt/project_files.refusal``, as instruction files).
+``allowed-tools`` is kept for information only: it never changes a permission.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from etcode.util.json_types import JsonObject, JsonValue
+from etcode.util.paths import config_dir, folders_between
+
+if TYPE_CHECKING:
+    from etcode.config.schema import Config
+
+logger = logging.getLogger("etcode.extensions")
+
+SKILL_FILE = "SKILL.md"
+#: The project's skill folders at each level, first wins a name clash there.
+PROJECT_FOLDERS = (".etcode/skills", ".claude/skills", ".agents/skills")
+#: A skill name: what ``/skills NAME`` and the Skill tool take (the Agent Skills spec asks
+#: lowercase letters, digits and hyphens; upper case, ``_`` and ``.`` are let through).
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+#: Front matter longer than this (lines) is not a skill's.
+MAX_FRONT_LINES = 400
+#: Bundled files listed for the model (the rest is counted).
+MAX_LISTED_FILES = 100
+_SKIPPED_FOLDERS = frozenset({".git", "__pycache__", "node_modules", ".venv"})
+
+Source = Literal["api", "project", "config", "user"]
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One skill: ``name`` and ``description`` from its front matter, ``path`` of its
+    ``SKILL.md`` (its folder holds the bundled files), where it was found (``source``),
+    its ``allowed-tools`` (recorded, never granted) and the other front-matter keys."""
+
+    name: str
+    description: str
+    path: Path
+    source: Source
+    allowed_tools: tuple[str, ...] = ()
+    extra: JsonObject = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    def body(self) -> str:
+        """The instructions: ``SKILL.md`` without its front matter (read now)."""
+        return strip_front_matter(self.path.read_text(encoding="utf-8", errors="replace"))
+
+    def files(self, limit: int = MAX_LISTED_FILES) -> tuple[list[str], int]:
+        """The files bundled beside ``SKILL.md`` (paths relative to :attr:`folder`, sorted;
+        hidden and dependency folders left out): at most ``limit``, and how many there are."""
+        found: list[str] = []
+        for top, folders, names in os.walk(self.folder):
+            folders[:] = sorted(f for f in folders if f not in _SKIPPED_FOLDERS and not f.startswith("."))
+            relative = Path(top).relative_to(self.folder)
+            found.extend((relative / n).as_posix() for n in names if not n.startswith("."))
+        found = sorted(f for f in found if f != SKILL_FILE)
+        return found[:limit], len(found)
+
+
+@dataclass
+class SkillSet:
+    """The skills in force, in listing order (api, project, config, user; by name within
+    each), and the warnings discovery gave (one line each, naming the file)."""
+
+    skills: list[Skill] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.skills)
+
+    def __len__(self) -> int:
+        return len(self.skills)
+
+    def get(self, name: str) -> Skill | None:
+        return next((skill for skill in self.skills if skill.name == name), None)
+
+    def names(self) -> list[str]:
+        return [skill.name for skill in self.skills]
+
+
+# ---- where ----------------------------------------------------------------------------------
+
+
+def user_folders(env: Mapping[str, str] | None = None) -> list[Path]:
+    """The user's skill folders: etcode's (``$XDG_CONFIG_HOME/etcode/skills``) and Claude Code's."""
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or Path.home())
+    return [config_dir(env) / "skills", home / ".claude" / "skills"]
+
+
+def project_levels(directory: Path, worktree: Path) -> list[list[Path]]:
+    """The project's skill folders, one list per level from ``directory`` (nearest) up to
+    ``worktree``."""
+    return [
+        [level / sub for sub in PROJECT_FOLDERS] for level in reversed(folders_between(directory, worktree))
+    ]
+
+
+def config_folders(paths: Iterable[str], worktree: Path) -> list[Path]:
+    """``config.skills.paths`` as folders: ``~`` expanded, relative to ``worktree``."""
+    found = []
+    for entry in paths:
+        if entry.strip():
+            path = Path(os.path.expanduser(entry.strip()))
+            found.append(path if path.is_absolute() else worktree / path)
+    return found
+
+
+# ---- finding --------------------------------------------------------------------------------
+
+
+def find_skills(
+    directory: Path,
+    worktree: Path | None = None,
+    *,
+    config: Config | None = None,
+    extra: Sequence[str | Path] = (),
+    env: Mapping[str, str] | None = None,
+) -> SkillSet:
+    """Every skill in force for ``directory`` (see the module docstring). ``config`` gives
+    ``skills.paths``, ``skills.disabled`` and ``trusted``; ``extra`` the caller's own folders
+    (each a skill or a folder of skills). Blocking: call it in a worker thread."""
+    directory = Path(os.path.abspath(directory))
+    worktree = Path(os.path.abspath(worktree)) if worktree is not None else directory
+    disabled = frozenset(config.skills.disabled) if config is not None else frozenset()
+    trusted = config.trusted if config is not None else False
+    scan = _Scan(worktree, disabled, trusted)
+    scan.level([Path(os.path.abspath(Path(p).expanduser())) for p in extra], "api", either=True)
+    for level in project_levels(directory, worktree):
+        scan.level(level, "project")
+    if config is not None:
+        scan.level(config_folders(config.skills.paths, worktree), "config", either=True)
+    scan.level(user_folders(env), "user")
+    return SkillSet(scan.skills, scan.warnings)
+
+
+class _Scan:
+    """One discovery: the skills kept so far (first wins a name) and the warnings."""
+
+    def __init__(self, worktree: Path, disabled: frozenset[str], trusted: bool) -> None:
+        self.worktree = worktree
+        self.disabled = disabled
+        self.trusted = trusted
+        self.skills: list[Skill] = []
+        self.warnings: list[str] = []
+        self._by_name: dict[str, Skill] = {}
+        self._seen: set[Path] = set()
+
+    def level(self, roots: Sequence[Path], source: Source, either: bool = False) -> None:
+        """The skills of one level (its folders in order; a name taken twice here warns).
+        ``either``: each root may be a skill itself or a folder of skills."""
+        here: dict[str, Skill] = {}
+        for root in roots:
+            for path in _skill_files(root, either):
+                skill = self._read(path, source)
+                if skill is None:
+                    continue
+                if skill.name in here:
+                    self._warn(
+                        f"skipped skill {path}: the name {skill.name!r} is taken by {here[skill.name].path}"
+                    )
+                    continue
+                here[skill.name] = skill
+        for skill in sorted(here.values(), key=lambda s: s.name):
+            if skill.name not in self._by_name and skill.name not in self.disabled:
+                self._by_name[skill.name] = skill
+                self.skills.append(skill)
+
+    def _read(self, path: Path, source: Source) -> Skill | None:
+        if path.parent.name in self.disabled:
+            return None
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):
+            real = path
+        if real in self._seen:  # the same file through another folder (a linked .agents/skills)
+            return None
+        if source in ("project", "config") and not self.trusted:
+            from etcode.prompt.project_files import refusal, skip_warning
+
+            reason = refusal(path, self.worktree)
+            if reason is not None:
+                self._warn(skip_warning("skill", path, reason))
+                return None
+        self._seen.add(real)
+        try:
+            return read_skill(path, source)
+        except SkillError as err:
+            self._warn(f"skipped skill {err}")
+        except OSError as err:
+            self._warn(f"skipped skill {path}: {err.strerror or err}")
+        return None
+
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        logger.debug("%s", message)
+
+
+def _skill_files(root: Path, either: bool) -> list[Path]:
+    """The ``SKILL.md`` files of ``root``: its sub-folders' (by name; hidden ones left out),
+    or its own when ``either`` and it has one."""
+    own = root / SKILL_FILE
+    if either and own.is_file():
+        return [own]
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:  # no such folder (the usual case), or not a folder
+        return []
+    found = []
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        candidate = Path(entry.path) / SKILL_FILE
+        if entry.is_dir() and candidate.is_file():
+            found.append(candidate)
+    return found
+
+
+# ---- reading --------------------------------------------------------------------------------
+
+
+class SkillError(Exception):
+    """A ``SKILL.md`` that is no skill: the message starts with its path."""
+
+
+def read_skill(path: Path, source: Source) -> Skill:
+    """The skill of ``path`` (a ``SKILL.md``) from its front matter alone. Raises
+    :class:`SkillError` naming the file for one that is not a skill."""
+    meta = _front_matter(path)
+    name = meta.pop("name", None)
+    description = meta.pop("description", None)
+    if not isinstance(name, str) or not name.strip():
+        raise SkillError(f"{path}: no name in its front matter")
+    name = name.strip()
+    if not NAME.fullmatch(name):
+        raise SkillError(f"{path}: the name {name!r} is not 1-64 letters, digits, '-', '_' or '.'")
+    if not isinstance(description, str) or not description.strip():
+        raise SkillError(f"{path}: no description in its front matter")
+    allowed = meta.pop("allowed-tools", meta.pop("allowed_tools", None))
+    return Skill(name, " ".join(description.split()), path, source, tool_names(allowed), meta)
+
+
+def tool_names(value: JsonValue) -> tuple[str, ...]:
+    """``allowed-tools`` as names: a list, or one string separated by spaces or commas
+    (``"Bash(git add:*) Read, Grep"``: a pattern in brackets stays whole)."""
+    if isinstance(value, list):
+        return tuple(str(item).strip() for item in value if str(item).strip())
+    if isinstance(value, str):
+        return tuple(re.findall(r"[^\s,(]+(?:\([^)]*\))?", value))
+    return ()
+
+
+def _front_matter(path: Path) -> JsonObject:
+    """The front matter of ``path``, reading no further than its closing ``---``."""
+    lines: list[str] = []
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        first = handle.readline().lstrip("\ufeff")
+        if first.strip() != "---":
+            raise SkillError(f"{path}: no front matter (--- then name: and description:)")
+        for line in handle:
+            if line.rstrip("\r\n").strip() == "---":
+                break
+            lines.append(line.rstrip("\r\n"))
+            if len(lines) > MAX_FRONT_LINES:
+                raise SkillError(
+                    f"{path}: front matter is not closed with --- within {MAX_FRONT_LINES} lines"
+                )
+        else:
+            raise SkillError(f"{path}: front matter is not closed with ---")
+    simple = simple_front_matter(lines)
+    if simple is not None:
+        return simple
+    return _yaml_front_matter(lines, path)
+
+
+def _yaml_front_matter(lines: list[str], path: Path) -> JsonObject:
+    from etcode.util.errors import ConfigError
+    from etcode.util.front_matter import split_front_matter
+
+    try:
+        meta, _ = split_front_matter("---\n" + "\n".join(lines) + "\n---\n", str(path))
+    except ConfigError as err:
+        raise SkillError(str(err)) from None
+    return meta
+
+
+_KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_\-]*):(?: +(.*))?")
+#: Plain values YAML would read as something else than the text itself, or parse in its own way.
+_NOT_PLAIN_START = frozenset("'\"[]{}&*!|>%@`#,?:-")
+_YAML_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "null", "~", "y", "n"})
+
+
+def simple_front_matter(lines: Sequence[str]) -> JsonObject | None:
+    """Front matter of ``key: plain text`` lines read without YAML (the usual ``SKILL.md``,
+    in a fraction of the time); None when any line needs YAML to be read as YAML reads it
+    (quotes, lists, block text, a ``: `` or `` #`` inside a value, numbers, booleans...)."""
+    meta: JsonObject = {}
+    for line in lines:
+        if not line.strip() or line.startswith("#"):
+            continue
+        match = _KEY_LINE.fullmatch(line)
+        if match is None or "\t" in line:
+            return None
+        key, value = match.group(1), (match.group(2) or "").strip()
+        if key in meta or not value or value[0] in _NOT_PLAIN_START or value.lower() in _YAML_WORDS:
+            return None
+        if ": " in value or " #" in value or value.endswith(":") or value[0].isdigit() or value[0] in "+.":
+            return None
+        meta[key] = value
+    return meta
+
+
+def strip_front_matter(text: str) -> str:
+    """``text`` without the front matter at its start (as :func:`_front_matter` reads it)."""
+    text = text.lstrip("\ufeff")
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return text.strip()
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), None)
+    return text.strip() if end is None else "\n".join(lines[end + 1 :]).strip()
+
+
+# ---- the public entrance --------------------------------------------------------------------
+
+
+def discover_skills(
+    directory: str | Path = ".",
+    *,
+    skills: Sequence[str | Path] = (),
+    config: Config | None = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> list[Skill]:
+    """The skills an agent started in ``directory`` would have (``skills``: more folders, as
+    ``Agent(skills=...)``; ``config``: the project's configuration, loaded when not given).
+    Each broken skill is one warning, passed to ``on_warning`` (else logged)."""
+    from etcode.instance import describe
+
+    info = describe(Path(directory).expanduser().resolve())
+    if config is None:
+        from etcode.config.loader import load_config
+
+        config = load_config(info.directory, info.worktree)
+    found = find_skills(info.directory, info.worktree, config=config, extra=skills)
+    for message in found.warnings:
+        if on_warning is not None:
+            on_warning(message)
+        else:
+            logger.warning("%s", message)
+    return found.skills
