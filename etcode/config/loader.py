@@ -1,7 +1,8 @@
 """Find, read and merge the configuration layers into one ``Config``.
 
 Layers, later wins (objects deep-merged, ``provider`` merged by ``id``,
-``instructions`` concatenated without duplicates, other values replaced):
+``instructions`` and ``skills``' ``paths``/``disabled`` concatenated without duplicates,
+other values replaced):
 
 1. global ``$XDG_CONFIG_HOME/etcode/etcode.json`` then ``etcode.jsonc``;
 2. project ``etcode.json``/``etcode.jsonc`` from the worktree root down to the working
@@ -232,6 +233,13 @@ def merge(base: JsonObject, over: JsonObject, *, top: bool = True) -> JsonObject
             out[key] = _merge_providers(old or [], value)
         elif top and key == "instructions":
             out[key] = list(dict.fromkeys([*(old or []), *value]))
+        elif top and key == "skills" and isinstance(old, dict) and isinstance(value, dict):
+            lists = {
+                k: list(dict.fromkeys([*old[k], *value[k]]))
+                for k in ("paths", "disabled")
+                if k in old and k in value
+            }
+            out[key] = {**old, **value, **lists}  # every layer's folders and left-out names
         elif isinstance(old, dict) and isinstance(value, dict):
             out[key] = merge(old, value, top=False)
         else:

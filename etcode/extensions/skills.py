@@ -201,6 +201,7 @@ class _Scan:
             real = path
         if real in self._seen:  # the same file through another folder (a linked .agents/skills)
             return None
+        self._seen.add(real)
         if source in ("project", "config") and not self.trusted:
             from etcode.prompt.project_files import refusal, skip_warning
 
@@ -208,7 +209,6 @@ class _Scan:
             if reason is not None:
                 self._warn(skip_warning("skill", path, reason))
                 return None
-        self._seen.add(real)
         try:
             return read_skill(path, source)
         except SkillError as err:

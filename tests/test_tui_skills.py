@@ -1,0 +1,72 @@
+"""``/skills`` in the running chat (Pilot), against the fake LLM server: the list (name,
+description, where), a skill sent by hand with a request, an unknown name."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from etcode.ui.tui.widgets.messages import HelpMessage, Notice, UserMessage
+from tests.fake_llm import FakeLLM, Reply
+from tests.tui_support import SIZE, ProjectSpec, make_app, ready, run_turn, submit, wait_for
+
+PROJECT = ProjectSpec()  # etcode.json for the fake LLM server
+FIXTURES = Path(__file__).parent / "fixtures" / "skills"
+
+
+def notices(app) -> list[str]:
+    return [str(n.render()) for n in app.conversation.query(Notice)]
+
+
+def with_skills(project: Path) -> Path:
+    folder = project / ".claude" / "skills"
+    shutil.copytree(FIXTURES / "internal-comms", folder / "internal-comms")
+    shutil.copytree(FIXTURES / "webapp-testing", folder / "webapp-testing")
+    return folder
+
+
+async def test_skills_lists_them_and_sends_one_by_hand(project: Path, llm: FakeLLM) -> None:
+    folder = with_skills(project)
+    llm.script(Reply(text="Here is the 3P update."))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await submit(pilot, app, "/skills")
+        (listing,) = app.conversation.query(HelpMessage)
+        assert (
+            "| `internal-comms` | A set of resources to help me write all kinds of internal" in listing.source
+        )
+        assert "| project: `.claude/skills/webapp-testing` |" in listing.source
+        assert not llm.requests  # listing sends nothing
+        await run_turn(pilot, app, "/skills internal-comms a 3P update for the platform team")
+        [shown] = [str(m.render()) for m in app.conversation.query(UserMessage)]
+        assert shown.startswith("/skills internal-comms a 3P update")
+        assert "@.claude/skills/internal-comms/SKILL.md" in shown
+    sent = llm.requests[0].body["messages"][-1]
+    assert sent["role"] == "user"
+    assert 'The user loaded the skill "internal-comms" with /skills' in sent["content"]
+    assert "## When to use this skill" in sent["content"]  # the body
+    assert f"Its folder is {folder / 'internal-comms'}:" in sent["content"]
+    assert sent["content"].rstrip().endswith("The user's request:\na 3P update for the platform team")
+
+
+async def test_an_unknown_skill_is_an_error_naming_the_skills(project: Path, llm: FakeLLM) -> None:
+    with_skills(project)
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await submit(pilot, app, "/skills pdf")
+        found = await wait_for(pilot, lambda: [n for n in notices(app) if "no skill" in n], what="the error")
+        assert found == ["error: no skill named 'pdf' (skills: internal-comms, webapp-testing)"]
+        assert not llm.requests
+
+
+async def test_skills_without_any(project: Path, llm: FakeLLM) -> None:
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await submit(pilot, app, "/skills")
+        found = await wait_for(
+            pilot, lambda: [n for n in notices(app) if "No skills" in n], what="the notice"
+        )
+        assert "No skills: put SKILL.md folders in .etcode/skills/ or .claude/skills/" in found[0]
