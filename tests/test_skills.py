@@ -191,9 +191,14 @@ SIMPLE = [
     ["name: x", "description: Applies Anthropic's official brand colors, e.g. on slides."],
     ["name: x", "license: Complete terms in LICENSE.txt", "", "# a comment", "allowed-tools: Read Grep"],
     ["name: x", "description: Paths like a/b\\c and {braces} and 50% stay text."],
+    ['description: "Use it for: \'Word doc\', \\"quotes\\", back\\\\slash, tab\\t (.docx)"'],
+    ["description: 'It''s quoted: once.'", 'name: "x"'],
 ]
 NEEDS_YAML = [
-    ['description: "quoted"'],
+    ['description: "caf\\u00e9"'],
+    ["description: 'a' b'"],
+    ['description: "a" and "b"'],
+    ['description: "open'],
     ["description: |-", "  block"],
     ["description: Use when: asked"],
     ["description: text # a comment"],
@@ -266,3 +271,41 @@ async def test_skill_tool_unknown_name_and_the_list(repo: Path) -> None:
 
 def test_an_empty_set_is_false() -> None:
     assert not SkillSet() and len(SkillSet()) == 0
+
+
+@pytest.mark.parametrize("pad", [0, 4050, 4060, 4070, 4075, 4076, 4077, 4078, 4080, 9000])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_front_matter_read_in_blocks_whatever_its_length(repo: Path, pad: int, newline: str) -> None:
+    """The closing fence found wherever the 4 KB blocks cut the file (CRLF and a BOM too),
+    and nothing after it taken for front matter."""
+    folder = repo / ".claude" / "skills" / "long"
+    folder.mkdir(parents=True)
+    description = "A" + "b" * pad
+    text = (
+        newline.join(["---", "name: long", f"description: {description}", "---", "---", "name: body"])
+        + newline
+    )
+    (folder / "SKILL.md").write_bytes(("\ufeff" + text).encode("utf-8"))
+    found = find_skills(repo, repo)
+    assert found.warnings == [] and found.names() == ["long"]
+    assert found.skills[0].description == description
+    assert found.skills[0].body() == "---\nname: body"
+
+
+def test_empty_and_unclosed_front_matter(repo: Path) -> None:
+    empty = write_skill(repo / ".claude" / "skills" / "empty", "")
+    long = repo / ".claude" / "skills" / "endless" / "SKILL.md"
+    long.parent.mkdir()
+    long.write_text("---\n" + "key: value\n" * 1000)
+    found = find_skills(repo, repo)
+    assert found.warnings == [
+        f"skipped skill {empty}: no name in its front matter",
+        f"skipped skill {long}: front matter is not closed with --- within 400 lines",
+    ]
+
+
+def test_the_skill_tools_written_out_schema_is_pydantics() -> None:
+    from etcode.tools.base import Tool
+
+    tool = SkillTool(SkillSet())
+    assert tool.schema().parameters == Tool._build_schema(tool).parameters

@@ -6,7 +6,6 @@ the ``Skill`` tool and the chat's ``/skills NAME`` give it. The texts are in
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from etcode.extensions.skills import Skill
 from etcode.prompt import templates
@@ -48,14 +47,14 @@ def lean_skills_part(skills: Sequence[Skill]) -> PromptPart:
     return PromptPart("skills", source, text.strip())
 
 
-@dataclass(frozen=True)
 class LoadedSkill:
     """A loaded skill: the text the model reads, and its bundled files (at most
     ``MAX_LISTED_FILES`` of ``total``)."""
 
-    text: str
-    files: list[str]
-    total: int
+    def __init__(self, text: str, files: list[str], total: int) -> None:
+        self.text = text
+        self.files = files
+        self.total = total
 
 
 def load_skill(skill: Skill) -> LoadedSkill:

@@ -11,8 +11,11 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from etcode.extensions.skill_prompt import LIST_NAME, load_skill, unknown_text
 from etcode.extensions.skills import SkillSet
 from etcode.prompt import templates
+from etcode.provider.types import ToolSchema
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.util.json_types import JsonObject
+
+_NAME_HELP = 'The skill\'s name, as listed under "Skills" ("?" lists every skill).'
 
 
 class SkillParams(BaseModel):
@@ -21,8 +24,20 @@ class SkillParams(BaseModel):
     # Claude Code's Skill tool calls it ``skill``: a model used to that is understood too.
     name: str = Field(
         validation_alias=AliasChoices("name", "skill"),
-        description='The skill\'s name, as listed under "Skills" ("?" lists every skill).',
+        description=_NAME_HELP,
     )
+
+
+def parameters() -> JsonObject:
+    """``SkillParams``' JSON schema, written out: pydantic would take a start ~2 ms to make
+    it (tests/test_skills.py checks that the two agree)."""
+    name: JsonObject = {"description": _NAME_HELP, "title": "Name", "type": "string"}
+    return {
+        "additionalProperties": False,
+        "properties": {"name": name},
+        "required": ["name"],
+        "type": "object",
+    }
 
 
 class SkillTool(Tool):
@@ -36,6 +51,9 @@ class SkillTool(Tool):
     @property
     def description(self) -> str:  # type: ignore[override]
         return templates.load("skills/tool.md").strip()
+
+    def _build_schema(self) -> ToolSchema:
+        return ToolSchema(self.name, self.description, parameters())
 
     async def run(self, params: SkillParams, ctx: ToolContext) -> ToolResult:
         wanted = params.name.strip().removeprefix("/")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,9 @@ PROJECT_FOLDERS = (".etcode/skills", ".claude/skills", ".agents/skills")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 #: Front matter longer than this (lines) is not a skill's.
 MAX_FRONT_LINES = 400
+_BLOCK = 4096
+#: The line that closes the front matter (with the line break before it).
+_FENCE = re.compile(rb"\n[ \t]*---[ \t]*\r?(?=\n|$)")
 #: Bundled files listed for the model (the rest is counted).
 MAX_LISTED_FILES = 100
 _SKIPPED_FOLDERS = frozenset({".git", "__pycache__", "node_modules", ".venv"})
@@ -83,19 +87,22 @@ class Skill:
         return found[:limit], len(found)
 
 
-@dataclass
 class SkillSet:
     """The skills in force, in listing order (api, project, config, user; by name within
     each), and the warnings discovery gave (one line each, naming the file)."""
 
-    skills: list[Skill] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    def __init__(self, skills: list[Skill] | None = None, warnings: list[str] | None = None) -> None:
+        self.skills: list[Skill] = skills or []
+        self.warnings: list[str] = warnings or []
 
     def __bool__(self) -> bool:
         return bool(self.skills)
 
     def __len__(self) -> int:
         return len(self.skills)
+
+    def __repr__(self) -> str:
+        return f"SkillSet({self.names()!r}, {len(self.warnings)} warnings)"
 
     def get(self, name: str) -> Skill | None:
         return next((skill for skill in self.skills if skill.name == name), None)
@@ -170,15 +177,17 @@ class _Scan:
         self.skills: list[Skill] = []
         self.warnings: list[str] = []
         self._by_name: dict[str, Skill] = {}
-        self._seen: set[Path] = set()
+        self._seen: set[tuple[int, int]] = set()
 
     def level(self, roots: Sequence[Path], source: Source, either: bool = False) -> None:
         """The skills of one level (its folders in order; a name taken twice here warns).
         ``either``: each root may be a skill itself or a folder of skills."""
         here: dict[str, Skill] = {}
+        guarded = source in ("project", "config") and not self.trusted
         for root in roots:
-            for path in _skill_files(root, either):
-                skill = self._read(path, source)
+            root_linked = guarded and _through_link(root, self.worktree)
+            for path, folder_linked in _skill_files(str(root), either):
+                skill = self._read(path, source, guarded, root_linked or folder_linked)
                 if skill is None:
                     continue
                 if skill.name in here:
@@ -192,17 +201,27 @@ class _Scan:
                 self._by_name[skill.name] = skill
                 self.skills.append(skill)
 
-    def _read(self, path: Path, source: Source) -> Skill | None:
-        if path.parent.name in self.disabled:
+    def _read(self, path: str, source: Source, guarded: bool, linked: bool) -> Skill | None:
+        """The skill of ``path`` or None (no such file, seen already, refused, broken).
+        ``guarded``: a project's file, checked when it is reached through a link below the
+        worktree (``linked``: a folder on the way is one; or ``SKILL.md`` itself)."""
+        if os.path.basename(os.path.dirname(path)) in self.disabled:
             return None
         try:
-            real = path.resolve()
-        except (OSError, RuntimeError):
-            real = path
-        if real in self._seen:  # the same file through another folder (a linked .agents/skills)
-            return None
-        self._seen.add(real)
-        if source in ("project", "config") and not self.trusted:
+            facts = os.lstat(path)
+            if stat.S_ISLNK(facts.st_mode):
+                linked = True
+                facts = os.stat(path)
+        except OSError:  # a folder without SKILL.md (or a link to nothing): no skill
+            if not (guarded and linked and os.path.islink(path)):
+                return None
+            facts = None
+        if facts is not None:
+            identity = (facts.st_dev, facts.st_ino)
+            if identity in self._seen:  # the same file through another folder (a linked .agents/skills)
+                return None
+            self._seen.add(identity)
+        if guarded and linked:
             from etcode.prompt.project_files import refusal, skip_warning
 
             reason = refusal(path, self.worktree)
@@ -222,24 +241,37 @@ class _Scan:
         logger.debug("%s", message)
 
 
-def _skill_files(root: Path, either: bool) -> list[Path]:
-    """The ``SKILL.md`` files of ``root``: its sub-folders' (by name; hidden ones left out),
-    or its own when ``either`` and it has one."""
-    own = root / SKILL_FILE
-    if either and own.is_file():
-        return [own]
+def _through_link(folder: Path, worktree: Path) -> bool:
+    """Is ``folder`` (inside ``worktree``) reached through a symbolic link below it? (The
+    full verdict on such a path is ``prompt/project_files.refusal``'s.)"""
     try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
+        parts = folder.relative_to(worktree).parts
+    except ValueError:
+        return False  # outside the project: not the project's file
+    current = str(worktree)
+    for part in parts:
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            return True
+    return False
+
+
+def _skill_files(root: str, either: bool) -> list[tuple[str, bool]]:
+    """The places of ``SKILL.md`` files in ``root`` — its own when ``either`` and it has one,
+    else one in each sub-folder (by name; hidden ones left out), not checked to exist — and
+    whether the sub-folder is a link. (Strings, not ``Path``: a hundred skills are listed
+    in a few milliseconds.)"""
+    own = os.path.join(root, SKILL_FILE)
+    if either and os.path.isfile(own):
+        return [(own, False)]
+    try:
+        with os.scandir(root) as listing:
+            entries = sorted(
+                (e for e in listing if not e.name.startswith(".") and e.is_dir()), key=lambda e: e.name
+            )
     except OSError:  # no such folder (the usual case), or not a folder
         return []
-    found = []
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        candidate = Path(entry.path) / SKILL_FILE
-        if entry.is_dir() and candidate.is_file():
-            found.append(candidate)
-    return found
+    return [(os.path.join(entry.path, SKILL_FILE), entry.is_symlink()) for entry in entries]
 
 
 # ---- reading --------------------------------------------------------------------------------
@@ -249,7 +281,7 @@ class SkillError(Exception):
     """A ``SKILL.md`` that is no skill: the message starts with its path."""
 
 
-def read_skill(path: Path, source: Source) -> Skill:
+def read_skill(path: str | Path, source: Source) -> Skill:
     """The skill of ``path`` (a ``SKILL.md``) from its front matter alone. Raises
     :class:`SkillError` naming the file for one that is not a skill."""
     meta = _front_matter(path)
@@ -263,7 +295,7 @@ def read_skill(path: Path, source: Source) -> Skill:
     if not isinstance(description, str) or not description.strip():
         raise SkillError(f"{path}: no description in its front matter")
     allowed = meta.pop("allowed-tools", meta.pop("allowed_tools", None))
-    return Skill(name, " ".join(description.split()), path, source, tool_names(allowed), meta)
+    return Skill(name, " ".join(description.split()), Path(path), source, tool_names(allowed), meta)
 
 
 def tool_names(value: JsonValue) -> tuple[str, ...]:
@@ -276,30 +308,40 @@ def tool_names(value: JsonValue) -> tuple[str, ...]:
     return ()
 
 
-def _front_matter(path: Path) -> JsonObject:
-    """The front matter of ``path``, reading no further than its closing ``---``."""
-    lines: list[str] = []
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        first = handle.readline().lstrip("\ufeff")
-        if first.strip() != "---":
+def _front_matter(path: str | Path) -> JsonObject:
+    """The front matter of ``path``, reading no further than its closing ``---`` (in blocks)."""
+    lines = _front_lines(path)
+    simple = simple_front_matter(lines)
+    return simple if simple is not None else _yaml_front_matter(lines, path)
+
+
+def _front_lines(path: str | Path) -> list[str]:
+    """The lines between the ``---`` fences at the start of ``path`` (read in blocks, no
+    further than the closing fence's block)."""
+    with open(path, "rb") as handle:
+        data = handle.read(_BLOCK).removeprefix(b"\xef\xbb\xbf")
+        first = data.split(b"\n", 1)[0]
+        if first.strip() != b"---":
             raise SkillError(f"{path}: no front matter (--- then name: and description:)")
-        for line in handle:
-            if line.rstrip("\r\n").strip() == "---":
+        while True:
+            fence = _FENCE.search(data, len(first))
+            if fence is not None and fence.end() < len(data):
                 break
-            lines.append(line.rstrip("\r\n"))
-            if len(lines) > MAX_FRONT_LINES:
+            more = handle.read(_BLOCK)  # (a fence at the block's end may go on in the next one)
+            if not more:
+                if fence is None:
+                    raise SkillError(f"{path}: front matter is not closed with ---")
+                break
+            data += more
+            if data.count(b"\n") > MAX_FRONT_LINES:
                 raise SkillError(
                     f"{path}: front matter is not closed with --- within {MAX_FRONT_LINES} lines"
                 )
-        else:
-            raise SkillError(f"{path}: front matter is not closed with ---")
-    simple = simple_front_matter(lines)
-    if simple is not None:
-        return simple
-    return _yaml_front_matter(lines, path)
+    text = data[len(first) + 1 : fence.start()].decode("utf-8", errors="replace")
+    return [line.rstrip("\r") for line in text.split("\n")]
 
 
-def _yaml_front_matter(lines: list[str], path: Path) -> JsonObject:
+def _yaml_front_matter(lines: list[str], path: str | Path) -> JsonObject:
     from etcode.util.errors import ConfigError
     from etcode.util.front_matter import split_front_matter
 
@@ -310,10 +352,10 @@ def _yaml_front_matter(lines: list[str], path: Path) -> JsonObject:
     return meta
 
 
-_KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_\-]*):(?: +(.*))?")
 #: Plain values YAML would read as something else than the text itself, or parse in its own way.
 _NOT_PLAIN_START = frozenset("'\"[]{}&*!|>%@`#,?:-")
 _YAML_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "null", "~", "y", "n"})
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
 def simple_front_matter(lines: Sequence[str]) -> JsonObject | None:
@@ -324,16 +366,44 @@ def simple_front_matter(lines: Sequence[str]) -> JsonObject | None:
     for line in lines:
         if not line.strip() or line.startswith("#"):
             continue
-        match = _KEY_LINE.fullmatch(line)
-        if match is None or "\t" in line:
+        key, colon, rest = line.partition(":")
+        if not colon or not key or key[0] in "-0123456789" or not _KEY_CHARS.issuperset(key):
             return None
-        key, value = match.group(1), (match.group(2) or "").strip()
-        if key in meta or not value or value[0] in _NOT_PLAIN_START or value.lower() in _YAML_WORDS:
+        value = rest.strip()
+        if not rest.startswith(" ") or "\t" in line or key in meta or not value:
             return None
-        if ": " in value or " #" in value or value.endswith(":") or value[0].isdigit() or value[0] in "+.":
+        quoted = _quoted(value)
+        if quoted is not None:
+            meta[key] = quoted
+            continue
+        if (
+            value[0] in _NOT_PLAIN_START
+            or value[0] in "+."
+            or value[0].isdigit()
+            or value.lower() in _YAML_WORDS
+        ):
+            return None
+        if ": " in value or " #" in value or value.endswith(":"):
             return None
         meta[key] = value
     return meta
+
+
+def _quoted(value: str) -> str | None:
+    """A one-line quoted YAML value's text (``"..."`` with the escapes JSON and YAML share;
+    ``'...'`` with ``''`` for a quote); None for anything else (YAML reads it)."""
+    if len(value) >= 2 and value[0] == value[-1] == "'":
+        inner = value[1:-1]
+        return inner.replace("''", "'") if "'" not in inner.replace("''", "") else None
+    if len(value) >= 2 and value[0] == value[-1] == '"' and "\\u" not in value and "\\/" not in value:
+        import json
+
+        try:
+            text = json.loads(value)
+        except ValueError:
+            return None
+        return text if isinstance(text, str) else None
+    return None
 
 
 def strip_front_matter(text: str) -> str:
