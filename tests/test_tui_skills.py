@@ -18,6 +18,10 @@ def notices(app) -> list[str]:
     return [str(n.render()) for n in app.conversation.query(Notice)]
 
 
+def users(app) -> list[str]:
+    return [str(u.render()) for u in app.conversation.query(UserMessage)]
+
+
 def with_skills(project: Path) -> Path:
     folder = project / ".claude" / "skills"
     shutil.copytree(FIXTURES / "internal-comms", folder / "internal-comms")
@@ -39,15 +43,27 @@ async def test_skills_lists_them_and_sends_one_by_hand(project: Path, llm: FakeL
         assert "| project: `.claude/skills/webapp-testing` |" in listing.source
         assert not llm.requests  # listing sends nothing
         await run_turn(pilot, app, "/skills internal-comms a 3P update for the platform team")
-        [shown] = [str(m.render()) for m in app.conversation.query(UserMessage)]
-        assert shown.startswith("/skills internal-comms a 3P update")
-        assert "@.claude/skills/internal-comms/SKILL.md" in shown
+        [live] = users(app)
+        await app.action_quit()
+    assert (
+        live
+        == "/skills internal-comms a 3P update for the platform team\n@.claude/skills/internal-comms/SKILL.md"
+    )
     sent = llm.requests[0].body["messages"][-1]
     assert sent["role"] == "user"
-    assert 'The user loaded the skill "internal-comms" with /skills' in sent["content"]
-    assert "## When to use this skill" in sent["content"]  # the body
-    assert f"Its folder is {folder / 'internal-comms'}:" in sent["content"]
-    assert sent["content"].rstrip().endswith("The user's request:\na 3P update for the platform team")
+    head, _, attached = sent["content"].partition("\n\n")
+    assert head == "/skills internal-comms a 3P update for the platform team"
+    assert attached.startswith('<file path=".claude/skills/internal-comms/SKILL.md">\n')
+    assert 'The user chose the skill "internal-comms" with /skills: follow it' in attached
+    assert "## When to use this skill" in attached  # the body
+    assert f"Its folder is {folder / 'internal-comms'}:" in attached
+    assert "- examples/3p-updates.md" in attached
+    # A resumed session shows the message as the chat did, not the skill's text.
+    app = make_app(project, continue_last=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await wait_for(pilot, lambda: users(app), what="the replayed history")
+        assert users(app) == [live]
 
 
 async def test_an_unknown_skill_is_an_error_naming_the_skills(project: Path, llm: FakeLLM) -> None:

@@ -76,15 +76,11 @@ def load_skill(skill: Skill) -> LoadedSkill:
     return LoadedSkill(text, files, total)
 
 
-def by_hand_message(skill: Skill, loaded: LoadedSkill, request: str = "") -> str:
-    """The message the chat sends for ``/skills NAME [REQUEST]``: the loaded skill, then the
-    user's request (or, without one, the model asks for it)."""
-    text = templates.render(templates.load("skills/by_hand.md"), {"name": skill.name, "skill": loaded.text})
-    if request.strip():
-        tail = templates.render(templates.load("skills/by_hand_request.md"), {"request": request.strip()})
-    else:
-        tail = templates.load("skills/by_hand_alone.md")
-    return text.strip() + "\n\n" + tail.strip()
+def by_hand_text(skill: Skill, loaded: LoadedSkill, request: str = "") -> str:
+    """What the chat attaches to ``/skills NAME [REQUEST]``: the loaded skill, after a line
+    saying the user chose it (and, without a request, that the model asks for one)."""
+    preface = templates.load("skills/by_hand.md" if request.strip() else "skills/by_hand_alone.md")
+    return templates.render(preface, {"name": skill.name}).strip() + "\n\n" + loaded.text
 
 
 def unknown_text(name: str, skills: Sequence[Skill]) -> str:

@@ -205,10 +205,11 @@ async def _export(app: SlashApp, args: str) -> None:
 
 async def _skills(app: SlashApp, args: str) -> None:
     """``/skills``: the skills (name, description, where); ``/skills NAME [REQUEST]``: send
-    that skill to the model (as the Skill tool gives it) with the request, as a message."""
+    the message with that skill attached (as the Skill tool gives it), as Claude Code does."""
     import asyncio
 
-    from etcode.extensions.skill_prompt import by_hand_message, load_skill
+    from etcode.extensions.skill_prompt import by_hand_text, load_skill
+    from etcode.ui.tui.mentions import Attachment, attach
 
     assert app.host is not None
     skills = await app.host.skills()
@@ -238,8 +239,12 @@ async def _skills(app: SlashApp, args: str) -> None:
     except OSError as err:
         await say(app, f"error: cannot read {skill.path}: {err.strerror or err}", "error")
         return
-    shown = f"/skills {args.strip()}"
-    await app.start_turn(shown, by_hand_message(skill, loaded, request), [_where(app, skill.path)])
+    # Sent as an attached file is: what the user typed, then the skill (a resumed session
+    # shows it as the chat did, ``@.claude/skills/NAME/SKILL.md``).
+    shown, where = f"/skills {args.strip()}", _where(app, skill.path)
+    await app.start_turn(
+        shown, attach(shown, [Attachment(where, by_hand_text(skill, loaded, request))]), [where]
+    )
 
 
 def _cell(text: str, width: int = 160) -> str:
