@@ -28,7 +28,9 @@ async def test_a_skill_loaded_and_its_file_read_through_the_editor(llm: FakeLLM,
     )
     client = RecordingClient()
     async with acp_agent(client, project) as (conn, _proc):
-        await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities(fs=True)))
+        await step(
+            conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities(fs=True))
+        )
         session = await step(conn.new_session(cwd=str(project), mcp_servers=[]))
         response = await step(conn.prompt(session_id=session.session_id, prompt=[text_block("a 3P update")]))
     assert response.stop_reason == "end_turn"
