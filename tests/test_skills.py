@@ -309,3 +309,16 @@ def test_the_skill_tools_written_out_schema_is_pydantics() -> None:
 
     tool = SkillTool(SkillSet())
     assert tool.schema().parameters == Tool._build_schema(tool).parameters
+
+
+def test_a_skill_with_many_files_lists_a_hundred_and_counts_the_rest(repo: Path) -> None:
+    folder = repo / ".claude" / "skills" / "icons"
+    write_skill(folder, "name: icons\ndescription: Icon set.\n")
+    (folder / "svg").mkdir()
+    for index in range(150):
+        (folder / "svg" / f"icon-{index:03d}.svg").write_text("<svg/>")
+    (folder / ".cache").mkdir()
+    (folder / ".cache" / "hidden.bin").write_text("x")
+    loaded = load_skill(find_skills(repo, repo).skills[0])
+    assert loaded.total == 150 and len(loaded.files) == 100
+    assert "- svg/icon-099.svg\n- … and 50 more" in loaded.text and "hidden.bin" not in loaded.text

@@ -142,3 +142,29 @@ async def test_a_projects_skill_folder_outside_it_needs_trust(llm: FakeLLM, tmp_
     await trusted.arun("hi")
     await trusted.aclose()
     assert "- webapp-testing: " in system_text(llm.requests[0].body)
+
+
+async def test_every_place_reaches_the_agent(llm: FakeLLM, tmp_path: Path) -> None:
+    """The runtime's quick check that a skill folder exists knows every place discovery reads."""
+    import os
+
+    home = Path(os.environ["HOME"])
+    project = git_init(tmp_path / "project")
+    sub = project / "services" / "api"
+    sub.mkdir(parents=True)
+    places = {
+        "user-etcode": Path(os.environ["XDG_CONFIG_HOME"]) / "etcode" / "skills",
+        "user-claude": home / ".claude" / "skills",
+        "root-etcode": project / ".etcode" / "skills",
+        "root-claude": project / ".claude" / "skills",
+        "sub-agents": sub / ".agents" / "skills",
+    }
+    for name, where in places.items():
+        (where / name).mkdir(parents=True)
+        (where / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: From {name}.\n---\nbody\n")
+        llm.script(Reply(text="ok"))
+        agent = agent_for(llm, sub)
+        await agent.arun("hi")
+        await agent.aclose()
+        assert f"- {name}: From {name}." in system_text(llm.requests[-1].body), name
+        shutil.rmtree(where)

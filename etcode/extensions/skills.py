@@ -47,8 +47,9 @@ MAX_FRONT_LINES = 400
 _BLOCK = 4096
 #: The line that closes the front matter (with the line break before it).
 _FENCE = re.compile(rb"\n[ \t]*---[ \t]*\r?(?=\n|$)")
-#: Bundled files listed for the model (the rest is counted).
+#: Bundled files listed for the model (the rest is counted, up to ``MAX_COUNTED_FILES``).
 MAX_LISTED_FILES = 100
+MAX_COUNTED_FILES = 5000
 _SKIPPED_FOLDERS = frozenset({".git", "__pycache__", "node_modules", ".venv"})
 
 Source = Literal["api", "project", "config", "user"]
@@ -77,12 +78,15 @@ class Skill:
 
     def files(self, limit: int = MAX_LISTED_FILES) -> tuple[list[str], int]:
         """The files bundled beside ``SKILL.md`` (paths relative to :attr:`folder`, sorted;
-        hidden and dependency folders left out): at most ``limit``, and how many there are."""
+        hidden and dependency folders left out): at most ``limit``, and how many there are
+        (counted up to :data:`MAX_COUNTED_FILES`: a skill is no place for a whole tree)."""
         found: list[str] = []
         for top, folders, names in os.walk(self.folder):
             folders[:] = sorted(f for f in folders if f not in _SKIPPED_FOLDERS and not f.startswith("."))
             relative = Path(top).relative_to(self.folder)
             found.extend((relative / n).as_posix() for n in names if not n.startswith("."))
+            if len(found) > MAX_COUNTED_FILES:
+                break
         found = sorted(f for f in found if f != SKILL_FILE)
         return found[:limit], len(found)
 
