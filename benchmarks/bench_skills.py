@@ -156,6 +156,20 @@ def run_seconds(project: Path, llm: FakeLLM, home: Path) -> float:
     return statistics.median(times)
 
 
+def python_pass_ms() -> float:
+    """Median CPU time (ms) of ``python -c pass`` (the children's rusage): the scale of this
+    machine at this moment (docs/benchmarks.md gives its figures in the same unit)."""
+    import resource
+
+    times = []
+    for _ in range(REPEATS):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([sys.executable, "-c", "pass"], check=True, timeout=60)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        times.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
+    return statistics.median(times)
+
+
 def prompt_growth(project: Path) -> dict[str, int]:
     from etcode.extensions.skill_prompt import lean_skills_part, skills_part
     from etcode.extensions.skills import find_skills
@@ -181,6 +195,8 @@ def main() -> dict[str, float]:
         (empty / ".git").mkdir(parents=True)
         projects = {kind: make_project(root, SKILLS, kind) for kind in ("plain", "quoted", "folded")}
         plain = projects["plain"]
+        figures["python"] = python_pass_ms()
+        print(f"scale: python -c pass takes {figures['python']:.1f} ms CPU here")
         figures["none"], wall, none_modules = discovery_ms(empty, 0)
         print(
             f"no skill: {figures['none'] * 1000:.0f} µs CPU ({wall * 1000:.0f} µs wall; "
