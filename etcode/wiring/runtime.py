@@ -173,10 +173,10 @@ class Runtime:
         try:
             tools = _tools_for(agent, agent_info)
             warnings: list[str] = []
+            instructions = _instruction_prompt(config, instance)
             skills = await _skills_for(agent, config, instance, agent_info, parent, warnings)
             if skills is not None:
                 _add_skill_tool(tools, skills)
-            instructions = _instruction_prompt(config, instance)
             system, lean_system = await _system_prompt(
                 agent, agent_info, spec, instance, instructions, warnings, config, skills
             )
