@@ -1,8 +1,7 @@
 """Find, read and merge the configuration layers into one ``Config``.
 
 Layers, later wins (objects deep-merged, ``provider`` merged by ``id``,
-``instructions`` and ``skills``' ``paths``/``disabled`` concatenated without duplicates,
-other values replaced):
+``instructions`` concatenated without duplicates, other values replaced):
 
 1. global ``$XDG_CONFIG_HOME/etcode/etcode.json`` then ``etcode.jsonc``;
 2. project ``etcode.json``/``etcode.jsonc`` from the worktree root down to the working
@@ -12,6 +11,7 @@ other values replaced):
 5. flags (a dict of config keys; ``None`` values are ignored).
 
 Each layer is validated on its own first, so an error names the file it came from.
+``skills.paths`` and ``skills.disabled`` add up too (every layer's, without duplicates).
 """
 
 from __future__ import annotations
@@ -231,8 +231,6 @@ def merge(base: JsonObject, over: JsonObject, *, top: bool = True) -> JsonObject
         old = out.get(key)
         if top and key == "provider":
             out[key] = _merge_providers(old or [], value)
-        elif top and key == "instructions":
-            out[key] = list(dict.fromkeys([*(old or []), *value]))
         elif top and key == "skills" and isinstance(old, dict) and isinstance(value, dict):
             lists = {
                 k: list(dict.fromkeys([*old[k], *value[k]]))
@@ -240,6 +238,8 @@ def merge(base: JsonObject, over: JsonObject, *, top: bool = True) -> JsonObject
                 if k in old and k in value
             }
             out[key] = {**old, **value, **lists}  # every layer's folders and left-out names
+        elif top and key == "instructions":
+            out[key] = list(dict.fromkeys([*(old or []), *value]))
         elif isinstance(old, dict) and isinstance(value, dict):
             out[key] = merge(old, value, top=False)
         else:
