@@ -11,7 +11,6 @@ Layers, later wins (objects deep-merged, ``provider`` merged by ``id``,
 5. flags (a dict of config keys; ``None`` values are ignored).
 
 Each layer is validated on its own first, so an error names the file it came from.
-``skills.paths`` and ``skills.disabled`` add up too (every layer's, without duplicates).
 """
 
 from __future__ import annotations
@@ -225,7 +224,8 @@ def _merge_providers(base: list[JsonObject], over: list[JsonObject]) -> list[Jso
 
 
 def merge(base: JsonObject, over: JsonObject, *, top: bool = True) -> JsonObject:
-    """Deep-merge ``over`` onto ``base`` (new dict; neither input is changed)."""
+    """Deep-merge ``over`` onto ``base`` (new dict; neither input is changed). ``skills``'
+    ``paths`` and ``disabled`` add up (every layer's folders and left-out names)."""
     out = dict(base)
     for key, value in over.items():
         old = out.get(key)
@@ -237,7 +237,7 @@ def merge(base: JsonObject, over: JsonObject, *, top: bool = True) -> JsonObject
                 for k in ("paths", "disabled")
                 if k in old and k in value
             }
-            out[key] = {**old, **value, **lists}  # every layer's folders and left-out names
+            out[key] = {**old, **value, **lists}
         elif top and key == "instructions":
             out[key] = list(dict.fromkeys([*(old or []), *value]))
         elif isinstance(old, dict) and isinstance(value, dict):
