@@ -86,7 +86,7 @@ def test_with_no_skill_nothing_changes(llm: FakeLLM, tmp_path: Path) -> None:
     llm.script(Reply(text="one"), Reply(text="two"), Reply(text="three"))
     proc, imported = etcode_imports("run", "hello", cwd=project)
     assert proc.returncode == 0, proc.stderr
-    assert not [name for name in imported if name.startswith("etcode.extensions")]
+    assert not [name for name in imported if name.startswith("etcode.extensions.skill")]
     (project / ".claude" / "skills").mkdir(parents=True)
     assert etcode("run", "hello", cwd=project).returncode == 0
     shutil.copytree(FIXTURES / "webapp-testing", project / ".claude" / "skills" / "webapp-testing")
