@@ -367,8 +367,9 @@ class Agent:
             self._session.announce(items)
 
     async def available_skills(self) -> list[Skill]:
-        """The skills this agent offers the model through its ``Skill`` tool (the project's,
-        the user's, the config's and ``skills=``; none when its agent turns the tool off)."""
+        """This agent's skills (the project's, the user's, the config's and ``skills=``; none
+        when its agent turns the ``Skill`` tool off). Those whose front matter says
+        ``disable-model-invocation: true`` are not offered to the model: ``/skills NAME`` only."""
         runtime = await self._prepare()
         return list(runtime.skills.skills) if runtime.skills is not None else []
 

@@ -168,3 +168,30 @@ async def test_every_place_reaches_the_agent(llm: FakeLLM, tmp_path: Path) -> No
         await agent.aclose()
         assert f"- {name}: From {name}." in system_text(llm.requests[-1].body), name
         shutil.rmtree(where)
+
+
+async def test_a_skill_only_the_user_loads(llm: FakeLLM, tmp_path: Path) -> None:
+    """``disable-model-invocation: true`` (Claude Code's): not in the prompt nor the Skill
+    tool; the agent still has it (``/skills NAME`` loads it by hand)."""
+    project = git_init(tmp_path / "project")
+    deploy = project / ".claude" / "skills" / "deploy"
+    deploy.mkdir(parents=True)
+    (deploy / "SKILL.md").write_text(
+        "---\nname: deploy\ndescription: Deploys to production.\ndisable-model-invocation: true\n---\nSteps.\n"
+    )
+    llm.script(Reply(text="ok"))
+    agent = agent_for(llm, project)
+    await agent.arun("hi")
+    assert [s.name for s in await agent.available_skills()] == ["deploy"]
+    await agent.aclose()
+    body = llm.requests[0].body
+    assert "Skill" not in tool_names(body) and "deploy" not in system_text(body)
+    shutil.copytree(FIXTURES / "brand-guidelines", project / ".claude" / "skills" / "brand-guidelines")
+    llm.script(Reply(calls=[Call("Skill", {"name": "deploy"})]), Reply(text="no such skill"))
+    agent = agent_for(llm, project)
+    await agent.arun("deploy it")
+    await agent.aclose()
+    assert "- brand-guidelines: " in system_text(llm.requests[1].body)
+    assert "deploy" not in system_text(llm.requests[1].body)
+    answer = llm.requests[2].body["messages"][-1]["content"]
+    assert 'No skill is named "deploy"' in answer and "- brand-guidelines: " in answer

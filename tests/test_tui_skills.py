@@ -86,3 +86,22 @@ async def test_skills_without_any(project: Path, llm: FakeLLM) -> None:
             pilot, lambda: [n for n in notices(app) if "No skills" in n], what="the notice"
         )
         assert "No skills: put SKILL.md folders in .etcode/skills/ or .claude/skills/" in found[0]
+
+
+async def test_a_skill_the_model_may_not_load_is_sent_by_hand(project: Path, llm: FakeLLM) -> None:
+    deploy = project / ".claude" / "skills" / "deploy"
+    deploy.mkdir(parents=True)
+    (deploy / "SKILL.md").write_text(
+        "---\nname: deploy\ndescription: Deploys.\ndisable-model-invocation: true\n---\nRun make deploy.\n"
+    )
+    llm.script(Reply(text="Deploying."))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await submit(pilot, app, "/skills")
+        (listing,) = app.conversation.query(HelpMessage)
+        assert "| `deploy` | Deploys. |" in listing.source
+        await run_turn(pilot, app, "/skills deploy to staging")
+    body = llm.requests[0].body
+    assert "Run make deploy." in body["messages"][-1]["content"]
+    assert "Skill" not in [t["function"]["name"] for t in body.get("tools", [])]

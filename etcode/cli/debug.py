@@ -151,7 +151,8 @@ def _skills(
 
     found = find_skills(info.directory, info.worktree, config=config)
     warnings.extend(found.warnings)
-    return [skills_part(found.skills), lean_skills_part(found.skills)] if found else []
+    offered = found.for_model()
+    return [skills_part(offered.skills), lean_skills_part(offered.skills)] if offered else []
 
 
 async def _window(config: Config | None, model_id: str) -> WindowChoice:

@@ -72,6 +72,12 @@ class Skill:
     def folder(self) -> Path:
         return self.path.parent
 
+    @property
+    def model_invocable(self) -> bool:
+        """False for a skill whose front matter says ``disable-model-invocation: true``
+        (Claude Code's: only the user loads it, with ``/skills NAME``)."""
+        return self.extra.get("disable-model-invocation") is not True
+
     def body(self) -> str:
         """The instructions: ``SKILL.md`` without its front matter (read now)."""
         return strip_front_matter(self.path.read_text(encoding="utf-8", errors="replace"))
@@ -113,6 +119,10 @@ class SkillSet:
 
     def names(self) -> list[str]:
         return [skill.name for skill in self.skills]
+
+    def for_model(self) -> SkillSet:
+        """The skills the model may load (listed in its prompt, offered by the Skill tool)."""
+        return SkillSet([skill for skill in self.skills if skill.model_invocable])
 
 
 # ---- where ----------------------------------------------------------------------------------

@@ -74,7 +74,8 @@ class Runtime:
     extra: JsonObject = field(default_factory=dict)
     #: Builds the Task tool's child agents (None: this runtime starts no subagents).
     make_child: ChildFactory | None = None
-    #: The skills offered through the Skill tool (None: none, or the agent turns it off).
+    #: The skills (None: none, or the agent turns the Skill tool off); the model is offered
+    #: those it may load (``SkillSet.for_model``), ``/skills`` all of them.
     skills: SkillSet | None = None
 
     @property
@@ -438,10 +439,12 @@ async def _skills_for(
 
 
 def _add_skill_tool(tools: ToolRegistry, skills: SkillSet) -> None:
+    """The Skill tool, when the model may load one of the skills."""
     from etcode.extensions.skill_tool import SkillTool
 
-    if tools.get(SkillTool.name) is None:  # a caller's own Skill tool wins
-        tools.add(SkillTool(skills))
+    offered = skills.for_model()
+    if offered and tools.get(SkillTool.name) is None:  # a caller's own Skill tool wins
+        tools.add(SkillTool(offered))
 
 
 def _instruction_prompt(config: Config, instance: InstanceInfo) -> InstructionPrompt:
@@ -472,10 +475,11 @@ async def _system_prompt(
     from etcode.prompt.system import SystemPrompt
 
     listed = lean_listed = None
-    if skills:
+    offered = skills.for_model() if skills else None
+    if offered:
         from etcode.extensions.skill_prompt import lean_skills_part, skills_part
 
-        listed, lean_listed = skills_part(skills.skills), lean_skills_part(skills.skills)
+        listed, lean_listed = skills_part(offered.skills), lean_skills_part(offered.skills)
 
     parts = await SystemPrompt.build(
         agent_info,
