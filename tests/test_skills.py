@@ -322,3 +322,14 @@ def test_a_skill_with_many_files_lists_a_hundred_and_counts_the_rest(repo: Path)
     loaded = load_skill(find_skills(repo, repo).skills[0])
     assert loaded.total == 150 and len(loaded.files) == 100
     assert "- svg/icon-099.svg\n- … and 50 more" in loaded.text and "hidden.bin" not in loaded.text
+
+
+def test_named_folders_a_skill_or_a_folder_of_skills_and_one_missing(repo: Path, tmp_path: Path) -> None:
+    one = put("webapp-testing", tmp_path / "mine")
+    many = tmp_path / "team"
+    put("internal-comms", many)
+    put("brand-guidelines", many)
+    found = find_skills(repo, repo, extra=[one, many, tmp_path / "nowhere"])
+    assert found.names() == ["brand-guidelines", "internal-comms", "webapp-testing"]
+    assert {s.source for s in found.skills} == {"api"}
+    assert found.warnings == [f"skills folder not found: {tmp_path / 'nowhere'}"]

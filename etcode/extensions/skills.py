@@ -199,6 +199,9 @@ class _Scan:
         here: dict[str, Skill] = {}
         guarded = source in ("project", "config") and not self.trusted
         for root in roots:
+            if either and not os.path.isdir(root):  # a folder named by the user or the caller
+                self._warn(f"skills folder not found: {root}")
+                continue
             root_linked = guarded and _through_link(root, self.worktree)
             for path, folder_linked in _skill_files(str(root), either):
                 skill = self._read(path, source, guarded, root_linked or folder_linked)
