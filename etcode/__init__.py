@@ -36,6 +36,9 @@ _LAZY = {
     "LoopEvent": "etcode.contract.events",
     "EventType": "etcode.contract.events",
     "Renderer": "etcode.ui.loop_renderer",
+    # Skills (``SKILL.md`` folders): what an agent started in a folder would find.
+    "Skill": "etcode.extensions.skills",
+    "discover_skills": "etcode.extensions.skills",
 }
 
 __all__ = [
@@ -50,6 +53,7 @@ __all__ = [
     "LoopLimits",
     "Renderer",
     "RetryConfig",
+    "Skill",
     "TokenUsage",
     "ToolCall",
     "TodoItem",
@@ -59,6 +63,7 @@ __all__ = [
     "ToolResult",
     "__version__",
     "create_todo_tool",
+    "discover_skills",
     "todo_update_event",
     "tool",
 ]
@@ -67,6 +72,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from etcode.api import Agent, AgentResult, LoopLimits, RetryConfig, Tool, ToolResult, tool
     from etcode.contract.events import EventType, LoopEvent, TodoUpdate
     from etcode.contract.events import LoopEvent as Event
+    from etcode.extensions.skills import Skill, discover_skills
     from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall
     from etcode.tools.todo import TODO_UPDATE, TodoItem, TodoStore, create_todo_tool, todo_update_event
     from etcode.ui.loop_renderer import Renderer

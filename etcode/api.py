@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from etcode.engine.interception import Interceptor
     from etcode.engine.run import Run
     from etcode.extensions.hook_interceptor import HookInterceptor
+    from etcode.extensions.skills import Skill
     from etcode.permission.service import Asker
     from etcode.provider.base import Provider
     from etcode.provider.chat_client import BaseLLMClient
@@ -89,6 +90,8 @@ class Agent:
       (in every prompt, ``etcode`` by default).
     - ``temperature`` and ``**llm_kwargs`` (``top_p``, ``seed``, ``stop``…) go into every
       model request; one the provider does not accept is an error before any request.
+    - ``skills``: skill folders of your own (each a ``SKILL.md`` folder or a folder of them),
+      besides the project's and the user's (:func:`etcode.discover_skills` lists them all).
 
     Successive runs continue the same conversation (``reset()`` starts over). ``run`` returns
     the result from ordinary code and an awaitable inside ``async`` code; ``run_sync``,
@@ -145,6 +148,7 @@ class Agent:
         store: SessionStore | bool | None = None,
         on_event: Callable[[Event], None] | None = None,
         trust: bool | None = False,
+        skills: Iterable[str | Path] | None = None,
         **llm_kwargs: JsonValue,
     ) -> None:
         _check_keywords(llm_kwargs)
@@ -161,6 +165,7 @@ class Agent:
         self.llm = llm
         self.llm_kwargs = llm_kwargs
         self.custom_tools = [as_tool(t) for t in tools or ()]
+        self.skills = [Path(p).expanduser().resolve() for p in skills or ()]
         self.builtin_tools = builtin_tools
         self.system_prompt = system_prompt
         self.name = name
@@ -388,6 +393,13 @@ class Agent:
             for item in items:
                 self._runtime.tools.add(item)
             self._session.announce(items)
+
+    async def available_skills(self) -> list[Skill]:
+        """This agent's skills (the project's, the user's, the config's and ``skills=``; none
+        when its agent turns the ``Skill`` tool off). Those whose front matter says
+        ``disable-model-invocation: true`` are not offered to the model: ``/skills NAME`` only."""
+        runtime = await self._prepare()
+        return list(runtime.skills.skills) if runtime.skills is not None else []
 
     @property
     def cost(self) -> float | None:

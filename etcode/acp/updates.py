@@ -51,6 +51,7 @@ TOOL_KINDS: dict[str, ToolKind] = {
     "Bash": "execute",
     "WebFetch": "fetch",
     "TodoWrite": "think",
+    "Skill": "read",  # it reads a skill's SKILL.md and lists its folder
 }
 #: Tool output shown in the editor is cut here (the model saw all of it).
 MAX_SHOWN_OUTPUT = 20_000

@@ -127,13 +127,32 @@ async def _build(
             config.permission if config else None, config.permission_files if config else []
         ),
     )
-    parts = await SystemPrompt.build(
-        chosen, model_id, instructions, is_git=info.is_git, on_warning=warnings.append
-    )
+    skills = _skills(info, config, chosen.tool_enabled("Skill"), warnings)
     window = await _window(config, model_id)
-    if window["prompt"] == "lean" and parts and parts[0].layer == "provider":
+    lean = window["prompt"] == "lean"
+    listed = [skills[1] if lean else skills[0]] if skills else []
+    parts = await SystemPrompt.build(
+        chosen, model_id, instructions, is_git=info.is_git, on_warning=warnings.append, extra=listed
+    )
+    if lean and parts and parts[0].layer == "provider":
         parts[0] = SystemPrompt.lean_provider()
     return parts, warnings, window
+
+
+def _skills(
+    info: InstanceInfo, config: Config | None, enabled: bool, warnings: list[str]
+) -> list[PromptPart]:
+    """The list of skills as the prompt has it, full then lean ([] with no skills, or when
+    the agent turns the Skill tool off), as ``etcode run`` finds them."""
+    if not enabled:
+        return []
+    from etcode.extensions.skill_prompt import lean_skills_part, skills_part
+    from etcode.extensions.skills import find_skills
+
+    found = find_skills(info.directory, info.worktree, config=config)
+    warnings.extend(found.warnings)
+    offered = found.for_model()
+    return [skills_part(offered.skills), lean_skills_part(offered.skills)] if offered else []
 
 
 async def _window(config: Config | None, model_id: str) -> WindowChoice:

@@ -239,12 +239,20 @@ def _merge_hooks(base: JsonObject, over: JsonObject) -> JsonObject:
 
 
 def merge(base: JsonObject, over: JsonObject, *, top: bool = True) -> JsonObject:
-    """Deep-merge ``over`` onto ``base`` (new dict; neither input is changed)."""
+    """Deep-merge ``over`` onto ``base`` (new dict; neither input is changed). ``skills``'
+    ``paths`` and ``disabled`` add up (every layer's folders and left-out names)."""
     out = dict(base)
     for key, value in over.items():
         old = out.get(key)
         if top and key == "provider":
             out[key] = _merge_providers(old or [], value)
+        elif top and key == "skills" and isinstance(old, dict) and isinstance(value, dict):
+            lists = {
+                k: list(dict.fromkeys([*old[k], *value[k]]))
+                for k in ("paths", "disabled")
+                if k in old and k in value
+            }
+            out[key] = {**old, **value, **lists}
         elif top and key == "instructions":
             out[key] = list(dict.fromkeys([*(old or []), *value]))
         elif top and key == "hooks" and isinstance(value, dict):

@@ -162,6 +162,7 @@ class SystemPrompt:
         transforms: Sequence[str] = (),
         on_warning: Callable[[str], None] | None = None,
         lean: bool = False,
+        extra: Sequence[PromptPart] = (),
     ) -> list[PromptPart]:
         """Agent prompt (else provider prompt), environment, instructions; then the hooks.
 
@@ -173,7 +174,8 @@ class SystemPrompt:
         entry-point ones. Hook warnings are added to ``instructions.warnings``; the
         warnings not yet reported are passed to ``on_warning``. Nothing here is fatal.
         ``lean``: the short provider prompt (:meth:`lean_provider`) instead of the family's,
-        for small windows; an agent's own prompt is kept either way.
+        for small windows; an agent's own prompt is kept either way. ``extra``: parts put
+        after the instructions, before the hooks (the list of skills).
         """
         from etcode.prompt.hooks import apply_transforms
 
@@ -188,6 +190,7 @@ class SystemPrompt:
         where = directory if directory is not None else instructions.directory
         parts.append(SystemPrompt.environment(model_full_id, where, git, now))
         parts.extend(await instructions.system())
+        parts.extend(extra)
         parts, hook_warnings = await apply_transforms(parts, transforms)
         instructions.warnings.extend(hook_warnings)
         for message in instructions.take_warnings():

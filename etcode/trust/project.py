@@ -17,6 +17,7 @@ Only *project* files are checked (found in the worktree); the global file and
   own, kind "settings"): it runs as the user on agent events;
 - an ``instructions`` path outside the project, or to the user's files in it (its text is
   sent to the model), and any ``instructions`` URL (fetched at start, its answer sent);
+- a ``skills.paths`` folder outside the project (its skills are sent to the model);
 - a ``permission`` allow (top level, per agent, or in a project markdown agent's front
   matter) where the user's own rules and the defaults ask or deny (``trust/loosening.py``);
 - ``shell.env.include`` of secret-looking variables, ``shell.env.set`` of variables that
@@ -294,6 +295,16 @@ class _Scan:
             elif self._users_files(prefix, parts[fixed:]):
                 self.add(where, f"instructions[{index}]", f"sends {path} ({NOT_THE_REPOS}) to the model")
 
+    def skill_paths(self) -> None:
+        skills = self.file.raw.get("skills")
+        paths = skills.get("paths") if isinstance(skills, dict) else None
+        for index, entry in enumerate(paths if isinstance(paths, list) else []):
+            if not isinstance(entry, str) or not entry.strip() or _TOKEN.search(entry):
+                continue  # a substitution is judged below
+            if _outside(entry.strip(), self.file.root, self.file.root):
+                reason = f"sends the skills in {entry.strip()} to the model"
+                self.add(("skills", "paths", index), f"skills.paths[{index}]", reason)
+
     def _users_files(self, prefix: str, pattern: Sequence[str]) -> bool:
         """Could an instructions path (``prefix`` then glob segments) pick up the user's own
         files inside the project (``.env``, a git-ignored folder)?"""
@@ -491,6 +502,7 @@ def find_risky(files: Sequence[ConfigFile], env: Mapping[str, str] | None = None
         scan.plugins()
         scan.hooks()
         scan.instructions()
+        scan.skill_paths()
         scan.shell_env()
         scan.sandbox()
         scan.agent_sandboxes()

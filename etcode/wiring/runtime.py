@@ -19,6 +19,7 @@ from etcode.wiring.sandbox_choice import sandbox_policy
 if TYPE_CHECKING:
     from etcode.agent.registry import AgentInfo
     from etcode.config.schema import Config
+    from etcode.extensions.skills import SkillSet
     from etcode.mcp.manager import McpManager
     from etcode.permission.rules import Ruleset
     from etcode.permission.service import Asker, PermissionService
@@ -73,6 +74,9 @@ class Runtime:
     extra: JsonObject = field(default_factory=dict)
     #: Builds the Task tool's child agents (None: this runtime starts no subagents).
     make_child: ChildFactory | None = None
+    #: The skills (None: none, or the agent turns the Skill tool off); the model is offered
+    #: those it may load (``SkillSet.for_model``), ``/skills`` all of them.
+    skills: SkillSet | None = None
 
     @property
     def directory(self) -> Path:
@@ -171,8 +175,11 @@ class Runtime:
             tools = _tools_for(agent, agent_info)
             warnings: list[str] = [] if parent is not None else _claude_agent_warnings(instance)
             instructions = _instruction_prompt(config, instance)
+            skills = await _skills_for(agent, config, instance, agent_info, parent, warnings)
+            if skills is not None:
+                _add_skill_tool(tools, skills)
             system, lean_system = await _system_prompt(
-                agent, agent_info, spec, instance, instructions, warnings, config
+                agent, agent_info, spec, instance, instructions, warnings, config, skills
             )
             if mcp_start is not None:
                 await mcp_start
@@ -211,6 +218,7 @@ class Runtime:
                 lean_system=lean_system,
                 full_system=list(system),
                 extra=extra,
+                skills=skills,
             )
             runtime.use_lean(config.prompt == "lean")
             return runtime
@@ -396,6 +404,62 @@ def _add_mcp_tools(
             tools.add(item)
 
 
+#: The project's folders that may hold skills (``extensions/skills.py: PROJECT_FOLDERS``), by
+#: their first part: a run in a project with none of them imports nothing of skills.
+_SKILL_HOMES = (".etcode", ".claude", ".agents")
+
+
+def _may_have_skills(agent: AgentSettings, config: Config, instance: InstanceInfo) -> bool:
+    """Whether a folder that could hold a skill exists (a few ``stat`` calls): the caller's or
+    the config's skill folders, the project's or the user's skill folders."""
+    if agent.skills or config.skills.paths:
+        return True
+    from etcode.util.paths import config_dir, folders_between
+
+    homes = [
+        level / home / "skills"
+        for level in folders_between(instance.directory, instance.worktree)
+        for home in _SKILL_HOMES
+    ]
+    user = [config_dir() / "skills", Path.home() / ".claude" / "skills"]
+    return any(folder.is_dir() for folder in (*homes, *user))
+
+
+async def _skills_for(
+    agent: AgentSettings,
+    config: Config,
+    instance: InstanceInfo,
+    agent_info: AgentInfo,
+    parent: Runtime | None,
+    warnings: list[str],
+) -> SkillSet | None:
+    """The session's skills (a Task subagent's are its parent's), each broken one a warning;
+    None when there are none or the agent turns the Skill tool off (then neither the tool nor
+    the list in the prompt is there)."""
+    if not agent_info.tool_enabled("Skill"):
+        return None
+    if parent is not None:
+        return parent.skills
+    if not _may_have_skills(agent, config, instance):
+        return None
+    from etcode.extensions.skills import find_skills
+
+    found = await asyncio.to_thread(
+        find_skills, instance.directory, instance.worktree, config=config, extra=agent.skills
+    )
+    warnings.extend(found.warnings)
+    return found if found else None
+
+
+def _add_skill_tool(tools: ToolRegistry, skills: SkillSet) -> None:
+    """The Skill tool, when the model may load one of the skills."""
+    from etcode.extensions.skill_tool import SkillTool
+
+    offered = skills.for_model()
+    if offered and tools.get(SkillTool.name) is None:  # a caller's own Skill tool wins
+        tools.add(SkillTool(offered))
+
+
 def _instruction_prompt(config: Config, instance: InstanceInfo) -> InstructionPrompt:
     from etcode.prompt.instruction import InstructionPrompt, rules_internal_check
 
@@ -417,10 +481,18 @@ async def _system_prompt(
     instructions: InstructionPrompt,
     warnings: list[str],
     config: Config,
+    skills: SkillSet | None = None,
 ) -> tuple[list[str], list[str] | None]:
-    """The system prompt's texts, and the same with the lean provider layer (None when the
-    first layer is not the provider's: an agent's or the caller's own prompt)."""
+    """The system prompt's texts, and the same with the lean provider layer and the lean list
+    of skills (None when neither applies: an agent's or the caller's own prompt, no skills)."""
     from etcode.prompt.system import SystemPrompt
+
+    listed = lean_listed = None
+    offered = skills.for_model() if skills else None
+    if offered:
+        from etcode.extensions.skill_prompt import lean_skills_part, skills_part
+
+        listed, lean_listed = skills_part(offered.skills), lean_skills_part(offered.skills)
 
     parts = await SystemPrompt.build(
         agent_info,
@@ -431,13 +503,18 @@ async def _system_prompt(
         system_prompt=agent.system_prompt or None,
         name=agent.name,
         transforms=list(config.plugin),
+        extra=[listed] if listed is not None else (),
     )
     warnings.extend(instructions.warnings)
     texts = [part.text for part in parts]
+    lean = list(texts)
+    if listed is not None and lean_listed is not None and listed.text in lean:  # (a hook may change it)
+        lean[lean.index(listed.text)] = lean_listed.text
     provider = SystemPrompt.provider(spec.full_id, agent.name)
-    if not parts or parts[0].layer != "provider" or parts[0].text != provider.text:
-        return texts, None  # not the provider layer, or a hook changed it: keep it as it is
-    return texts, [SystemPrompt.lean_provider(agent.name).text, *texts[1:]]
+    if parts and parts[0].layer == "provider" and parts[0].text == provider.text:
+        lean[0] = SystemPrompt.lean_provider(agent.name).text
+    # Not the provider layer, or a hook changed it: kept as it is.
+    return texts, (lean if lean != texts else None)
 
 
 def _permission_service(

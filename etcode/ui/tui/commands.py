@@ -32,6 +32,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("compact", "Summarise older history to free context"),
     SlashCommand("undo", "Restore files changed by the last turn", "[--force]"),
     SlashCommand("export", "Write the transcript to a Markdown file", "[PATH]"),
+    SlashCommand(
+        "skills", "List the skills; with a name, send that skill (and a request)", "[NAME [REQUEST]]"
+    ),
     SlashCommand("exit", "Quit etcode"),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}

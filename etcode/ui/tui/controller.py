@@ -19,6 +19,7 @@ from etcode.util.errors import UsageError
 if TYPE_CHECKING:
     from etcode.api import Agent
     from etcode.config.schema import Config
+    from etcode.extensions.skills import Skill
     from etcode.permission.service import Asker
     from etcode.session.store import SessionInfo, SessionStore
 
@@ -193,6 +194,10 @@ class AgentHost:
         from etcode.instance import describe
 
         return self.open_store().list_sessions(describe(self.directory).project_id, limit)
+
+    async def skills(self) -> list[Skill]:
+        """The skills the agent offers (``/skills``)."""
+        return await self.agent.available_skills()
 
     async def clear(self) -> None:
         self.agent.clear()

@@ -48,6 +48,8 @@ class SlashApp(Protocol):
 
     def run_busy(self, work: Awaitable[None]) -> None: ...
 
+    async def start_turn(self, text: str, task: str, attached: list[str] | None = None) -> None: ...
+
     def warm_up(self) -> object: ...
 
     async def action_quit(self) -> None: ...
@@ -203,6 +205,66 @@ async def _export(app: SlashApp, args: str) -> None:
     await say(app, f"Transcript written to {target}", "info")
 
 
+async def _skills(app: SlashApp, args: str) -> None:
+    """``/skills``: the skills (name, description, where); ``/skills NAME [REQUEST]``: send
+    the message with that skill attached (as the Skill tool gives it), as Claude Code does."""
+    import asyncio
+
+    from etcode.extensions.skill_prompt import by_hand_text, load_skill
+    from etcode.ui.tui.mentions import Attachment, attach
+
+    assert app.host is not None
+    skills = await app.host.skills()
+    name, _, request = args.strip().partition(" ")
+    if not name:
+        if not skills:
+            await say(
+                app,
+                "No skills: put SKILL.md folders in .etcode/skills/ or .claude/skills/ (docs/extending.md).",
+            )
+            return
+        rows = "\n".join(
+            f"| `{s.name}` | {_cell(s.description)} | {s.source}: `{_where(app, s.folder)}` |" for s in skills
+        )
+        table = f"| skill | what it is for | where |\n|---|---|---|\n{rows}"
+        await app.conversation.add_aside(
+            HelpMessage(f"{table}\n\n`/skills NAME [REQUEST]` sends one to the model.")
+        )
+        return
+    skill = next((s for s in skills if s.name == name), None)
+    if skill is None:
+        names = ", ".join(s.name for s in skills) or "none"
+        await say(app, f"error: no skill named {name!r} (skills: {names})", "error")
+        return
+    try:
+        loaded = await asyncio.to_thread(load_skill, skill)
+    except OSError as err:
+        await say(app, f"error: cannot read {skill.path}: {err.strerror or err}", "error")
+        return
+    # Sent as an attached file is: what the user typed, then the skill (a resumed session
+    # shows it as the chat did, ``@.claude/skills/NAME/SKILL.md``).
+    shown, where = f"/skills {args.strip()}", _where(app, skill.path)
+    await app.start_turn(
+        shown, attach(shown, [Attachment(where, by_hand_text(skill, loaded, request))]), [where]
+    )
+
+
+def _cell(text: str, width: int = 160) -> str:
+    """A description as one table cell: one line, cut, no ``|``."""
+    flat = " ".join(text.split()).replace("|", "/")
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _where(app: SlashApp, path: Path) -> str:
+    """``path`` relative to the project folder when inside it, else with ``~`` for home."""
+    try:
+        return path.relative_to(app.directory).as_posix()
+    except ValueError:
+        pass
+    home = Path.home()
+    return "~/" + path.relative_to(home).as_posix() if path.is_relative_to(home) else str(path)
+
+
 _HANDLERS = {
     "new": _new,
     "sessions": _sessions,
@@ -212,4 +274,5 @@ _HANDLERS = {
     "compact": _compact,
     "undo": _undo,
     "export": _export,
+    "skills": _skills,
 }
