@@ -325,3 +325,46 @@ def test_a_project_command_cannot_lift_a_read_only_agent_without_trust(project: 
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[0])["agent"] == "workflow"
     assert "etcode: /go runs with agent workflow" in proc.stderr
+
+
+def test_a_run_without_command_or_agent_files_imports_none_of_their_modules(
+    project: Path, llm: FakeLLM
+) -> None:
+    """Empty ``.claude/agents`` and ``.claude/commands`` folders (``claude`` makes them) cost
+    nothing: neither the modules that read those files nor YAML are imported."""
+    from tests.cli_helpers import etcode_imports
+
+    git_init(project)
+    write_config(project, llm)
+    for folder in (project / ".claude" / "agents", Path(os.environ["HOME"]) / ".claude" / "agents"):
+        folder.mkdir(parents=True)
+    (project / ".claude" / "commands").mkdir()
+    llm.script(Reply(text="ok"), Reply(text="ok"))
+    heavy = {"yaml", "etcode.extensions.commands", "etcode.agent.claude_agents"}
+    for text, allowed in (("hi", set()), ("/tmp/x why", {"etcode.extensions.commands"})):  # (a path)
+        proc, imported = etcode_imports("run", text, cwd=project)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "etcode.api" in imported  # (the listing works)
+        assert heavy & imported == allowed, text
+
+
+def test_claude_agent_files_are_parsed_once_per_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from etcode.agent import claude_agents
+
+    path = write(tmp_path / ".claude" / "agents" / "rev.md", "---\ndescription: Reviews\n---\nReview.")
+    calls: list[Path] = []
+    real = claude_agents._read_claude_agent
+
+    def counting(file: Path) -> tuple[str, dict]:
+        calls.append(file)
+        return real(file)
+
+    monkeypatch.setattr(claude_agents, "_read_claude_agent", counting)
+    first = claude_agents.read_claude_agent(path)
+    first[1]["description"] = "changed by a caller"  # a copy: the cache keeps its own
+    expected = ("rev", {"mode": "subagent", "description": "Reviews", "prompt": "Review."})
+    assert claude_agents.read_claude_agent(path) == expected
+    assert len(calls) == 1
+    write(path, "---\ndescription: Reviews code\n---\nReview.")
+    os.utime(path, ns=(1, 1))  # another modification time: read again
+    assert claude_agents.read_claude_agent(path)[1]["description"] == "Reviews code" and len(calls) == 2
