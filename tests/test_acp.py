@@ -518,6 +518,22 @@ async def test_custom_commands_are_offered_and_run(llm: FakeLLM, project: Path) 
         assert len(loaded.of_kind("available_commands_update")) == 1  # before load's answer
 
 
+async def test_the_editors_mode_beats_a_commands_agent(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    commands = project / ".etcode" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "look.md").write_text("---\nagent: plan\n---\nLook around.", encoding="utf-8")
+    llm.script(Reply(text="a"), Reply(text="b"))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        await _prompt(conn, session_id, "/look")  # no mode chosen: the command's plan
+        await step(conn.set_session_mode(session_id=session_id, mode_id="build"))
+        await _prompt(conn, session_id, "/look")  # the editor chose build: it stays
+    tools = [{tool["function"]["name"] for tool in r.body["tools"]} for r in llm.requests]
+    assert "WriteFile" not in tools[0] and "WriteFile" in tools[1]
+
+
 async def _until(predicate) -> None:
     while not predicate():
         await asyncio.sleep(0.02)
