@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from acp import PROTOCOL_VERSION, RequestError, text_block
+from acp import PROTOCOL_VERSION, RequestError, embedded_text_resource, resource_block, text_block
 from acp.schema import McpServerStdio
 
 from tests.acp_support import RecordingClient, acp_agent, agent_env, capabilities, step
@@ -482,9 +482,9 @@ async def test_custom_commands_are_offered_and_run(llm: FakeLLM, project: Path) 
         "---\ndescription: Commit the work\nargument-hint: MESSAGE\nagent: plan\n---\nCommit as $1. Rules: @rules.txt\n",
         encoding="utf-8",
     )
-    (commands / "broken.md").write_text("---\nmodel: [x\n---\nbody\n", encoding="utf-8")
+    (commands / "broken.md").write_text("---\nmodel: {x: 1}\n---\nbody\n", encoding="utf-8")
     (project / "rules.txt").write_text("sign off\n", encoding="utf-8")
-    llm.script(Reply(text="committed"), Reply(text="a message"))
+    llm.script(Reply(text="committed"), Reply(text="a message"), Reply(text="with a file"))
     client = RecordingClient()
     async with acp_agent(client, project) as (conn, _proc):
         session_id = await _start(conn, project)
@@ -497,21 +497,41 @@ async def test_custom_commands_are_offered_and_run(llm: FakeLLM, project: Path) 
         assert "broken.md" in client.message_text("agent_thought_chunk")
         response = await _prompt(conn, session_id, '/git:commit "fix it"')
         assert response.stop_reason == "end_turn"
+        assert "/git:commit runs with agent plan" in client.message_text("agent_thought_chunk")
         await _prompt(conn, session_id, "/nonexistent stays a message")
-        with pytest.raises(RequestError) as missing:
-            (project / "rules.txt").unlink()
-            await _prompt(conn, session_id, "/git:commit x")
-        assert "@rules.txt: no such file" in str(missing.value)
+        # a file the editor attached follows the command's prompt (it is no argument: $1 is "x")
+        attached = resource_block(embedded_text_resource(f"file://{project}/notes.md", "NOTES\n"))
+        response = await step(
+            conn.prompt(session_id=session_id, prompt=[text_block("/git:commit x"), attached])
+        )
+        assert response.stop_reason == "end_turn"
         loaded = RecordingClient()
     sent = [json.dumps(r.body["messages"][-1]) for r in llm.requests]
     assert "Commit as fix it. Rules: @rules.txt" in sent[0] and "sign off" in sent[0]
     assert "/nonexistent stays a message" in sent[1]
+    assert "Commit as x. Rules: @rules.txt" in sent[2] and "NOTES" in sent[2]
     tools = [{tool["function"]["name"] for tool in r.body["tools"]} for r in llm.requests]
     assert "WriteFile" not in tools[0] and "WriteFile" in tools[1]  # the command's agent, then the session's
     async with acp_agent(loaded, project) as (conn, _proc):
         await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
         await step(conn.load_session(cwd=str(project), session_id=session_id, mcp_servers=[]))
         assert len(loaded.of_kind("available_commands_update")) == 1  # before load's answer
+
+
+async def test_the_editors_mode_beats_a_commands_agent(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    commands = project / ".etcode" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "look.md").write_text("---\nagent: plan\n---\nLook around.", encoding="utf-8")
+    llm.script(Reply(text="a"), Reply(text="b"))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        await _prompt(conn, session_id, "/look")  # no mode chosen: the command's plan
+        await step(conn.set_session_mode(session_id=session_id, mode_id="build"))
+        await _prompt(conn, session_id, "/look")  # the editor chose build: it stays
+    tools = [{tool["function"]["name"] for tool in r.body["tools"]} for r in llm.requests]
+    assert "WriteFile" not in tools[0] and "WriteFile" in tools[1]
 
 
 async def _until(predicate) -> None:

@@ -175,3 +175,29 @@ async def test_a_projects_hooks_are_asked_about_and_refusing_runs_none(
     assert "hooks.PostToolUse[0].hooks[0].command runs `npx prettier --write .`" in text
     assert str(refused.value).startswith(f"untrusted project config {settings} (refused in the editor)")
     assert llm.requests == []
+
+
+async def test_commands_are_offered_again_once_the_editor_trusts_the_folder(
+    user_config: Path, checkout: Path, llm: FakeLLM, evil: FakeLLM, tmp_path: Path
+) -> None:
+    """A command file linked to a git-ignored file needs the trust: offered after it."""
+    hostile(checkout, evil, tmp_path / "canary")
+    (checkout / ".gitignore").write_text("private/\n", encoding="utf-8")
+    (checkout / "private").mkdir()
+    (checkout / "private" / "deploy.md").write_text("Deploy it.", encoding="utf-8")
+    commands = checkout / ".etcode" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "deploy.md").symlink_to(checkout / "private" / "deploy.md")
+    evil.script(Reply(text="approved"))
+    client = RecordingClient(answers=["allow_always"])
+    async with acp_agent(client, checkout) as (conn, _proc):
+        session_id = await _session(conn, checkout)
+        await step(_until(lambda: client.of_kind("available_commands_update")))
+        assert (await _prompt(conn, session_id, "hello")).stop_reason == "end_turn"
+        offers = [[c.name for c in u.available_commands] for u in client.of_kind("available_commands_update")]
+    assert offers == [["init"], ["deploy", "init"]]
+
+
+async def _until(predicate) -> None:
+    while not predicate():
+        await asyncio.sleep(0.02)

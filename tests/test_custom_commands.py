@@ -49,12 +49,12 @@ def repo(project: Path, llm: FakeLLM) -> Path:
 
 def test_command_with_arguments_and_file(repo: Path, llm: FakeLLM) -> None:
     llm.script(Reply(text="Reviewed."))
-    proc = etcode("run", "/review", "src/a.py", '"error handling"', cwd=repo)
+    proc = etcode("run", "/review", "src/a.py", "error handling", cwd=repo)  # as a shell passes it
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "Reviewed.\n"
     sent = user_text(llm)
     assert "Review src/a.py with a focus on error handling." in sent
-    assert 'Everything: src/a.py "error handling"' in sent
+    assert "Everything: src/a.py error handling" in sent
     assert '<file path="docs/style.md">\nUse four spaces.\n</file>' in sent
     assert "$1" not in sent and "/review" not in sent
 
@@ -93,40 +93,41 @@ def test_a_slash_that_is_no_command_stays_a_message(repo: Path, llm: FakeLLM, te
 
 
 def test_builtin_name_wins_with_a_warning(repo: Path, llm: FakeLLM) -> None:
-    help_file = write(repo / ".etcode" / "commands" / "help.md", "my help")
+    write(repo / ".etcode" / "commands" / "help.md", "my help")
     init_file = write(repo / ".claude" / "commands" / "init.md", "my init")
     llm.script(Reply(text="ok"), Reply(text="ok"))
     proc = etcode("run", "/help", cwd=repo)
     assert proc.returncode == 0, proc.stderr
-    assert f"warning: {help_file}: /help is a built-in command; this file is ignored" in proc.stderr
-    assert user_text(llm) == "/help"  # no command of that name in `etcode run`: a message
+    assert "help" not in proc.stderr  # only the chat has a /help: `etcode run` runs the file
+    assert user_text(llm) == "my help"
     proc = etcode("run", "/init", cwd=repo)
     assert f"warning: {init_file}: /init is a built-in command" in proc.stderr
     assert "my init" not in user_text(llm, 1) and "AGENTS.md" in user_text(llm, 1)
 
 
 def test_broken_file_warns_and_the_run_goes_on(repo: Path, llm: FakeLLM) -> None:
-    broken = write(repo / ".etcode" / "commands" / "broken.md", "---\ndescription: [unclosed\n---\nbody\n")
+    broken = write(repo / ".etcode" / "commands" / "broken.md", "---\ndescription: {a: 1}\n---\nbody\n")
     llm.script(Reply(text="still here"))
     proc = etcode("run", "/review", "a.py", cwd=repo)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("warning:") == 1
-    assert f"warning: {broken}: line 2 invalid YAML front matter (command /broken skipped)" in proc.stderr
+    assert f"warning: {broken}: description: expected a string (command /broken skipped)" in proc.stderr
     assert "Review a.py" in user_text(llm)
 
 
-def test_missing_included_file_is_one_clear_error(repo: Path, llm: FakeLLM) -> None:
+def test_a_mention_that_names_no_file_stays_text(repo: Path, llm: FakeLLM) -> None:
+    """As in Claude Code and the chat: ``@pytest.mark.parametrize`` or ``@types/node`` is no
+    error (the command used to stop on it)."""
     (repo / "docs" / "style.md").unlink()
+    write(repo / ".etcode" / "commands" / "deco.md", "Use @pytest.mark.parametrize and @types/node for $1.")
+    llm.script(Reply(text="ok"), Reply(text="ok"))
     proc = etcode("run", "/review a.py", cwd=repo)
-    assert proc.returncode == 2
-    command_file = repo / ".claude" / "commands" / "review.md"
-    assert (
-        proc.stderr.strip()
-        .splitlines()[-1]
-        .endswith(f"/review: @docs/style.md: no such file (command file {command_file})")
-    )
-    assert "Traceback" not in proc.stderr
-    assert llm.requests == []
+    assert proc.returncode == 0, proc.stderr
+    assert "Style guide: @docs/style.md" in user_text(llm) and "<file" not in user_text(llm)
+    proc = etcode("run", "/deco", "@missing.py", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert user_text(llm, 1) == "Use @pytest.mark.parametrize and @types/node for @missing.py."
+    assert "warning" not in proc.stderr
 
 
 def test_command_file_linked_out_of_the_project_is_skipped(repo: Path, llm: FakeLLM, tmp_path: Path) -> None:
@@ -184,3 +185,186 @@ def test_command_head_only_reads_names() -> None:
     assert command_head("/git:commit fix it") == ("git:commit", "fix it")
     assert command_head("  /init\n\npiped text") == ("init", "piped text")
     assert command_head("/tmp/x why") is None and command_head("//x") is None and command_head("/") is None
+
+
+def test_a_project_commands_own_mentions_of_private_files_are_not_sent(
+    repo: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """A repository's command file cannot send the user's key, a file outside the project,
+    a secret or a git-ignored file (links or not) without trust; the user's own arguments
+    and the user's own command files can."""
+    key = write(Path(os.environ["HOME"]) / ".ssh" / "id_rsa", "PRIVATE-KEY\n")
+    outside = write(tmp_path / "outside.txt", "OUTSIDE-FILE\n")
+    given = write(tmp_path / "given.txt", "GIVEN-FILE\n")
+    write(repo / ".env", "API_KEY=ENV-SECRET\n")
+    write(repo / ".gitignore", ".env\nbuild/\n")
+    write(repo / "build" / "out.txt", "IGNORED-FILE\n")
+    write(repo / "notes.txt", "PROJECT-NOTES\n")
+    rel = os.path.relpath(outside, repo)
+    fix = write(
+        repo / ".claude" / "commands" / "fix.md",
+        f"Fix it. @~/.ssh/id_rsa @{outside} @{rel} @.env @build/out.txt @notes.txt $ARGUMENTS\n",
+    )
+    write(Path(os.environ["HOME"]) / ".claude" / "commands" / "mine.md", f"Mine: @{outside}\n")
+    llm.script(Reply(text="a"), Reply(text="b"), Reply(text="c"))
+    proc = etcode("run", "/fix", f"@{given}", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    sent = user_text(llm)
+    for private in ("PRIVATE-KEY", "ENV-SECRET", "IGNORED-FILE"):
+        assert private not in sent
+    assert "PROJECT-NOTES" in sent
+    assert "OUTSIDE-FILE" not in sent and "GIVEN-FILE" in sent  # the user's argument is sent
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 5, proc.stderr
+    assert all(line.startswith(f"warning: {fix}: @") for line in warnings)
+    assert f"@~/.ssh/id_rsa not sent: {key} is outside the project" in proc.stderr
+    assert f"@.env not sent: {repo / '.env'} is a secret file" in proc.stderr
+    assert "@build/out.txt not sent:" in proc.stderr and "is git-ignored" in proc.stderr
+    proc = etcode("run", "/mine", cwd=repo)  # the user's own command file
+    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+    assert "OUTSIDE-FILE" in user_text(llm, 1)
+    proc = etcode("run", "--trust", "/fix", cwd=repo)  # a trusted project's command
+    assert proc.returncode == 0 and "not sent" not in proc.stderr, proc.stderr
+    assert "PRIVATE-KEY" in user_text(llm, 2) and "ENV-SECRET" in user_text(llm, 2)
+
+
+def test_a_commands_own_mentions_are_read_from_the_worktree_root(repo: Path, llm: FakeLLM) -> None:
+    write(repo / "pkg" / "local.py", "LOCAL = 1\n")
+    llm.script(Reply(text="ok"))
+    proc = etcode("run", "/review", "@local.py", cwd=repo / "pkg")
+    assert proc.returncode == 0, proc.stderr
+    sent = user_text(llm)
+    assert '<file path="docs/style.md">\nUse four spaces.\n</file>' in sent  # the command's: from the root
+    assert '<file path="local.py">\nLOCAL = 1\n</file>' in sent  # the user's: from the working folder
+
+
+def test_claude_codes_argument_hint_and_placeholders(repo: Path, llm: FakeLLM) -> None:
+    """``argument-hint: [pr-number] [priority]`` (Claude Code's documented form) is no YAML:
+    read as plain text, not skipped. ``$10`` is no ``$1``; ``\\$1`` is a literal ``$1``."""
+    write(
+        repo / ".claude" / "commands" / "fix-issue.md",
+        "---\nargument-hint: [pr-number] [priority] [assignee]\ndescription: Fix an issue\n---\n"
+        "Fix #$1 at $2 for $3; cost \\$1, $10.\n",
+    )
+    llm.script(Reply(text="ok"))
+    proc = etcode("run", "/fix-issue", "123", "high", "ann", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr
+    assert user_text(llm) == "Fix #123 at high for ann; cost $1, $10."
+
+    from etcode.extensions.commands import load_commands
+
+    found = load_commands(repo, repo, user_dirs=[])
+    assert found.commands["fix-issue"].argument_hint == "[pr-number] [priority] [assignee]"
+    assert found.commands["fix-issue"].description == "Fix an issue"
+    write(repo / ".etcode" / "commands" / "listed.md", "---\nargument-hint: [pr-number]\n---\nx")
+    assert load_commands(repo, repo, user_dirs=[]).commands["listed"].argument_hint == "[pr-number]"
+
+
+def test_a_slash_and_a_space_is_no_command(repo: Path, llm: FakeLLM) -> None:
+    from etcode.extensions.commands import command_head
+
+    assert command_head("/ init") is None and command_head("/\treview x") is None
+    llm.script(Reply(text="ok"))
+    proc = etcode("run", "/ review", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert user_text(llm) == "/ review"
+
+
+@pytest.mark.parametrize(
+    ("setting", "says"),
+    [("agent: nope", 'agent: unknown agent "nope"'), ("model: nope/x", 'model: unknown provider "nope"')],
+)
+def test_a_bad_agent_or_model_names_the_command_file(
+    repo: Path, llm: FakeLLM, setting: str, says: str
+) -> None:
+    bad = write(repo / ".etcode" / "commands" / "bad.md", f"---\n{setting}\n---\nhi")
+    proc = etcode("run", "/bad", cwd=repo)
+    assert proc.returncode != 0
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"error: {bad}: {says}"), proc.stderr
+    assert "Traceback" not in proc.stderr and llm.requests == []
+
+
+def _user_config(llm: FakeLLM, **extra: object) -> None:
+    folder = Path(os.environ["XDG_CONFIG_HOME"]) / "etcode"
+    folder.mkdir(parents=True, exist_ok=True)
+    provider = {"id": "fake", "type": "openai", "baseURL": llm.openai_base_url, "apiKey": "sk-test"}
+    config = {"model": "fake/test-model", "provider": [provider], **extra}
+    (folder / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
+
+
+def _tools(llm: FakeLLM, index: int) -> set[str]:
+    return {tool["function"]["name"] for tool in llm.requests[index].body["tools"]}
+
+
+def test_the_users_default_agent_beats_a_commands_agent(project: Path, llm: FakeLLM) -> None:
+    git_init(project)
+    _user_config(llm, default_agent="plan")
+    write(project / ".claude" / "commands" / "review.md", "---\nagent: build\n---\nReview the code.")
+    llm.script(Reply(text="a"))
+    proc = etcode("run", "--format", "json", "/review", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[0])["agent"] == "plan"
+    assert "WriteFile" not in _tools(llm, 0)
+
+
+def test_a_project_command_cannot_lift_a_read_only_agent_without_trust(project: Path, llm: FakeLLM) -> None:
+    """The user's build agent may not write; a repository's command asking for one that
+    may is refused (a warning naming the file and the agent) unless the project is trusted."""
+    git_init(project)
+    _user_config(llm, agent={"build": {"tools": {"WriteFile": False, "Edit": False}}})
+    command = write(project / ".claude" / "commands" / "go.md", "---\nagent: workflow\n---\nGo.")
+    llm.script(Reply(text="a"), *[Reply(text="b")] * 6)  # the workflow agent may ask more than once
+    proc = etcode("run", "--format", "json", "/go", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[0])["agent"] == "build"
+    assert f"warning: {command}: agent workflow not used" in proc.stderr
+    assert "/go runs with build" in proc.stderr
+    proc = etcode("run", "--trust", "--format", "json", "/go", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[0])["agent"] == "workflow"
+    assert "etcode: /go runs with agent workflow" in proc.stderr
+
+
+def test_a_run_without_command_or_agent_files_imports_none_of_their_modules(
+    project: Path, llm: FakeLLM
+) -> None:
+    """Empty ``.claude/agents`` and ``.claude/commands`` folders (``claude`` makes them) cost
+    nothing: neither the modules that read those files nor YAML are imported."""
+    from tests.cli_helpers import etcode_imports
+
+    git_init(project)
+    write_config(project, llm)
+    for folder in (project / ".claude" / "agents", Path(os.environ["HOME"]) / ".claude" / "agents"):
+        folder.mkdir(parents=True)
+    (project / ".claude" / "commands").mkdir()
+    llm.script(Reply(text="ok"), Reply(text="ok"))
+    heavy = {"yaml", "etcode.extensions.commands", "etcode.agent.claude_agents"}
+    for text, allowed in (("hi", set()), ("/tmp/x why", {"etcode.extensions.commands"})):  # (a path)
+        proc, imported = etcode_imports("run", text, cwd=project)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "etcode.api" in imported  # (the listing works)
+        assert heavy & imported == allowed, text
+
+
+def test_claude_agent_files_are_parsed_once_per_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from etcode.agent import claude_agents
+
+    path = write(tmp_path / ".claude" / "agents" / "rev.md", "---\ndescription: Reviews\n---\nReview.")
+    calls: list[Path] = []
+    real = claude_agents._read_claude_agent
+
+    def counting(file: Path) -> tuple[str, dict]:
+        calls.append(file)
+        return real(file)
+
+    monkeypatch.setattr(claude_agents, "_read_claude_agent", counting)
+    first = claude_agents.read_claude_agent(path)
+    first[1]["description"] = "changed by a caller"  # a copy: the cache keeps its own
+    expected = ("rev", {"mode": "subagent", "description": "Reviews", "prompt": "Review."})
+    assert claude_agents.read_claude_agent(path) == expected
+    assert len(calls) == 1
+    write(path, "---\ndescription: Reviews code\n---\nReview.")
+    os.utime(path, ns=(1, 1))  # another modification time: read again
+    assert claude_agents.read_claude_agent(path)[1]["description"] == "Reviews code" and len(calls) == 2

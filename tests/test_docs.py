@@ -117,9 +117,13 @@ def example_files(paths: list[Path]) -> dict[str, str]:
             named = _FILE.fullmatch(line.strip())
             fence = _FENCE.match(lines[index + 1].strip())
             if named and fence:
+                name = named.group(1)
+                assert not Path(name).is_absolute() and ".." not in Path(name).parts, (
+                    f"{path}:{index + 1}: an example file's path stays inside the docs project: {name}"
+                )
                 ticks = fence.group(1)
                 end = next(j for j in range(index + 2, len(lines)) if lines[j].strip() == ticks)
-                found[named.group(1)] = "\n".join(lines[index + 2 : end])
+                found[name] = "\n".join(lines[index + 2 : end])
     return found
 
 
@@ -382,3 +386,13 @@ def test_example_files_are_in_every_docs_project() -> None:
     """The custom command docs/extending.md shows is a file of each docs project, so
     ``etcode run /review cli.py`` there runs the command (its ``@$1`` must find cli.py)."""
     assert EXAMPLE_FILES[".etcode/commands/review.md"].startswith("---\ndescription: Review a file")
+
+
+@pytest.mark.parametrize("name", ["../outside.md", "/tmp/abs.md", "a/../../b.md"])
+def test_an_example_file_outside_the_docs_project_is_refused(tmp_path: Path, name: str) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(f"<!-- file: {name} -->\n```markdown\nx\n```\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="stays inside the docs project"):
+        example_files([page])
+    page.write_text("<!-- file: .etcode/commands/x.md -->\n```markdown\nx\n```\n", encoding="utf-8")
+    assert example_files([page]) == {".etcode/commands/x.md": "x"}

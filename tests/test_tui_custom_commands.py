@@ -8,7 +8,6 @@ import json
 import os
 from pathlib import Path
 
-from etcode.ui.tui.commands import COMMANDS
 from etcode.ui.tui.widgets.messages import HelpMessage, Notice, UserMessage
 from tests.fake_llm import Call, FakeLLM, Reply
 from tests.tui_support import SIZE, make_app, ready, run_turn, submit, wait_for
@@ -69,6 +68,7 @@ async def test_completion_help_and_a_command_with_arguments_and_a_file(project: 
         assert "Commit with message \"fix the typo\" in scope docs ('fix the typo' docs)." in sent
         assert "Write short subjects." in sent and "CONTRIBUTING.md" in sent
         assert texts(app, UserMessage)[-1] == "/git:commit 'fix the typo' docs\n@CONTRIBUTING.md"
+        assert "/git:commit runs with agent plan" in texts(app, Notice)
         assert app.status_bar.info.agent == "build"  # the command's agent was for its turn only
         await run_turn(pilot, app, "and then?")
     tools = [{tool["function"]["name"] for tool in r.body["tools"]} for r in llm.requests]
@@ -76,23 +76,56 @@ async def test_completion_help_and_a_command_with_arguments_and_a_file(project: 
     assert "fix the typo" in json.dumps(llm.requests[1].body)  # the same session goes on
 
 
-async def test_a_missing_file_and_a_broken_command_are_reported(project: Path, llm: FakeLLM) -> None:
+async def test_a_broken_command_is_reported_once_and_a_missing_file_stays_text(
+    project: Path, llm: FakeLLM
+) -> None:
     setup(project, llm)
     (project / "CONTRIBUTING.md").unlink()
     broken = project / ".etcode" / "commands" / "broken.md"
-    broken.write_text("---\nagent: [plan\n---\nx\n", encoding="utf-8")
-    llm.script(Reply(text="fine"))
+    broken.write_text("---\ndescription: {a: 1}\n---\nx\n", encoding="utf-8")
+    llm.script(Reply(text="fine"), Reply(text="fine"))
     app = make_app(project)
+    app.custom.max_age = 0  # every slash message reads the folders again
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
         await wait_for(pilot, lambda: any(str(broken) in n for n in texts(app, Notice)), what="the warning")
-        await submit(pilot, app, "/git:commit x")
-        await wait_for(pilot, lambda: any("no such file" in n for n in texts(app, Notice)), what="the error")
-        assert any("/git:commit: @CONTRIBUTING.md: no such file" in n for n in texts(app, Notice))
-        assert not llm.requests
+        reads = app.custom._loaded_at
+        await run_turn(pilot, app, "/git:commit x")
+        assert app.custom._loaded_at > reads  # read again
+        assert last_user_text(llm).endswith("Conventions: @CONTRIBUTING.md")  # no file: text, no error
         await run_turn(pilot, app, "/tmp/x why")  # no command: a message
         assert last_user_text(llm) == "/tmp/x why"
         assert sum(str(broken) in n for n in texts(app, Notice)) == 1  # once, not per reading
+
+
+async def test_arguments_on_the_next_line_leading_spaces_and_the_users_agent(
+    project: Path, llm: FakeLLM
+) -> None:
+    """``/git:commit`` + newline + arguments and ``  /git:commit`` are the command (as in
+    ``etcode run``); the agent the user chose with /agent beats the command's; a command
+    file named like one of the chat's commands is ignored with a warning."""
+    setup(project, llm)
+    help_file = project / ".etcode" / "commands" / "help.md"
+    help_file.write_text("my help", encoding="utf-8")
+    (project / ".etcode" / "commands" / "edit.md").write_text(
+        "---\nagent: build\n---\nEdit $1.", encoding="utf-8"
+    )
+    llm.script(Reply(text="a"), Reply(text="b"), Reply(text="c"))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await wait_for(
+            pilot, lambda: any(str(help_file) in n for n in texts(app, Notice)), what="the warning"
+        )
+        await run_turn(pilot, app, "/git:commit\nfix docs")
+        assert 'Commit with message "fix" in scope docs' in last_user_text(llm)
+        await run_turn(pilot, app, "  /git:commit x y")
+        assert 'Commit with message "x" in scope y' in last_user_text(llm)
+        await submit(pilot, app, "/agent plan")
+        await run_turn(pilot, app, "/edit a.py")
+        assert last_user_text(llm) == "Edit a.py."
+    tools = [{tool["function"]["name"] for tool in r.body["tools"]} for r in llm.requests]
+    assert "WriteFile" not in tools[2]  # /agent plan, not the command's build
 
 
 async def test_init_writes_agents_md(project: Path, llm: FakeLLM) -> None:
@@ -108,4 +141,3 @@ async def test_init_writes_agents_md(project: Path, llm: FakeLLM) -> None:
         assert texts(app, UserMessage)[-1] == "/init"
     assert (project / "AGENTS.md").read_text(encoding="utf-8") == "# Agents\n"
     assert "write an `AGENTS.md` file" in str(llm.requests[0].body["messages"])
-    assert len(COMMANDS) >= 10

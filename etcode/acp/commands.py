@@ -53,6 +53,18 @@ def command_updates(
     return updates
 
 
+def notices(warnings: list[str], notes: list[str], directory: Path) -> list[AgentThoughtChunk]:
+    """A command's warnings (a file not sent, an agent not switched) and what it switched
+    to (its agent, its model), as thoughts: ``[etcode] warning: …``."""
+    lines = [f"warning: {warning}" for warning in warnings] + notes
+    return [
+        update
+        for line in lines
+        for update in updates_of(WarningEvent(line), directory)
+        if isinstance(update, AgentThoughtChunk)
+    ]
+
+
 async def expand(text: str, directory: Path, trusted: bool) -> Expansion | None:
     """``text`` as a custom command's prompt, None when it names none (a message)."""
     from etcode.ui.command_prompts import expand_text

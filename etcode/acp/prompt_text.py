@@ -35,6 +35,12 @@ def _path_of(uri: str) -> str:
 
 
 def prompt_text(blocks: list[PromptBlock]) -> str:
+    return attach(*prompt_parts(blocks))
+
+
+def prompt_parts(blocks: list[PromptBlock]) -> tuple[str, list[Attachment]]:
+    """The text blocks joined, and the files attached (a custom command expands the text
+    only; the files follow its prompt)."""
     texts: list[str] = []
     attachments: list[Attachment] = []
     for block in blocks:
@@ -50,4 +56,4 @@ def prompt_text(blocks: list[PromptBlock]) -> str:
             attachments.append(Attachment(_path_of(block.uri), None, "linked by the user; read it if needed"))
         else:  # images and audio: this agent's models get text only (not offered in initialize)
             attachments.append(Attachment(f"({block.type})", None, "not supported, left out"))
-    return attach("".join(texts), attachments)
+    return "".join(texts), attachments

@@ -42,7 +42,7 @@ from acp.schema import (
 from etcode import __version__
 from etcode.acp.mcp_servers import McpServer
 from etcode.acp.permission import AcpAsker
-from etcode.acp.prompt_text import PromptBlock, prompt_text
+from etcode.acp.prompt_text import PromptBlock, prompt_parts
 from etcode.acp.trust import PendingTrust
 from etcode.acp.updates import updates_of
 from etcode.contract import events as ev
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from etcode.contract.results import AgentResult
     from etcode.session.store import SessionStore
     from etcode.ui.tui.controller import AgentHost
+    from etcode.ui.tui.mentions import Attachment
 
 log = logging.getLogger("etcode.acp")
 
@@ -98,6 +99,8 @@ class SessionHandle:
     equip: Callable[[Agent], None] = field(default=lambda agent: None)
     #: Work started for the session (the commands offered after session/new).
     tasks: set[asyncio.Future[None]] = field(default_factory=set)
+    #: The commands last offered to the editor (name, description, hint), None before.
+    offered: list[tuple[str, str, str]] | None = None
 
     @property
     def agent(self) -> Agent:
@@ -176,7 +179,9 @@ class EtcodeAcpAgent:
         self, cwd: str, mcp_servers: list[McpServer] | None = None, **kwargs: object
     ) -> NewSessionResponse:
         handle = await self._open(cwd, mcp_servers, None)
-        self._later(handle, self._offer_commands(handle))  # once the editor knows the session
+        # After the response: the library queues the response (one FIFO of messages) in the
+        # step this method returns in, before this task's first step runs.
+        self._later(handle, self._offer_commands(handle))
         return NewSessionResponse(session_id=handle.id, modes=self._modes(handle))
 
     async def load_session(
@@ -208,13 +213,18 @@ class EtcodeAcpAgent:
         handle.tasks.add(task)
         task.add_done_callback(handle.tasks.discard)
 
-    async def _offer_commands(self, handle: SessionHandle) -> None:
-        """The folder's custom commands to the editor (``available_commands_update``)."""
+    async def _offer_commands(self, handle: SessionHandle, *, if_changed: bool = False) -> None:
+        """The folder's custom commands to the editor (``available_commands_update``);
+        ``if_changed``: only when they differ from the last offer (after the trust)."""
         from etcode.acp.commands import command_updates, load
 
         config = handle.host.config
         try:
             commands = await load(handle.directory, config is not None and config.trusted)
+            offered = [(c.name, c.description, c.argument_hint) for c in commands.all()]
+            if if_changed and offered == handle.offered:
+                return
+            handle.offered = offered
             for update in command_updates(commands, handle.directory):
                 await self.conn.session_update(handle.id, update)
         except Exception as err:  # an offer is a convenience: never a failed session
@@ -366,8 +376,8 @@ class EtcodeAcpAgent:
             raise RequestError(
                 SESSION_BUSY, f"a prompt is already running in session {session_id}; cancel it first"
             )
-        text = prompt_text(prompt)
-        if not text.strip():
+        text, attachments = prompt_parts(prompt)
+        if not text.strip() and not attachments:
             raise RequestError.invalid_params({"prompt": "the prompt has no text"})
         handle.turn = asyncio.current_task()
         handle.cancelled = False
@@ -378,7 +388,7 @@ class EtcodeAcpAgent:
             if handle.pending_mode is not None:
                 mode, handle.pending_mode = handle.pending_mode, None
                 await self._switch(handle, mode)
-            error, result = await self._turn(handle, text)
+            error, result = await self._turn(handle, text, attachments)
         finally:
             handle.turn = None
         stop = result.stop_reason if result is not None else "error"
@@ -405,22 +415,33 @@ class EtcodeAcpAgent:
             await handle.host.prepare()
         except EtcodeError as err:
             raise _errors_as_rpc(err) from None
+        await self._offer_commands(handle, if_changed=True)  # a trusted project's linked files count now
         return True
 
-    async def _turn(self, handle: SessionHandle, text: str) -> tuple[str | None, AgentResult | None]:
-        """One turn: ``/name args`` runs a custom command (with its agent and model);
-        returns the error it ended with, if any, and its result."""
+    async def _turn(
+        self, handle: SessionHandle, text: str, attachments: list[Attachment]
+    ) -> tuple[str | None, AgentResult | None]:
+        """One turn: ``/name args`` runs a custom command (with its agent and model); the
+        editor's attached files follow the text (a command's prompt). Returns the error it
+        ended with, if any, and its result."""
         settings: tuple[str | None, str | None] = (None, None)
         if text.lstrip().startswith("/"):
-            from etcode.acp.commands import expand
+            from etcode.acp.commands import expand, notices
 
             config = handle.host.config
             try:
                 found = await expand(text, handle.directory, config is not None and config.trusted)
+                choice = await asyncio.to_thread(handle.host.command_choice, found.command) if found else None
             except EtcodeError as err:
                 raise _errors_as_rpc(err) from None
-            if found is not None:
-                text, settings = found.prompt, (found.command.agent, found.command.model)
+            if found is not None and choice is not None:
+                text, settings = found.prompt, (choice.agent, choice.model)
+                for update in notices([*found.warnings, *choice.warnings], choice.notes, handle.directory):
+                    await self.conn.session_update(handle.id, update)
+        if attachments:
+            from etcode.ui.tui.mentions import attach
+
+            text = attach(text, attachments)
         if settings == (None, None):
             return await self._stream(handle, text), handle.agent.last_result
         async with handle.host.turn_settings(*settings):

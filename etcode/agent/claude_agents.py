@@ -70,8 +70,36 @@ def tool_switches(tools: JsonValue) -> dict[str, bool] | None:
     return switches
 
 
+#: Files read before, by (path, modification time, size): a run reads the agents up to three
+#: times (the registry, the Task tool's subagents, the warnings), and parsing YAML is what
+#: costs. A file that could not be read is kept as its error.
+_READ: dict[tuple[Path, int, int], tuple[str, JsonObject] | ConfigError] = {}
+
+
 def read_claude_agent(path: Path) -> tuple[str, JsonObject]:
     """``(name, settings)`` of one Claude Code agent file; :class:`ConfigError` naming it."""
+    import copy
+
+    try:
+        stat = path.stat()
+    except OSError as err:
+        raise ConfigError(f"{path}: agent not read: {err.strerror or err}") from None
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    found = _READ.get(key)
+    if found is None:
+        try:
+            found = _read_claude_agent(path)
+        except ConfigError as err:
+            found = err
+        if len(_READ) > 1000:
+            _READ.clear()
+        _READ[key] = found
+    if isinstance(found, ConfigError):
+        raise ConfigError(str(found))
+    return found[0], copy.deepcopy(found[1])
+
+
+def _read_claude_agent(path: Path) -> tuple[str, JsonObject]:
     from etcode.util.front_matter import split_front_matter
 
     where = str(path)

@@ -348,11 +348,20 @@ def load_agents(
 def _claude_agents(folder: Path, root: Path | None = None) -> dict[str, tuple[JsonObject, str]]:
     """Claude Code's agents of ``folder`` (its module imported only when there are some);
     ``root``: the project, whose files linked out of it are left out."""
-    if not (folder / ".claude" / "agents").is_dir():
+    if not has_claude_agents(folder):
         return {}
     from etcode.agent.claude_agents import claude_agents
 
     return claude_agents(folder, root)
+
+
+def has_claude_agents(folder: Path) -> bool:
+    """Does ``folder/.claude/agents`` hold an agent file? (Checked before their module, and
+    YAML, are imported: most folders have none.)"""
+    try:
+        return any((folder / ".claude" / "agents").glob("*.md"))
+    except OSError:
+        return False
 
 
 def get_agent(

@@ -118,6 +118,7 @@ def build_app() -> typer.Typer:
         code = run_command(
             RunOptions(
                 message=" ".join(message or []),
+                words=list(message or []),
                 model=model,
                 agent=agent,
                 output_format=output_format,

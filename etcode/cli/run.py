@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from etcode.config.schema import Config
     from etcode.extensions.command_expansion import Expansion
     from etcode.session.store import SessionStore
+    from etcode.ui.command_prompts import TurnChoice
     from etcode.ui.jsonl import JsonLinesRenderer
     from etcode.ui.plain import PlainRenderer
 
@@ -45,6 +46,9 @@ class RunOptions:
     session: str | None = None
     fork: bool = False
     sandbox: str | None = None
+    #: The message's words as given (``etcode run /review a.py "x y"``): a command's
+    #: arguments are read from them, quotes kept.
+    words: list[str] | None = None
 
 
 def read_task(message: str, stdin: IO[str] | None = None) -> str:
@@ -156,11 +160,11 @@ async def _run_agent(
 
     model, agent_name = options.model, options.agent
     if task.lstrip().startswith("/"):  # only then are the command files read
-        expansion = await asyncio.to_thread(_custom_command, task, config, directory)
-        if expansion is not None:
-            task = expansion.prompt
-            model = model or expansion.command.model
-            agent_name = agent_name or expansion.command.agent
+        found = await asyncio.to_thread(_custom_command, task, config, options, directory)
+        if found is not None:
+            task = found[0].prompt
+            model = found[1].model or model
+            agent_name = found[1].agent or agent_name
     asker = None
     if options.yes:
         from etcode.permission.service import AllowAsker
@@ -198,18 +202,47 @@ async def _run_agent(
     return exit_code_for(result.stop_reason if result else "error")
 
 
-def _custom_command(task: str, config: Config, directory: Path) -> Expansion | None:
-    """``task`` as a custom command (``/name args``) when it names one, with a warning on
-    stderr per command file left out; None: ``task`` is a message."""
+def _command_words(task: str, options: RunOptions) -> list[str] | None:
+    """A command's arguments as the shell split them (``etcode run /review a.py "error
+    handling"``: ``$2`` is ``error handling``); None when ``task`` is more than the words
+    (piped input) or the name and its arguments came as one word."""
+    words = options.words
+    if not words or not words[0].startswith("/") or len(words[0].split()) != 1:
+        return None
+    return words[1:] if task.strip() == " ".join(words).strip() else None
+
+
+def _custom_command(
+    task: str, config: Config, options: RunOptions, directory: Path
+) -> tuple[Expansion, TurnChoice] | None:
+    """``task`` as a custom command (``/name args``) when it names one, with its agent and
+    model, and a line on stderr per command file left out, file not sent and agent or model
+    switched; None: ``task`` is a message."""
     from etcode.extensions.commands import command_head
-    from etcode.ui.command_prompts import commands_for, expand_text
+    from etcode.ui.command_prompts import commands_for, expand_text, turn_choice
 
     if command_head(task) is None:  # "/tmp/x why": a path, no name; nothing to read
         return None
     commands = commands_for(directory, config.trusted)
     for warning in commands.warnings:
         sys.stderr.write(f"warning: {warning}\n")
-    return expand_text(task, commands, directory, config.trusted)
+    expansion = expand_text(task, commands, directory, config.trusted, _command_words(task, options))
+    if expansion is None:
+        return None
+    current = options.agent or config.default_agent or "build"
+    choice = turn_choice(
+        expansion.command,
+        config,
+        directory,
+        current_agent=current,
+        agent_chosen=bool(options.agent or config.default_agent),
+        model_chosen=options.model is not None,
+    )
+    for warning in [*expansion.warnings, *choice.warnings]:
+        sys.stderr.write(f"warning: {warning}\n")
+    for note in choice.notes:
+        sys.stderr.write(f"etcode: {note}\n")
+    return expansion, choice
 
 
 def _check_trust(config: Config, options: RunOptions) -> None:

@@ -76,6 +76,7 @@ def parse_run_args(argv: list[str]) -> RunOptions | None:
             return None
         setattr(options, option.field, value)
     options.message = " ".join(words)
+    options.words = words
     return options
 
 

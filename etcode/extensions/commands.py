@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from etcode.util.errors import ConfigError
+from etcode.util.json_types import JsonObject
 
 #: A project's command folders at each level, lowest precedence first.
 PROJECT_DIRS = (".claude/commands", ".etcode/commands")
@@ -41,6 +42,9 @@ class CustomCommand:
     model: str | None = None
     source: str = ""
     builtin: bool = False
+    #: Read from the project's folders (not the user's, not etcode's own): what its text
+    #: names (``@path``, ``agent:``) is held to the project's trust.
+    project: bool = False
 
 
 @dataclass
@@ -59,9 +63,12 @@ class CommandSet:
 
 def command_head(text: str) -> tuple[str, str] | None:
     """``(name, args)`` of a ``/name args`` text, None when it cannot be a command
-    (no slash, ``//x``, or a path like ``/tmp/x``: the name holds no further slash)."""
+    (no slash, ``//x``, ``/ x``, or a path like ``/tmp/x``: the name holds no further slash).
+    The arguments may start on the next line."""
     stripped = text.strip()
     if not stripped.startswith("/") or stripped.startswith("//") or len(stripped) < 2:
+        return None
+    if stripped[1].isspace():
         return None
     head = stripped[1:].split(maxsplit=1)[0]
     if "/" in head:
@@ -101,9 +108,9 @@ def load_commands(
     builtins = _builtin_commands()
     taken = {name.lower() for name in reserved} | set(builtins)
     for folder in user_folders() if user_dirs is None else user_dirs:
-        _read_folder(folder, None, found, taken)
+        _read_folder(folder, None, found, taken, project=False)
     for folder in project_folders(here, top):
-        _read_folder(folder, None if trusted else top, found, taken)
+        _read_folder(folder, None if trusted else top, found, taken, project=True)
     merged = {**found.commands, **builtins}
     found.commands = {name: merged[name] for name in sorted(merged)}
     return found
@@ -120,7 +127,9 @@ def _builtin_commands() -> dict[str, CustomCommand]:
     return commands
 
 
-def _read_folder(folder: Path, root: Path | None, found: CommandSet, taken: set[str]) -> None:
+def _read_folder(
+    folder: Path, root: Path | None, found: CommandSet, taken: set[str], *, project: bool
+) -> None:
     """Add ``folder``'s commands to ``found``. ``root``: the project whose links are checked."""
     if not folder.is_dir():
         return
@@ -145,7 +154,8 @@ def _read_folder(folder: Path, root: Path | None, found: CommandSet, taken: set[
             found.warnings.append(f"{path}: /{name} is a built-in command; this file is ignored")
             continue
         try:
-            found.commands[name] = _read_command(name, path)
+            command = _read_command(name, path)
+            found.commands[name] = replace(command, project=True) if project else command
         except (OSError, UnicodeDecodeError) as err:
             found.warnings.append(f"{path}: command not read: {getattr(err, 'strerror', None) or err}")
         except ConfigError as err:
@@ -186,12 +196,18 @@ def _command(name: str, text: str, where: str) -> CustomCommand:
     from etcode.agent.claude_agents import model_setting
     from etcode.util.front_matter import split_front_matter
 
-    meta, body = split_front_matter(text, where)
+    try:
+        meta, body = split_front_matter(text, where)
+    except ConfigError:
+        plain = _plain_front_matter(text)
+        if plain is None:
+            raise
+        meta, body = plain
     texts: dict[str, str] = {}
     for key in ("description", "argument-hint", "agent", "model"):
         value = meta.get(key)
         if isinstance(value, list) and key == "argument-hint":
-            value = " ".join(str(item) for item in value)  # [a, b] as YAML reads ``[a] [b]``
+            value = " ".join(f"[{item}]" for item in value)  # ``[a] [b]`` read as YAML: [a, b]
         if value is not None and not isinstance(value, str | int | float):
             raise ConfigError(f"{where}: {key}: expected a string")
         if value is not None:
@@ -212,3 +228,25 @@ def _first_line(body: str) -> str:
     """A command without a description is described by its first line (as Claude Code does)."""
     line = next((line.strip().lstrip("#").strip() for line in body.splitlines() if line.strip()), "")
     return line if len(line) <= MAX_DESCRIPTION else line[: MAX_DESCRIPTION - 1] + "…"
+
+
+def _plain_front_matter(text: str) -> tuple[JsonObject, str] | None:
+    """Front matter that is not valid YAML read as Claude Code reads it: ``key: value``
+    lines, each value a plain string (``argument-hint: [pr-number] [priority]`` is a YAML
+    error). None when the front matter is not closed."""
+    lines = text.removeprefix("\ufeff").splitlines()
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), None)
+    if not lines or lines[0].strip() != "---" or end is None:
+        return None
+    meta: JsonObject = {}
+    for line in lines[1:end]:
+        key, colon, value = line.partition(":")
+        if colon and key.strip() and not line[:1].isspace():
+            meta[key.strip()] = _unquote(value.strip())
+    return meta, "\n".join(lines[end + 1 :]).strip()
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value

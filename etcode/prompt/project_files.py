@@ -61,3 +61,29 @@ def refusal(path: str | Path, root: str | Path) -> str | None:
 def skip_warning(kind: str, path: str | Path, reason: str) -> str:
     """The warning for a refused file: ``skipped instructions AGENTS.md: a link to ...``."""
     return f"skipped {kind} {path}: {reason} ({TRUST_HINT})"
+
+
+def named_file_refusal(mention: str, root: str | Path) -> str | None:
+    """Why a file a project's own text names (``@path`` in a project's command file: the
+    repository wrote it, not the user) must not be sent unless the project is trusted —
+    links or not: it lies outside the worktree ``root``, is a secret (``.env``, ``id_rsa``)
+    or is git-ignored. None when it may be sent, or names no file (it stays text)."""
+    from etcode.security.private_files import git_ignored, secret_name
+
+    root = Path(os.path.abspath(Path(root).expanduser()))
+    path = Path(mention).expanduser()
+    path = Path(os.path.abspath(path if path.is_absolute() else root / path))
+    if not path.is_file():
+        return None
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return "a link that leads nowhere or loops"
+    real_root = root.resolve()
+    if not path.is_relative_to(root) or not target.is_relative_to(real_root):
+        return f"{target} is outside the project"
+    if secret_name(path.name) or secret_name(target.name):
+        return f"{target} is a secret file"
+    if git_ignored(target, real_root):
+        return f"{target} is git-ignored"
+    return None

@@ -330,7 +330,9 @@ def _claude_agent_warnings(instance: InstanceInfo) -> list[str]:
 
     top = Path(instance.worktree).resolve()
     folders = [Path.home(), *folders_between(Path(instance.directory).resolve(), top)]
-    if not any((folder / ".claude" / "agents").is_dir() for folder in folders):
+    from etcode.agent.registry import has_claude_agents
+
+    if not any(has_claude_agents(folder) for folder in folders):
         return []  # (the common case: the module is not even imported)
     from etcode.agent.claude_agents import claude_agent_warnings
 

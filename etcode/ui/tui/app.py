@@ -368,7 +368,7 @@ class EtcodeApp(App[int]):
 
     async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
         text = message.text  # as shown: a large paste is a label
-        custom = await self._report_commands() if text.startswith("/") else []
+        custom = await self._report_commands() if text.lstrip().startswith("/") else []
         parsed = slash.parse_command(text, custom)
         if parsed is not None and parsed.command is not None and parsed.command.custom:
             await self._send_command(message.full)
@@ -411,12 +411,20 @@ class EtcodeApp(App[int]):
         trusted = self.config is not None and self.config.trusted
         try:
             found = await asyncio.to_thread(expand_text, full, self.custom.commands, self.directory, trusted)
+            choice = None
+            if found is not None and self.host is not None:
+                choice = await asyncio.to_thread(self.host.command_choice, found.command)
         except EtcodeError as err:
             await self.conversation.add_notice(f"error: {err}", "error")
             return
-        if found is not None:
-            settings = (found.command.agent, found.command.model)
-            await self._send(found.shown, found.prompt, found.files, settings)
+        if found is None:
+            return
+        for warning in [*found.warnings, *(choice.warnings if choice else [])]:
+            await self.conversation.add_notice(f"warning: {warning}", "warning")
+        for note in choice.notes if choice else []:
+            await self.conversation.add_notice(note)
+        settings = (choice.agent, choice.model) if choice else (None, None)
+        await self._send(found.shown, found.prompt, found.files, settings)
 
     @property
     def busy(self) -> bool:

@@ -57,12 +57,12 @@ def is_command(text: str, custom: Sequence[SlashCommand] = ()) -> bool:
     (a slash after the name) or ``/etc`` when that exists and is no command name
     (built-in or ``custom``).
     """
-    stripped = text.strip()
-    if not stripped.startswith("/") or stripped.startswith("//") or len(stripped) < 2:
+    from etcode.extensions.commands import command_head
+
+    found = command_head(text)
+    if found is None:
         return False
-    head = stripped[1:].split(maxsplit=1)[0]
-    if "/" in head:
-        return False
+    head = found[0]
     name = ALIASES.get(head.lower(), head.lower())
     return name in _BY_NAME or any(c.name == head for c in custom) or not _exists(f"/{head}")
 
@@ -77,14 +77,17 @@ def _exists(path: str) -> bool:
 def parse_command(text: str, custom: Sequence[SlashCommand] = ()) -> ParsedCommand | None:
     """The command in ``text``, or None when ``text`` is an ordinary message. A ``custom``
     command's name is matched as written (``/git:commit``)."""
-    if not is_command(text, custom):
+    from etcode.extensions.commands import command_head
+
+    found = command_head(text)
+    if found is None or not is_command(text, custom):
         return None
-    head, _, args = text.strip()[1:].partition(" ")
+    head, args = found  # the same reading as ``etcode run`` and ACP (arguments may start on the next line)
     mine = next((c for c in custom if c.name == head), None)
     if mine is not None and head.lower() not in _BY_NAME:
-        return ParsedCommand(head, args.strip(), mine)
+        return ParsedCommand(head, args, mine)
     name = ALIASES.get(head.lower(), head.lower())
-    return ParsedCommand(name, args.strip(), _BY_NAME.get(name))
+    return ParsedCommand(name, args, _BY_NAME.get(name))
 
 
 def complete_command(prefix: str, custom: Sequence[SlashCommand] = ()) -> list[SlashCommand]:

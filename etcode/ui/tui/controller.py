@@ -19,9 +19,11 @@ from etcode.util.errors import UsageError
 if TYPE_CHECKING:
     from etcode.api import Agent
     from etcode.config.schema import Config
+    from etcode.extensions.commands import CustomCommand
     from etcode.extensions.skills import Skill
     from etcode.permission.service import Asker
     from etcode.session.store import SessionInfo, SessionStore
+    from etcode.ui.command_prompts import TurnChoice
 
 
 class AgentHost:
@@ -140,6 +142,21 @@ class AgentHost:
         self.agent_name = name
         await self._reconfigure()
         return name
+
+    def command_choice(self, command: CustomCommand) -> TurnChoice:
+        """The agent and model a custom command's turn runs with: the user's choice (``--agent``,
+        ``/agent``, Ctrl+N, the editor's mode, ``default_agent``; ``--model``, ``/model``)
+        wins (``ui/command_prompts.turn_choice``). Blocking: a worker thread."""
+        from etcode.ui.command_prompts import turn_choice
+
+        return turn_choice(
+            command,
+            self.config,
+            self.directory,
+            current_agent=self.resolved_agent(),
+            agent_chosen=self.agent_name is not None or bool(self.config.default_agent),
+            model_chosen=self.model is not None,
+        )
 
     @contextlib.asynccontextmanager
     async def turn_settings(self, agent: str | None, model: str | None) -> AsyncIterator[None]:
