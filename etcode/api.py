@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack, cast
 
-from etcode.contract.events import Event, SessionStart
+from etcode.contract.events import Event, SessionStart, StepStart
 from etcode.contract.results import AgentResult, LoopLimits
 from etcode.prompt.system import DEFAULT_NAME
 from etcode.provider.spec import CUSTOM_PROVIDER, RetryConfig
@@ -204,7 +204,10 @@ class Agent:
         runtime = await self._prepare()
         session = self._session
         session.parent_id = self.parent_session_id
-        self.history = await session.begin_turn(task, runtime, self.history)
+        interceptors = self._interceptors()
+        # A prompt that hooks may refuse reaches the title model only once it passed them.
+        title_later = self._hooks is not None and self.parent_session_id is None
+        self.history = await session.begin_turn(task, runtime, self.history, title=not title_later)
         from etcode.wiring.server_window import apply_server_facts
 
         told = await apply_server_facts(runtime, session.window)  # the server's window, at most 0.3 s
@@ -215,7 +218,7 @@ class Agent:
             task,
             recorder=session.recorder,
             window=session.window,
-            interceptors=self._interceptors(),
+            interceptors=interceptors,
         )
         self._current = loop
         if self._stop_requested:  # interrupted while the run was being set up
@@ -232,6 +235,9 @@ class Agent:
             ]:
                 yield warning
             async for event in loop.events():
+                if title_later and isinstance(event, StepStart):
+                    title_later = False
+                    await session.title_turn(task, runtime)
                 yield event
             await session.end_turn()
         finally:

@@ -170,10 +170,16 @@ async def test_runner_kills_the_group_at_the_timeout(tmp_path: Path) -> None:
 
 async def test_runner_kills_what_a_finished_hook_left_running(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    command = HookCommand(f"sleep 300 > /dev/null 2>&1 & echo $! > {pid_file}; exit 0", timeout=30)
-    outcome = await asyncio.wait_for(run_hook(command, {}, cwd=tmp_path, env=dict(os.environ)), 30)
-    assert outcome.exit_code == 0
+    # The child keeps the hook's stdout and stderr open: the hook's own exit still decides.
+    command = HookCommand(f"sleep 300 & echo $! > {pid_file}; echo said >&2; exit 2", timeout=60)
+    outcome = await asyncio.wait_for(run_hook(command, {}, cwd=tmp_path, env=dict(os.environ)), 50)
+    assert (outcome.exit_code, outcome.timed_out, outcome.stderr) == (2, False, "said\n")
     assert not _alive(int(pid_file.read_text()))
+
+
+async def test_runner_a_command_with_a_nul_byte_is_a_failed_hook(tmp_path: Path) -> None:
+    outcome = await run_hook(HookCommand("echo a\0b"), {}, cwd=tmp_path, env=dict(os.environ))
+    assert outcome.exit_code is None and "could not start" in outcome.error
 
 
 async def test_runner_caps_output_and_reads_stdin_json(tmp_path: Path) -> None:

@@ -247,6 +247,12 @@ class EtcodeApp(App[int]):
             if self.config is None:
                 self._agent_failed = True
                 return
+            from etcode.trust.project import untrusted
+
+            if await asyncio.to_thread(untrusted, self.config):  # changed while the dialog waited
+                self.config = None
+                await self._start_agent()  # asks again about what the files hold now
+                return
             left_out = ", ".join(dict.fromkeys(f.key for f in found))
             await self.conversation.add_notice(
                 f"warning: not trusted, left out for this session: {left_out}", "warning"
