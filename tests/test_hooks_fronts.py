@@ -341,3 +341,76 @@ async def test_an_interrupt_does_not_wait_for_a_slow_hook(
     assert result.stop_reason == "interrupted"
     assert len(llm.requests) == 1
     assert not _alive(int(pid_file.read_text()))
+
+
+async def _interrupted_while_hook_hangs(
+    project: Path, llm: FakeLLM, tmp_path: Path, event: str, *, agent: str | None = None, first: str = ""
+) -> tuple[str, list[Any]]:
+    """Run ``task`` with an ``event`` hook that hangs; interrupt once it started. The run's
+    stop reason and its events (far under the hook's 250 s: an interrupt never waits)."""
+    from etcode import Agent
+
+    started = tmp_path / f"{event}.started"
+    user_hooks(project, {event: on("", f"touch {started}; sleep 300", timeout=250)})
+    chosen = Agent(directory=project, store=False, **({"agent": agent} if agent else {}))
+
+    async def interrupt_when_started() -> None:
+        while not started.exists():
+            await asyncio.sleep(0.02)
+        chosen.interrupt()
+
+    if first:  # a turn before (something to compact)
+        await chosen.arun(first)
+    watcher = asyncio.ensure_future(interrupt_when_started())
+    try:
+        events = await asyncio.wait_for(_collect(chosen, "go"), 60)
+    finally:
+        watcher.cancel()
+        await chosen.aclose()
+    assert chosen.last_result is not None
+    return chosen.last_result.stop_reason, events
+
+
+async def _collect(agent: Any, task: str) -> list[Any]:
+    return [event async for event in agent.stream(task)]
+
+
+async def test_an_interrupted_stop_hook_ends_the_run_as_interrupted(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    write_config(project, llm)
+    llm.script(Reply(text="the answer"), Reply(text="unused"))
+    reason, _ = await _interrupted_while_hook_hangs(project, llm, tmp_path, "Stop")
+    assert reason == "interrupted"
+    assert len(llm.requests) == 1
+
+
+async def test_an_interrupted_pre_compact_hook_does_not_hold_the_run(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    from tests.fake_llm import Fault
+
+    write_config(project, llm)
+    too_long = (
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."
+    )
+    llm.script(
+        Reply(text="first answer"),
+        Fault(status=400, body=too_long),
+        Reply(text="## Goal\nsummary"),
+        Reply(text="unused"),
+    )
+    reason, _ = await _interrupted_while_hook_hangs(project, llm, tmp_path, "PreCompact", first="hello")
+    assert reason == "interrupted"
+    assert len(llm.requests) == 2  # no summary was asked for after the interrupt
+
+
+async def test_an_interrupted_prompt_hook_of_the_workflow_does_not_hold_the_run(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    write_config(project, llm)
+    reason, _ = await _interrupted_while_hook_hangs(
+        project, llm, tmp_path, "UserPromptSubmit", agent="workflow"
+    )
+    assert reason == "interrupted"
+    assert llm.requests == []
