@@ -417,19 +417,23 @@ class Agent:
         return child
 
     async def aclose(self) -> None:
-        if self._hooks is not None:  # SessionEnd (the session's own, not a Task child's)
-            self._hooks.attach(self.on_event)
+        try:
+            if self._hooks is not None:  # SessionEnd (the session's own, not a Task child's)
+                self._hooks.attach(self.on_event)
+                try:
+                    if self.parent_session_id is None:
+                        await self._hooks.session_end("other")
+                    else:
+                        await self._hooks.drain()
+                finally:
+                    self._hooks.attach(None)
+        finally:  # a SessionEnd that failed or was cancelled still closes the session and runtime
             try:
-                if self.parent_session_id is None:
-                    await self._hooks.session_end("other")
-                else:
-                    await self._hooks.drain()
+                await self._session.aclose()
             finally:
-                self._hooks.attach(None)
-        await self._session.aclose()
-        if self._runtime is not None:
-            await self._runtime.aclose()
-            self._runtime = None
+                if self._runtime is not None:
+                    runtime, self._runtime = self._runtime, None
+                    await runtime.aclose()
 
     async def prepare(self) -> None:
         """Build the runtime (config, model, tools, prompt, MCP servers) and load a stored

@@ -414,3 +414,70 @@ async def test_an_interrupted_prompt_hook_of_the_workflow_does_not_hold_the_run(
     )
     assert reason == "interrupted"
     assert llm.requests == []
+
+
+async def test_session_end_is_capped_so_closing_never_hangs(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    from etcode import Agent
+    from etcode.extensions.hook_interceptor import SESSION_END_SECONDS
+
+    write_config(project, llm)
+    pid_file = tmp_path / "pid"
+    user_hooks(project, {"SessionEnd": on("", f"sleep 300 & echo $! > {pid_file}; wait", timeout=250)})
+    llm.script(Reply(text="ok"))
+    agent = Agent(directory=project, store=False)
+    await agent.arun("hi")
+    assert SESSION_END_SECONDS * 10 < 250
+    await asyncio.wait_for(agent.aclose(), SESSION_END_SECONDS * 10)  # not the hook's 250 s
+    assert not _alive(int(pid_file.read_text()))
+
+
+async def test_a_cancelled_session_end_still_stops_the_mcp_servers(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    import signal
+
+    from etcode import Agent
+
+    server = Path(__file__).parent / "mcp_servers" / "files_server.py"
+    marker = tmp_path / "ended"
+    tag = f"TAG{os.getpid()}"
+    write_config(project, llm)
+    folder = Path(os.environ["XDG_CONFIG_HOME"]) / "etcode"
+    folder.mkdir(parents=True, exist_ok=True)
+    user = {
+        "hooks": {"SessionEnd": on("", f"touch {marker}; sleep 100", timeout=100)},
+        "mcp": {"files": {"type": "local", "command": [sys.executable, str(server), tag], "timeout": 30000}},
+    }
+    (folder / "etcode.json").write_text(json.dumps(user), encoding="utf-8")
+    llm.script(Reply(text="ok"))
+
+    def servers() -> list[int]:
+        found = []
+        for entry in os.listdir("/proc"):
+            try:
+                line = Path(f"/proc/{entry}/cmdline").read_bytes() if entry.isdigit() else b""
+            except OSError:
+                continue
+            if tag.encode() in line and b"files_server" in line:
+                found.append(int(entry))
+        return found
+
+    agent = Agent(directory=project, store=False)
+    try:
+        await agent.arun("hi")
+        assert servers(), "the MCP server did not start"
+        closing = asyncio.ensure_future(agent.aclose())
+        while not marker.exists():  # SessionEnd runs: cancel the close there (a Ctrl+C)
+            await asyncio.sleep(0.02)
+        closing.cancel()
+        await asyncio.gather(closing, return_exceptions=True)
+        for _ in range(300):
+            if not servers():
+                break
+            await asyncio.sleep(0.1)
+        assert not servers(), "a cancelled SessionEnd skipped closing the runtime"
+    finally:
+        for pid in servers():
+            os.kill(pid, signal.SIGKILL)

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 _WRITE_TOOLS = ("WriteFile", "Edit")
 #: The arguments that name a file or folder (made absolute for hooks).
 _PATH_KEYS = ("file_path", "path", "notebook_path")
+#: How long ``SessionEnd`` (and the notifications still running then) may hold up the end of a
+#: session, whatever their own time limit: quitting must not hang on them.
+SESSION_END_SECONDS = 5.0
 #: The events whose plain stdout (exit 0) is context for the model.
 _CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
 
@@ -183,12 +186,12 @@ class HookInterceptor:
     async def session_end(self, reason: str) -> None:
         """``SessionEnd`` (after the notifications still running: all bounded), when a turn
         ran; a later turn starts the session again (``SessionStart`` with ``resume``)."""
-        await self.drain()
+        await self.drain(SESSION_END_SECONDS)
         if not self.started:
             return
         self.started = False
         self.source = "resume"
-        await self._event("SessionEnd", {"reason": reason})
+        await self._event("SessionEnd", {"reason": reason}, cap=SESSION_END_SECONDS)
 
     def notify(self, message: str) -> None:
         """``Notification``, in the background (awaited by :meth:`drain`)."""
@@ -201,10 +204,16 @@ class HookInterceptor:
     async def _notify(self, message: str) -> None:
         await self._event("Notification", {"message": message})
 
-    async def drain(self) -> None:
-        """Wait for the background hooks (each ends at its own time limit)."""
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+    async def drain(self, seconds: float | None = None) -> None:
+        """Wait for the background hooks (each ends at its own time limit; those still
+        running after ``seconds`` are stopped, their process groups killed)."""
+        if not self._background:
+            return
+        running = set(self._background)
+        _, late = await asyncio.wait(running, timeout=seconds)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
 
     # ---- running and reading hooks --------------------------------------------------------
     async def _event(
@@ -214,10 +223,13 @@ class HookInterceptor:
         *,
         subject: str | None = None,
         call: ToolCallPart | None = None,
+        cap: float | None = None,
     ) -> Verdict:
         commands = self.hooks.commands_for(event, subject)
         if not commands:
             return Verdict()
+        if cap is not None:  # a shorter limit than the hooks' own (SessionEnd)
+            commands = [replace(c, timeout=min(c.timeout, cap)) for c in commands]
         payload: JsonObject = {
             "session_id": self.session_id,
             "cwd": str(self.directory),

@@ -524,11 +524,13 @@ class EtcodeApp(App[int]):
         if self._quit_done:
             return
         self._quit_done = True
-        if self.host is not None:
-            self.exit_state = exit_state_of(self.host, self.tool_lines)
-            with contextlib.suppress(Exception):  # closing must never keep the user in the app
-                await self.host.close()
-        self.exit(self.exit_code)
+        try:
+            if self.host is not None:
+                self.exit_state = exit_state_of(self.host, self.tool_lines)
+                with contextlib.suppress(Exception):  # closing must never keep the user in the app
+                    await self.host.close()
+        finally:
+            self.exit(self.exit_code)
 
     def action_toggle_todos(self) -> None:
         if self.todos.todos:

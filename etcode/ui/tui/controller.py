@@ -207,9 +207,11 @@ class AgentHost:
         return report.lines() if report is not None else []
 
     async def close(self) -> None:
-        await self.agent.aclose()
-        if self.store is not None:
-            self.store.close()
+        try:
+            await self.agent.aclose()
+        finally:
+            if self.store is not None:
+                self.store.close()
 
 
 __all__ = ["AgentHost"]
