@@ -467,6 +467,9 @@ class Agent:
 
     # ---- hooks (etcode/extensions): nothing of them is imported when there are none ------
     async def _load_hooks(self, runtime: Runtime, *, resumed: bool) -> None:
+        config = runtime.config
+        if not (config.hook_layers or config.hooks or any(f.kind == "settings" for f in config.files)):
+            return  # no hooks anywhere: nothing to import, no thread to wait for
         from etcode.extensions.hook_set import load_hooks
 
         instance = runtime.instance

@@ -310,7 +310,13 @@ def test_no_hooks_imports_nothing_of_them(project: Path, llm: FakeLLM) -> None:
     llm.script(Reply(text="ok"))
     proc, imported = etcode_imports("run", "hi", cwd=project)
     assert proc.returncode == 0, proc.stderr
-    assert not {"etcode.extensions.hook_interceptor", "etcode.extensions.hook_runner"} & imported
+    hooks = {
+        "etcode.extensions.hook_interceptor",
+        "etcode.extensions.hook_runner",
+        "etcode.extensions.hook_set",
+        "etcode.config.claude_settings",
+    }
+    assert not hooks & imported
     assert "etcode.engine.interception" not in imported
 
 
