@@ -490,7 +490,11 @@ class Agent:
             source="resume" if resumed else "startup",
             state=lambda: self.state,
         )
-        runtime.permission.asker = NotifyingAsker(runtime.permission.asker, self._hooks)
+        from etcode.permission.service import AllowAsker, DenyAsker
+
+        asker = runtime.permission.asker
+        if not isinstance(asker, AllowAsker | DenyAsker):  # those answer at once: nobody waits
+            runtime.permission.asker = NotifyingAsker(asker, self._hooks)
 
     def _interceptors(self) -> tuple[Interceptor, ...]:
         """The run's interceptors: the session's hooks (a Task child's: its tool calls only)."""

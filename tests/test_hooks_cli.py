@@ -474,3 +474,17 @@ def test_a_hook_that_leaves_a_child_holding_its_output_still_blocks(project: Pat
     [hook] = [e for e in json_events(proc) if e["type"] == "hook"]
     assert (hook["outcome"], hook["exit_code"]) == ("blocked", 2)
     assert "no rm here" in tool_results(llm, 1)[0]
+
+
+@pytest.mark.parametrize("flags", [[], ["--yes"]])
+def test_notification_does_not_fire_when_nobody_is_asked(
+    project: Path, llm: FakeLLM, tmp_path: Path, flags: list[str]
+) -> None:
+    write_config(project, llm, permission={"edit": "ask"})
+    marker = tmp_path / "notified"
+    user_hooks(project, {"Notification": on("", f"touch {marker}")})
+    llm.script(Reply(calls=[Call("WriteFile", {"file_path": "a.txt", "content": "x\n"})]), Reply(text="ok"))
+    proc = etcode("run", *flags, "write", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "a.txt").exists() is bool(flags)  # asked: refused, or allowed by --yes
+    assert not marker.exists(), "Notification said a question waits; etcode run answers at once"
