@@ -190,7 +190,9 @@ def walk_hooks(value: JsonValue) -> tuple[list[FoundHook], list[str]]:
                 continue
             for number, entry in enumerate(entries):
                 command = entry.get("command") if isinstance(entry, dict) else None
-                if isinstance(entry, dict) and isinstance(command, str) and command.strip():
+                if isinstance(command, str) and "\0" in command:  # no shell can be given it
+                    problems.append(f"{place}.hooks[{number}].command: contains a NUL character")
+                elif isinstance(entry, dict) and isinstance(command, str) and command.strip():
                     loc: Loc = ("hooks", event, index, "hooks", number)
                     hook = FoundHook(
                         loc,
