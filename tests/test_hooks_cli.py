@@ -488,3 +488,77 @@ def test_notification_does_not_fire_when_nobody_is_asked(
     assert proc.returncode == 0, proc.stderr
     assert (project / "a.txt").exists() is bool(flags)  # asked: refused, or allowed by --yes
     assert not marker.exists(), "Notification said a question waits; etcode run answers at once"
+
+
+def test_claude_code_fields_transcript_permission_mode_and_tool_responses(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """``transcript_path`` (a JSON Lines file of the session so far), ``permission_mode``,
+    ``tool_response`` in Claude Code's shape (Bash ``stdout``, Write ``filePath``), and a
+    PreToolUse ``additionalContext`` that reaches the model with the call's result."""
+    write_config(project, llm)
+    log = tmp_path / "log"
+    log.mkdir()
+    recorder = script(project, "record.py", RECORDER)
+    context = json.dumps(
+        {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "the CI uses bash 5"}}
+    )
+    user_hooks(
+        project,
+        {
+            "PreToolUse": [*on("Bash", f"echo '{context}'"), *on("*", recorder)],
+            "PostToolUse": on("*", recorder),
+            "Stop": on("", recorder),
+        },
+    )
+    llm.script(
+        Reply(
+            calls=[
+                Call("WriteFile", {"file_path": "a.txt", "content": "hi\n"}),
+                Call("Bash", {"command": "echo from-bash"}),
+            ]
+        ),
+        Reply(text="Written."),
+    )
+    proc = etcode("run", "--yes", "--sandbox", "off", "write a.txt", cwd=project, env={"HOOK_LOG": str(log)})
+    assert proc.returncode == 0, proc.stderr
+
+    def read(event: str) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in (log / f"{event}.jsonl").read_text().splitlines()]
+
+    write, bash = read("PostToolUse")
+    assert write["tool_response"]["filePath"] == str(project / "a.txt") and write["tool_response"]["success"]
+    assert "from-bash" in bash["tool_response"]["stdout"] and bash["tool_response"]["interrupted"] is False
+    assert {e["permission_mode"] for e in read("PreToolUse") + read("Stop")} == {"bypassPermissions"}
+    [stop] = read("Stop")
+    lines = [json.loads(line) for line in Path(stop["transcript_path"]).read_text().splitlines()]
+    assert [line["type"] for line in lines][:2] == ["user", "assistant"]
+    assert "write a.txt" in json.dumps(lines[0]) and lines[-1]["message"]["content"] == "Written."
+    assert all(e["transcript_path"] == stop["transcript_path"] for e in read("PreToolUse"))
+    assert "the CI uses bash 5" in tool_results(llm, 1)[1]
+
+
+def test_permission_mode_is_plan_for_the_plan_agent(project: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    write_config(project, llm)
+    log = tmp_path / "log"
+    log.mkdir()
+    user_hooks(project, {"UserPromptSubmit": on("", script(project, "record.py", RECORDER))})
+    llm.script(Reply(text="a plan"))
+    proc = etcode("run", "--agent", "plan", "plan it", cwd=project, env={"HOOK_LOG": str(log)})
+    assert proc.returncode == 0, proc.stderr
+    [event] = [json.loads(line) for line in (log / "UserPromptSubmit.jsonl").read_text().splitlines()]
+    assert event["permission_mode"] == "plan"
+
+
+def test_an_mcp_tool_answers_to_claude_codes_name(project: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    server = Path(__file__).parent / "mcp_servers" / "files_server.py"
+    log = tmp_path / "log"
+    log.mkdir()
+    recorder = script(project, "record.py", RECORDER)
+    write_config(project, llm, mcp={"files": {"command": [PY, str(server)], "timeout": 30000}})
+    user_hooks(project, {"PreToolUse": on("mcp__files__.*", recorder)})
+    llm.script(Reply(calls=[Call("files_read_thing", {})]), Reply(text="ok"))
+    proc = etcode("run", "--yes", "--trust", "read the thing", cwd=project, env={"HOOK_LOG": str(log)})
+    assert proc.returncode == 0, proc.stderr
+    [event] = [json.loads(line) for line in (log / "PreToolUse.jsonl").read_text().splitlines()]
+    assert event["tool_name"] == "mcp__files__read_thing"

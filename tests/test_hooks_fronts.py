@@ -24,7 +24,7 @@ from tests.cli_helpers import etcode
 from tests.fake_llm import Call, FakeLLM, Reply
 from tests.project_support import write_config
 from tests.test_hooks_cli import NO_RM, json_events, on, script, tool_results, user_hooks
-from tests.tui_support import SIZE, make_app, permission_dialog, ready, submit, wait_for
+from tests.tui_support import SIZE, make_app, permission_dialog, ready, run_turn, submit, wait_for
 
 
 # ---- the chat ------------------------------------------------------------------------------
@@ -55,6 +55,34 @@ async def test_chat_shows_hooks_and_notification_runs_while_a_question_waits(
     event = json.loads(told.read_text())
     assert event["hook_event_name"] == "Notification" and "Bash" in event["message"]
     assert (project / "build").is_dir()
+
+
+async def test_chat_clear_ends_and_starts_the_session_and_a_model_switch_does_neither(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """Claude Code's order: ``/clear`` is SessionEnd (clear) then SessionStart (clear); a
+    switch of model goes on in the same session (no SessionEnd, no SessionStart resume)."""
+    order = tmp_path / "order.log"
+    line = "import json,sys; e=json.load(sys.stdin); print(e['hook_event_name'], e.get('source') or e.get('reason'))"
+    logger = f'{sys.executable} -c "{line}" >> {order}'
+    write_config(project, llm)
+    user_hooks(project, {"SessionStart": on("", logger), "SessionEnd": on("", logger)})
+    llm.script(*(Reply(text=f"answer {n}") for n in range(4)))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_turn(pilot, app, "first")
+        await submit(pilot, app, "/model fake/test-model")
+        await run_turn(pilot, app, "second")
+        await submit(pilot, app, "/clear")
+        await run_turn(pilot, app, "third")
+        await app.action_quit()
+    assert order.read_text().splitlines() == [
+        "SessionStart startup",
+        "SessionEnd clear",
+        "SessionStart clear",
+        "SessionEnd other",
+    ]
 
 
 # ---- etcode acp ------------------------------------------------------------------------------
@@ -147,7 +175,7 @@ async def test_session_start_sources_pre_compact_and_session_end(
 
     assert [e["source"] for e in read("SessionStart")] == ["startup", "clear", "compact", "resume"]
     assert [e["trigger"] for e in read("PreCompact")] == ["manual"]
-    assert [e["reason"] for e in read("SessionEnd")] == ["other", "other"]
+    assert [e["reason"] for e in read("SessionEnd")] == ["clear", "other", "other"]
     assert [e["prompt"] for e in read("UserPromptSubmit")] == ["first", "second", "third", "fourth"]
 
 

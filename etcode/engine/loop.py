@@ -356,7 +356,7 @@ class AgentLoop(EventPump):
             for wave in self._waves(plain, calls):
                 if self._abort.is_set():
                     break
-                to_run: list[tuple[int, ToolCallPart]] = []
+                to_run: list[tuple[int, ToolCallPart, list[str]]] = []
                 answers: list[tuple[ToolCallPart, str]] = []
                 aborted = False
                 for index in wave:
@@ -365,17 +365,19 @@ class AgentLoop(EventPump):
                     if decided is None:  # interrupted while a hook ran: this call and the rest are not run
                         aborted = True
                         break
-                    changed, reason, answer = decided
+                    changed, reason, answer, context = decided
                     if reason is not None:
                         answered[index] = self._blocked(call, reason)
                         continue
                     changed = replace(changed)  # its own object: the answer is found by identity
-                    to_run.append((index, changed))
+                    to_run.append((index, changed, context))
                     if answer is not None:
                         answers.append((changed, answer))
                 scheduler = self._scheduler(answers) if answers else plain
-                results = await scheduler.run([call for _, call in to_run], self._abort)
-                for (index, call), result in zip(to_run, results, strict=True):
+                results = await scheduler.run([call for _, call, _ in to_run], self._abort)
+                for (index, call, context), result in zip(to_run, results, strict=True):
+                    if context:  # what the interceptors added for the model (a hook's additionalContext)
+                        result = replace(result, output="\n\n".join([result.output, *context]))
                     answered[index] = await self._unless_aborted(
                         interception.after_tool(interceptors, call, result), result
                     )
