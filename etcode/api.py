@@ -428,7 +428,9 @@ class Agent:
                     if self.parent_session_id is None and end_session:
                         await self._hooks.session_end("other")
                     else:
-                        await self._hooks.drain()
+                        from etcode.extensions.hook_interceptor import SESSION_END_SECONDS
+
+                        await self._hooks.drain(SESSION_END_SECONDS)
                 finally:
                     self._hooks.attach(None)
         finally:  # a SessionEnd that failed or was cancelled still closes the session and runtime
