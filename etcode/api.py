@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack, cast
 
-from etcode.contract.events import Event, SessionStart
+from etcode.contract.events import Event, SessionStart, StepStart
 from etcode.contract.results import AgentResult, LoopLimits
 from etcode.prompt.system import DEFAULT_NAME
 from etcode.provider.spec import CUSTOM_PROVIDER, RetryConfig
@@ -199,6 +199,8 @@ class Agent:
         #: The session's hooks (None: it has none) and what reading them warned of.
         self._hooks: HookInterceptor | None = None
         self._hook_warnings: list[str] = []
+        #: The hooks' state of the agent this one goes on from (``carry_hooks``).
+        self._hooks_carried: tuple[str | None, bool] | None = None
 
     # ---- running -----------------------------------------------------------------
     async def stream(self, task: str) -> AsyncIterator[Event]:
@@ -209,7 +211,10 @@ class Agent:
         runtime = await self._prepare()
         session = self._session
         session.parent_id = self.parent_session_id
-        self.history = await session.begin_turn(task, runtime, self.history)
+        interceptors = self._interceptors()
+        # A prompt that hooks may refuse reaches the title model only once it passed them.
+        title_later = self._hooks is not None and self.parent_session_id is None
+        self.history = await session.begin_turn(task, runtime, self.history, title=not title_later)
         from etcode.wiring.server_window import apply_server_facts
 
         told = await apply_server_facts(runtime, session.window)  # the server's window, at most 0.3 s
@@ -220,7 +225,7 @@ class Agent:
             task,
             recorder=session.recorder,
             window=session.window,
-            interceptors=self._interceptors(),
+            interceptors=interceptors,
         )
         self._current = loop
         if self._stop_requested:  # interrupted while the run was being set up
@@ -237,6 +242,9 @@ class Agent:
             ]:
                 yield warning
             async for event in loop.events():
+                if title_later and isinstance(event, StepStart):
+                    title_later = False
+                    await session.title_turn(task, runtime)
                 yield event
             await session.end_turn()
         finally:
@@ -329,7 +337,7 @@ class Agent:
 
     def reset(self) -> None:
         """Forget the conversation and the todos (tools and settings stay): a new batch."""
-        self._hooks_source("clear")
+        self._hooks_cleared()
         self.history = self._session.clear(self.history, keep_system=False)
         self.state = {}
         self._session.install(self.state)
@@ -352,7 +360,7 @@ class Agent:
         """Start a new batch with no history (``/clear``). The system prompt and tools are
         sent with every request anyway; ``keep_system`` keeps the announcements of tools
         added during the session, so the model still knows them."""
-        self._hooks_source("clear")
+        self._hooks_cleared()
         self.history = self._session.clear(self.history, keep_system)
 
     async def undo(self, *, force: bool = False) -> list[str]:
@@ -422,20 +430,28 @@ class Agent:
         child._runtime = await build_runtime(child, parent=parent, make_child=child.make_child)
         return child
 
-    async def aclose(self) -> None:
-        if self._hooks is not None:  # SessionEnd (the session's own, not a Task child's)
-            self._hooks.attach(self.on_event)
+    async def aclose(self, *, end_session: bool = True) -> None:
+        """Close the session and the runtime, after ``SessionEnd`` (``end_session=False``:
+        the session goes on in another agent, see :meth:`carry_hooks`)."""
+        try:
+            if self._hooks is not None:  # SessionEnd (the session's own, not a Task child's)
+                self._hooks.attach(self.on_event)
+                try:
+                    if self.parent_session_id is None and end_session:
+                        await self._hooks.session_end("other")
+                    else:
+                        from etcode.extensions.hook_interceptor import SESSION_END_SECONDS
+
+                        await self._hooks.drain(SESSION_END_SECONDS)
+                finally:
+                    self._hooks.attach(None)
+        finally:  # a SessionEnd that failed or was cancelled still closes the session and runtime
             try:
-                if self.parent_session_id is None:
-                    await self._hooks.session_end("other")
-                else:
-                    await self._hooks.drain()
+                await self._session.aclose()
             finally:
-                self._hooks.attach(None)
-        await self._session.aclose()
-        if self._runtime is not None:
-            await self._runtime.aclose()
-            self._runtime = None
+                if self._runtime is not None:
+                    runtime, self._runtime = self._runtime, None
+                    await runtime.aclose()
 
     async def prepare(self) -> None:
         """Build the runtime (config, model, tools, prompt, MCP servers) and load a stored
@@ -469,6 +485,9 @@ class Agent:
 
     # ---- hooks (etcode/extensions): nothing of them is imported when there are none ------
     async def _load_hooks(self, runtime: Runtime, *, resumed: bool) -> None:
+        config = runtime.config
+        if not (config.hook_layers or config.hooks or any(f.kind == "settings" for f in config.files)):
+            return  # no hooks anywhere: nothing to import, no thread to wait for
         from etcode.extensions.hook_set import load_hooks
 
         instance = runtime.instance
@@ -478,6 +497,7 @@ class Agent:
         if not hooks:
             return
         from etcode.extensions.hook_interceptor import HookInterceptor, NotifyingAsker
+        from etcode.util.paths import data_dir
         from etcode.wiring.runs import shell_env
 
         self._hooks = HookInterceptor(
@@ -488,8 +508,18 @@ class Agent:
             shell_env=shell_env(runtime),
             source="resume" if resumed else "startup",
             state=lambda: self.state,
+            permission_mode=self._permission_mode,
+            transcript=self._transcript,
+            transcript_path=data_dir() / "transcripts" / f"{self.session_id}.jsonl",
         )
-        runtime.permission.asker = NotifyingAsker(runtime.permission.asker, self._hooks)
+        if self._hooks_carried is not None:
+            self._hooks.source, self._hooks.started = self._hooks_carried
+        hooks.alias = self._claude_alias
+        from etcode.permission.service import AllowAsker, DenyAsker
+
+        asker = runtime.permission.asker
+        if not isinstance(asker, AllowAsker | DenyAsker):  # those answer at once: nobody waits
+            runtime.permission.asker = NotifyingAsker(asker, self._hooks)
 
     def _interceptors(self) -> tuple[Interceptor, ...]:
         """The run's interceptors: the session's hooks (a Task child's: its tool calls only)."""
@@ -509,9 +539,44 @@ class Agent:
         warnings, self._hook_warnings = self._hook_warnings, []
         return [WarningEvent(text) for text in warnings]
 
-    def _hooks_source(self, source: str) -> None:
-        if self._hooks is not None:
-            self._hooks.source = source
+    def _hooks_cleared(self) -> None:
+        if self._hooks is not None:  # SessionEnd (clear) now, SessionStart (clear) with the next turn
+            self._hooks.cleared()
+
+    def carry_hooks(self, other: Agent) -> None:
+        """This agent goes on with ``other``'s session (the chat's switch of model or agent,
+        ``other`` closed with ``end_session=False``): its hooks neither end nor start it."""
+        if other._hooks is not None:
+            self._hooks_carried = (other._hooks.source, other._hooks.started)
+
+    def _permission_mode(self) -> str:
+        """Claude Code's ``permission_mode`` for hooks: ``plan`` for the plan agent,
+        ``bypassPermissions`` with ``--yes``, else ``default``."""
+        runtime = self._runtime
+        if runtime is None:
+            return "default"
+        if runtime.agent_name == "plan":
+            return "plan"
+        from etcode.permission.service import AllowAsker
+
+        asker = runtime.permission.asker
+        asker = getattr(asker, "inner", asker)
+        return "bypassPermissions" if isinstance(asker, AllowAsker) else "default"
+
+    def _transcript(self) -> list[Message]:
+        """The session's messages so far (the running turn's, during a run)."""
+        running = getattr(self._current, "messages", None)
+        return list(running) if isinstance(running, list) else list(self.history)
+
+    def _claude_alias(self, name: str) -> str | None:
+        """Claude Code's name of an MCP tool (``mcp__<server>__<tool>``), else None."""
+        runtime = self._runtime
+        tool = runtime.tools.get(name) if runtime is not None else None
+        if tool is None or type(tool).__name__ != "McpTool":
+            return None
+        from etcode.mcp.tool import McpTool
+
+        return f"mcp__{tool.server.name}__{tool.remote_name}" if isinstance(tool, McpTool) else None
 
 
 _AGENT_KEYWORDS = [

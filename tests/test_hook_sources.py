@@ -354,3 +354,13 @@ def test_claude_project_dir_is_the_folder_of_the_settings_files_claude_folder(
     hooks, _ = load_hooks(config, sub, repo)
     dirs = {c.command: project_dir(c, repo) for c in hooks.commands_for("Stop")}
     assert dirs == {"user": repo, "etcode": repo, "web": sub}
+
+
+def test_a_command_with_a_nul_character_is_one_warning(repo: Path, isolated_env: Path) -> None:
+    path = write_json(
+        isolated_env / ".claude" / "settings.json",
+        {"hooks": {"PreToolUse": [hook("echo a\u0000b"), hook("fine")]}},
+    )
+    hooks, warnings = loaded(repo, repo)
+    assert [c[0] for c in commands(hooks, "PreToolUse")] == ["fine"]
+    assert warnings == [f"{path}: hooks.PreToolUse[0].hooks[0].command: contains a NUL character (left out)"]

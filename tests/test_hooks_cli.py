@@ -310,7 +310,13 @@ def test_no_hooks_imports_nothing_of_them(project: Path, llm: FakeLLM) -> None:
     llm.script(Reply(text="ok"))
     proc, imported = etcode_imports("run", "hi", cwd=project)
     assert proc.returncode == 0, proc.stderr
-    assert not {"etcode.extensions.hook_interceptor", "etcode.extensions.hook_runner"} & imported
+    hooks = {
+        "etcode.extensions.hook_interceptor",
+        "etcode.extensions.hook_runner",
+        "etcode.extensions.hook_set",
+        "etcode.config.claude_settings",
+    }
+    assert not hooks & imported
     assert "etcode.engine.interception" not in imported
 
 
@@ -352,3 +358,207 @@ def test_continue_false_ends_the_run_with_the_stop_reason(project: Path, llm: Fa
     events = json_events(proc)
     assert any(e["type"] == "stopped" and e["message"] == "build is broken: fix CI first" for e in events)
     assert events[-1]["stop_reason"] == "blocked"
+
+
+# ---- review fixes ---------------------------------------------------------------------------
+def test_an_allow_goes_with_its_call_not_with_a_repeated_call_id(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm, permission={"edit": "ask"})
+    decide = script(
+        project,
+        "decide.py",
+        "import json, sys\n"
+        "event = json.load(sys.stdin)\n"
+        "if event['tool_input']['file_path'].endswith('a.txt'):\n"
+        "    print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse',\n"
+        "                                             'permissionDecision': 'allow'}}))\n",
+    )
+    user_hooks(project, {"PreToolUse": on("Write", decide)})
+    llm.script(
+        Reply(
+            calls=[  # the model repeats an id: b.txt's hook says nothing, so b.txt is asked (refused)
+                Call("WriteFile", {"file_path": "a.txt", "content": "x\n"}, id="call_1"),
+                Call("WriteFile", {"file_path": "b.txt", "content": "y\n"}, id="call_1"),
+            ]
+        ),
+        Reply(text="ok"),
+    )
+    proc = etcode("run", "write", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "a.txt").exists()
+    assert not (project / "b.txt").exists(), "a.txt's allow answered b.txt's question"
+
+
+def test_pre_and_post_tool_use_run_around_each_call_that_writes(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    write_config(project, llm)
+    log = tmp_path / "order.log"
+    logger = script(
+        project,
+        "order.py",
+        "import json, os, sys\n"
+        "event = json.load(sys.stdin)\n"
+        "name = os.path.basename(event['tool_input']['file_path'])\n"
+        "there = os.path.exists(event['tool_input']['file_path'])\n"
+        f"open({str(log)!r}, 'a').write(f\"{{event['hook_event_name']}} {{name}} {{there}}\\n\")\n",
+    )
+    user_hooks(project, {"PreToolUse": on("Write", logger), "PostToolUse": on("Write", logger)})
+    llm.script(
+        Reply(
+            calls=[
+                Call("WriteFile", {"file_path": "a.txt", "content": "x\n"}),
+                Call("WriteFile", {"file_path": "b.txt", "content": "y\n"}),
+            ]
+        ),
+        Reply(text="ok"),
+    )
+    proc = etcode("run", "--yes", "write", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert log.read_text().splitlines() == [
+        "PreToolUse a.txt False",
+        "PostToolUse a.txt True",
+        "PreToolUse b.txt False",
+        "PostToolUse b.txt True",
+    ]
+
+
+def test_a_blocked_prompt_never_reaches_the_title_model_nor_the_session(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm, small_model="fake/test-model")
+    user_hooks(project, {"UserPromptSubmit": on("", "echo 'no secrets' >&2; exit 2")})
+    llm.script(Reply(text="A title"), Reply(text="never"))
+    proc = etcode("run", "my password is hunter2", cwd=project)
+    assert proc.returncode == 1
+    assert not [r for r in llm.requests if "hunter2" in json.dumps(r.body)]
+    listed = etcode("sessions", "list", cwd=project)
+    assert listed.returncode == 0, listed.stderr
+    assert "hunter2" not in listed.stdout + listed.stderr
+
+
+def test_a_passed_prompt_still_titles_the_session(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm, small_model="fake/test-model")
+    user_hooks(project, {"UserPromptSubmit": on("", "exit 0")})
+    llm.script(*(Reply(text="Fixing the parser") for _ in range(2)))
+    proc = etcode("run", "fix the parser please", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert any("fix the parser please" in json.dumps(r.body) for r in llm.requests)
+    listed = etcode("sessions", "list", cwd=project)
+    assert "Fixing the parser" in listed.stdout, listed.stdout
+
+
+def test_a_workflow_prompt_blocked_is_not_sent_on_continue(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    guard = script(
+        project,
+        "guard.py",
+        "import json, sys\n"
+        "if 'hunter2' in json.load(sys.stdin)['prompt']:\n"
+        "    print('no secrets', file=sys.stderr); sys.exit(2)\n",
+    )
+    user_hooks(project, {"UserPromptSubmit": on("", guard)})
+    llm.script(*(Reply(text="fine") for _ in range(8)))
+    assert etcode("run", "--agent", "workflow", "my password is hunter2", cwd=project).returncode == 1
+    etcode("run", "--agent", "workflow", "--continue", "hello", cwd=project)
+    assert llm.requests, "the second prompt reached the model"
+    assert not [r for r in llm.requests if "hunter2" in json.dumps(r.body)]
+
+
+def test_a_hook_that_leaves_a_child_holding_its_output_still_blocks(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    (project / "keep.txt").write_text("x", encoding="utf-8")
+    held = "sleep 300 & echo 'no rm here' >&2; exit 2"  # the sleep holds stdout/stderr open
+    user_hooks(project, {"PreToolUse": on("Bash", held, timeout=30)})
+    llm.script(Reply(calls=[Call("Bash", {"command": "rm keep.txt"})]), Reply(text="ok"))
+    proc = etcode("run", "--yes", "--sandbox", "off", "--format", "json", "go", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "keep.txt").exists()
+    [hook] = [e for e in json_events(proc) if e["type"] == "hook"]
+    assert (hook["outcome"], hook["exit_code"]) == ("blocked", 2)
+    assert "no rm here" in tool_results(llm, 1)[0]
+
+
+@pytest.mark.parametrize("flags", [[], ["--yes"]])
+def test_notification_does_not_fire_when_nobody_is_asked(
+    project: Path, llm: FakeLLM, tmp_path: Path, flags: list[str]
+) -> None:
+    write_config(project, llm, permission={"edit": "ask"})
+    marker = tmp_path / "notified"
+    user_hooks(project, {"Notification": on("", f"touch {marker}")})
+    llm.script(Reply(calls=[Call("WriteFile", {"file_path": "a.txt", "content": "x\n"})]), Reply(text="ok"))
+    proc = etcode("run", *flags, "write", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "a.txt").exists() is bool(flags)  # asked: refused, or allowed by --yes
+    assert not marker.exists(), "Notification said a question waits; etcode run answers at once"
+
+
+def test_claude_code_fields_transcript_permission_mode_and_tool_responses(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """``transcript_path`` (a JSON Lines file of the session so far), ``permission_mode``,
+    ``tool_response`` in Claude Code's shape (Bash ``stdout``, Write ``filePath``), and a
+    PreToolUse ``additionalContext`` that reaches the model with the call's result."""
+    write_config(project, llm)
+    log = tmp_path / "log"
+    log.mkdir()
+    recorder = script(project, "record.py", RECORDER)
+    context = json.dumps(
+        {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "the CI uses bash 5"}}
+    )
+    user_hooks(
+        project,
+        {
+            "PreToolUse": [*on("Bash", f"echo '{context}'"), *on("*", recorder)],
+            "PostToolUse": on("*", recorder),
+            "Stop": on("", recorder),
+        },
+    )
+    llm.script(
+        Reply(
+            calls=[
+                Call("WriteFile", {"file_path": "a.txt", "content": "hi\n"}),
+                Call("Bash", {"command": "echo from-bash"}),
+            ]
+        ),
+        Reply(text="Written."),
+    )
+    proc = etcode("run", "--yes", "--sandbox", "off", "write a.txt", cwd=project, env={"HOOK_LOG": str(log)})
+    assert proc.returncode == 0, proc.stderr
+
+    def read(event: str) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in (log / f"{event}.jsonl").read_text().splitlines()]
+
+    write, bash = read("PostToolUse")
+    assert write["tool_response"]["filePath"] == str(project / "a.txt") and write["tool_response"]["success"]
+    assert "from-bash" in bash["tool_response"]["stdout"] and bash["tool_response"]["interrupted"] is False
+    assert {e["permission_mode"] for e in read("PreToolUse") + read("Stop")} == {"bypassPermissions"}
+    [stop] = read("Stop")
+    lines = [json.loads(line) for line in Path(stop["transcript_path"]).read_text().splitlines()]
+    assert [line["type"] for line in lines][:2] == ["user", "assistant"]
+    assert "write a.txt" in json.dumps(lines[0]) and lines[-1]["message"]["content"] == "Written."
+    assert all(e["transcript_path"] == stop["transcript_path"] for e in read("PreToolUse"))
+    assert "the CI uses bash 5" in tool_results(llm, 1)[1]
+
+
+def test_permission_mode_is_plan_for_the_plan_agent(project: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    write_config(project, llm)
+    log = tmp_path / "log"
+    log.mkdir()
+    user_hooks(project, {"UserPromptSubmit": on("", script(project, "record.py", RECORDER))})
+    llm.script(Reply(text="a plan"))
+    proc = etcode("run", "--agent", "plan", "plan it", cwd=project, env={"HOOK_LOG": str(log)})
+    assert proc.returncode == 0, proc.stderr
+    [event] = [json.loads(line) for line in (log / "UserPromptSubmit.jsonl").read_text().splitlines()]
+    assert event["permission_mode"] == "plan"
+
+
+def test_an_mcp_tool_answers_to_claude_codes_name(project: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    server = Path(__file__).parent / "mcp_servers" / "files_server.py"
+    log = tmp_path / "log"
+    log.mkdir()
+    recorder = script(project, "record.py", RECORDER)
+    write_config(project, llm, mcp={"files": {"command": [PY, str(server)], "timeout": 30000}})
+    user_hooks(project, {"PreToolUse": on("mcp__files__.*", recorder)})
+    llm.script(Reply(calls=[Call("files_read_thing", {})]), Reply(text="ok"))
+    proc = etcode("run", "--yes", "--trust", "read the thing", cwd=project, env={"HOOK_LOG": str(log)})
+    assert proc.returncode == 0, proc.stderr
+    [event] = [json.loads(line) for line in (log / "PreToolUse.jsonl").read_text().splitlines()]
+    assert event["tool_name"] == "mcp__files__read_thing"

@@ -24,7 +24,7 @@ from tests.cli_helpers import etcode
 from tests.fake_llm import Call, FakeLLM, Reply
 from tests.project_support import write_config
 from tests.test_hooks_cli import NO_RM, json_events, on, script, tool_results, user_hooks
-from tests.tui_support import SIZE, make_app, permission_dialog, ready, submit, wait_for
+from tests.tui_support import SIZE, make_app, permission_dialog, ready, run_turn, submit, wait_for
 
 
 # ---- the chat ------------------------------------------------------------------------------
@@ -55,6 +55,34 @@ async def test_chat_shows_hooks_and_notification_runs_while_a_question_waits(
     event = json.loads(told.read_text())
     assert event["hook_event_name"] == "Notification" and "Bash" in event["message"]
     assert (project / "build").is_dir()
+
+
+async def test_chat_clear_ends_and_starts_the_session_and_a_model_switch_does_neither(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """Claude Code's order: ``/clear`` is SessionEnd (clear) then SessionStart (clear); a
+    switch of model goes on in the same session (no SessionEnd, no SessionStart resume)."""
+    order = tmp_path / "order.log"
+    line = "import json,sys; e=json.load(sys.stdin); print(e['hook_event_name'], e.get('source') or e.get('reason'))"
+    logger = f'{sys.executable} -c "{line}" >> {order}'
+    write_config(project, llm)
+    user_hooks(project, {"SessionStart": on("", logger), "SessionEnd": on("", logger)})
+    llm.script(*(Reply(text=f"answer {n}") for n in range(4)))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_turn(pilot, app, "first")
+        await submit(pilot, app, "/model fake/test-model")
+        await run_turn(pilot, app, "second")
+        await submit(pilot, app, "/clear")
+        await run_turn(pilot, app, "third")
+        await app.action_quit()
+    assert order.read_text().splitlines() == [
+        "SessionStart startup",
+        "SessionEnd clear",
+        "SessionStart clear",
+        "SessionEnd other",
+    ]
 
 
 # ---- etcode acp ------------------------------------------------------------------------------
@@ -147,7 +175,7 @@ async def test_session_start_sources_pre_compact_and_session_end(
 
     assert [e["source"] for e in read("SessionStart")] == ["startup", "clear", "compact", "resume"]
     assert [e["trigger"] for e in read("PreCompact")] == ["manual"]
-    assert [e["reason"] for e in read("SessionEnd")] == ["other", "other"]
+    assert [e["reason"] for e in read("SessionEnd")] == ["clear", "other", "other"]
     assert [e["prompt"] for e in read("UserPromptSubmit")] == ["first", "second", "third", "fourth"]
 
 
@@ -170,10 +198,16 @@ async def test_runner_kills_the_group_at_the_timeout(tmp_path: Path) -> None:
 
 async def test_runner_kills_what_a_finished_hook_left_running(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    command = HookCommand(f"sleep 300 > /dev/null 2>&1 & echo $! > {pid_file}; exit 0", timeout=30)
-    outcome = await asyncio.wait_for(run_hook(command, {}, cwd=tmp_path, env=dict(os.environ)), 30)
-    assert outcome.exit_code == 0
+    # The child keeps the hook's stdout and stderr open: the hook's own exit still decides.
+    command = HookCommand(f"sleep 300 & echo $! > {pid_file}; echo said >&2; exit 2", timeout=60)
+    outcome = await asyncio.wait_for(run_hook(command, {}, cwd=tmp_path, env=dict(os.environ)), 50)
+    assert (outcome.exit_code, outcome.timed_out, outcome.stderr) == (2, False, "said\n")
     assert not _alive(int(pid_file.read_text()))
+
+
+async def test_runner_a_command_with_a_nul_byte_is_a_failed_hook(tmp_path: Path) -> None:
+    outcome = await run_hook(HookCommand("echo a\0b"), {}, cwd=tmp_path, env=dict(os.environ))
+    assert outcome.exit_code is None and "could not start" in outcome.error
 
 
 async def test_runner_caps_output_and_reads_stdin_json(tmp_path: Path) -> None:
@@ -335,3 +369,143 @@ async def test_an_interrupt_does_not_wait_for_a_slow_hook(
     assert result.stop_reason == "interrupted"
     assert len(llm.requests) == 1
     assert not _alive(int(pid_file.read_text()))
+
+
+async def _interrupted_while_hook_hangs(
+    project: Path, llm: FakeLLM, tmp_path: Path, event: str, *, agent: str | None = None, first: str = ""
+) -> tuple[str, list[Any]]:
+    """Run ``task`` with an ``event`` hook that hangs; interrupt once it started. The run's
+    stop reason and its events (far under the hook's 250 s: an interrupt never waits)."""
+    from etcode import Agent
+
+    started = tmp_path / f"{event}.started"
+    user_hooks(project, {event: on("", f"touch {started}; sleep 300", timeout=250)})
+    chosen = Agent(directory=project, store=False, **({"agent": agent} if agent else {}))
+
+    async def interrupt_when_started() -> None:
+        while not started.exists():
+            await asyncio.sleep(0.02)
+        chosen.interrupt()
+
+    if first:  # a turn before (something to compact)
+        await chosen.arun(first)
+    watcher = asyncio.ensure_future(interrupt_when_started())
+    try:
+        events = await asyncio.wait_for(_collect(chosen, "go"), 60)
+    finally:
+        watcher.cancel()
+        await chosen.aclose()
+    assert chosen.last_result is not None
+    return chosen.last_result.stop_reason, events
+
+
+async def _collect(agent: Any, task: str) -> list[Any]:
+    return [event async for event in agent.stream(task)]
+
+
+async def test_an_interrupted_stop_hook_ends_the_run_as_interrupted(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    write_config(project, llm)
+    llm.script(Reply(text="the answer"), Reply(text="unused"))
+    reason, _ = await _interrupted_while_hook_hangs(project, llm, tmp_path, "Stop")
+    assert reason == "interrupted"
+    assert len(llm.requests) == 1
+
+
+async def test_an_interrupted_pre_compact_hook_does_not_hold_the_run(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    from tests.fake_llm import Fault
+
+    write_config(project, llm)
+    too_long = (
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."
+    )
+    llm.script(
+        Reply(text="first answer"),
+        Fault(status=400, body=too_long),
+        Reply(text="## Goal\nsummary"),
+        Reply(text="unused"),
+    )
+    reason, _ = await _interrupted_while_hook_hangs(project, llm, tmp_path, "PreCompact", first="hello")
+    assert reason == "interrupted"
+    assert len(llm.requests) == 2  # no summary was asked for after the interrupt
+
+
+async def test_an_interrupted_prompt_hook_of_the_workflow_does_not_hold_the_run(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    write_config(project, llm)
+    reason, _ = await _interrupted_while_hook_hangs(
+        project, llm, tmp_path, "UserPromptSubmit", agent="workflow"
+    )
+    assert reason == "interrupted"
+    assert llm.requests == []
+
+
+async def test_session_end_is_capped_so_closing_never_hangs(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    from etcode import Agent
+    from etcode.extensions.hook_interceptor import SESSION_END_SECONDS
+
+    write_config(project, llm)
+    pid_file = tmp_path / "pid"
+    user_hooks(project, {"SessionEnd": on("", f"sleep 300 & echo $! > {pid_file}; wait", timeout=250)})
+    llm.script(Reply(text="ok"))
+    agent = Agent(directory=project, store=False)
+    await agent.arun("hi")
+    assert SESSION_END_SECONDS * 10 < 250
+    await asyncio.wait_for(agent.aclose(), SESSION_END_SECONDS * 10)  # not the hook's 250 s
+    assert not _alive(int(pid_file.read_text()))
+
+
+async def test_a_cancelled_session_end_still_stops_the_mcp_servers(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    import signal
+
+    from etcode import Agent
+
+    server = Path(__file__).parent / "mcp_servers" / "files_server.py"
+    marker = tmp_path / "ended"
+    tag = f"TAG{os.getpid()}"
+    write_config(project, llm)
+    folder = Path(os.environ["XDG_CONFIG_HOME"]) / "etcode"
+    folder.mkdir(parents=True, exist_ok=True)
+    user = {
+        "hooks": {"SessionEnd": on("", f"touch {marker}; sleep 100", timeout=100)},
+        "mcp": {"files": {"type": "local", "command": [sys.executable, str(server), tag], "timeout": 30000}},
+    }
+    (folder / "etcode.json").write_text(json.dumps(user), encoding="utf-8")
+    llm.script(Reply(text="ok"))
+
+    def servers() -> list[int]:
+        found = []
+        for entry in os.listdir("/proc"):
+            try:
+                line = Path(f"/proc/{entry}/cmdline").read_bytes() if entry.isdigit() else b""
+            except OSError:
+                continue
+            if tag.encode() in line and b"files_server" in line:
+                found.append(int(entry))
+        return found
+
+    agent = Agent(directory=project, store=False)
+    try:
+        await agent.arun("hi")
+        assert servers(), "the MCP server did not start"
+        closing = asyncio.ensure_future(agent.aclose())
+        while not marker.exists():  # SessionEnd runs: cancel the close there (a Ctrl+C)
+            await asyncio.sleep(0.02)
+        closing.cancel()
+        await asyncio.gather(closing, return_exceptions=True)
+        for _ in range(300):
+            if not servers():
+                break
+            await asyncio.sleep(0.1)
+        assert not servers(), "a cancelled SessionEnd skipped closing the runtime"
+    finally:
+        for pid in servers():
+            os.kill(pid, signal.SIGKILL)

@@ -54,6 +54,7 @@ def test_an_untrusted_projects_hooks_are_refused(repo: Path, llm: FakeLLM) -> No
     assert "  - hooks.PreToolUse[0].hooks[0].command runs `touch hooked`" in lines
     assert lines.index(f"{path}:") > lines.index(f"{config}:")
     assert "--trust" in lines[-1] and "Traceback" not in proc.stderr and proc.stdout == ""
+    assert "not the scripts its hooks run" in proc.stderr  # what an approval covers
 
 
 def test_trust_runs_and_a_changed_file_asks_again(repo: Path, llm: FakeLLM) -> None:

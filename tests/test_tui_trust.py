@@ -195,3 +195,45 @@ async def test_a_projects_hooks_are_listed_and_left_out_without_trust(
         hooks, warnings = load_hooks(app.config, folder, folder)
     assert [c.command for c in hooks.commands_for("PreToolUse", "Bash")] == ["my-guard"]
     assert warnings == [] and not TrustStore().path.exists()
+
+
+async def test_a_hook_added_while_the_dialog_waits_is_asked_about_again(
+    tmp_path: Path, llm: FakeLLM, quick_guard: None
+) -> None:
+    """ "Continue without" reloads the files: a hook written into them while the dialog
+    waited was never shown, so the dialog comes again, and it is not in force unasked."""
+    import json
+
+    from etcode.extensions.hook_set import load_hooks
+
+    folder = tmp_path / "cloned"
+    folder.mkdir()
+    subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=30)
+    write_config(folder, llm)
+    settings = folder / ".claude" / "settings.json"
+    settings.parent.mkdir()
+
+    def write(*commands: str) -> None:
+        groups = [{"matcher": "*", "hooks": [{"type": "command", "command": c}]} for c in commands]
+        settings.write_text(json.dumps({"hooks": {"PreToolUse": groups}}), encoding="utf-8")
+
+    write("first-hook")
+    app = make_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        first = await trust_dialog(pilot, app)
+        write("first-hook", "added-later")
+        await pilot.press("2")
+        again = await wait_for(
+            pilot,
+            lambda: (
+                app.screen
+                if isinstance(app.screen, TrustScreen) and app.screen is not first and app.screen.armed
+                else None
+            ),
+            what="the dialog again",
+        )
+        assert "added-later" in str(again.query_one("#trust-details Static").render())
+        await pilot.press("2")
+        await ready(pilot, app)
+        hooks, _ = load_hooks(app.config, folder, folder)
+    assert hooks.commands_for("PreToolUse", "Bash") == []

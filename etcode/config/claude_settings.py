@@ -1,7 +1,9 @@
 """Claude Code's settings files, read for their hooks (issue 28): ``.claude/settings.json``
 and ``.claude/settings.local.json`` in the worktree root and every folder down to the
 working directory (the project's, outermost first), and ``~/.claude/settings.json`` (the
-user's; ``$CLAUDE_CONFIG_DIR/settings.json`` when that is set).
+user's; ``$CLAUDE_CONFIG_DIR/settings.json`` when that is set). Which of them exist is the
+config loader's question (``config/loader.claude_settings_paths``: plain ``os.path`` calls);
+this module is imported only when one does.
 
 Only ``hooks`` and ``disableAllHooks`` are kept (Claude Code's other keys mean nothing to
 etcode). A file that cannot be read never stops a start: it is kept with its ``problem``
@@ -23,42 +25,9 @@ from etcode.config.raw import ConfigFile, Loc, drop_keys
 from etcode.util.errors import ConfigError
 from etcode.util.json_types import JsonObject, JsonValue
 
-SETTINGS_NAMES = ("settings.json", "settings.local.json")
 KEPT_KEYS = ("hooks", "disableAllHooks")
 #: A settings file larger than this is not read (a cloned project's file is read before it is trusted).
 MAX_BYTES = 4 << 20
-
-
-def user_settings_file(env: Mapping[str, str]) -> Path:
-    """``$CLAUDE_CONFIG_DIR/settings.json``, else ``~/.claude/settings.json`` (``$HOME``)."""
-    folder = env.get("CLAUDE_CONFIG_DIR", "")
-    if folder:
-        return Path(folder).expanduser() / "settings.json"
-    home = env.get("HOME")
-    return (Path(home) if home else Path.home()) / ".claude" / "settings.json"
-
-
-def project_settings_files(directory: Path, worktree: Path) -> list[Path]:
-    """The project's settings files that exist, outermost folder first, ``settings.json``
-    before ``settings.local.json`` in each (``directory`` alone when it is not inside
-    ``worktree``). Plain ``os.path`` calls: this runs at every start, mostly to find nothing."""
-    here, top = str(directory), str(worktree)
-    folders = [here]
-    while here != top:
-        parent = os.path.dirname(here)
-        if parent == here:  # the worktree is not above: the directory alone
-            folders = [str(directory)]
-            break
-        here = parent
-        folders.append(here)
-    found: list[Path] = []
-    for folder in reversed(folders):
-        claude = os.path.join(folder, ".claude")
-        if os.path.isdir(claude):
-            found.extend(
-                Path(claude, name) for name in SETTINGS_NAMES if os.path.isfile(os.path.join(claude, name))
-            )
-    return found
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -109,19 +78,16 @@ def read_settings(path: Path, project: bool, root: Path, dropped: Sequence[Loc] 
 
 
 def settings_files(
-    directory: Path,
+    candidates: Sequence[tuple[Path, bool]],
     worktree: Path,
-    env: Mapping[str, str],
     without: Mapping[Path, Sequence[Loc]] | None = None,
 ) -> list[ConfigFile]:
-    """The user's settings file then the project's, each that exists and sets ``hooks`` or
-    ``disableAllHooks`` (or could not be read). The user's file found inside the project
-    (etcode started in the home folder) stays the user's."""
-    user = user_settings_file(env)
+    """The settings files of ``candidates`` (``(path, project)``, the user's first:
+    ``config/loader.claude_settings_paths``) that set ``hooks`` or ``disableAllHooks`` (or
+    could not be read). The user's file found inside the project (etcode started in the
+    home folder) stays the user's."""
     found: list[ConfigFile] = []
     seen: set[Path] = set()
-    candidates = [(user, False)] if user.is_file() else []
-    candidates += [(path, True) for path in project_settings_files(directory, worktree)]
     for path, project in candidates:
         key = path.resolve()
         if key in seen:

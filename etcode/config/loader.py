@@ -24,7 +24,6 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from etcode.config.claude_settings import settings_files
 from etcode.config.jsonc import parse_jsonc
 from etcode.config.raw import ConfigFile, Loc, drop_keys
 from etcode.config.schema import Config, key_path, validate
@@ -307,7 +306,11 @@ def load_config(
         project = path.resolve() not in users
         files.append(ConfigFile(path, project, raw, digest, worktree))
         apply(_prepare(raw, path, env), str(path), project)
-    files.extend(settings_files(directory, worktree, env, without))
+    claude_files = claude_settings_paths(directory, worktree, env)
+    if claude_files:  # read only when one exists (most projects have none)
+        from etcode.config.claude_settings import settings_files
+
+        files.extend(settings_files(claude_files, worktree, without))
     for var, layer in env_layers(env):
         apply(layer, var)
     debug = env_debug(env)
@@ -326,3 +329,49 @@ def load_config(
     config._folders = (directory, worktree)
     config._without = {Path(path): list(locs) for path, locs in (without or {}).items()}
     return config
+
+
+# ---- Claude Code's settings files (issue 28: their hooks) --------------------------------
+CLAUDE_SETTINGS_NAMES = ("settings.json", "settings.local.json")
+
+
+def user_settings_file(env: Mapping[str, str]) -> Path:
+    """``$CLAUDE_CONFIG_DIR/settings.json``, else ``~/.claude/settings.json`` (``$HOME``)."""
+    folder = env.get("CLAUDE_CONFIG_DIR", "")
+    if folder:
+        return Path(folder).expanduser() / "settings.json"
+    home = env.get("HOME")
+    return (Path(home) if home else Path.home()) / ".claude" / "settings.json"
+
+
+def claude_settings_paths(directory: Path, worktree: Path, env: Mapping[str, str]) -> list[tuple[Path, bool]]:
+    """Claude Code's settings files that exist, as ``(path, project)``: the user's, then the
+    project's (read for their hooks by ``config/claude_settings.py``)."""
+    user = user_settings_file(env)
+    found = [(user, False)] if os.path.isfile(user) else []
+    return found + [(path, True) for path in project_settings_files(directory, worktree)]
+
+
+def project_settings_files(directory: Path, worktree: Path) -> list[Path]:
+    """The project's settings files that exist, outermost folder first, ``settings.json``
+    before ``settings.local.json`` in each (``directory`` alone when it is not inside
+    ``worktree``). Plain ``os.path`` calls: this runs at every start, mostly to find nothing."""
+    here, top = str(directory), str(worktree)
+    folders = [here]
+    while here != top:
+        parent = os.path.dirname(here)
+        if parent == here:  # the worktree is not above: the directory alone
+            folders = [str(directory)]
+            break
+        here = parent
+        folders.append(here)
+    found: list[Path] = []
+    for folder in reversed(folders):
+        claude = os.path.join(folder, ".claude")
+        if os.path.isdir(claude):
+            found.extend(
+                Path(claude, name)
+                for name in CLAUDE_SETTINGS_NAMES
+                if os.path.isfile(os.path.join(claude, name))
+            )
+    return found

@@ -48,6 +48,12 @@ def describe(findings: Sequence[Finding]) -> list[str]:
     return lines
 
 
+#: Said with a project's hooks: what their approval covers.
+HOOKS_NOTE = (
+    "(an approval covers the file's text, not the scripts its hooks run: those may change later unasked)"
+)
+
+
 class UntrustedConfigError(ConfigError):
     """A project file's risky settings were not approved (exit code 1)."""
 
@@ -57,4 +63,5 @@ class UntrustedConfigError(ConfigError):
         head = (
             f"untrusted project config {join_names(files)}: it would send your keys elsewhere or run programs"
         )
-        super().__init__("\n".join([head, *describe(findings), how]))
+        notes = [HOOKS_NOTE] if any(f.key.startswith("hooks.") for f in findings) else []
+        super().__init__("\n".join([head, *describe(findings), *notes, how]))

@@ -69,6 +69,8 @@ class Decision:
     reason: str = ""
     arguments: JsonObject | None = None
     permission: Literal["allow", "ask"] | None = None
+    #: Context for the model, added to the call's result (a hook's ``additionalContext``).
+    context: str = ""
 
     @classmethod
     def proceed(cls) -> Decision:
@@ -181,16 +183,17 @@ async def before_tool(
     interceptors: tuple[Interceptor, ...], call: ToolCallPart
 ) -> tuple[ToolCallPart, str | None]:
     """The call to run (its arguments replaced as decided), or the reason it is blocked."""
-    call, reason, _ = await decide_tool(interceptors, call)
+    call, reason, _, _ = await decide_tool(interceptors, call)
     return call, reason
 
 
 async def decide_tool(
     interceptors: tuple[Interceptor, ...], call: ToolCallPart
-) -> tuple[ToolCallPart, str | None, Literal["allow", "ask"] | None]:
+) -> tuple[ToolCallPart, str | None, Literal["allow", "ask"] | None, list[str]]:
     """:func:`before_tool`, with the permission answer decided in advance (``ask`` from any
-    interceptor wins over ``allow``)."""
+    interceptor wins over ``allow``) and the context the interceptors add to its result."""
     permission: Literal["allow", "ask"] | None = None
+    context: list[str] = []
     for item in interceptors:
         try:
             decision = await item.before_tool(call)
@@ -199,12 +202,14 @@ async def decide_tool(
         except Exception as err:
             raise InterceptorError(item, f"before_tool ({call.name})", err) from err
         if decision.action == "block":
-            return call, decision.reason, None
+            return call, decision.reason, None, []
         if decision.action == "replace" and decision.arguments is not None:
             call = replace(call, arguments=json.dumps(decision.arguments))
         if decision.permission is not None and permission != "ask":
             permission = decision.permission
-    return call, None, permission
+        if decision.context:
+            context.append(decision.context)
+    return call, None, permission, context
 
 
 async def after_tool(

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Coroutine
+from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 from etcode.contract import events as ev
@@ -76,8 +77,6 @@ class AgentLoop(EventPump):
         self._record = SafeRecorder(settings.recorder, self.emit)
         #: An interceptor that failed while tools ran (raised once every call has a result).
         self._intercept_error: InterceptorError | StopRun | None = None
-        #: Permission answers interceptors gave in advance, per call id (``allow``/``ask``).
-        self._pre_answers: dict[str, str] = {}
 
     # ---- control -----------------------------------------------------------------
     def interrupt(self) -> None:
@@ -142,6 +141,8 @@ class AgentLoop(EventPump):
                 reason = await self._unless_aborted(
                     interception.before_stop(interceptors, continued > 0), None
                 )
+                if self._abort.is_set():  # interrupted (or timed out) while a Stop hook ran
+                    return self._abort_reason(deadline)
                 if not reason:
                     return stop_reason
                 continued += 1
@@ -338,46 +339,72 @@ class AgentLoop(EventPump):
         return await self._scheduler().run(calls, self._abort)
 
     async def _run_intercepted(self, calls: list[ToolCallPart]) -> list[ToolResultPart]:
-        """The calls through ``before_tool``, the scheduler and ``after_tool``. An
-        interceptor that fails stops it: the calls not answered yet get "not run"."""
+        """The calls as the scheduler's waves, each through ``before_tool``, its run and
+        ``after_tool``: a call that is not read-only is a wave of its own (its hooks run just
+        before and after it, as Claude Code's ``PreToolUse`` → call → ``PostToolUse``); a
+        run of read-only calls is decided together, runs concurrently, then is followed up.
+        An interceptor's permission answer goes with its call (never by id: ids come from
+        the model and may repeat). An interceptor that fails stops it: the calls not
+        answered yet get "not run"."""
         from etcode.engine import interception
         from etcode.engine.interception import InterceptorError, StopRun
 
         interceptors = self.settings.interceptors
-        scheduler = self._scheduler()
-        answered: dict[str, ToolResultPart] = {}
+        plain = self._scheduler()
+        answered: list[ToolResultPart | None] = [None] * len(calls)
         try:
-            to_run: list[ToolCallPart] = []
-            for call in calls:
-                decided = await self._unless_aborted(interception.decide_tool(interceptors, call), None)
-                if decided is None:  # interrupted while a hook ran: this call and the rest are not run
+            for wave in self._waves(plain, calls):
+                if self._abort.is_set():
                     break
-                changed, reason, answer = decided
-                if reason is None:
-                    to_run.append(changed)
+                to_run: list[tuple[int, ToolCallPart, list[str]]] = []
+                answers: list[tuple[ToolCallPart, str]] = []
+                aborted = False
+                for index in wave:
+                    call = calls[index]
+                    decided = await self._unless_aborted(interception.decide_tool(interceptors, call), None)
+                    if decided is None:  # interrupted while a hook ran: this call and the rest are not run
+                        aborted = True
+                        break
+                    changed, reason, answer, context = decided
+                    if reason is not None:
+                        answered[index] = self._blocked(call, reason)
+                        continue
+                    changed = replace(changed)  # its own object: the answer is found by identity
+                    to_run.append((index, changed, context))
                     if answer is not None:
-                        self._pre_answers[call.id] = answer
-                else:
-                    answered[call.id] = self._blocked(call, reason)
-            for result in await scheduler.run(to_run, self._abort):
-                answered[result.call_id] = result
-            for call in to_run:
-                if call.id in answered:
-                    result = answered[call.id]
-                    answered[call.id] = await self._unless_aborted(
+                        answers.append((changed, answer))
+                scheduler = self._scheduler(answers) if answers else plain
+                results = await scheduler.run([call for _, call, _ in to_run], self._abort)
+                for (index, call, context), result in zip(to_run, results, strict=True):
+                    if context:  # what the interceptors added for the model (a hook's additionalContext)
+                        result = replace(result, output="\n\n".join([result.output, *context]))
+                    answered[index] = await self._unless_aborted(
                         interception.after_tool(interceptors, call, result), result
                     )
+                if aborted:
+                    break
         except (InterceptorError, StopRun) as err:
             self._intercept_error = err
-        finally:
-            for call in calls:
-                self._pre_answers.pop(call.id, None)
         note = "Not run: " + (str(self._intercept_error) if self._intercept_error else "the turn ended.")
         return [
-            answered.get(call.id)
-            or ToolResultPart(call.id, call.name, note, is_error=True, summary="Not run")
-            for call in calls
+            result or ToolResultPart(call.id, call.name, note, is_error=True, summary="Not run")
+            for call, result in zip(calls, answered, strict=True)
         ]
+
+    @staticmethod
+    def _waves(scheduler: ToolScheduler, calls: list[ToolCallPart]) -> list[list[int]]:
+        """The scheduler's waves as positions in ``calls``: runs of read-only calls, and
+        each other call alone."""
+        waves: list[list[int]] = []
+        last_read_only = False
+        for index, call in enumerate(calls):
+            read_only = scheduler.call_is_read_only(call)
+            if read_only and last_read_only:
+                waves[-1].append(index)
+            else:
+                waves.append([index])
+            last_read_only = read_only
+        return waves
 
     async def _unless_aborted(self, work: Coroutine[object, object, T], aborted: T) -> T:
         """``work`` (an interceptor's: a hook may take long), given up when the run is
@@ -410,7 +437,9 @@ class AgentLoop(EventPump):
         self.emit(ev.ToolResultEvent(call.id, call.name, True, output, output))
         return ToolResultPart(call.id, call.name, output, is_error=True, summary="Blocked")
 
-    def _scheduler(self) -> ToolScheduler:
+    def _scheduler(self, answers: list[tuple[ToolCallPart, str]] | None = None) -> ToolScheduler:
+        """The scheduler of a step's calls; ``answers`` are the permission answers
+        interceptors gave in advance (``allow``/``ask``), each with its call object."""
         s = self.settings
 
         def make_context(call: ToolCallPart) -> ToolContext:
@@ -419,7 +448,7 @@ class AgentLoop(EventPump):
             ) -> None:
                 # The call asking goes with the question (an editor shows it on that call).
                 asked: JsonObject = {"call_id": call.id, **(metadata or {})}
-                answer = self._pre_answers.get(call.id)
+                answer = next((a for c, a in answers or () if c is call), None)
                 if answer is not None:  # an interceptor's answer in advance (hooks)
                     asked["pre_answer"] = answer
                 await s.check_permission(permission, patterns, asked)
@@ -509,7 +538,9 @@ class AgentLoop(EventPump):
         if s.interceptors:
             from etcode.engine import interception
 
-            await interception.before_compact(s.interceptors, reason)
+            await self._unless_aborted(interception.before_compact(s.interceptors, reason), None)
+            if self._abort.is_set():
+                return False
 
         async def store(result: CompactionResult) -> None:
             await self._record(lambda recorder: recorder.batch_started(result.messages, reason))

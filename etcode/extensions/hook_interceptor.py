@@ -39,6 +39,11 @@ if TYPE_CHECKING:
 _WRITE_TOOLS = ("WriteFile", "Edit")
 #: The arguments that name a file or folder (made absolute for hooks).
 _PATH_KEYS = ("file_path", "path", "notebook_path")
+#: How long ``SessionEnd`` (and the notifications still running then) may hold up the end of a
+#: session, whatever their own time limit: quitting must not hang on them.
+SESSION_END_SECONDS = 5.0
+#: The events before whose hooks the transcript file is written again (once a turn or so).
+_TRANSCRIPT_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
 #: The events whose plain stdout (exit 0) is context for the model.
 _CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
 
@@ -69,6 +74,9 @@ class HookInterceptor:
         shell_env: ShellEnvPolicy | None,
         source: str | None = "startup",
         state: Callable[[], dict[str, object]] = dict,
+        permission_mode: Callable[[], str] = lambda: "default",
+        transcript: Callable[[], list[Message]] | None = None,
+        transcript_path: Path | None = None,
     ) -> None:
         self.hooks = hooks
         self.session_id = session_id
@@ -78,11 +86,19 @@ class HookInterceptor:
         self.source = source
         #: The session's tool state (its undo recorder: what a hook leaves in a file it is told).
         self.state = state
+        #: Claude Code's ``permission_mode`` of the turn at hand (``default``, ``plan``,
+        #: ``bypassPermissions``).
+        self.permission_mode = permission_mode
+        #: The session's messages so far, written to ``transcript_path`` (JSON Lines) before
+        #: the hooks of a turn's events (not before each tool call's: see ``_TRANSCRIPT_EVENTS``).
+        self.transcript = transcript
+        self.transcript_path = transcript_path
         #: A turn ran since the session (re)started: ``SessionEnd`` is due at the end.
         self.started = False
         self._emit: Callable[[Event], None] | None = None
         self._pending: list[Event] = []
-        self._background: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[object]] = set()
+        self._ending: asyncio.Task[object] | None = None
 
     # ---- the run's event sink ---------------------------------------------------------
     def attach(self, emit: Callable[[Event], None] | None) -> None:
@@ -101,6 +117,9 @@ class HookInterceptor:
 
     # ---- the interceptor --------------------------------------------------------------
     async def before_turn(self, prompt: Message) -> Message:
+        ending, self._ending = self._ending, None
+        if ending is not None:  # ``/clear``'s SessionEnd comes before this turn's SessionStart
+            await asyncio.gather(ending, return_exceptions=True)
         context: list[str] = []
         self.started = True
         if self.source is not None:
@@ -124,7 +143,7 @@ class HookInterceptor:
         verdict = await self._event(
             "PreToolUse",
             {
-                "tool_name": claude_name(call.name),
+                "tool_name": self.hooks.claude_name(call.name),
                 "tool_input": self._absolute(arguments),
                 "tool_use_id": call.id,
             },
@@ -135,11 +154,17 @@ class HookInterceptor:
             raise StopRun(verdict.stop)
         if verdict.block:
             return Decision.block("\n".join(verdict.block))
+        context = "\n\n".join(verdict.context)
         if verdict.arguments is not None:
             return Decision(
-                "replace", arguments={**arguments, **verdict.arguments}, permission=verdict.permission
+                "replace",
+                arguments={**arguments, **verdict.arguments},
+                permission=verdict.permission,
+                context=context,
             )
-        return Decision(permission=verdict.permission) if verdict.permission else PROCEED
+        if verdict.permission or context:
+            return Decision(permission=verdict.permission, context=context)
+        return PROCEED
 
     async def after_tool(self, call: ToolCallPart, result: ToolResultPart) -> ToolResultPart:
         if result.is_error or not self.hooks.commands_for("PostToolUse", call.name):
@@ -147,9 +172,9 @@ class HookInterceptor:
         verdict = await self._event(
             "PostToolUse",
             {
-                "tool_name": claude_name(call.name),
+                "tool_name": self.hooks.claude_name(call.name),
                 "tool_input": self._absolute(_arguments(call)),
-                "tool_response": {"output": result.output, "success": True},
+                "tool_response": self._response(call, result),
                 "tool_use_id": call.id,
             },
             subject=call.name,
@@ -165,6 +190,20 @@ class HookInterceptor:
 
     async def after_turn(self, result: AgentResult) -> None:
         return None
+
+    def _response(self, call: ToolCallPart, result: ToolResultPart) -> JsonObject:
+        """``tool_response`` in Claude Code's shape where etcode has it (Bash: ``stdout``,
+        ``stderr``, ``interrupted``; Write/Edit: ``filePath``); always ``output``, ``success``."""
+        response: JsonObject = {"output": result.output, "success": True}
+        data = result.data or {}
+        if call.name == "Bash":  # etcode's Bash reads stderr into stdout, as a terminal shows them
+            response.update(stdout=result.output, stderr="", interrupted=bool(data.get("interrupted")))
+            response["isImage"] = False
+        elif call.name in _WRITE_TOOLS:
+            path = self._absolute(_arguments(call)).get("file_path")
+            if isinstance(path, str):
+                response["filePath"] = path
+        return response
 
     async def before_stop(self, active: bool) -> str | None:
         verdict = await self._event("Stop", {"stop_hook_active": active})
@@ -183,28 +222,52 @@ class HookInterceptor:
     async def session_end(self, reason: str) -> None:
         """``SessionEnd`` (after the notifications still running: all bounded), when a turn
         ran; a later turn starts the session again (``SessionStart`` with ``resume``)."""
-        await self.drain()
+        await self.drain(SESSION_END_SECONDS)
         if not self.started:
             return
         self.started = False
         self.source = "resume"
-        await self._event("SessionEnd", {"reason": reason})
+        await self._event("SessionEnd", {"reason": reason}, cap=SESSION_END_SECONDS)
 
     def notify(self, message: str) -> None:
         """``Notification``, in the background (awaited by :meth:`drain`)."""
         if not self.hooks.commands_for("Notification"):
             return
-        task = asyncio.ensure_future(self._notify(message))
+        task: asyncio.Task[object] = asyncio.ensure_future(self._notify(message))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
     async def _notify(self, message: str) -> None:
         await self._event("Notification", {"message": message})
 
-    async def drain(self) -> None:
-        """Wait for the background hooks (each ends at its own time limit)."""
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+    def cleared(self) -> None:
+        """``/clear``: ``SessionEnd`` (reason ``clear``) now, in the background when a loop
+        runs (awaited before the next turn's hooks), and ``SessionStart`` (``clear``) with
+        the next turn."""
+        self.source = "clear"
+        if not self.started:
+            return
+        self.started = False
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a plain ``agent.clear()`` from ordinary code): no SessionEnd now
+            return
+        ending = self._event("SessionEnd", {"reason": "clear"}, cap=SESSION_END_SECONDS)
+        task: asyncio.Task[object] = asyncio.ensure_future(ending)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        self._ending = task
+
+    async def drain(self, seconds: float | None = None) -> None:
+        """Wait for the background hooks (each ends at its own time limit; those still
+        running after ``seconds`` are stopped, their process groups killed)."""
+        if not self._background:
+            return
+        running = set(self._background)
+        _, late = await asyncio.wait(running, timeout=seconds)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
 
     # ---- running and reading hooks --------------------------------------------------------
     async def _event(
@@ -214,13 +277,18 @@ class HookInterceptor:
         *,
         subject: str | None = None,
         call: ToolCallPart | None = None,
+        cap: float | None = None,
     ) -> Verdict:
         commands = self.hooks.commands_for(event, subject)
         if not commands:
             return Verdict()
+        if cap is not None:  # a shorter limit than the hooks' own (SessionEnd)
+            commands = [replace(c, timeout=min(c.timeout, cap)) for c in commands]
         payload: JsonObject = {
             "session_id": self.session_id,
+            "transcript_path": await self._transcript(event),
             "cwd": str(self.directory),
+            "permission_mode": self.permission_mode(),
             "hook_event_name": event,
             **fields,
         }
@@ -229,6 +297,17 @@ class HookInterceptor:
         for outcome in outcomes:
             self._show(_read(event, outcome, verdict, call))
         return verdict
+
+    async def _transcript(self, event: str) -> str:
+        """``transcript_path``: the session's messages as JSON Lines, written before the hooks
+        of a turn's events; a tool call's hooks get the file as the turn started."""
+        path = self.transcript_path
+        if path is None or self.transcript is None:
+            return ""
+        if event in _TRANSCRIPT_EVENTS or not path.exists():
+            messages = list(self.transcript())
+            await asyncio.to_thread(_write_transcript, path, messages)
+        return str(path)
 
     async def _run(self, command: HookCommand, payload: JsonObject) -> HookOutcome:
         from etcode.security.shell_env import ShellEnvPolicy
@@ -272,6 +351,28 @@ class NotifyingAsker:
         what = request.tool or request.permission
         self.hooks.notify(f"etcode needs your permission to use {what}")
         return await self.inner.ask(request)
+
+
+def _write_transcript(path: Path, messages: list[Message]) -> None:
+    """The messages as JSON Lines (``{"type": role, "message": <OpenAI Chat message>}``),
+    in a folder only the user can read; a failure leaves the file as it was."""
+    import json
+    import os
+
+    from etcode.provider.chat_client import messages_to_openai
+
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lines = [
+            json.dumps({"type": item.get("role"), "message": item}) + "\n"
+            for item in messages_to_openai(messages)
+        ]
+        temporary = path.with_suffix(".tmp")
+        with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+            out.writelines(lines)
+        os.replace(temporary, path)
+    except (OSError, ValueError, TypeError):
+        pass
 
 
 def claude_name(tool: str) -> str:

@@ -2,6 +2,10 @@
 on stdin, the same environment as a Bash call (``ShellEnvPolicy``), as the user (hooks are
 the user's own code: never sandboxed), in its own process group that is killed at its time
 limit and at the end, whatever it left running. Output is capped; nothing blocks the loop.
+
+A hook is done when its own process exits (its output read for a short grace after); a child
+that left the group (``setsid``, a daemon) is beyond the group kill and keeps running: the
+group is the contract, as for Bash calls.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ from etcode.util.process_group import close_pipes, group_alive, kill_group, star
 
 #: What is kept of a hook's stdout and of its stderr (the rest is read and dropped).
 OUTPUT_CAP = 64 * 1024
+#: How long the output a hook wrote just before it exited may take to be read (the pipes stay
+#: open while a child it left running holds them; that child is killed with the group).
+_READ_GRACE = 0.5
 #: How long the end of a group may take to disappear once killed.
 _REAP_SECONDS = 5.0
 #: Programs whose first argument (a script) names the hook better than they do.
@@ -90,22 +97,42 @@ async def run_hook(
         )
     except OSError as failed:
         return HookOutcome(command, None, error=f"could not start: {failed.strerror or failed}")
+    except ValueError as failed:  # a NUL byte in the command line or the environment
+        return HookOutcome(command, None, error=f"could not start: {failed}")
+    out, err = bytearray(), bytearray()
+    feeding = asyncio.ensure_future(_feed(proc, data))
+    readers = [
+        asyncio.ensure_future(_read_capped(proc.stdout, out)),
+        asyncio.ensure_future(_read_capped(proc.stderr, err)),
+    ]
     try:
-        feeding = asyncio.ensure_future(_feed(proc, data))
-        reading = asyncio.gather(_read_capped(proc.stdout), _read_capped(proc.stderr), proc.wait())
+        # The hook's own exit decides, not the end of its output: a child it left running
+        # (`sleep 30 &`) may hold the pipes open; it goes with the group below.
         try:
-            out, err, code = await asyncio.wait_for(reading, command.timeout)
+            code = await asyncio.wait_for(_exit_code(proc), command.timeout)
         except TimeoutError:
-            kill_group(proc.pid)
             return HookOutcome(command, None, timed_out=True, error=f"timed out after {command.timeout:g} s")
-        finally:
-            feeding.cancel()
+        await asyncio.wait(readers, timeout=_READ_GRACE)  # what it wrote just before it ended
         stdout = out.decode(errors="replace")
         return HookOutcome(command, code, stdout, err.decode(errors="replace"), _json_object(stdout))
     finally:
+        feeding.cancel()
         kill_group(proc.pid)  # whatever it left running (a `sleep &`) goes with it
+        for reader in readers:
+            reader.cancel()
+        await asyncio.gather(*readers, return_exceptions=True)
         await _reap(proc)
         close_pipes(proc)
+
+
+async def _exit_code(proc: asyncio.subprocess.Process) -> int:
+    """The hook's exit code as soon as it exits (``proc.wait()`` also waits for the end of its
+    output pipes, which a child it left behind may hold open)."""
+    pause = 0.001
+    while proc.returncode is None:
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.02)
+    return proc.returncode
 
 
 async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
@@ -120,15 +147,13 @@ async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
         stdin.close()
 
 
-async def _read_capped(stream: asyncio.StreamReader | None) -> bytes:
-    """Everything the hook writes, keeping the first :data:`OUTPUT_CAP` bytes."""
+async def _read_capped(stream: asyncio.StreamReader | None, kept: bytearray) -> None:
+    """Everything the hook writes, keeping the first :data:`OUTPUT_CAP` bytes in ``kept``."""
     if stream is None:
-        return b""
-    kept = bytearray()
+        return
     while chunk := await stream.read(65536):
         if len(kept) < OUTPUT_CAP:
             kept += chunk[: OUTPUT_CAP - len(kept)]
-    return bytes(kept)
 
 
 async def _reap(proc: asyncio.subprocess.Process) -> None:

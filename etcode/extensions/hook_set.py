@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,6 +70,10 @@ class HookSet:
     """Every hook in force, per event, in the order they were found (user's files first)."""
 
     by_event: dict[str, list[HookMatcher]] = field(default_factory=dict)
+    #: Claude Code's name of a tool etcode names otherwise, beyond :data:`CLAUDE_TOOL_NAMES`
+    #: (an MCP tool ``<server>_<tool>`` is ``mcp__<server>__<tool>``): set by whoever knows
+    #: the session's tools.
+    alias: Callable[[str], str | None] | None = None
 
     def __bool__(self) -> bool:
         return any(self.by_event.values())
@@ -80,13 +84,22 @@ class HookSet:
         if subject is None:
             names: tuple[str, ...] = ()
         else:
-            names = tool_names(subject) if event in TOOL_EVENTS else (subject,)
+            names = self.tool_names(subject) if event in TOOL_EVENTS else (subject,)
         found: dict[str, HookCommand] = {}  # Claude Code runs an identical command line once
         for matcher in self.by_event.get(event, []):
             if subject is None or matches(matcher.matcher, names):
                 for command in matcher.commands:
                     found.setdefault(command.command, command)
         return list(found.values())
+
+    def tool_names(self, name: str) -> tuple[str, ...]:
+        """The names a tool answers to in a matcher: etcode's and Claude Code's."""
+        return tool_names(name, self.alias(name) if self.alias is not None else None)
+
+    def claude_name(self, name: str) -> str:
+        """A tool's name as Claude Code's hooks know it (``WriteFile`` → ``Write``, an MCP
+        tool ``mcp__<server>__<tool>``)."""
+        return self.tool_names(name)[-1]
 
 
 def project_dir(command: HookCommand, worktree: Path) -> Path:
@@ -100,11 +113,11 @@ def project_dir(command: HookCommand, worktree: Path) -> Path:
     return worktree
 
 
-def tool_names(name: str) -> tuple[str, ...]:
+def tool_names(name: str, alias: str | None = None) -> tuple[str, ...]:
     """The names a tool answers to in a matcher: etcode's and Claude Code's (``WriteFile``,
-    ``Write``)."""
-    alias = CLAUDE_TOOL_NAMES.get(name)
-    return (name, alias) if alias else (name,)
+    ``Write``; ``alias`` when given), Claude Code's last."""
+    alias = alias or CLAUDE_TOOL_NAMES.get(name)
+    return (name, alias) if alias and alias != name else (name,)
 
 
 #: A matcher of only these characters lists exact names (``Write|Edit``); any other is a regex.
@@ -190,7 +203,9 @@ def walk_hooks(value: JsonValue) -> tuple[list[FoundHook], list[str]]:
                 continue
             for number, entry in enumerate(entries):
                 command = entry.get("command") if isinstance(entry, dict) else None
-                if isinstance(entry, dict) and isinstance(command, str) and command.strip():
+                if isinstance(command, str) and "\0" in command:  # no shell can be given it
+                    problems.append(f"{place}.hooks[{number}].command: contains a NUL character")
+                elif isinstance(entry, dict) and isinstance(command, str) and command.strip():
                     loc: Loc = ("hooks", event, index, "hooks", number)
                     hook = FoundHook(
                         loc,

@@ -151,6 +151,8 @@ class AgentSession:
         self._creating: asyncio.Future[None] | None = None
         self._title_task: asyncio.Task[None] | None = None
         self._first_task = ""
+        #: A new session whose title waits for its hooks to pass the prompt (``title_turn``).
+        self._title_due = False
         self._meta: dict[str, str] = {}
         self._project: tuple[str, Path] | None = None
         #: The session that started this one (a Task subagent's parent), stored as parent_id.
@@ -277,9 +279,12 @@ class AgentSession:
         self._created = True
 
     # ---- turns -------------------------------------------------------------------------
-    async def begin_turn(self, task: str, runtime: Runtime, history: list[Message]) -> list[Message]:
+    async def begin_turn(
+        self, task: str, runtime: Runtime, history: list[Message], *, title: bool = True
+    ) -> list[Message]:
         """Start a turn: number it, title a new session, add pending tool announcements.
-        Returns the history to run with."""
+        Returns the history to run with. ``title=False`` (a run whose hooks may still refuse
+        the prompt) leaves the title to :meth:`title_turn`, called once the prompt passed."""
         await self.flush()
         if self._project is None:
             self._project = (runtime.instance.project_id, runtime.instance.directory)
@@ -288,9 +293,11 @@ class AgentSession:
         self.snapshots.turn = self.recorder.turn
         meta = {"agent": runtime.agent_name, "model": runtime.spec.full_id}
         if not self._created:
-            self._first_task = task
             self._meta = meta
-            self._start_title(runtime, task)
+            self._title_due = not title
+            if title:
+                self._first_task = task
+                self._start_title(runtime, task)
         elif self.info is not None and (self.info.agent, self.info.model) != (meta["agent"], meta["model"]):
             store = self.store
             if store is not None:
@@ -300,6 +307,20 @@ class AgentSession:
             history = [*history, *self._pending_tools]
             self._pending_tools = []
         return history
+
+    async def title_turn(self, task: str, runtime: Runtime) -> None:
+        """Title a new session from ``task`` now that its hooks let it run (``begin_turn``
+        with ``title=False``): neither the small model nor the session's row saw it before."""
+        if not self._title_due:
+            return
+        self._title_due = False
+        self._first_task = task
+        if self._created and self.store is not None and not runtime.config.small_model:
+            title = title_from_text(task)
+            await self.store.call(self.store.update_session, self.session_id, title=title)
+            if self.info is not None:
+                self.info.title = title
+        self._start_title(runtime, task)
 
     async def end_turn(self) -> None:
         """Let a title still being made finish (briefly)."""

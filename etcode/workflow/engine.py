@@ -18,6 +18,7 @@ role turns' model calls count in the session's usage and cost (``_RoleRecorder``
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -118,6 +119,7 @@ class WorkflowRun(EventPump):
         self._steps = 0
         self._current: AgentLoop | None = None
         self._interrupted = False
+        self._abort = asyncio.Event()
         self._deadline = time.monotonic() + base.limits.timeout if base.limits.timeout else None
         self._record = SafeRecorder(base.recorder, self.emit)
         self._partial_text = ""
@@ -130,6 +132,7 @@ class WorkflowRun(EventPump):
     # ---- the Run surface ------------------------------------------------------------
     def interrupt(self) -> None:
         self._interrupted = True
+        self._abort.set()
         if self._current is not None:
             self._current.interrupt()
 
@@ -140,7 +143,11 @@ class WorkflowRun(EventPump):
         try:
             if self.base.interceptors:
                 interception.attach(self.base.interceptors, self.emit)
-                await self._intercept_prompt()
+                try:
+                    await self._intercept_prompt()
+                except StopRun:
+                    self.messages.pop()  # a blocked prompt is not kept (nor sent on --continue)
+                    raise
             await self._checkpoint()
             text, todos = await self._cycles()
         except InterceptorError as err:
@@ -183,7 +190,21 @@ class WorkflowRun(EventPump):
 
     # ---- interception: the turn hooks once, for the user's turn ------------------------
     async def _intercept_prompt(self) -> None:
-        prompt = await interception.before_turn(self.base.interceptors, self.messages[-1])
+        """``before_turn``, given up (its hook killed) when the run is interrupted or its
+        time runs out: the run then stops as it would have."""
+        work = asyncio.ensure_future(interception.before_turn(self.base.interceptors, self.messages[-1]))
+        stop = asyncio.ensure_future(self._abort.wait())
+        remaining = None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+        try:
+            await asyncio.wait({work, stop}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not work.done():
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
+        if work.cancelled():
+            raise _Stop("interrupted" if self._interrupted else "timeout")
+        prompt = work.result()
         self.messages[-1] = prompt
         self.task = prompt.text
 

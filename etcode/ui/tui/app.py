@@ -247,6 +247,12 @@ class EtcodeApp(App[int]):
             if self.config is None:
                 self._agent_failed = True
                 return
+            from etcode.trust.project import untrusted
+
+            if await asyncio.to_thread(untrusted, self.config):  # changed while the dialog waited
+                self.config = None
+                await self._start_agent()  # asks again about what the files hold now
+                return
             left_out = ", ".join(dict.fromkeys(f.key for f in found))
             await self.conversation.add_notice(
                 f"warning: not trusted, left out for this session: {left_out}", "warning"
@@ -526,11 +532,13 @@ class EtcodeApp(App[int]):
         if self._quit_done:
             return
         self._quit_done = True
-        if self.host is not None:
-            self.exit_state = exit_state_of(self.host, self.tool_lines)
-            with contextlib.suppress(Exception):  # closing must never keep the user in the app
-                await self.host.close()
-        self.exit(self.exit_code)
+        try:
+            if self.host is not None:
+                self.exit_state = exit_state_of(self.host, self.tool_lines)
+                with contextlib.suppress(Exception):  # closing must never keep the user in the app
+                    await self.host.close()
+        finally:
+            self.exit(self.exit_code)
 
     def action_toggle_todos(self) -> None:
         if self.todos.todos:

@@ -120,8 +120,9 @@ class AgentHost:
     async def _reconfigure(self) -> None:
         """Apply a new model or agent from the next turn on, in the same session."""
         old = self.agent
-        await old.aclose()  # flushes the session; the runtime is rebuilt on the next turn
+        await old.aclose(end_session=False)  # flushes the session; the runtime is rebuilt on the next turn
         self.agent = self.make_agent(session_id=old.session_id)  # reloads the stored session
+        self.agent.carry_hooks(old)  # the same session: no SessionEnd, no SessionStart (resume)
 
     async def switch_model(self, model: str) -> str:
         """Use ``model`` (provider/model) from the next turn on; returns its full id."""
@@ -229,9 +230,11 @@ class AgentHost:
         return report.lines() if report is not None else []
 
     async def close(self) -> None:
-        await self.agent.aclose()
-        if self.store is not None:
-            self.store.close()
+        try:
+            await self.agent.aclose()
+        finally:
+            if self.store is not None:
+                self.store.close()
 
 
 __all__ = ["AgentHost"]

@@ -88,6 +88,10 @@ class TrustScreen(GuardedModal[TrustAnswer]):
         with Vertical(id="trust-dialog"):
             yield Static(Text(title(self.findings), style="bold"), id="trust-title")
             yield Static(Text(INTRO, style="dim"))
+            if any(f.key.startswith("hooks.") for f in self.findings):
+                from etcode.config.trust import HOOKS_NOTE
+
+                yield Static(Text(HOOKS_NOTE, style="dim"))
             with VerticalScroll(id="trust-details", can_focus=False):
                 yield Static(Text("\n".join(describe(self.findings))), markup=False)
             with Horizontal(id="trust-buttons"):
