@@ -92,6 +92,8 @@ class Agent:
       model request; one the provider does not accept is an error before any request.
     - ``skills``: skill folders of your own (each a ``SKILL.md`` folder or a folder of them),
       besides the project's and the user's (:func:`etcode.discover_skills` lists them all).
+    - ``commands``: a task ``/name args`` naming a custom command runs its prompt (as
+      ``etcode run /name args``); ``False`` sends every task as it is.
 
     Successive runs continue the same conversation (``reset()`` starts over). ``run`` returns
     the result from ordinary code and an awaitable inside ``async`` code; ``run_sync``,
@@ -149,6 +151,7 @@ class Agent:
         on_event: Callable[[Event], None] | None = None,
         trust: bool | None = False,
         skills: Iterable[str | Path] | None = None,
+        commands: bool = True,
         **llm_kwargs: JsonValue,
     ) -> None:
         _check_keywords(llm_kwargs)
@@ -179,6 +182,9 @@ class Agent:
         self.provider = provider
         self.asker = asker
         self.trust = trust
+        #: A task ``/name args`` naming a custom command runs the command's prompt (the front
+        #: ends expand commands themselves, with their agent and model: they pass False).
+        self.commands = commands
         self.history: list[Message] = []
         from etcode.wiring.agent_session import AgentSession
 
@@ -209,6 +215,9 @@ class Agent:
 
         self._stop_requested = False
         runtime = await self._prepare()
+        command_warnings: list[Event] = []
+        if self.commands and task.lstrip().startswith("/"):  # only then are command files read
+            task, command_warnings = await self._command_task(task, runtime)
         session = self._session
         session.parent_id = self.parent_session_id
         interceptors = self._interceptors()
@@ -239,6 +248,7 @@ class Agent:
                 *session.take_warnings(),
                 *told,
                 *self._take_hook_warnings(),
+                *command_warnings,
             ]:
                 yield warning
             async for event in loop.events():
@@ -530,6 +540,24 @@ class Agent:
         from etcode.engine.interception import tool_calls_only
 
         return tool_calls_only((self._hooks,))
+
+    async def _command_task(self, task: str, runtime: Runtime) -> tuple[str, list[Event]]:
+        """``task`` as a custom command's prompt when it names one (``/name args``), with a
+        warning per file left out or setting not followed; else ``task`` as it is."""
+        from etcode.contract.events import WarningEvent
+        from etcode.wiring.command_task import command_task
+
+        found = await command_task(
+            task,
+            runtime.instance.directory,
+            runtime.instance.worktree,
+            trusted=runtime.config.trusted,
+            agent=runtime.agent_name,
+            model=runtime.spec.full_id,
+        )
+        if found is None:
+            return task, []
+        return found.prompt, [WarningEvent(warning) for warning in found.warnings]
 
     def _take_hook_warnings(self) -> list[Event]:
         if not self._hook_warnings:

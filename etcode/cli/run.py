@@ -181,6 +181,7 @@ async def _run_agent(
         continue_last=options.continue_last,
         fork=options.fork,
         trust=None,  # checked above (_check_trust)
+        commands=False,  # expanded above (_custom_command), with the command's agent and model
     )
     if options.max_steps is not None:
         from etcode.contract.results import LoopLimits

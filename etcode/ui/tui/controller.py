@@ -66,6 +66,7 @@ class AgentHost:
             asker=self.asker,
             directory=self.directory,
             trust=None,  # the chat and ACP ask about the project's config themselves
+            commands=False,  # they expand custom commands themselves (with agent and model)
             continue_last=continue_last,
             fork=fork,
             session_id=session_id,
