@@ -31,6 +31,7 @@ def test_command_table_matches_the_issue() -> None:
         "compact",
         "undo",
         "export",
+        "skills",
         "exit",
     ]
 
