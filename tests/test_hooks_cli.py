@@ -225,6 +225,7 @@ def test_user_prompt_submit_and_session_start_context_reach_the_model(project: P
     assert proc.returncode == 0, proc.stderr
     sent = user_texts(llm, 0)
     assert "branch: feature/hooks" in sent and "ticket ABC-42 is open" in sent and "what now?" in sent
+    assert "what now?\\n\\n<hook-output" in sent  # (JSON) the prompt's own text stays apart from the context
 
 
 def test_user_prompt_submit_exit_2_blocks_the_prompt(project: Path, llm: FakeLLM) -> None:

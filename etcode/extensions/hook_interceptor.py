@@ -134,7 +134,8 @@ class HookInterceptor:
         context += verdict.context
         if not context:
             return prompt
-        return replace(prompt, parts=[*prompt.parts, *(TextPart(text) for text in context)])
+        # A blank line before each: the wire formats join a message's text parts as they are.
+        return replace(prompt, parts=[*prompt.parts, *(TextPart(f"\n\n{text}") for text in context)])
 
     async def before_tool(self, call: ToolCallPart) -> Decision:
         if not self.hooks.commands_for("PreToolUse", call.name):
