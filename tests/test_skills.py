@@ -90,7 +90,7 @@ def test_nearest_level_wins_and_a_clash_at_one_level_warns(repo: Path) -> None:
     assert str(outer) not in " ".join(found.warnings)
 
 
-def test_user_folders_follow_xdg_and_the_project_wins(repo: Path, tmp_path: Path) -> None:
+def test_user_folders_follow_xdg_and_the_user_wins(repo: Path, tmp_path: Path) -> None:
     home = Path(os.environ["HOME"])
     xdg = tmp_path / "xdg"
     env = {**os.environ, "XDG_CONFIG_HOME": str(xdg)}
@@ -101,8 +101,11 @@ def test_user_folders_follow_xdg_and_the_project_wins(repo: Path, tmp_path: Path
     assert found.names() == ["notes", "webapp-testing"]
     assert found.get("notes").path == mine and {s.source for s in found.skills} == {"user"}  # type: ignore[union-attr]
     team = write_skill(repo / ".claude" / "skills" / "notes", "name: notes\ndescription: The team's notes.\n")
+    write_skill(repo / ".claude" / "skills" / "team-only", "name: team-only\ndescription: Theirs.\n")
     found = find_skills(repo, repo, env=env)
-    assert found.get("notes").path == team and found.warnings == []  # type: ignore[union-attr]
+    # Claude Code's order: a cloned repository does not replace a skill of the user's.
+    assert found.get("notes").path == mine and found.warnings == []  # type: ignore[union-attr]
+    assert str(team) not in repr(found.skills) and found.names() == ["notes", "webapp-testing", "team-only"]
 
 
 def test_config_paths_disabled_and_merged_layers(repo: Path, tmp_path: Path) -> None:
@@ -300,7 +303,7 @@ def test_empty_and_unclosed_front_matter(repo: Path) -> None:
     found = find_skills(repo, repo)
     assert found.warnings == [
         f"skipped skill {empty}: no name in its front matter",
-        f"skipped skill {long}: front matter is not closed with --- within 400 lines",
+        f"skipped skill {long}: front matter is not closed with --- within 400 lines or 64 KB",
     ]
 
 

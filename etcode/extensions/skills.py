@@ -2,12 +2,13 @@
 and Gemini CLI read), found where a team and a user keep them.
 
 Where, highest first (a name found again lower down is that skill's shadow, silently):
-the ``Agent(skills=[...])`` folders (``"api"``), the project's ``.etcode/skills/``,
-``.claude/skills/`` and ``.agents/skills/`` from the working directory up to the worktree
-root (``"project"``, nearest first), ``config.skills.paths`` (``"config"``: a skill folder or
-a folder of skills, relative to the worktree, ``~/`` allowed), then the user's
-``~/.config/etcode/skills/`` (``$XDG_CONFIG_HOME``) and ``~/.claude/skills/`` (``"user"``).
-``config.skills.disabled`` leaves skills out by name.
+the ``Agent(skills=[...])`` folders (``"api"``), the user's ``~/.config/etcode/skills/``
+(``$XDG_CONFIG_HOME``) and ``~/.claude/skills/`` (``"user"``: Claude Code's order, personal
+over project, so a cloned repository cannot replace a skill of yours), the project's
+``.etcode/skills/``, ``.claude/skills/`` and ``.agents/skills/`` from the working directory up
+to the worktree root (``"project"``, nearest first), then ``config.skills.paths``
+(``"config"``: a skill folder or a folder of skills, relative to the worktree, ``~/``
+allowed). ``config.skills.disabled`` leaves skills out by name (never by folder).
 
 Discovery reads only each ``SKILL.md``'s front matter (the body is read when a skill is
 loaded). A broken skill — front matter that is not YAML, no ``name`` or ``description``, a
@@ -26,7 +27,7 @@ import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, BinaryIO, Literal
 
 from etcode.util.json_types import JsonObject, JsonValue
 from etcode.util.paths import config_dir, folders_between
@@ -44,9 +45,13 @@ PROJECT_FOLDERS = (".etcode/skills", ".claude/skills", ".agents/skills")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 #: Front matter longer than this (lines) is not a skill's.
 MAX_FRONT_LINES = 400
+#: ... or longer than this (bytes).
+MAX_FRONT_BYTES = 64 * 1024
+#: A skill's body is read up to this many bytes (the rest is cut, with a line saying so).
+MAX_BODY_BYTES = 100 * 1024
 _BLOCK = 4096
 #: The line that closes the front matter (with the line break before it).
-_FENCE = re.compile(rb"\n[ \t]*---[ \t]*\r?(?=\n|$)")
+_FENCE = re.compile(rb"\n---[ \t]*\r?(?=\n|$)")  # (at the line's start: ``  ---`` is text)
 #: Bundled files listed for the model (the rest is counted, up to ``MAX_COUNTED_FILES``).
 MAX_LISTED_FILES = 100
 MAX_COUNTED_FILES = 5000
@@ -79,8 +84,14 @@ class Skill:
         return self.extra.get("disable-model-invocation") is not True
 
     def body(self) -> str:
-        """The instructions: ``SKILL.md`` without its front matter (read now)."""
-        return strip_front_matter(self.path.read_text(encoding="utf-8", errors="replace"))
+        """The instructions: ``SKILL.md`` without its front matter (read now, at most
+        :data:`MAX_BODY_BYTES`: a longer one is cut, with a line saying so)."""
+        with open_regular(self.path) as handle:
+            data = handle.read(MAX_BODY_BYTES + 1)
+        text = strip_front_matter(data[:MAX_BODY_BYTES].decode("utf-8", errors="replace"))
+        if len(data) > MAX_BODY_BYTES:
+            text += f"\n\n[… {self.path} is cut at {MAX_BODY_BYTES // 1024} KB: read the rest with ReadFile]"
+        return text
 
     def files(self, limit: int = MAX_LISTED_FILES) -> tuple[list[str], int]:
         """The files bundled beside ``SKILL.md`` (paths relative to :attr:`folder`, sorted;
@@ -98,7 +109,7 @@ class Skill:
 
 
 class SkillSet:
-    """The skills in force, in listing order (api, project, config, user; by name within
+    """The skills in force, in listing order (api, user, project, config; by name within
     each), and the warnings discovery gave (one line each, naming the file)."""
 
     def __init__(self, skills: list[Skill] | None = None, warnings: list[str] | None = None) -> None:
@@ -173,11 +184,13 @@ def find_skills(
     trusted = config.trusted if config is not None else False
     scan = _Scan(worktree, disabled, trusted)
     scan.level([Path(os.path.abspath(Path(p).expanduser())) for p in extra], "api", either=True)
+    # The user's before the project's (Claude Code's order: personal over project): a cloned
+    # repository does not replace a skill of yours by naming one of its own the same.
+    scan.level(user_folders(env), "user")
     for level in project_levels(directory, worktree):
         scan.level(level, "project")
     if config is not None:
         scan.level(config_folders(config.skills.paths, worktree), "config", either=True)
-    scan.level(user_folders(env), "user")
     return SkillSet(scan.skills, scan.warnings)
 
 
@@ -191,7 +204,8 @@ class _Scan:
         self.skills: list[Skill] = []
         self.warnings: list[str] = []
         self._by_name: dict[str, Skill] = {}
-        self._seen: set[tuple[int, int]] = set()
+        self._seen: set[tuple[int, int]] = set()  # files taken
+        self._warned: set[tuple[int, int]] = set()  # files refused or broken (one warning each)
 
     def level(self, roots: Sequence[Path], source: Source, either: bool = False) -> None:
         """The skills of one level (its folders in order; a name taken twice here warns).
@@ -221,9 +235,8 @@ class _Scan:
     def _read(self, path: str, source: Source, guarded: bool, linked: bool) -> Skill | None:
         """The skill of ``path`` or None (no such file, seen already, refused, broken).
         ``guarded``: a project's file, checked when it is reached through a link below the
-        worktree (``linked``: a folder on the way is one; or ``SKILL.md`` itself)."""
-        if os.path.basename(os.path.dirname(path)) in self.disabled:
-            return None
+        worktree (``linked``: a folder on the way is one; or ``SKILL.md`` itself). A file is
+        "seen" only once taken: a copy refused through a project's link stays the user's."""
         try:
             facts = os.lstat(path)
             if stat.S_ISLNK(facts.st_mode):
@@ -233,24 +246,37 @@ class _Scan:
             if not (guarded and linked and os.path.islink(path)):
                 return None
             facts = None
-        if facts is not None:
-            identity = (facts.st_dev, facts.st_ino)
-            if identity in self._seen:  # the same file through another folder (a linked .agents/skills)
-                return None
-            self._seen.add(identity)
+        identity = (facts.st_dev, facts.st_ino) if facts is not None else (-1, hash(path))
+        if identity in self._seen:  # the same file through another folder (a linked .agents/skills)
+            return None
         if guarded and linked:
             from etcode.prompt.project_files import refusal, skip_warning
 
             reason = refusal(path, self.worktree)
             if reason is not None:
-                self._warn(skip_warning("skill", path, reason))
+                if identity not in self._warned:
+                    self._warned.add(identity)
+                    self._warn(skip_warning("skill", path, reason))
                 return None
+        if facts is not None and not stat.S_ISREG(facts.st_mode):  # a FIFO, a device: never read
+            if identity not in self._warned:
+                self._warned.add(identity)
+                self._warn(f"skipped skill {path}: not a regular file")
+            return None
+        if identity in self._warned:  # broken, and said so already
+            return None
         try:
-            return read_skill(path, source)
+            skill = read_skill(path, source)
         except SkillError as err:
             self._warn(f"skipped skill {err}")
         except OSError as err:
             self._warn(f"skipped skill {path}: {err.strerror or err}")
+        else:
+            if skill.name in self.disabled:
+                return None
+            self._seen.add(identity)
+            return skill
+        self._warned.add(identity)
         return None
 
     def _warn(self, message: str) -> None:
@@ -334,14 +360,16 @@ def _front_matter(path: str | Path) -> JsonObject:
 
 def _front_lines(path: str | Path) -> list[str]:
     """The lines between the ``---`` fences at the start of ``path`` (read in blocks, no
-    further than the closing fence's block)."""
-    with open(path, "rb") as handle:
+    further than the closing fence's block, nor than :data:`MAX_FRONT_BYTES`)."""
+    with open_regular(path) as handle:
         data = handle.read(_BLOCK).removeprefix(b"\xef\xbb\xbf")
         first = data.split(b"\n", 1)[0]
         if first.strip() != b"---":
             raise SkillError(f"{path}: no front matter (--- then name: and description:)")
+        start = len(first)
+        lines = data.count(b"\n")
         while True:
-            fence = _FENCE.search(data, len(first))
+            fence = _FENCE.search(data, start)
             if fence is not None and fence.end() < len(data):
                 break
             more = handle.read(_BLOCK)  # (a fence at the block's end may go on in the next one)
@@ -349,13 +377,32 @@ def _front_lines(path: str | Path) -> list[str]:
                 if fence is None:
                     raise SkillError(f"{path}: front matter is not closed with ---")
                 break
+            # Search again from the last line that was not whole: the fence may start there.
+            start = max(len(first), data.rfind(b"\n"))
             data += more
-            if data.count(b"\n") > MAX_FRONT_LINES:
+            lines += more.count(b"\n")
+            if len(data) > MAX_FRONT_BYTES or lines > MAX_FRONT_LINES:
                 raise SkillError(
                     f"{path}: front matter is not closed with --- within {MAX_FRONT_LINES} lines"
+                    f" or {MAX_FRONT_BYTES // 1024} KB"
                 )
     text = data[len(first) + 1 : fence.start()].decode("utf-8", errors="replace")
     return [line.rstrip("\r") for line in text.split("\n")]
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file (after links); a FIFO or a device
+    (``/dev/zero``) raises :class:`SkillError` instead of hanging or never ending."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    descriptor = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise SkillError(f"{path}: not a regular file")
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
 
 
 def _yaml_front_matter(lines: list[str], path: str | Path) -> JsonObject:
@@ -429,7 +476,7 @@ def strip_front_matter(text: str) -> str:
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
         return text.strip()
-    end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), None)
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.rstrip() == "---"), None)
     return text.strip() if end is None else "\n".join(lines[end + 1 :]).strip()
 
 

@@ -1,0 +1,113 @@
+"""Skill discovery against hostile or odd files: FIFOs and devices never hang a start, big
+front matter is bounded, a refused link does not hide the user's own skill, ``disabled``
+matches names only, and only a ``---`` at column 0 closes the front matter."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from etcode.config.loader import load_config
+from etcode.extensions.skills import SkillSet, find_skills
+from tests.project_support import git_init
+
+
+def write_skill(folder: Path, front: str, body: str = "Do the thing.\n") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "SKILL.md"
+    path.write_text(f"---\n{front}---\n{body}", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return git_init(tmp_path / "repo")
+
+
+def find_within(directory: Path, worktree: Path, seconds: float = 30.0, **kwargs: object) -> SkillSet:
+    """``find_skills`` in a thread that must end (a hang fails the test, not the run)."""
+    box: dict[str, SkillSet] = {}
+    thread = threading.Thread(
+        target=lambda: box.setdefault("found", find_skills(directory, worktree, **kwargs)),  # type: ignore[arg-type]
+        daemon=True,
+    )
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "find_skills hung"
+    return box["found"]
+
+
+def test_a_fifo_skill_file_is_skipped_not_read(repo: Path) -> None:
+    fifo = repo / ".claude" / "skills" / "evil" / "SKILL.md"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    write_skill(repo / ".claude" / "skills" / "good", "name: good\ndescription: Fine.\n")
+    found = find_within(repo, repo)
+    assert found.names() == ["good"]
+    assert found.warnings == [f"skipped skill {fifo}: not a regular file"]
+
+
+def test_a_users_skill_linked_to_a_device_is_skipped(repo: Path) -> None:
+    home = Path(os.environ["HOME"])
+    folder = home / ".claude" / "skills" / "zero"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").symlink_to("/dev/zero")
+    found = find_within(repo, repo)
+    assert found.names() == []
+    assert found.warnings == [f"skipped skill {folder / 'SKILL.md'}: not a regular file"]
+
+
+def test_front_matter_without_end_is_bounded(repo: Path) -> None:
+    path = repo / ".claude" / "skills" / "big" / "SKILL.md"
+    path.parent.mkdir(parents=True)
+    with open(path, "wb") as handle:  # one endless line: no line limit would stop it
+        handle.write(b"---\nname: big\ndescription: " + b"a" * (64 * 1024 * 40))
+    found = find_within(repo, repo)
+    assert found.names() == []
+    [warning] = found.warnings
+    assert warning.startswith(f"skipped skill {path}: front matter is not closed") and "64 KB" in warning
+
+
+def test_a_refused_link_does_not_hide_the_users_own_skill(repo: Path) -> None:
+    home = Path(os.environ["HOME"])
+    mine = write_skill(home / ".claude" / "skills" / "mine", "name: mine\ndescription: The user's own.\n")
+    (repo / ".claude").symlink_to(home / ".claude")  # the project links to the user's folder
+    found = find_within(repo, repo, config=load_config(repo, repo))
+    assert found.names() == ["mine"]
+    assert found.get("mine").path == mine and found.get("mine").source == "user"  # type: ignore[union-attr]
+    assert found.warnings == []  # the same file, taken as the user's: nothing refused
+
+
+def test_a_refused_link_warns_once(repo: Path, tmp_path: Path) -> None:
+    outside = write_skill(tmp_path / "elsewhere" / "x", "name: x\ndescription: Outside.\n")
+    for sub in (".claude", ".agents"):
+        (repo / sub / "skills").mkdir(parents=True)
+        (repo / sub / "skills" / "x").symlink_to(outside.parent)
+    found = find_within(repo, repo, config=load_config(repo, repo))
+    assert found.names() == [] and len(found.warnings) == 1 and "outside the project" in found.warnings[0]
+
+
+def test_disabled_matches_names_not_folders(repo: Path) -> None:
+    skills = repo / ".claude" / "skills"
+    write_skill(skills / "folder-x", "name: other-name\ndescription: Name differs from the folder.\n")
+    write_skill(skills / "kept", "name: gone\ndescription: Disabled by name.\n")
+    config = load_config(repo, repo)
+    config.skills.disabled = ["folder-x", "gone"]
+    found = find_within(repo, repo, config=config)
+    assert found.names() == ["other-name"]
+
+
+def test_only_a_fence_at_column_zero_closes_the_front_matter(repo: Path) -> None:
+    write_skill(
+        repo / ".claude" / "skills" / "fence",
+        "name: fence\ndescription: |\n  text\n  ---\n  more\n",
+        body="The body.\n",
+    )
+    found = find_within(repo, repo)
+    skill = found.get("fence")
+    assert skill is not None, found.warnings
+    assert skill.description == "text --- more"
+    assert skill.body() == "The body."
