@@ -90,8 +90,10 @@ class Agent:
       (in every prompt, ``etcode`` by default).
     - ``temperature`` and ``**llm_kwargs`` (``top_p``, ``seed``, ``stop``…) go into every
       model request; one the provider does not accept is an error before any request.
-    - ``skills``: skill folders of your own (each a ``SKILL.md`` folder or a folder of them),
-      besides the project's and the user's (:func:`etcode.discover_skills` lists them all).
+    - ``skills``: skill folders of your own (each a ``SKILL.md`` folder or a folder of them;
+      one path or a list; a relative one is taken from ``directory`` when given, else from the
+      current folder), besides the project's and the user's (:func:`etcode.discover_skills`
+      lists them all).
 
     Successive runs continue the same conversation (``reset()`` starts over). ``run`` returns
     the result from ordinary code and an awaitable inside ``async`` code; ``run_sync``,
@@ -148,7 +150,7 @@ class Agent:
         store: SessionStore | bool | None = None,
         on_event: Callable[[Event], None] | None = None,
         trust: bool | None = False,
-        skills: Iterable[str | Path] | None = None,
+        skills: str | Path | Iterable[str | Path] | None = None,
         **llm_kwargs: JsonValue,
     ) -> None:
         _check_keywords(llm_kwargs)
@@ -165,7 +167,7 @@ class Agent:
         self.llm = llm
         self.llm_kwargs = llm_kwargs
         self.custom_tools = [as_tool(t) for t in tools or ()]
-        self.skills = [Path(p).expanduser().resolve() for p in skills or ()]
+        self.skills = _skill_folders(skills, directory)
         self.builtin_tools = builtin_tools
         self.system_prompt = system_prompt
         self.name = name
@@ -517,3 +519,15 @@ class Agent:
 _AGENT_KEYWORDS = [
     name for name in inspect.signature(Agent.__init__).parameters if name not in ("self", "llm_kwargs")
 ]
+
+
+def _skill_folders(
+    skills: str | Path | Iterable[str | Path] | None, directory: str | Path | None
+) -> list[Path]:
+    """``Agent(skills=...)`` as absolute folders: one path or many (a string is one path, not
+    its letters); a relative one from ``directory`` when given."""
+    if skills is None:
+        return []
+    entries: Iterable[str | Path] = [skills] if isinstance(skills, str | Path) else skills
+    base = Path(directory).expanduser() if directory else Path.cwd()
+    return [(base / Path(p).expanduser()).resolve() for p in entries]

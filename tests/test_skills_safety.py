@@ -111,3 +111,59 @@ def test_only_a_fence_at_column_zero_closes_the_front_matter(repo: Path) -> None
     assert skill is not None, found.warnings
     assert skill.description == "text --- more"
     assert skill.body() == "The body."
+
+
+async def test_a_huge_body_is_cut_and_the_files_come_first(repo: Path) -> None:
+    from etcode.extensions.skill_tool import SkillTool
+    from etcode.prompt.mentions import MAX_ATTACH_BYTES
+    from tests.tool_support import make_ctx
+
+    folder = repo / ".claude" / "skills" / "huge"
+    write_skill(folder, "name: huge\ndescription: A long one.\n", body="step\n" * 100_000)  # 500 KB
+    (folder / "helper.py").write_text("print()\n")
+    tool = SkillTool(find_within(repo, repo))
+    result = await tool.run(tool.parse({"name": "huge"}), make_ctx(repo))
+    assert not result.is_error
+    assert len(result.output.encode()) < MAX_ATTACH_BYTES  # what /skills NAME attaches too
+    assert "cut at 64 KB" in result.output
+    # Tool output is cut at 50 KB: the file list must come before the body.
+    assert result.output.index("- helper.py") < result.output.index("<skill name=")
+
+
+async def test_the_skill_tool_takes_args(repo: Path) -> None:
+    from etcode.extensions.skill_tool import SkillTool
+    from tests.tool_support import make_ctx
+
+    write_skill(repo / ".claude" / "skills" / "notes", "name: notes\ndescription: Notes.\n")
+    tool = SkillTool(find_within(repo, repo))
+    result = await tool.run(tool.parse({"skill": "notes", "args": "for release 2.1"}), make_ctx(repo))
+    assert not result.is_error
+    assert result.output.endswith("The user's request for this skill: for release 2.1")
+
+
+async def test_loading_checks_the_link_again(repo: Path, tmp_path: Path) -> None:
+    from etcode.extensions.skill_tool import SkillTool
+    from tests.tool_support import make_ctx
+
+    path = write_skill(repo / ".claude" / "skills" / "swap", "name: swap\ndescription: Fine at start.\n")
+    found = find_within(repo, repo, config=load_config(repo, repo))
+    assert found.names() == ["swap"]
+    secret = tmp_path / "secret.md"
+    secret.write_text("---\nname: swap\ndescription: x\n---\nTOKEN=hunter2\n")
+    path.unlink()
+    path.symlink_to(secret)  # after discovery, the file now links out of the project
+    tool = SkillTool(found)
+    from etcode.tools.base import ToolError
+
+    with pytest.raises(ToolError, match="outside the project"):
+        await tool.run(tool.parse({"name": "swap"}), make_ctx(repo))
+
+
+def test_agent_skills_one_path_and_relative_to_directory(repo: Path, tmp_path: Path) -> None:
+    from etcode import Agent
+
+    write_skill(repo / "team-skills" / "mine", "name: mine\ndescription: Mine.\n")
+    one = Agent("fake/m", base_url="http://127.0.0.1:9/v1", api_key="k", directory=repo, skills="team-skills")
+    assert one.skills == [(repo / "team-skills").resolve()]
+    bare = Agent("fake/m", base_url="http://127.0.0.1:9/v1", api_key="k", skills=repo / "team-skills")
+    assert bare.skills == [(repo / "team-skills").resolve()]

@@ -25,7 +25,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal
 
@@ -47,8 +47,9 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 MAX_FRONT_LINES = 400
 #: ... or longer than this (bytes).
 MAX_FRONT_BYTES = 64 * 1024
-#: A skill's body is read up to this many bytes (the rest is cut, with a line saying so).
-MAX_BODY_BYTES = 100 * 1024
+#: A skill's body is read up to this many bytes (the rest is cut, with a line saying so): with
+#: its files listed, a loaded skill stays under the chat's 100 KB attachment cap.
+MAX_BODY_BYTES = 64 * 1024
 _BLOCK = 4096
 #: The line that closes the front matter (with the line break before it).
 _FENCE = re.compile(rb"\n---[ \t]*\r?(?=\n|$)")  # (at the line's start: ``  ---`` is text)
@@ -72,6 +73,9 @@ class Skill:
     source: Source
     allowed_tools: tuple[str, ...] = ()
     extra: JsonObject = field(default_factory=dict, compare=False, hash=False)
+    #: The worktree of an untrusted project whose skill this is: loading checks again that
+    #: ``SKILL.md`` does not link out of it (it may have changed since discovery).
+    guard: Path | None = field(default=None, compare=False, hash=False)
 
     @property
     def folder(self) -> Path:
@@ -86,6 +90,12 @@ class Skill:
     def body(self) -> str:
         """The instructions: ``SKILL.md`` without its front matter (read now, at most
         :data:`MAX_BODY_BYTES`: a longer one is cut, with a line saying so)."""
+        if self.guard is not None:
+            from etcode.prompt.project_files import refusal
+
+            reason = refusal(self.path, self.guard)
+            if reason is not None:
+                raise SkillError(f"{self.path}: {reason}")
         with open_regular(self.path) as handle:
             data = handle.read(MAX_BODY_BYTES + 1)
         text = strip_front_matter(data[:MAX_BODY_BYTES].decode("utf-8", errors="replace"))
@@ -274,6 +284,8 @@ class _Scan:
         else:
             if skill.name in self.disabled:
                 return None
+            if guarded:
+                skill = replace(skill, guard=self.worktree)
             self._seen.add(identity)
             return skill
         self._warned.add(identity)
