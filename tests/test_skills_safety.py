@@ -167,3 +167,19 @@ def test_agent_skills_one_path_and_relative_to_directory(repo: Path, tmp_path: P
     assert one.skills == [(repo / "team-skills").resolve()]
     bare = Agent("fake/m", base_url="http://127.0.0.1:9/v1", api_key="k", skills=repo / "team-skills")
     assert bare.skills == [(repo / "team-skills").resolve()]
+
+
+def test_the_full_list_has_a_budget(repo: Path) -> None:
+    from etcode.extensions.skill_prompt import skills_part
+
+    for i in range(200):
+        write_skill(
+            repo / ".claude" / "skills" / f"s{i:03d}", f"name: s{i:03d}\ndescription: {'word ' * 150}\n"
+        )
+    found = find_within(repo, repo)
+    assert len(found) == 200
+    text = skills_part(found.skills).text
+    assert len(text) < 12_000 + 2000  # the budget, and the part's own text
+    shown = text.count("\n- s")
+    assert 0 < shown < 200
+    assert f'- … and {200 - shown} more: call Skill with name "?" for the full list.' in text

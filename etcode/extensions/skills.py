@@ -11,8 +11,10 @@ to the worktree root (``"project"``, nearest first), then ``config.skills.paths`
 allowed). ``config.skills.disabled`` leaves skills out by name (never by folder).
 
 Discovery reads only each ``SKILL.md``'s front matter (the body is read when a skill is
-loaded). A broken skill — front matter that is not YAML, no ``name`` or ``description``, a
-name another skill of the same level took — is one warning naming its file, never an error.
+loaded). As in Claude Code, a skill with no ``name`` takes its folder's, and one with no
+``description`` its body's first paragraph. A broken skill — front matter that is not YAML,
+no description at all, a name another skill of the same level took — is one warning naming
+its file, never an error.
 A project's skill reached through a link out of the project is skipped with a warning unless
 the project is trusted (``prompt/project_files.refusal``, as instruction files).
 ``allowed-tools`` is kept for information only: it never changes a permission.
@@ -342,15 +344,31 @@ def read_skill(path: str | Path, source: Source) -> Skill:
     meta = _front_matter(path)
     name = meta.pop("name", None)
     description = meta.pop("description", None)
-    if not isinstance(name, str) or not name.strip():
-        raise SkillError(f"{path}: no name in its front matter")
+    if name is None or (isinstance(name, str) and not name.strip()):
+        name = os.path.basename(os.path.dirname(os.path.abspath(path)))  # Claude Code's fallback
+    if not isinstance(name, str):
+        raise SkillError(f"{path}: the name in its front matter is not text")
     name = name.strip()
     if not NAME.fullmatch(name):
         raise SkillError(f"{path}: the name {name!r} is not 1-64 letters, digits, '-', '_' or '.'")
+    if description is None or (isinstance(description, str) and not description.strip()):
+        description = _first_paragraph(path)  # Claude Code's fallback: the body's start
     if not isinstance(description, str) or not description.strip():
-        raise SkillError(f"{path}: no description in its front matter")
+        raise SkillError(f"{path}: no description in its front matter, nor a first paragraph")
     allowed = meta.pop("allowed-tools", meta.pop("allowed_tools", None))
     return Skill(name, " ".join(description.split()), Path(path), source, tool_names(allowed), meta)
+
+
+def _first_paragraph(path: str | Path) -> str:
+    """The first paragraph of ``path``'s body that is not a heading (read up to
+    :data:`MAX_FRONT_BYTES`), or ``""``."""
+    with open_regular(path) as handle:
+        text = strip_front_matter(handle.read(MAX_FRONT_BYTES).decode("utf-8", errors="replace"))
+    for block in re.split(r"\n\s*\n", text):
+        lines = [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        if lines:
+            return " ".join(" ".join(lines).split())[:1024]
+    return ""
 
 
 def tool_names(value: JsonValue) -> tuple[str, ...]:
