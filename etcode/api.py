@@ -531,3 +531,46 @@ def _skill_folders(
     entries: Iterable[str | Path] = [skills] if isinstance(skills, str | Path) else skills
     base = Path(directory).expanduser() if directory else Path.cwd()
     return [(base / Path(p).expanduser()).resolve() for p in entries]
+
+
+def discover_skills(
+    directory: str | Path = ".",
+    *,
+    skills: str | Path | Iterable[str | Path] = (),
+    config: Config | None = None,
+    trust: bool = False,
+    on_warning: Callable[[str], None] | None = None,
+) -> list[Skill]:
+    """The skills an agent started in ``directory`` would have (``skills``: more folders, as
+    ``Agent(skills=...)``). ``config``: the configuration to use as given; without one the
+    project's is loaded, and a project file's ``skills.paths`` outside the project is left
+    out with a warning unless ``trust`` (as ``Agent(trust=True)`` approves it). Each broken
+    skill is one warning, passed to ``on_warning`` (else logged)."""
+    import logging
+
+    from etcode.extensions.skills import find_skills
+    from etcode.instance import describe
+
+    warnings: list[str] = []
+    info = describe(Path(directory).expanduser().resolve())
+    if config is None:
+        from etcode.config.loader import load_config
+        from etcode.trust.project import exclusions, untrusted
+
+        config = load_config(info.directory, info.worktree)
+        if trust:
+            config.mark_trusted()
+        else:
+            outside = [f for f in untrusted(config) if f.key.startswith("skills.paths")]
+            if outside:
+                warnings.extend(
+                    f"left out {f.key} of {f.file}: it {f.reason} (pass trust=True)" for f in outside
+                )
+                config = load_config(info.directory, info.worktree, without=exclusions(outside))
+    found = find_skills(info.directory, info.worktree, config=config, extra=_skill_folders(skills, directory))
+    for message in [*warnings, *found.warnings]:
+        if on_warning is not None:
+            on_warning(message)
+        else:
+            logging.getLogger("etcode.extensions").warning("%s", message)
+    return found.skills

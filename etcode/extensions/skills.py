@@ -26,7 +26,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal
@@ -508,32 +508,3 @@ def strip_front_matter(text: str) -> str:
         return text.strip()
     end = next((i for i, line in enumerate(lines[1:], 1) if line.rstrip() == "---"), None)
     return text.strip() if end is None else "\n".join(lines[end + 1 :]).strip()
-
-
-# ---- the public entrance --------------------------------------------------------------------
-
-
-def discover_skills(
-    directory: str | Path = ".",
-    *,
-    skills: Sequence[str | Path] = (),
-    config: Config | None = None,
-    on_warning: Callable[[str], None] | None = None,
-) -> list[Skill]:
-    """The skills an agent started in ``directory`` would have (``skills``: more folders, as
-    ``Agent(skills=...)``; ``config``: the project's configuration, loaded when not given).
-    Each broken skill is one warning, passed to ``on_warning`` (else logged)."""
-    from etcode.instance import describe
-
-    info = describe(Path(directory).expanduser().resolve())
-    if config is None:
-        from etcode.config.loader import load_config
-
-        config = load_config(info.directory, info.worktree)
-    found = find_skills(info.directory, info.worktree, config=config, extra=skills)
-    for message in found.warnings:
-        if on_warning is not None:
-            on_warning(message)
-        else:
-            logger.warning("%s", message)
-    return found.skills
