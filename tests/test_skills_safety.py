@@ -183,3 +183,31 @@ def test_the_full_list_has_a_budget(repo: Path) -> None:
     shown = text.count("\n- s")
     assert 0 < shown < 200
     assert f'- … and {200 - shown} more: call Skill with name "?" for the full list.' in text
+
+
+def test_linked_skills_ask_git_once(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``.claude/skills/x -> ../../.agents/skills/x`` for many skills: one ``git
+    check-ignore`` for them all (one each cost ~6 ms a skill at every start), and an ignored
+    target still refused."""
+    import subprocess
+
+    (repo / ".gitignore").write_text(".agents/skills/private/\n")
+    for name in ["private", *(f"s{i:02d}" for i in range(20))]:
+        write_skill(repo / ".agents" / "skills" / name, f"name: {name}\ndescription: Skill {name}.\n")
+        (repo / ".claude" / "skills").mkdir(parents=True, exist_ok=True)
+        (repo / ".claude" / "skills" / name).symlink_to(f"../../.agents/skills/{name}")
+    calls: list[list[str]] = []
+    real_run = subprocess.run
+
+    def counting_run(args: list[str], *rest: object, **kwargs: object) -> object:
+        calls.append(list(args))
+        return real_run(args, *rest, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "run", counting_run)
+    found = find_within(repo, repo, config=load_config(repo, repo))
+    # The link to the ignored folder is refused; the folder itself is the user's own file.
+    assert found.names() == ["private", *(f"s{i:02d}" for i in range(20))]
+    [warning] = found.warnings
+    assert warning.startswith(f"skipped skill {repo / '.claude' / 'skills' / 'private' / 'SKILL.md'}: ")
+    assert "git-ignored" in warning
+    assert len([c for c in calls if "check-ignore" in c]) == 1, calls

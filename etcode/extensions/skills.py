@@ -217,7 +217,9 @@ class _Scan:
         self.warnings: list[str] = []
         self._by_name: dict[str, Skill] = {}
         self._seen: set[tuple[int, int]] = set()  # files taken
-        self._warned: set[tuple[int, int]] = set()  # files refused or broken (one warning each)
+        self._warned: set[tuple[int, int]] = set()  # broken files (one warning each)
+        self._refused: set[tuple[int, int]] = set()  # refused through a link (one warning each)
+        self._verdicts: dict[str, str | None] = {}  # linked project files: why refused, or None
 
     def level(self, roots: Sequence[Path], source: Source, either: bool = False) -> None:
         """The skills of one level (its folders in order; a name taken twice here warns).
@@ -229,8 +231,11 @@ class _Scan:
                 self._warn(f"skills folder not found: {root}")
                 continue
             root_linked = guarded and _through_link(root, self.worktree)
-            for path, folder_linked in _skill_files(str(root), either):
-                skill = self._read(path, source, guarded, root_linked or folder_linked)
+            files = [(path, root_linked or linked) for path, linked in _skill_files(str(root), either)]
+            if guarded:
+                self._judge([path for path, linked in files if linked or os.path.islink(path)])
+            for path, linked in files:
+                skill = self._read(path, source, guarded, linked)
                 if skill is None:
                     continue
                 if skill.name in here:
@@ -243,6 +248,13 @@ class _Scan:
             if skill.name not in self._by_name and skill.name not in self.disabled:
                 self._by_name[skill.name] = skill
                 self.skills.append(skill)
+
+    def _judge(self, paths: list[str]) -> None:
+        """The verdicts on linked project files, asked of git at once (see ``_read``)."""
+        if paths:
+            from etcode.prompt.project_files import refusals
+
+            self._verdicts.update(zip(paths, refusals(paths, self.worktree), strict=True))
 
     def _read(self, path: str, source: Source, guarded: bool, linked: bool) -> Skill | None:
         """The skill of ``path`` or None (no such file, seen already, refused, broken).
@@ -264,10 +276,10 @@ class _Scan:
         if guarded and linked:
             from etcode.prompt.project_files import refusal, skip_warning
 
-            reason = refusal(path, self.worktree)
-            if reason is not None:
-                if identity not in self._warned:
-                    self._warned.add(identity)
+            reason = self._verdicts[path] if path in self._verdicts else refusal(path, self.worktree)
+            if reason is not None:  # (the same file reached another way may still be taken)
+                if identity not in self._refused:
+                    self._refused.add(identity)
                     self._warn(skip_warning("skill", path, reason))
                 return None
         if facts is not None and not stat.S_ISREG(facts.st_mode):  # a FIFO, a device: never read

@@ -15,6 +15,7 @@ for the session (``Config.trusted``).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 TRUST_HINT = "`etcode run --trust` sends it"
@@ -56,6 +57,38 @@ def refusal(path: str | Path, root: str | Path) -> str | None:
     if git_ignored(target, real_root):
         return f"a link to {target}, a git-ignored file"
     return None
+
+
+def refusals(paths: Sequence[str | Path], root: str | Path) -> list[str | None]:
+    """:func:`refusal` of each of ``paths``, with one ``git check-ignore`` for all of them
+    (a hundred linked skills would otherwise start a hundred git processes)."""
+    from etcode.security.private_files import git_ignored_many, secret_name
+
+    root = Path(os.path.abspath(Path(root).expanduser()))
+    real_root = root.resolve()
+    reasons: list[str | None] = []
+    pending: list[tuple[int, Path]] = []
+    for index, entry in enumerate(paths):
+        path = Path(os.path.abspath(Path(entry).expanduser()))
+        reason: str | None = None
+        if _linked(path, root):
+            try:
+                target = path.resolve(strict=True)
+            except (OSError, RuntimeError):
+                reason = "a link that leads nowhere or loops"
+            else:
+                if not target.is_relative_to(real_root):
+                    reason = f"a link to {target}, outside the project"
+                elif secret_name(target.name):
+                    reason = f"a link to {target}, a secret file"
+                else:
+                    pending.append((index, target))
+        reasons.append(reason)
+    ignored = git_ignored_many([target for _, target in pending], real_root) or set()
+    for index, target in pending:
+        if target in ignored:
+            reasons[index] = f"a link to {target}, a git-ignored file"
+    return reasons
 
 
 def skip_warning(kind: str, path: str | Path, reason: str) -> str:
