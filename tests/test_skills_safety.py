@@ -211,3 +211,88 @@ def test_linked_skills_ask_git_once(repo: Path, monkeypatch: pytest.MonkeyPatch)
     assert warning.startswith(f"skipped skill {repo / '.claude' / 'skills' / 'private' / 'SKILL.md'}: ")
     assert "git-ignored" in warning
     assert len([c for c in calls if "check-ignore" in c]) == 1, calls
+
+
+#: Front matter shapes of published skills: discovery scans them without YAML.
+SHAPES = {
+    "literal": "name: lit\ndescription: |\n  Line one.\n  Line two: with colon.\n",
+    "folded": "name: fold\ndescription: >-\n  Folded one\n  two. # not a comment\n",
+    "folded-keep": "name: fold\ndescription: >\n  Folded one\n\n  after a blank.\n",
+    "plain-multiline": "name: plainml\ndescription: Plain start\n  continued here\n  and here.\n",
+    "double-quoted": 'name: "quoted"\ndescription: "Use it for \'docx\' files."\n',
+    "single-quoted": "name: 'single'\ndescription: 'It''s quoted.'\n",
+    "metadata-map": (
+        "name: meta\ndescription: With a map.\nmetadata:\n  author: me\n  version: '1.0'\n"
+        "  tags: [a, b]\nlicense: Apache-2.0\n"
+    ),
+    "allowed-tools-list": "name: tools\ndescription: Lists tools.\nallowed-tools:\n  - Read\n  - Bash(git:*)\n",
+    "allowed-tools-dash-at-zero": "name: tools\ndescription: Dash at column 0.\nallowed-tools:\n- Read\n- Grep\n",
+    "boolean-flag": "name: manual\ndescription: By hand only.\ndisable-model-invocation: true\n",
+    "boolean-false": "name: auto\ndescription: Allowed.\ndisable-model-invocation: false\n",
+    "comment-line": "# a comment\nname: c\ndescription: After a comment.\n",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_discovery_reads_name_and_description_as_yaml_does(shape: str) -> None:
+    import yaml
+
+    from etcode.extensions.skills import scan_front_matter
+
+    front = SHAPES[shape]
+    expected = yaml.safe_load(front)
+    scanned = scan_front_matter(front.splitlines())
+    assert scanned is not None, "read without YAML"
+    name, description, user_only = scanned
+    assert name == expected["name"]
+    assert " ".join(str(description).split()) == " ".join(expected["description"].split())
+    assert user_only is (expected.get("disable-model-invocation") is True)
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        "name: x\ndescription: Use when: asked\n",  # a mapping in YAML: an error
+        "name: x\ndescription: text # a comment\n",
+        'name: x\ndescription: "over\n  two lines"\n',
+        "name: x\ndescription: yes\n",
+        "name: x\ndescription:\n  - a list\n",
+        "name: x\ndisable-model-invocation: maybe\n",
+        '"name": x\n',
+        "name: &anchor x\n",
+    ],
+)
+def test_discovery_leaves_what_it_cannot_read_to_yaml(front: str) -> None:
+    from etcode.extensions.skills import scan_front_matter
+
+    assert scan_front_matter(front.splitlines()) is None
+
+
+def test_discovery_imports_no_yaml_for_the_usual_shapes(repo: Path) -> None:
+    """yaml's import is most of a start's skill cost: discovery of every shape above, the
+    list and the Skill tool import none of it; the extra keys read it when asked for."""
+    import re
+    import subprocess
+    import sys
+
+    for shape, front in SHAPES.items():
+        write_skill(repo / ".claude" / "skills" / shape, re.sub(r"(?m)^name: .*$", f"name: {shape}", front))
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from etcode.extensions.skills import find_skills\n"
+        "from etcode.extensions.skill_prompt import skills_part\n"
+        "found = find_skills(Path(sys.argv[1]), Path(sys.argv[1]))\n"
+        "assert not found.warnings, found.warnings\n"
+        "skills_part(found.for_model().skills)\n"
+        "print(len(found), len(found.for_model()), 'yaml' in sys.modules)\n"
+        "tools = found.get('allowed-tools-list')\n"
+        "print(tools.allowed_tools, found.get('metadata-map').extra['metadata'], 'yaml' in sys.modules)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(repo)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.splitlines()
+    assert first == f"{len(SHAPES)} {len(SHAPES) - 1} False"  # one by hand only
+    assert second.startswith("('Read', 'Bash(git:*)') {'author': 'me'") and second.endswith("True")

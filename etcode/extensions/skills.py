@@ -28,6 +28,7 @@ import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal
 
@@ -66,15 +67,17 @@ Source = Literal["api", "project", "config", "user"]
 @dataclass(frozen=True)
 class Skill:
     """One skill: ``name`` and ``description`` from its front matter, ``path`` of its
-    ``SKILL.md`` (its folder holds the bundled files), where it was found (``source``),
-    its ``allowed-tools`` (recorded, never granted) and the other front-matter keys."""
+    ``SKILL.md`` (its folder holds the bundled files), where it was found (``source``), and
+    whether only the user may load it (``user_only``). Its ``allowed-tools`` (recorded,
+    never granted) and the other front-matter keys (``extra``) are read when first asked
+    for: discovery reads no more than the three keys it needs (and no YAML for them)."""
 
     name: str
     description: str
     path: Path
     source: Source
-    allowed_tools: tuple[str, ...] = ()
-    extra: JsonObject = field(default_factory=dict, compare=False, hash=False)
+    #: ``disable-model-invocation: true`` (Claude Code's): only ``/skills NAME`` loads it.
+    user_only: bool = False
     #: The worktree of an untrusted project whose skill this is: loading checks again that
     #: ``SKILL.md`` does not link out of it (it may have changed since discovery).
     guard: Path | None = field(default=None, compare=False, hash=False)
@@ -87,7 +90,27 @@ class Skill:
     def model_invocable(self) -> bool:
         """False for a skill whose front matter says ``disable-model-invocation: true``
         (Claude Code's: only the user loads it, with ``/skills NAME``)."""
-        return self.extra.get("disable-model-invocation") is not True
+        return not self.user_only
+
+    @cached_property
+    def meta(self) -> JsonObject:
+        """The whole front matter (read now, with YAML when it needs it; ``{}`` when it
+        cannot be read any more)."""
+        try:
+            return _front_matter(self.path)
+        except (SkillError, OSError):
+            return {}
+
+    @property
+    def allowed_tools(self) -> tuple[str, ...]:
+        """``allowed-tools`` as names: shown to the model as a note, never a permission."""
+        return tool_names(self.meta.get("allowed-tools", self.meta.get("allowed_tools")))
+
+    @property
+    def extra(self) -> JsonObject:
+        """The front-matter keys besides ``name``, ``description`` and ``allowed-tools``."""
+        skip = ("name", "description", "allowed-tools", "allowed_tools")
+        return {key: value for key, value in self.meta.items() if key not in skip}
 
     def body(self) -> str:
         """The instructions: ``SKILL.md`` without its front matter (read now, at most
@@ -351,11 +374,17 @@ class SkillError(Exception):
 
 
 def read_skill(path: str | Path, source: Source) -> Skill:
-    """The skill of ``path`` (a ``SKILL.md``) from its front matter alone. Raises
-    :class:`SkillError` naming the file for one that is not a skill."""
-    meta = _front_matter(path)
-    name = meta.pop("name", None)
-    description = meta.pop("description", None)
+    """The skill of ``path`` (a ``SKILL.md``) from its front matter alone (its ``name``,
+    ``description`` and ``disable-model-invocation`` scanned, or YAML when a line needs it).
+    Raises :class:`SkillError` naming the file for one that is not a skill."""
+    lines = _front_lines(path)
+    quick = scan_front_matter(lines)
+    meta: JsonObject | None = None
+    if quick is None:
+        meta = simple_front_matter(lines)
+        meta = meta if meta is not None else _yaml_front_matter(lines, path)
+        quick = (meta.get("name"), meta.get("description"), meta.get("disable-model-invocation") is True)
+    name, description, user_only = quick
     if name is None or (isinstance(name, str) and not name.strip()):
         name = os.path.basename(os.path.dirname(os.path.abspath(path)))  # Claude Code's fallback
     if not isinstance(name, str):
@@ -367,8 +396,79 @@ def read_skill(path: str | Path, source: Source) -> Skill:
         description = _first_paragraph(path)  # Claude Code's fallback: the body's start
     if not isinstance(description, str) or not description.strip():
         raise SkillError(f"{path}: no description in its front matter, nor a first paragraph")
-    allowed = meta.pop("allowed-tools", meta.pop("allowed_tools", None))
-    return Skill(name, " ".join(description.split()), Path(path), source, tool_names(allowed), meta)
+    skill = Skill(name, " ".join(description.split()), Path(path), source, user_only)
+    if meta is not None:
+        skill.__dict__["meta"] = meta  # read already (cached_property's own slot)
+    return skill
+
+
+#: The keys discovery needs; a line it cannot read as YAML would sends the whole front matter
+#: to YAML.
+_WANTED = frozenset({"name", "description", "disable-model-invocation"})
+_TOP_KEY = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]|$)(.*)")
+_BLOCK_INDICATOR = re.compile(r"[|>][+-]?[1-9]?|[|>][1-9]?[+-]?")
+_TRUE = frozenset({"true", "yes", "on"})
+_FALSE = frozenset({"false", "no", "off"})
+
+
+def scan_front_matter(lines: Sequence[str]) -> tuple[str | None, str | None, bool] | None:
+    """``(name, description, disable-model-invocation)`` scanned from the front matter's
+    lines without YAML: top-level ``key:`` lines, a block scalar (``|``, ``>``, ``>-``...) or
+    plain text going on over indented lines (either is folded to spaces: a description is
+    whitespace-collapsed anyway), a one-line quoted value; other keys' values (maps, lists)
+    skipped whatever they hold. None when a line of the three keys (or one at the top level
+    that is not a key) needs YAML to be read as YAML reads it."""
+    found: dict[str, str] = {}
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if not line.strip() or line.startswith("#"):
+            continue
+        if line[0] in " \t-":  # a value of the key before (skipped)
+            continue
+        match = _TOP_KEY.fullmatch(line)
+        if match is None:
+            return None
+        key, rest = match.group(1), match.group(2).strip()
+        if key not in _WANTED:
+            continue
+        if key in found or "\t" in line:
+            return None
+        more: list[str] = []
+        while index < len(lines) and (not lines[index].strip() or lines[index][0] == " "):
+            more.append(lines[index].strip())
+            index += 1
+        lines_after = [m for m in more if m]
+        if key == "disable-model-invocation":
+            if lines_after or rest.lower() not in _TRUE | _FALSE:
+                return None
+            value: str | None = rest.lower()
+        else:
+            value = _scanned_value(rest, lines_after)
+        if value is None:
+            return None
+        found[key] = value
+    return found.get("name"), found.get("description"), found.get("disable-model-invocation") in _TRUE
+
+
+def _scanned_value(rest: str, more: list[str]) -> str | None:
+    """The text of one value (``rest`` after the colon, ``more`` its indented lines), or None
+    when YAML would read it otherwise (quotes over lines, comments, ``: `` inside, a map...)."""
+    if _BLOCK_INDICATOR.fullmatch(rest):
+        return " ".join(more)
+    if not rest:
+        return None  # a map or list under the key, or nothing: YAML says
+    if rest[0] in "'\"":
+        return _quoted(rest) if not more else None
+    for text in (rest, *more):
+        if ": " in text or " #" in text or text.endswith(":") or "\t" in text:
+            return None
+    if rest[0] in _NOT_PLAIN_START or rest[0] in "+." or rest[0].isdigit():
+        return None
+    if not more and rest.lower() in _YAML_WORDS:
+        return None  # a boolean or null to YAML
+    return " ".join([rest, *more])
 
 
 def _first_paragraph(path: str | Path) -> str:
