@@ -296,3 +296,31 @@ def test_discovery_imports_no_yaml_for_the_usual_shapes(repo: Path) -> None:
     first, second = proc.stdout.splitlines()
     assert first == f"{len(SHAPES)} {len(SHAPES) - 1} False"  # one by hand only
     assert second.startswith("('Read', 'Bash(git:*)') {'author': 'me'") and second.endswith("True")
+
+
+def test_refusals_in_one_go_agree_with_refusal(repo: Path, tmp_path: Path) -> None:
+    from etcode.prompt.project_files import refusal, refusals
+
+    (repo / ".gitignore").write_text("ignored/\n")
+    (repo / "ignored").mkdir()
+    (repo / "ignored" / "a.md").write_text("x")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "b.md").write_text("x")
+    (repo / "docs" / ".env").write_text("x")
+    (tmp_path / "out.md").write_text("x")
+    links = repo / "links"
+    links.mkdir()
+    targets = {
+        "in": repo / "docs" / "b.md",
+        "ignored": repo / "ignored" / "a.md",
+        "secret": repo / "docs" / ".env",
+        "out": tmp_path / "out.md",
+        "nowhere": repo / "missing.md",
+    }
+    for name, target in targets.items():
+        (links / name).symlink_to(target)
+    (links / "loop").symlink_to(links / "loop")
+    (links / "folder").symlink_to(repo / "docs")
+    paths = [*(links / n for n in [*targets, "loop"]), links / "folder" / "b.md", repo / "docs" / "b.md"]
+    assert refusals(paths, repo) == [refusal(p, repo) for p in paths]
+    assert [r is None for r in refusals(paths, repo)] == [True, False, False, False, False, False, True, True]
