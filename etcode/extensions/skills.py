@@ -27,7 +27,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal
@@ -313,7 +313,7 @@ class _Scan:
         if identity in self._warned:  # broken, and said so already
             return None
         try:
-            skill = read_skill(path, source)
+            skill = read_skill(path, source, self.worktree if guarded else None)
         except SkillError as err:
             self._warn(f"skipped skill {err}")
         except OSError as err:
@@ -321,8 +321,6 @@ class _Scan:
         else:
             if skill.name in self.disabled:
                 return None
-            if guarded:
-                skill = replace(skill, guard=self.worktree)
             self._seen.add(identity)
             return skill
         self._warned.add(identity)
@@ -373,7 +371,7 @@ class SkillError(Exception):
     """A ``SKILL.md`` that is no skill: the message starts with its path."""
 
 
-def read_skill(path: str | Path, source: Source) -> Skill:
+def read_skill(path: str | Path, source: Source, guard: Path | None = None) -> Skill:
     """The skill of ``path`` (a ``SKILL.md``) from its front matter alone (its ``name``,
     ``description`` and ``disable-model-invocation`` scanned, or YAML when a line needs it).
     Raises :class:`SkillError` naming the file for one that is not a skill."""
@@ -396,7 +394,7 @@ def read_skill(path: str | Path, source: Source) -> Skill:
         description = _first_paragraph(path)  # Claude Code's fallback: the body's start
     if not isinstance(description, str) or not description.strip():
         raise SkillError(f"{path}: no description in its front matter, nor a first paragraph")
-    skill = Skill(name, " ".join(description.split()), Path(path), source, user_only)
+    skill = Skill(name, " ".join(description.split()), Path(path), source, user_only, guard)
     if meta is not None:
         skill.__dict__["meta"] = meta  # read already (cached_property's own slot)
     return skill
