@@ -376,10 +376,9 @@ def read_skill(path: str | Path, source: Source, guard: Path | None = None) -> S
     ``description`` and ``disable-model-invocation`` scanned, or YAML when a line needs it).
     Raises :class:`SkillError` naming the file for one that is not a skill."""
     lines = _front_lines(path)
-    quick = scan_front_matter(lines)
-    meta: JsonObject | None = None
+    meta = simple_front_matter(lines)  # the usual: plain lines, all of it read at once
+    quick = scan_front_matter(lines) if meta is None else None
     if quick is None:
-        meta = simple_front_matter(lines)
         meta = meta if meta is not None else _yaml_front_matter(lines, path)
         quick = (meta.get("name"), meta.get("description"), meta.get("disable-model-invocation") is True)
     name, description, user_only = quick
