@@ -256,7 +256,8 @@ class _Scan:
             root_linked = guarded and _through_link(root, self.worktree)
             files = [(path, root_linked or linked) for path, linked in _skill_files(str(root), either)]
             if guarded:
-                self._judge([path for path, linked in files if linked or os.path.islink(path)])
+                # (a SKILL.md that is itself a link, rare, is judged alone in ``_read``)
+                self._judge([path for path, linked in files if linked])
             for path, linked in files:
                 skill = self._read(path, source, guarded, linked)
                 if skill is None:
