@@ -38,7 +38,7 @@ _LAZY = {
     "Renderer": "etcode.ui.loop_renderer",
     # Skills (``SKILL.md`` folders): what an agent started in a folder would find.
     "Skill": "etcode.extensions.skills",
-    "discover_skills": "etcode.extensions.skills",
+    "discover_skills": "etcode.api",
 }
 
 __all__ = [
@@ -69,10 +69,19 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from etcode.api import Agent, AgentResult, LoopLimits, RetryConfig, Tool, ToolResult, tool
+    from etcode.api import (
+        Agent,
+        AgentResult,
+        LoopLimits,
+        RetryConfig,
+        Tool,
+        ToolResult,
+        discover_skills,
+        tool,
+    )
     from etcode.contract.events import EventType, LoopEvent, TodoUpdate
     from etcode.contract.events import LoopEvent as Event
-    from etcode.extensions.skills import Skill, discover_skills
+    from etcode.extensions.skills import Skill
     from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall
     from etcode.tools.todo import TODO_UPDATE, TodoItem, TodoStore, create_todo_tool, todo_update_event
     from etcode.ui.loop_renderer import Renderer

@@ -90,8 +90,10 @@ class Agent:
       (in every prompt, ``etcode`` by default).
     - ``temperature`` and ``**llm_kwargs`` (``top_p``, ``seed``, ``stop``…) go into every
       model request; one the provider does not accept is an error before any request.
-    - ``skills``: skill folders of your own (each a ``SKILL.md`` folder or a folder of them),
-      besides the project's and the user's (:func:`etcode.discover_skills` lists them all).
+    - ``skills``: skill folders of your own (each a ``SKILL.md`` folder or a folder of them;
+      one path or a list; a relative one is taken from ``directory`` when given, else from the
+      current folder), besides the project's and the user's (:func:`etcode.discover_skills`
+      lists them all).
     - ``commands``: a task ``/name args`` naming a custom command runs its prompt (as
       ``etcode run /name args``); ``False`` sends every task as it is.
 
@@ -150,7 +152,7 @@ class Agent:
         store: SessionStore | bool | None = None,
         on_event: Callable[[Event], None] | None = None,
         trust: bool | None = False,
-        skills: Iterable[str | Path] | None = None,
+        skills: str | Path | Iterable[str | Path] | None = None,
         commands: bool = True,
         **llm_kwargs: JsonValue,
     ) -> None:
@@ -168,7 +170,7 @@ class Agent:
         self.llm = llm
         self.llm_kwargs = llm_kwargs
         self.custom_tools = [as_tool(t) for t in tools or ()]
-        self.skills = [Path(p).expanduser().resolve() for p in skills or ()]
+        self.skills = _skill_folders(skills, directory)
         self.builtin_tools = builtin_tools
         self.system_prompt = system_prompt
         self.name = name
@@ -610,3 +612,58 @@ class Agent:
 _AGENT_KEYWORDS = [
     name for name in inspect.signature(Agent.__init__).parameters if name not in ("self", "llm_kwargs")
 ]
+
+
+def _skill_folders(
+    skills: str | Path | Iterable[str | Path] | None, directory: str | Path | None
+) -> list[Path]:
+    """``Agent(skills=...)`` as absolute folders: one path or many (a string is one path, not
+    its letters); a relative one from ``directory`` when given."""
+    if skills is None:
+        return []
+    entries: Iterable[str | Path] = [skills] if isinstance(skills, str | Path) else skills
+    base = Path(directory).expanduser() if directory else Path.cwd()
+    return [(base / Path(p).expanduser()).resolve() for p in entries]
+
+
+def discover_skills(
+    directory: str | Path = ".",
+    *,
+    skills: str | Path | Iterable[str | Path] = (),
+    config: Config | None = None,
+    trust: bool = False,
+    on_warning: Callable[[str], None] | None = None,
+) -> list[Skill]:
+    """The skills an agent started in ``directory`` would have (``skills``: more folders, as
+    ``Agent(skills=...)``). ``config``: the configuration to use as given; without one the
+    project's is loaded, and a project file's ``skills.paths`` outside the project is left
+    out with a warning unless ``trust`` (as ``Agent(trust=True)`` approves it). Each broken
+    skill is one warning, passed to ``on_warning`` (else logged)."""
+    import logging
+
+    from etcode.extensions.skills import find_skills
+    from etcode.instance import describe
+
+    warnings: list[str] = []
+    info = describe(Path(directory).expanduser().resolve())
+    if config is None:
+        from etcode.config.loader import load_config
+        from etcode.trust.project import exclusions, untrusted
+
+        config = load_config(info.directory, info.worktree)
+        if trust:
+            config.mark_trusted()
+        else:
+            outside = [f for f in untrusted(config) if f.key.startswith("skills.paths")]
+            if outside:
+                warnings.extend(
+                    f"left out {f.key} of {f.file}: it {f.reason} (pass trust=True)" for f in outside
+                )
+                config = load_config(info.directory, info.worktree, without=exclusions(outside))
+    found = find_skills(info.directory, info.worktree, config=config, extra=_skill_folders(skills, directory))
+    for message in [*warnings, *found.warnings]:
+        if on_warning is not None:
+            on_warning(message)
+        else:
+            logging.getLogger("etcode.extensions").warning("%s", message)
+    return found.skills

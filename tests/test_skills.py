@@ -90,7 +90,7 @@ def test_nearest_level_wins_and_a_clash_at_one_level_warns(repo: Path) -> None:
     assert str(outer) not in " ".join(found.warnings)
 
 
-def test_user_folders_follow_xdg_and_the_project_wins(repo: Path, tmp_path: Path) -> None:
+def test_user_folders_follow_xdg_and_the_user_wins(repo: Path, tmp_path: Path) -> None:
     home = Path(os.environ["HOME"])
     xdg = tmp_path / "xdg"
     env = {**os.environ, "XDG_CONFIG_HOME": str(xdg)}
@@ -101,8 +101,11 @@ def test_user_folders_follow_xdg_and_the_project_wins(repo: Path, tmp_path: Path
     assert found.names() == ["notes", "webapp-testing"]
     assert found.get("notes").path == mine and {s.source for s in found.skills} == {"user"}  # type: ignore[union-attr]
     team = write_skill(repo / ".claude" / "skills" / "notes", "name: notes\ndescription: The team's notes.\n")
+    write_skill(repo / ".claude" / "skills" / "team-only", "name: team-only\ndescription: Theirs.\n")
     found = find_skills(repo, repo, env=env)
-    assert found.get("notes").path == team and found.warnings == []  # type: ignore[union-attr]
+    # Claude Code's order: a cloned repository does not replace a skill of the user's.
+    assert found.get("notes").path == mine and found.warnings == []  # type: ignore[union-attr]
+    assert str(team) not in repr(found.skills) and found.names() == ["notes", "webapp-testing", "team-only"]
 
 
 def test_config_paths_disabled_and_merged_layers(repo: Path, tmp_path: Path) -> None:
@@ -130,8 +133,11 @@ BROKEN = {
         "name: bad-yaml\ndescription: Use when: the user asks\n",
         "line 3 invalid YAML front matter",
     ),
-    "no-name": ("description: Has no name.\n", "no name in its front matter"),
     "no-description": ("name: no-description\n", "no description in its front matter"),
+    "list-name": (
+        "name: [a, b]\ndescription: A list for a name.\n",
+        "the name in its front matter is not text",
+    ),
     "bad-name": ("name: two words\ndescription: A name with a space.\n", "is not 1-64 letters"),
     "list-description": ("name: list-description\ndescription: [a, b]\n", "no description"),
 }
@@ -139,7 +145,7 @@ BROKEN = {
 
 def test_each_broken_skill_is_one_warning_naming_its_file(repo: Path) -> None:
     skills = repo / ".claude" / "skills"
-    paths = {name: write_skill(skills / name, front) for name, (front, _) in BROKEN.items()}
+    paths = {name: write_skill(skills / name, front, body="") for name, (front, _) in BROKEN.items()}
     no_front = skills / "no-front"
     no_front.mkdir()
     (no_front / "SKILL.md").write_text("# Just Markdown\n")
@@ -293,14 +299,14 @@ def test_front_matter_read_in_blocks_whatever_its_length(repo: Path, pad: int, n
 
 
 def test_empty_and_unclosed_front_matter(repo: Path) -> None:
-    empty = write_skill(repo / ".claude" / "skills" / "empty", "")
+    empty = write_skill(repo / ".claude" / "skills" / "empty", "", body="")
     long = repo / ".claude" / "skills" / "endless" / "SKILL.md"
     long.parent.mkdir()
     long.write_text("---\n" + "key: value\n" * 1000)
     found = find_skills(repo, repo)
     assert found.warnings == [
-        f"skipped skill {empty}: no name in its front matter",
-        f"skipped skill {long}: front matter is not closed with --- within 400 lines",
+        f"skipped skill {empty}: no description in its front matter, nor a first paragraph",
+        f"skipped skill {long}: front matter is not closed with --- within 400 lines or 64 KB",
     ]
 
 
@@ -333,3 +339,15 @@ def test_named_folders_a_skill_or_a_folder_of_skills_and_one_missing(repo: Path,
     assert found.names() == ["brand-guidelines", "internal-comms", "webapp-testing"]
     assert {s.source for s in found.skills} == {"api"}
     assert found.warnings == [f"skills folder not found: {tmp_path / 'nowhere'}"]
+
+
+def test_no_name_takes_the_folders_and_no_description_the_first_paragraph(repo: Path) -> None:
+    skills = repo / ".claude" / "skills"
+    write_skill(skills / "no-name", "description: Has no name.\n")
+    write_skill(
+        skills / "no-description", "name: plain\n", body="# Title\n\nFirst line\nsecond line.\n\nMore.\n"
+    )
+    found = find_skills(repo, repo)
+    assert found.warnings == []
+    assert found.get("no-name").description == "Has no name."  # type: ignore[union-attr]
+    assert found.get("plain").description == "First line second line."  # type: ignore[union-attr]

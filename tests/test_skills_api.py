@@ -195,3 +195,14 @@ async def test_a_skill_only_the_user_loads(llm: FakeLLM, tmp_path: Path) -> None
     assert "deploy" not in system_text(llm.requests[1].body)
     answer = llm.requests[2].body["messages"][-1]["content"]
     assert 'No skill is named "deploy"' in answer and "- brand-guidelines: " in answer
+
+
+def test_discover_skills_leaves_a_projects_folder_outside_it_out_unless_trusted(tmp_path: Path) -> None:
+    project = git_init(tmp_path / "project")
+    shutil.copytree(FIXTURES / "webapp-testing", tmp_path / "shared" / "webapp-testing")
+    (project / "etcode.json").write_text(json.dumps({"skills": {"paths": ["../shared"]}}))
+    warnings: list[str] = []
+    assert etcode.discover_skills(project, on_warning=warnings.append) == []
+    [warning] = warnings
+    assert warning.startswith("left out skills.paths[0] of ") and "(pass trust=True)" in warning
+    assert [s.name for s in etcode.discover_skills(project, trust=True)] == ["webapp-testing"]

@@ -122,7 +122,9 @@ def test_debug_prompt_shows_the_list_and_the_lean_one_is_bounded(tmp_path: Path)
     full = etcode("debug", "prompt", "--json", cwd=project)
     assert full.returncode == 0, full.stderr
     [part] = [p for p in json.loads(full.stdout)["parts"] if p["layer"] == "skills"]
-    assert part["text"].count("\n- skill-") == 30
+    # 30 descriptions of 1024 characters: the full list's 12k budget holds 11 of them.
+    assert part["text"].count("\n- skill-") == 11
+    assert part["text"].endswith('- … and 19 more: call Skill with name "?" for the full list.')
     assert "Body 0." not in part["text"]
     (project / "etcode.json").write_text(json.dumps({"prompt": "lean"}))
     lean = etcode("debug", "prompt", "--json", cwd=project)

@@ -36,7 +36,9 @@ async def test_skills_lists_them_and_sends_one_by_hand(project: Path, llm: FakeL
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
         await submit(pilot, app, "/skills")
-        (listing,) = app.conversation.query(HelpMessage)
+        (listing,) = await wait_for(
+            pilot, lambda: list(app.conversation.query(HelpMessage)), what="the table"
+        )
         assert (
             "| `internal-comms` | A set of resources to help me write all kinds of internal" in listing.source
         )
@@ -99,7 +101,9 @@ async def test_a_skill_the_model_may_not_load_is_sent_by_hand(project: Path, llm
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
         await submit(pilot, app, "/skills")
-        (listing,) = app.conversation.query(HelpMessage)
+        (listing,) = await wait_for(
+            pilot, lambda: list(app.conversation.query(HelpMessage)), what="the table"
+        )
         assert "| `deploy` | Deploys. |" in listing.source
         await run_turn(pilot, app, "/skills deploy to staging")
     body = llm.requests[0].body

@@ -127,7 +127,7 @@ async def _build(
             config.permission if config else None, config.permission_files if config else []
         ),
     )
-    skills = _skills(info, config, chosen.tool_enabled("Skill"), warnings)
+    skills = await _skills(info, config, chosen.tool_enabled("Skill"), warnings)
     window = await _window(config, model_id)
     lean = window["prompt"] == "lean"
     listed = [skills[1] if lean else skills[0]] if skills else []
@@ -139,17 +139,19 @@ async def _build(
     return parts, warnings, window
 
 
-def _skills(
+async def _skills(
     info: InstanceInfo, config: Config | None, enabled: bool, warnings: list[str]
 ) -> list[PromptPart]:
     """The list of skills as the prompt has it, full then lean ([] with no skills, or when
     the agent turns the Skill tool off), as ``etcode run`` finds them."""
     if not enabled:
         return []
+    import asyncio
+
     from etcode.extensions.skill_prompt import lean_skills_part, skills_part
     from etcode.extensions.skills import find_skills
 
-    found = find_skills(info.directory, info.worktree, config=config)
+    found = await asyncio.to_thread(find_skills, info.directory, info.worktree, config=config)
     warnings.extend(found.warnings)
     offered = found.for_model()
     return [skills_part(offered.skills), lean_skills_part(offered.skills)] if offered else []

@@ -13,6 +13,9 @@ from etcode.prompt.parts import PromptPart
 
 #: The longest description the full list shows (the Agent Skills limit).
 DESCRIPTION_CHARS = 1024
+#: The full list's budget (characters, about 3k tokens; Claude Code gives its list a similar
+#: share): the skills past it are counted, and the Skill tool lists them (name "?").
+LIST_BUDGET_CHARS = 12_000
 #: The lean prompt lists at most this many skills, each description cut to its first
 #: sentence of at most :data:`LEAN_DESCRIPTION_CHARS` characters.
 LEAN_MAX_SKILLS = 12
@@ -26,10 +29,22 @@ def _cut(text: str, limit: int) -> str:
 
 
 def skills_part(skills: Sequence[Skill]) -> PromptPart:
-    """The system prompt's part listing every skill: ``- name: description``."""
-    lines = "\n".join(f"- {s.name}: {_cut(s.description, DESCRIPTION_CHARS)}" for s in skills)
+    """The system prompt's part listing the skills, ``- name: description``, in at most
+    :data:`LIST_BUDGET_CHARS` characters (then how many more the Skill tool can list)."""
+    lines: list[str] = []
+    used = 0
+    for skill in skills:
+        line = f"- {skill.name}: {_cut(skill.description, DESCRIPTION_CHARS)}"
+        if used + len(line) + 1 > LIST_BUDGET_CHARS:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    if len(skills) > len(lines):
+        more = templates.load("skills/lean_more.md").strip()
+        lines.append(templates.render(more, {"count": str(len(skills) - len(lines))}))
     source = "skills/listing.md"
-    return PromptPart("skills", source, templates.render(templates.load(source), {"skills": lines}).strip())
+    text = templates.render(templates.load(source), {"skills": "\n".join(lines)})
+    return PromptPart("skills", source, text.strip())
 
 
 def lean_skills_part(skills: Sequence[Skill]) -> PromptPart:

@@ -9,13 +9,14 @@ import asyncio
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from etcode.extensions.skill_prompt import LIST_NAME, load_skill, unknown_text
-from etcode.extensions.skills import SkillSet
+from etcode.extensions.skills import SkillError, SkillSet
 from etcode.prompt import templates
 from etcode.provider.types import ToolSchema
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.util.json_types import JsonObject
 
 _NAME_HELP = 'The skill\'s name, as listed under "Skills" ("?" lists every skill).'
+_ARGS_HELP = "Optional: what to apply the skill to (passed along with its instructions)."
 
 
 class SkillParams(BaseModel):
@@ -26,15 +27,23 @@ class SkillParams(BaseModel):
         validation_alias=AliasChoices("name", "skill"),
         description=_NAME_HELP,
     )
+    # Claude Code's Skill tool takes ``args`` too: passed along with the skill.
+    args: str | None = Field(default=None, description=_ARGS_HELP)
 
 
 def parameters() -> JsonObject:
     """``SkillParams``' JSON schema, written out: pydantic would take a start ~2 ms to make
     it (tests/test_skills.py checks that the two agree)."""
     name: JsonObject = {"description": _NAME_HELP, "title": "Name", "type": "string"}
+    args: JsonObject = {
+        "anyOf": [{"type": "string"}, {"type": "null"}],
+        "default": None,
+        "description": _ARGS_HELP,
+        "title": "Args",
+    }
     return {
         "additionalProperties": False,
-        "properties": {"name": name},
+        "properties": {"name": name, "args": args},
         "required": ["name"],
         "type": "object",
     }
@@ -65,10 +74,15 @@ class SkillTool(Tool):
             return ToolResult(text, is_error=True, summary=f"No skill named {wanted}")
         try:
             loaded = await asyncio.to_thread(load_skill, skill)
-        except OSError as err:
-            raise ToolError(f"cannot read skill {skill.name} ({skill.path}): {err.strerror or err}") from None
+        except (OSError, SkillError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            raise ToolError(f"cannot read skill {skill.name} ({skill.path}): {reason}") from None
+        text = loaded.text
+        if params.args and params.args.strip():
+            request = templates.render(templates.load("skills/args.md"), {"args": params.args.strip()})
+            text += "\n\n" + request.strip()
         return ToolResult(
-            loaded.text,
+            text,
             data={
                 "name": skill.name,
                 "folder": str(skill.folder),

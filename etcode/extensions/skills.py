@@ -2,16 +2,19 @@
 and Gemini CLI read), found where a team and a user keep them.
 
 Where, highest first (a name found again lower down is that skill's shadow, silently):
-the ``Agent(skills=[...])`` folders (``"api"``), the project's ``.etcode/skills/``,
-``.claude/skills/`` and ``.agents/skills/`` from the working directory up to the worktree
-root (``"project"``, nearest first), ``config.skills.paths`` (``"config"``: a skill folder or
-a folder of skills, relative to the worktree, ``~/`` allowed), then the user's
-``~/.config/etcode/skills/`` (``$XDG_CONFIG_HOME``) and ``~/.claude/skills/`` (``"user"``).
-``config.skills.disabled`` leaves skills out by name.
+the ``Agent(skills=[...])`` folders (``"api"``), the user's ``~/.config/etcode/skills/``
+(``$XDG_CONFIG_HOME``) and ``~/.claude/skills/`` (``"user"``: Claude Code's order, personal
+over project, so a cloned repository cannot replace a skill of yours), the project's
+``.etcode/skills/``, ``.claude/skills/`` and ``.agents/skills/`` from the working directory up
+to the worktree root (``"project"``, nearest first), then ``config.skills.paths``
+(``"config"``: a skill folder or a folder of skills, relative to the worktree, ``~/``
+allowed). ``config.skills.disabled`` leaves skills out by name (never by folder).
 
 Discovery reads only each ``SKILL.md``'s front matter (the body is read when a skill is
-loaded). A broken skill — front matter that is not YAML, no ``name`` or ``description``, a
-name another skill of the same level took — is one warning naming its file, never an error.
+loaded). As in Claude Code, a skill with no ``name`` takes its folder's, and one with no
+``description`` its body's first paragraph. A broken skill — front matter that is not YAML,
+no description at all, a name another skill of the same level took — is one warning naming
+its file, never an error.
 A project's skill reached through a link out of the project is skipped with a warning unless
 the project is trusted (``prompt/project_files.refusal``, as instruction files).
 ``allowed-tools`` is kept for information only: it never changes a permission.
@@ -23,10 +26,11 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, BinaryIO, Literal
 
 from etcode.util.json_types import JsonObject, JsonValue
 from etcode.util.paths import config_dir, folders_between
@@ -44,9 +48,14 @@ PROJECT_FOLDERS = (".etcode/skills", ".claude/skills", ".agents/skills")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 #: Front matter longer than this (lines) is not a skill's.
 MAX_FRONT_LINES = 400
+#: ... or longer than this (bytes).
+MAX_FRONT_BYTES = 64 * 1024
+#: A skill's body is read up to this many bytes (the rest is cut, with a line saying so): with
+#: its files listed, a loaded skill stays under the chat's 100 KB attachment cap.
+MAX_BODY_BYTES = 64 * 1024
 _BLOCK = 4096
 #: The line that closes the front matter (with the line break before it).
-_FENCE = re.compile(rb"\n[ \t]*---[ \t]*\r?(?=\n|$)")
+_FENCE = re.compile(rb"\n---[ \t]*\r?(?=\n|$)")  # (at the line's start: ``  ---`` is text)
 #: Bundled files listed for the model (the rest is counted, up to ``MAX_COUNTED_FILES``).
 MAX_LISTED_FILES = 100
 MAX_COUNTED_FILES = 5000
@@ -58,15 +67,20 @@ Source = Literal["api", "project", "config", "user"]
 @dataclass(frozen=True)
 class Skill:
     """One skill: ``name`` and ``description`` from its front matter, ``path`` of its
-    ``SKILL.md`` (its folder holds the bundled files), where it was found (``source``),
-    its ``allowed-tools`` (recorded, never granted) and the other front-matter keys."""
+    ``SKILL.md`` (its folder holds the bundled files), where it was found (``source``), and
+    whether only the user may load it (``user_only``). Its ``allowed-tools`` (recorded,
+    never granted) and the other front-matter keys (``extra``) are read when first asked
+    for: discovery reads no more than the three keys it needs (and no YAML for them)."""
 
     name: str
     description: str
     path: Path
     source: Source
-    allowed_tools: tuple[str, ...] = ()
-    extra: JsonObject = field(default_factory=dict, compare=False, hash=False)
+    #: ``disable-model-invocation: true`` (Claude Code's): only ``/skills NAME`` loads it.
+    user_only: bool = False
+    #: The worktree of an untrusted project whose skill this is: loading checks again that
+    #: ``SKILL.md`` does not link out of it (it may have changed since discovery).
+    guard: Path | None = field(default=None, compare=False, hash=False)
 
     @property
     def folder(self) -> Path:
@@ -76,11 +90,43 @@ class Skill:
     def model_invocable(self) -> bool:
         """False for a skill whose front matter says ``disable-model-invocation: true``
         (Claude Code's: only the user loads it, with ``/skills NAME``)."""
-        return self.extra.get("disable-model-invocation") is not True
+        return not self.user_only
+
+    @cached_property
+    def meta(self) -> JsonObject:
+        """The whole front matter (read now, with YAML when it needs it; ``{}`` when it
+        cannot be read any more)."""
+        try:
+            return _front_matter(self.path)
+        except (SkillError, OSError):
+            return {}
+
+    @property
+    def allowed_tools(self) -> tuple[str, ...]:
+        """``allowed-tools`` as names: shown to the model as a note, never a permission."""
+        return tool_names(self.meta.get("allowed-tools", self.meta.get("allowed_tools")))
+
+    @property
+    def extra(self) -> JsonObject:
+        """The front-matter keys besides ``name``, ``description`` and ``allowed-tools``."""
+        skip = ("name", "description", "allowed-tools", "allowed_tools")
+        return {key: value for key, value in self.meta.items() if key not in skip}
 
     def body(self) -> str:
-        """The instructions: ``SKILL.md`` without its front matter (read now)."""
-        return strip_front_matter(self.path.read_text(encoding="utf-8", errors="replace"))
+        """The instructions: ``SKILL.md`` without its front matter (read now, at most
+        :data:`MAX_BODY_BYTES`: a longer one is cut, with a line saying so)."""
+        if self.guard is not None:
+            from etcode.prompt.project_files import refusal
+
+            reason = refusal(self.path, self.guard)
+            if reason is not None:
+                raise SkillError(f"{self.path}: {reason}")
+        with open_regular(self.path) as handle:
+            data = handle.read(MAX_BODY_BYTES + 1)
+        text = strip_front_matter(data[:MAX_BODY_BYTES].decode("utf-8", errors="replace"))
+        if len(data) > MAX_BODY_BYTES:
+            text += f"\n\n[… {self.path} is cut at {MAX_BODY_BYTES // 1024} KB: read the rest with ReadFile]"
+        return text
 
     def files(self, limit: int = MAX_LISTED_FILES) -> tuple[list[str], int]:
         """The files bundled beside ``SKILL.md`` (paths relative to :attr:`folder`, sorted;
@@ -98,7 +144,7 @@ class Skill:
 
 
 class SkillSet:
-    """The skills in force, in listing order (api, project, config, user; by name within
+    """The skills in force, in listing order (api, user, project, config; by name within
     each), and the warnings discovery gave (one line each, naming the file)."""
 
     def __init__(self, skills: list[Skill] | None = None, warnings: list[str] | None = None) -> None:
@@ -173,11 +219,13 @@ def find_skills(
     trusted = config.trusted if config is not None else False
     scan = _Scan(worktree, disabled, trusted)
     scan.level([Path(os.path.abspath(Path(p).expanduser())) for p in extra], "api", either=True)
+    # The user's before the project's (Claude Code's order: personal over project): a cloned
+    # repository does not replace a skill of yours by naming one of its own the same.
+    scan.level(user_folders(env), "user")
     for level in project_levels(directory, worktree):
         scan.level(level, "project")
     if config is not None:
         scan.level(config_folders(config.skills.paths, worktree), "config", either=True)
-    scan.level(user_folders(env), "user")
     return SkillSet(scan.skills, scan.warnings)
 
 
@@ -191,7 +239,10 @@ class _Scan:
         self.skills: list[Skill] = []
         self.warnings: list[str] = []
         self._by_name: dict[str, Skill] = {}
-        self._seen: set[tuple[int, int]] = set()
+        self._seen: set[tuple[int, int]] = set()  # files taken
+        self._warned: set[tuple[int, int]] = set()  # broken files (one warning each)
+        self._refused: set[tuple[int, int]] = set()  # refused through a link (one warning each)
+        self._verdicts: dict[str, str | None] = {}  # linked project files: why refused, or None
 
     def level(self, roots: Sequence[Path], source: Source, either: bool = False) -> None:
         """The skills of one level (its folders in order; a name taken twice here warns).
@@ -203,8 +254,12 @@ class _Scan:
                 self._warn(f"skills folder not found: {root}")
                 continue
             root_linked = guarded and _through_link(root, self.worktree)
-            for path, folder_linked in _skill_files(str(root), either):
-                skill = self._read(path, source, guarded, root_linked or folder_linked)
+            files = [(path, root_linked or linked) for path, linked in _skill_files(str(root), either)]
+            if guarded:
+                # (a SKILL.md that is itself a link, rare, is judged alone in ``_read``)
+                self._judge([path for path, linked in files if linked])
+            for path, linked in files:
+                skill = self._read(path, source, guarded, linked)
                 if skill is None:
                     continue
                 if skill.name in here:
@@ -218,12 +273,18 @@ class _Scan:
                 self._by_name[skill.name] = skill
                 self.skills.append(skill)
 
+    def _judge(self, paths: list[str]) -> None:
+        """The verdicts on linked project files, asked of git at once (see ``_read``)."""
+        if paths:
+            from etcode.prompt.project_files import refusals
+
+            self._verdicts.update(zip(paths, refusals(paths, self.worktree), strict=True))
+
     def _read(self, path: str, source: Source, guarded: bool, linked: bool) -> Skill | None:
         """The skill of ``path`` or None (no such file, seen already, refused, broken).
         ``guarded``: a project's file, checked when it is reached through a link below the
-        worktree (``linked``: a folder on the way is one; or ``SKILL.md`` itself)."""
-        if os.path.basename(os.path.dirname(path)) in self.disabled:
-            return None
+        worktree (``linked``: a folder on the way is one; or ``SKILL.md`` itself). A file is
+        "seen" only once taken: a copy refused through a project's link stays the user's."""
         try:
             facts = os.lstat(path)
             if stat.S_ISLNK(facts.st_mode):
@@ -233,24 +294,37 @@ class _Scan:
             if not (guarded and linked and os.path.islink(path)):
                 return None
             facts = None
-        if facts is not None:
-            identity = (facts.st_dev, facts.st_ino)
-            if identity in self._seen:  # the same file through another folder (a linked .agents/skills)
-                return None
-            self._seen.add(identity)
+        identity = (facts.st_dev, facts.st_ino) if facts is not None else (-1, hash(path))
+        if identity in self._seen:  # the same file through another folder (a linked .agents/skills)
+            return None
         if guarded and linked:
             from etcode.prompt.project_files import refusal, skip_warning
 
-            reason = refusal(path, self.worktree)
-            if reason is not None:
-                self._warn(skip_warning("skill", path, reason))
+            reason = self._verdicts[path] if path in self._verdicts else refusal(path, self.worktree)
+            if reason is not None:  # (the same file reached another way may still be taken)
+                if identity not in self._refused:
+                    self._refused.add(identity)
+                    self._warn(skip_warning("skill", path, reason))
                 return None
+        if facts is not None and not stat.S_ISREG(facts.st_mode):  # a FIFO, a device: never read
+            if identity not in self._warned:
+                self._warned.add(identity)
+                self._warn(f"skipped skill {path}: not a regular file")
+            return None
+        if identity in self._warned:  # broken, and said so already
+            return None
         try:
-            return read_skill(path, source)
+            skill = read_skill(path, source, self.worktree if guarded else None)
         except SkillError as err:
             self._warn(f"skipped skill {err}")
         except OSError as err:
             self._warn(f"skipped skill {path}: {err.strerror or err}")
+        else:
+            if skill.name in self.disabled:
+                return None
+            self._seen.add(identity)
+            return skill
+        self._warned.add(identity)
         return None
 
     def _warn(self, message: str) -> None:
@@ -298,21 +372,113 @@ class SkillError(Exception):
     """A ``SKILL.md`` that is no skill: the message starts with its path."""
 
 
-def read_skill(path: str | Path, source: Source) -> Skill:
-    """The skill of ``path`` (a ``SKILL.md``) from its front matter alone. Raises
-    :class:`SkillError` naming the file for one that is not a skill."""
-    meta = _front_matter(path)
-    name = meta.pop("name", None)
-    description = meta.pop("description", None)
-    if not isinstance(name, str) or not name.strip():
-        raise SkillError(f"{path}: no name in its front matter")
+def read_skill(path: str | Path, source: Source, guard: Path | None = None) -> Skill:
+    """The skill of ``path`` (a ``SKILL.md``) from its front matter alone (its ``name``,
+    ``description`` and ``disable-model-invocation`` scanned, or YAML when a line needs it).
+    Raises :class:`SkillError` naming the file for one that is not a skill."""
+    lines = _front_lines(path)
+    meta = simple_front_matter(lines)  # the usual: plain lines, all of it read at once
+    quick = scan_front_matter(lines) if meta is None else None
+    if quick is None:
+        meta = meta if meta is not None else _yaml_front_matter(lines, path)
+        quick = (meta.get("name"), meta.get("description"), meta.get("disable-model-invocation") is True)
+    name, description, user_only = quick
+    if name is None or (isinstance(name, str) and not name.strip()):
+        name = os.path.basename(os.path.dirname(os.path.abspath(path)))  # Claude Code's fallback
+    if not isinstance(name, str):
+        raise SkillError(f"{path}: the name in its front matter is not text")
     name = name.strip()
     if not NAME.fullmatch(name):
         raise SkillError(f"{path}: the name {name!r} is not 1-64 letters, digits, '-', '_' or '.'")
+    if description is None or (isinstance(description, str) and not description.strip()):
+        description = _first_paragraph(path)  # Claude Code's fallback: the body's start
     if not isinstance(description, str) or not description.strip():
-        raise SkillError(f"{path}: no description in its front matter")
-    allowed = meta.pop("allowed-tools", meta.pop("allowed_tools", None))
-    return Skill(name, " ".join(description.split()), Path(path), source, tool_names(allowed), meta)
+        raise SkillError(f"{path}: no description in its front matter, nor a first paragraph")
+    skill = Skill(name, " ".join(description.split()), Path(path), source, user_only, guard)
+    if meta is not None:
+        skill.__dict__["meta"] = meta  # read already (cached_property's own slot)
+    return skill
+
+
+#: The keys discovery needs; a line it cannot read as YAML would sends the whole front matter
+#: to YAML.
+_WANTED = frozenset({"name", "description", "disable-model-invocation"})
+_TOP_KEY = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]|$)(.*)")
+_BLOCK_INDICATOR = re.compile(r"[|>][+-]?[1-9]?|[|>][1-9]?[+-]?")
+_TRUE = frozenset({"true", "yes", "on"})
+_FALSE = frozenset({"false", "no", "off"})
+
+
+def scan_front_matter(lines: Sequence[str]) -> tuple[str | None, str | None, bool] | None:
+    """``(name, description, disable-model-invocation)`` scanned from the front matter's
+    lines without YAML: top-level ``key:`` lines, a block scalar (``|``, ``>``, ``>-``...) or
+    plain text going on over indented lines (either is folded to spaces: a description is
+    whitespace-collapsed anyway), a one-line quoted value; other keys' values (maps, lists)
+    skipped whatever they hold. None when a line of the three keys (or one at the top level
+    that is not a key) needs YAML to be read as YAML reads it."""
+    found: dict[str, str] = {}
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if not line.strip() or line.startswith("#"):
+            continue
+        if line[0] in " \t-":  # a value of the key before (skipped)
+            continue
+        match = _TOP_KEY.fullmatch(line)
+        if match is None:
+            return None
+        key, rest = match.group(1), match.group(2).strip()
+        if key not in _WANTED:
+            continue
+        if key in found or "\t" in line:
+            return None
+        more: list[str] = []
+        while index < len(lines) and (not lines[index].strip() or lines[index][0] == " "):
+            more.append(lines[index].strip())
+            index += 1
+        lines_after = [m for m in more if m]
+        if key == "disable-model-invocation":
+            if lines_after or rest.lower() not in _TRUE | _FALSE:
+                return None
+            value: str | None = rest.lower()
+        else:
+            value = _scanned_value(rest, lines_after)
+        if value is None:
+            return None
+        found[key] = value
+    return found.get("name"), found.get("description"), found.get("disable-model-invocation") in _TRUE
+
+
+def _scanned_value(rest: str, more: list[str]) -> str | None:
+    """The text of one value (``rest`` after the colon, ``more`` its indented lines), or None
+    when YAML would read it otherwise (quotes over lines, comments, ``: `` inside, a map...)."""
+    if _BLOCK_INDICATOR.fullmatch(rest):
+        return " ".join(more)
+    if not rest:
+        return None  # a map or list under the key, or nothing: YAML says
+    if rest[0] in "'\"":
+        return _quoted(rest) if not more else None
+    for text in (rest, *more):
+        if ": " in text or " #" in text or text.endswith(":") or "\t" in text:
+            return None
+    if rest[0] in _NOT_PLAIN_START or rest[0] in "+." or rest[0].isdigit():
+        return None
+    if not more and rest.lower() in _YAML_WORDS:
+        return None  # a boolean or null to YAML
+    return " ".join([rest, *more])
+
+
+def _first_paragraph(path: str | Path) -> str:
+    """The first paragraph of ``path``'s body that is not a heading (read up to
+    :data:`MAX_FRONT_BYTES`), or ``""``."""
+    with open_regular(path) as handle:
+        text = strip_front_matter(handle.read(MAX_FRONT_BYTES).decode("utf-8", errors="replace"))
+    for block in re.split(r"\n\s*\n", text):
+        lines = [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        if lines:
+            return " ".join(" ".join(lines).split())[:1024]
+    return ""
 
 
 def tool_names(value: JsonValue) -> tuple[str, ...]:
@@ -334,14 +500,16 @@ def _front_matter(path: str | Path) -> JsonObject:
 
 def _front_lines(path: str | Path) -> list[str]:
     """The lines between the ``---`` fences at the start of ``path`` (read in blocks, no
-    further than the closing fence's block)."""
-    with open(path, "rb") as handle:
+    further than the closing fence's block, nor than :data:`MAX_FRONT_BYTES`)."""
+    with open_regular(path) as handle:
         data = handle.read(_BLOCK).removeprefix(b"\xef\xbb\xbf")
         first = data.split(b"\n", 1)[0]
         if first.strip() != b"---":
             raise SkillError(f"{path}: no front matter (--- then name: and description:)")
+        start = len(first)
+        lines = data.count(b"\n")
         while True:
-            fence = _FENCE.search(data, len(first))
+            fence = _FENCE.search(data, start)
             if fence is not None and fence.end() < len(data):
                 break
             more = handle.read(_BLOCK)  # (a fence at the block's end may go on in the next one)
@@ -349,13 +517,32 @@ def _front_lines(path: str | Path) -> list[str]:
                 if fence is None:
                     raise SkillError(f"{path}: front matter is not closed with ---")
                 break
+            # Search again from the last line that was not whole: the fence may start there.
+            start = max(len(first), data.rfind(b"\n"))
             data += more
-            if data.count(b"\n") > MAX_FRONT_LINES:
+            lines += more.count(b"\n")
+            if len(data) > MAX_FRONT_BYTES or lines > MAX_FRONT_LINES:
                 raise SkillError(
                     f"{path}: front matter is not closed with --- within {MAX_FRONT_LINES} lines"
+                    f" or {MAX_FRONT_BYTES // 1024} KB"
                 )
     text = data[len(first) + 1 : fence.start()].decode("utf-8", errors="replace")
     return [line.rstrip("\r") for line in text.split("\n")]
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file (after links); a FIFO or a device
+    (``/dev/zero``) raises :class:`SkillError` instead of hanging or never ending."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    descriptor = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise SkillError(f"{path}: not a regular file")
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
 
 
 def _yaml_front_matter(lines: list[str], path: str | Path) -> JsonObject:
@@ -429,34 +616,5 @@ def strip_front_matter(text: str) -> str:
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
         return text.strip()
-    end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), None)
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.rstrip() == "---"), None)
     return text.strip() if end is None else "\n".join(lines[end + 1 :]).strip()
-
-
-# ---- the public entrance --------------------------------------------------------------------
-
-
-def discover_skills(
-    directory: str | Path = ".",
-    *,
-    skills: Sequence[str | Path] = (),
-    config: Config | None = None,
-    on_warning: Callable[[str], None] | None = None,
-) -> list[Skill]:
-    """The skills an agent started in ``directory`` would have (``skills``: more folders, as
-    ``Agent(skills=...)``; ``config``: the project's configuration, loaded when not given).
-    Each broken skill is one warning, passed to ``on_warning`` (else logged)."""
-    from etcode.instance import describe
-
-    info = describe(Path(directory).expanduser().resolve())
-    if config is None:
-        from etcode.config.loader import load_config
-
-        config = load_config(info.directory, info.worktree)
-    found = find_skills(info.directory, info.worktree, config=config, extra=skills)
-    for message in found.warnings:
-        if on_warning is not None:
-            on_warning(message)
-        else:
-            logger.warning("%s", message)
-    return found.skills

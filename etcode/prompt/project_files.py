@@ -15,6 +15,7 @@ for the session (``Config.trusted``).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 TRUST_HINT = "`etcode run --trust` sends it"
@@ -56,6 +57,53 @@ def refusal(path: str | Path, root: str | Path) -> str | None:
     if git_ignored(target, real_root):
         return f"a link to {target}, a git-ignored file"
     return None
+
+
+def refusals(paths: Sequence[str | Path], root: str | Path) -> list[str | None]:
+    """:func:`refusal` of each of ``paths``, with one ``git check-ignore`` for all of them
+    (a hundred linked skills would otherwise start a hundred git processes) and the links
+    on the way looked up once per folder."""
+    from etcode.security.private_files import git_ignored_many, secret_name
+
+    top = os.path.abspath(os.path.expanduser(root))
+    real_root = os.path.realpath(top)
+    links: dict[str, bool] = {}
+
+    def linked(path: str) -> bool:
+        if not path.startswith(top + os.sep):
+            return False
+        current = top
+        for part in path[len(top) + 1 :].split(os.sep):
+            current = os.path.join(current, part)
+            if current not in links:
+                links[current] = os.path.islink(current)
+            if links[current]:
+                return True
+        return False
+
+    reasons: list[str | None] = []
+    pending: list[tuple[int, str]] = []
+    for index, entry in enumerate(paths):
+        path = os.path.abspath(os.path.expanduser(entry))
+        reason: str | None = None
+        if linked(path):
+            try:
+                target = os.path.realpath(path, strict=True)
+            except (OSError, RuntimeError):
+                reason = "a link that leads nowhere or loops"
+            else:
+                if target != real_root and not target.startswith(real_root.rstrip(os.sep) + os.sep):
+                    reason = f"a link to {target}, outside the project"
+                elif secret_name(os.path.basename(target)):
+                    reason = f"a link to {target}, a secret file"
+                else:
+                    pending.append((index, target))
+        reasons.append(reason)
+    ignored = git_ignored_many([Path(target) for _, target in pending], Path(real_root)) or set()
+    for index, target in pending:
+        if Path(target) in ignored:
+            reasons[index] = f"a link to {target}, a git-ignored file"
+    return reasons
 
 
 def skip_warning(kind: str, path: str | Path, reason: str) -> str:

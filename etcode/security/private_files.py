@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from etcode.util.ignore import TEMPLATES
@@ -63,6 +64,27 @@ def git_ignored(path: Path, root: Path) -> bool | None:
     files are not ignored. None: not a git work tree, or git cannot tell."""
     code = _git(root, "check-ignore", "-q", "--", str(path))
     return None if code is None else code == 0
+
+
+def git_ignored_many(paths: Sequence[Path], root: Path) -> set[Path] | None:
+    """Which of ``paths`` (absolute, under the work tree ``root``) git ignores, asked in one
+    ``git check-ignore --stdin -z``. None: not a git work tree, or git cannot tell."""
+    if not paths:
+        return set()
+    if not (root / ".git").exists():
+        return None
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
+    request = b"".join(os.fsencode(path) + b"\0" for path in paths)
+    try:
+        out = subprocess.run(
+            ["git", "check-ignore", "--stdin", "-z"], cwd=root, input=request, capture_output=True,
+            timeout=GIT_TIMEOUT, env=env,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode not in (0, 1):
+        return None
+    return {Path(os.fsdecode(name)) for name in out.stdout.split(b"\0") if name}
 
 
 def git_tracked(path: Path, root: Path) -> bool | None:

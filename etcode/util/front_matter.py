@@ -21,7 +21,7 @@ def split_front_matter(text: str, where: str = "<markdown>") -> tuple[JsonObject
     lines = text.splitlines()
     if lines[0].strip() != "---":
         return {}, text.strip()
-    end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), None)
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.rstrip() == "---"), None)
     if end is None:
         raise ConfigError(f"{where}: front matter is not closed with ---")
     source = "\n".join(lines[1:end])

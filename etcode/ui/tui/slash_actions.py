@@ -211,6 +211,7 @@ async def _skills(app: SlashApp, args: str) -> None:
     import asyncio
 
     from etcode.extensions.skill_prompt import by_hand_text, load_skill
+    from etcode.extensions.skills import SkillError
     from etcode.ui.tui.mentions import Attachment, attach
 
     assert app.host is not None
@@ -238,8 +239,9 @@ async def _skills(app: SlashApp, args: str) -> None:
         return
     try:
         loaded = await asyncio.to_thread(load_skill, skill)
-    except OSError as err:
-        await say(app, f"error: cannot read {skill.path}: {err.strerror or err}", "error")
+    except (OSError, SkillError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        await say(app, f"error: cannot read {skill.path}: {reason}", "error")
         return
     # Sent as an attached file is: what the user typed, then the skill (a resumed session
     # shows it as the chat did, ``@.claude/skills/NAME/SKILL.md``).
