@@ -537,3 +537,27 @@ def test_offline_loads_no_http_client_nor_the_chat(project: Path) -> None:
     assert "etcode.doctor" in imported  # the measurement itself works
     heavy = {"textual", "tiktoken", "mcp", "httpx", "etcode.ui", "etcode.acp"}
     assert sorted(m for m in imported if any(m == h or m.startswith(f"{h}.") for h in heavy)) == []
+
+
+def test_skills_and_commands_found_and_broken(served: Path) -> None:
+    """Issue 28: the skills and custom commands found are a line each (none: no line), and a
+    broken one is a warning naming its file, before any run meets it."""
+    assert lines(doctor(served, "--offline"), "skills") == []
+    assert lines(doctor(served, "--offline"), "commands") == []
+    good = served / ".claude" / "skills" / "release-notes" / "SKILL.md"
+    good.parent.mkdir(parents=True)
+    good.write_text("---\nname: release-notes\ndescription: Drafts release notes.\n---\nsteps\n")
+    broken = served / ".claude" / "skills" / "broken" / "SKILL.md"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("---\nname: [broken\n---\nx\n")
+    command = served / ".claude" / "commands" / "git" / "commit.md"
+    command.parent.mkdir(parents=True)
+    command.write_text("---\ndescription: Commit\n---\nCommit $ARGUMENTS\n")
+    proc = doctor(served, "--offline")
+    assert proc.returncode == 0, proc.stdout
+    skills = lines(proc, "skills")
+    assert (
+        skills[0].startswith(f"! skills     skipped skill {broken}: line 2 invalid YAML") and len(skills) == 2
+    ), proc.stdout
+    assert skills[1] == "✓ skills     1 found (project): release-notes"
+    assert line(proc, "commands") == "✓ commands   1 found: /git:commit"

@@ -22,6 +22,7 @@ TRUST_FIX = (
 )
 FILE_FIX = "correct the key the error names, or move the file away"
 HOOKS_FIX = "correct the file or key the warning names; the other hooks run meanwhile"
+EXTENSION_FIX = "correct or remove the file the warning names; the others are used meanwhile"
 #: Never sent anywhere: it only lets the model be resolved (and shown) without its key.
 _PLACEHOLDER_KEY = "doctor-placeholder-key"
 
@@ -49,6 +50,8 @@ def check_setup(directory: Path, worktree: Path, model: str | None, env: Mapping
         setup.checks.append(skip("model", "not resolved: the configuration did not load"))
         return setup
     _check_hooks(setup.config, directory, worktree, setup.checks)
+    _check_skills(setup.config, directory, worktree, setup.checks)
+    _check_commands(setup.config, directory, worktree, setup.checks)
     _check_model(setup, model, env)
     return setup
 
@@ -153,6 +156,30 @@ def _check_hooks(config: Config, directory: Path, worktree: Path, out: list[Chec
         files = sorted({c.source for items in hooks.by_event.values() for m in items for c in m.commands})
         per_event = ", ".join(f"{event} {count}" for event, count in counts.items())
         out.append(ok("hooks", f"{sum(counts.values())} in force ({per_event}) from {', '.join(files)}"))
+
+
+def _check_skills(config: Config, directory: Path, worktree: Path, out: list[Check]) -> None:
+    """The skills found (only when there are any) and each broken or refused one."""
+    from etcode.extensions.skills import find_skills
+
+    found = find_skills(directory, worktree, config=config)
+    out.extend(warn("skills", line, EXTENSION_FIX) for line in found.warnings)
+    if found.skills:
+        sources = sorted({skill.source for skill in found.skills})
+        out.append(
+            ok("skills", f"{len(found.skills)} found ({', '.join(sources)}): {', '.join(found.names())}")
+        )
+
+
+def _check_commands(config: Config, directory: Path, worktree: Path, out: list[Check]) -> None:
+    """The custom commands found (only when there are any besides /init) and each file left out."""
+    from etcode.extensions.commands import load_commands
+
+    found = load_commands(directory, worktree, trusted=config.trusted)
+    out.extend(warn("commands", line, EXTENSION_FIX) for line in found.warnings)
+    own = [command for command in found.all() if not command.builtin]
+    if own:
+        out.append(ok("commands", f"{len(own)} found: {', '.join('/' + c.name for c in own)}"))
 
 
 # ---- model and key ---------------------------------------------------------------------
