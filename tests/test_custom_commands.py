@@ -115,6 +115,21 @@ def test_broken_file_warns_and_the_run_goes_on(repo: Path, llm: FakeLLM) -> None
     assert "Review a.py" in user_text(llm)
 
 
+def test_a_fifo_or_a_huge_command_file_is_one_warning_never_a_hang(repo: Path, llm: FakeLLM) -> None:
+    fifo = repo / ".claude" / "commands" / "evil.md"
+    os.mkfifo(fifo)
+    huge = write(repo / ".claude" / "commands" / "huge.md", "x" * (1 << 20))
+    llm.script(Reply(text="still here"))
+    proc = etcode("run", "/review", "a.py", cwd=repo, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {fifo}: command not read: not a regular file (a FIFO)",
+        f"warning: {huge}: command not read: larger than 256.0 KB",
+    ], proc.stderr
+    assert "Review a.py" in user_text(llm)
+
+
 def test_a_mention_that_names_no_file_stays_text(repo: Path, llm: FakeLLM) -> None:
     """As in Claude Code and the chat: ``@pytest.mark.parametrize`` or ``@types/node`` is no
     error (the command used to stop on it)."""

@@ -533,16 +533,12 @@ def _front_lines(path: str | Path) -> list[str]:
 def open_regular(path: str | Path) -> BinaryIO:
     """``path`` opened for reading if it is a regular file (after links); a FIFO or a device
     (``/dev/zero``) raises :class:`SkillError` instead of hanging or never ending."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    descriptor = os.open(path, flags)
+    from etcode.util.fs import NotRegularFileError, regular_opener
+
     try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise SkillError(f"{path}: not a regular file")
-        os.set_blocking(descriptor, True)
-        return os.fdopen(descriptor, "rb")
-    except BaseException:
-        os.close(descriptor)
-        raise
+        return open(path, "rb", opener=regular_opener)
+    except (NotRegularFileError, IsADirectoryError):
+        raise SkillError(f"{path}: not a regular file") from None
 
 
 def _yaml_front_matter(lines: list[str], path: str | Path) -> JsonObject:
