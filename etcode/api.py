@@ -510,14 +510,14 @@ class Agent:
             return
         from etcode.extensions.hook_interceptor import HookInterceptor, NotifyingAsker
         from etcode.util.paths import data_dir
-        from etcode.wiring.runs import shell_env
+        from etcode.wiring.runs import hook_env
 
         self._hooks = HookInterceptor(
             hooks,
             session_id=self.session_id,
             directory=instance.directory,
             worktree=instance.worktree,
-            shell_env=shell_env(runtime),
+            shell_env=hook_env(runtime),
             source="resume" if resumed else "startup",
             state=lambda: self.state,
             permission_mode=self._permission_mode,

@@ -139,3 +139,23 @@ def test_an_agent_file_linked_out_of_the_project_is_left_out(tmp_path: Path, llm
     assert proc.returncode == 0, proc.stderr
     assert f"warning: skipped agent {link}: a link to {outside}, outside the project" in proc.stderr
     assert "TOP SECRET" not in json.dumps(llm.requests[0].body)
+
+
+def test_a_fifo_or_a_huge_agent_file_is_one_warning_never_a_hang(tmp_path: Path, llm: FakeLLM) -> None:
+    """A cloned project's ``.claude/agents/evil.md`` that is a FIFO (opening it would wait for
+    a writer forever) or megabytes long: one warning naming it, and the run goes on."""
+    repo = git_init(tmp_path / "repo")
+    write_config(repo, llm)
+    fifo = repo / ".claude" / "agents" / "evil.md"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    huge = write(repo / ".claude" / "agents" / "huge.md", "---\ndescription: x\n---\n" + "y" * (1 << 20))
+    llm.script(Reply(text="ok"))
+    proc = etcode("run", "hello", cwd=repo, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "ok\n"
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {fifo}: agent not read: not a regular file (a FIFO) (agent skipped)",
+        f"warning: {huge}: agent not read: larger than 256.0 KB (agent skipped)",
+    ], proc.stderr

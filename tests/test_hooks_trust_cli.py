@@ -96,3 +96,26 @@ def test_the_users_own_hooks_and_a_broken_settings_file_start_fine(
     proc = run(repo)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "fine\n" and "untrusted" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_projects_shell_env_never_reaches_the_users_own_hooks(
+    repo: Path, llm: FakeLLM, isolated_env: Path, tmp_path: Path
+) -> None:
+    """Hooks run unsandboxed as the user: a project's ``shell.env.set`` (``HOME``: a
+    repo-planted ``.gitconfig`` or ``~/.claude/hooks`` script) must not change their
+    environment; the user's own ``shell.env`` does, and ``--trust`` lets the project's in."""
+    seen = tmp_path / "seen.txt"
+    user = isolated_env / ".config" / "etcode" / "etcode.json"
+    data = json.loads(user.read_text(encoding="utf-8"))
+    data["shell"] = {"env": {"set": {"MINE": "user"}}}
+    data["hooks"] = {"Stop": [{"hooks": [{"command": f'echo "$MINE ${{PROBE:-unset}}" > {seen}'}]}]}
+    user.write_text(json.dumps(data), encoding="utf-8")
+    (repo / "etcode.json").write_text(json.dumps({"shell": {"env": {"set": {"PROBE": "project"}}}}))
+    llm.script(Reply(text="ok"), Reply(text="ok"))
+    proc = run(repo)
+    assert proc.returncode == 0, proc.stderr
+    assert seen.read_text(encoding="utf-8") == "user unset\n"
+
+    proc = run(repo, "--trust")
+    assert proc.returncode == 0, proc.stderr
+    assert seen.read_text(encoding="utf-8") == "user project\n"

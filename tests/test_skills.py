@@ -62,7 +62,8 @@ def test_real_skills_in_each_project_folder(repo: Path) -> None:
         assert skill.path.name == "SKILL.md" and skill.folder.name == skill.name
     comms = found.get("internal-comms")
     assert comms is not None
-    files, total = comms.files()
+    files, total, stopped = comms.files()
+    assert not stopped
     assert files == [
         "LICENSE.txt",
         "examples/3p-updates.md",
@@ -328,6 +329,23 @@ def test_a_skill_with_many_files_lists_a_hundred_and_counts_the_rest(repo: Path)
     loaded = load_skill(find_skills(repo, repo).skills[0])
     assert loaded.total == 150 and len(loaded.files) == 100
     assert "- svg/icon-099.svg\n- … and 50 more" in loaded.text and "hidden.bin" not in loaded.text
+
+
+def test_a_skill_with_thousands_of_empty_folders_stops_listing(repo: Path) -> None:
+    """Nested empty folders have no files to count: the walk stops after
+    ``MAX_VISITED_FOLDERS`` folders all the same, and the model is told so."""
+    from etcode.extensions.skills import MAX_VISITED_FOLDERS
+
+    folder = repo / ".claude" / "skills" / "deep"
+    write_skill(folder, "name: deep\ndescription: Deep.\n")
+    (folder / "a.txt").write_text("a")
+    for index in range(MAX_VISITED_FOLDERS + 500):
+        (folder / "d" / f"{index // 50:03d}" / f"{index:05d}").mkdir(parents=True)
+    skill = find_skills(repo, repo).skills[0]
+    files, total, stopped = skill.files()
+    assert stopped and files == ["a.txt"] and total == 1
+    loaded = load_skill(skill)
+    assert "- a.txt\n- … (listing stopped)" in loaded.text
 
 
 def test_named_folders_a_skill_or_a_folder_of_skills_and_one_missing(repo: Path, tmp_path: Path) -> None:

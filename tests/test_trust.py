@@ -439,6 +439,11 @@ def test_shell_env_and_sandbox_settings_that_hand_over_secrets_or_commands(repo:
         "shell.env.set.X reads $NPM_TOKEN into the configuration",
     ]
     assert risky({"shell": {"env": {"inherit": "core", "exclude": ["*"], "include": ["LANG"]}}}) == []
+    # where a shell or git finds its config (a repo-planted .gitconfig, .bashrc): never untrusted
+    homes = ["HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "ZDOTDIR", "ENV", "GIT_CONFIG_GLOBAL"]
+    assert risky({"shell": {"env": {"set": dict.fromkeys(homes, ".")}}}) == [
+        f"shell.env.set.{name} sets {name}, which decides what every command runs" for name in homes
+    ]
 
     loose = {"sandbox": {"mode": "workspace-write", "network": True, "writable": ["build", "~/.ssh"]}}
     assert risky(loose) == [

@@ -99,12 +99,17 @@ def read_claude_agent(path: Path) -> tuple[str, JsonObject]:
     return found[0], copy.deepcopy(found[1])
 
 
+#: A ``.claude/agents`` file larger than this is not read (a cloned project supplies them).
+MAX_AGENT_BYTES = 256 * 1024
+
+
 def _read_claude_agent(path: Path) -> tuple[str, JsonObject]:
     from etcode.util.front_matter import split_front_matter
+    from etcode.util.fs import read_regular_capped
 
     where = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_capped(path, MAX_AGENT_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"{where}: agent not read: {getattr(err, 'strerror', None) or err}") from None
     meta, body = split_front_matter(text, where)

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -32,17 +30,9 @@ MAX_BYTES = 4 << 20
 
 def _read_bytes(path: Path) -> bytes:
     """A regular file of at most ``MAX_BYTES`` (a FIFO or device raises instead of blocking)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(MAX_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_BYTES:
-        raise ValueError(f"larger than {MAX_BYTES >> 20} MiB")
-    return data
+    from etcode.util.fs import read_regular_capped
+
+    return read_regular_capped(path, MAX_BYTES)
 
 
 def _parse(text: str, path: Path) -> JsonValue:

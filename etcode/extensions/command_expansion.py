@@ -47,22 +47,55 @@ def substitute(body: str, args: str, words: list[str] | None = None) -> str:
     """``body`` with its placeholders filled (in one pass: an argument is never expanded).
     ``words``: the arguments already split (``etcode run /review a.py "x y"``: the shell's
     words), else ``args`` split here."""
+    return _substitute(body, args, words)[0]
+
+
+def _substitute(body: str, args: str, words: list[str] | None) -> tuple[str, list[tuple[int, int]]]:
+    """:func:`substitute`, and where each argument's text landed in it (start, end): the
+    user's own words, as opposed to the command file's."""
     args = args.strip()
     if not any(match.group(1) for match in _PLACEHOLDER.finditer(body)):
         body = _PLACEHOLDER.sub("$", body)
-        return f"{body}\n\nARGUMENTS: {args}" if args else body
+        if not args:
+            return body, []
+        text = f"{body}\n\nARGUMENTS: {args}"
+        return text, [(len(text) - len(args), len(text))]
     words = split_args(args) if words is None else words
-
-    def value(match: re.Match[str]) -> str:
+    parts: list[str] = []
+    spans: list[tuple[int, int]] = []
+    size = end = 0
+    for match in _PLACEHOLDER.finditer(body):
+        parts.append(body[end : match.start()])
+        size += match.start() - end
+        end = match.end()
         key = match.group(1)
         if key is None:
-            return "$"
-        if key == "ARGUMENTS":
-            return args
-        index = int(key) - 1
-        return words[index] if index < len(words) else ""
+            parts.append("$")
+            size += 1
+            continue
+        index = 0 if key == "ARGUMENTS" else int(key) - 1
+        fill = args if key == "ARGUMENTS" else (words[index] if index < len(words) else "")
+        parts.append(fill)
+        spans.append((size, size + len(fill)))
+        size += len(fill)
+    parts.append(body[end:])
+    return "".join(parts), spans
 
-    return _PLACEHOLDER.sub(value, body)
+
+def _users_mentions(text: str, spans: list[tuple[int, int]]) -> set[str]:
+    """The ``@path`` mentions of ``text`` that lie, every time they occur, wholly inside one
+    argument's own text (``spans``): the user typed them."""
+    from etcode.prompt.mentions import MENTION
+
+    inside: dict[str, bool] = {}
+    for match in MENTION.finditer(text):
+        mention = match.group(1).rstrip(".,;:!?)]}\"'")
+        if not mention:
+            continue
+        start, stop = match.start(), match.start(1) + len(mention)
+        wholly = any(low <= start and stop <= high for low, high in spans)
+        inside[mention] = inside.get(mention, True) and wholly
+    return {mention for mention, wholly in inside.items() if wholly}
 
 
 def expand(
@@ -82,19 +115,24 @@ def expand(
     from etcode.prompt.mentions import attach, find_mentions, resolve_mentions
     from etcode.prompt.project_files import TRUST_HINT, named_file_refusal
 
-    text = substitute(command.body, args, words)
+    text, spans = _substitute(command.body, args, words)
     own = [mention for mention in find_mentions(command.body) if "$" not in mention]
     given = [mention for mention in find_mentions(text) if mention not in own]
     warnings: list[str] = []
     if command.project and not trusted:
-        allowed = []
-        for mention in own:
-            reason = named_file_refusal(mention, root)
-            if reason is None:
-                allowed.append(mention)
-            else:
+        # every mention but those wholly in one argument (``@$1``, ``@~/.aws/credentials$9``:
+        # the file's text had a say in them) passes the strict check, read where it will be read
+        users = _users_mentions(text, spans)
+
+        def allowed(mention: str, base: Path) -> bool:
+            path = Path(mention).expanduser()
+            reason = named_file_refusal(str(path if path.is_absolute() else base / path), root)
+            if reason is not None:
                 warnings.append(f"{command.source}: @{mention} not sent: {reason} ({TRUST_HINT})")
-        own = allowed
+            return reason is None
+
+        own = [mention for mention in own if allowed(mention, root)]
+        given = [mention for mention in given if mention in users or allowed(mention, directory)]
     attachments = resolve_mentions(_as_text(own), root, trusted, root)
     attachments += resolve_mentions(_as_text(given), directory, trusted, root)
     prompt = attach(text, attachments) if attachments else text

@@ -141,7 +141,7 @@ def _read_folder(
     linked = root is not None and _linked(folder, root)
     for path in paths:
         name = ":".join(path.relative_to(folder).with_suffix("").parts)
-        if not path.is_file() or not name:
+        if path.is_dir() or not name:  # a FIFO or a broken link is read, and warned about
             continue
         if root is not None and (linked or _linked(path, folder)):
             from etcode.prompt.project_files import refusal, skip_warning
@@ -179,12 +179,19 @@ def _linked(path: Path, top: Path) -> bool:
 _READ: dict[tuple[Path, str, int, int], CustomCommand] = {}
 
 
+#: A command file larger than this is not read (a cloned project supplies them).
+MAX_COMMAND_BYTES = 256 * 1024
+
+
 def _read_command(name: str, path: Path) -> CustomCommand:
     stat = path.stat()
     key = (path, name, stat.st_mtime_ns, stat.st_size)
     command = _READ.get(key)
     if command is None:
-        command = _command(name, path.read_text(encoding="utf-8"), str(path))
+        from etcode.util.fs import read_regular_capped
+
+        text = read_regular_capped(path, MAX_COMMAND_BYTES).decode("utf-8")
+        command = _command(name, text, str(path))
         if len(_READ) > 1000:
             _READ.clear()
         _READ[key] = command

@@ -75,10 +75,12 @@ class LoadedSkill:
 def load_skill(skill: Skill) -> LoadedSkill:
     """A loaded skill as the model reads it: its instructions, its folder's absolute path and
     its bundled files. Blocking (reads the skill): call it in a worker thread."""
-    files, total = skill.files()
+    files, total, stopped = skill.files()
     listing = "\n".join(f"- {name}" for name in files) or "(none)"
     if total > len(files):
         listing += f"\n- … and {total - len(files)} more"
+    if stopped:
+        listing += "\n- … (listing stopped)"
     text = templates.render(
         templates.load("skills/loaded.md"),
         {"name": skill.name, "folder": str(skill.folder), "body": skill.body(), "files": listing},

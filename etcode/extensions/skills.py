@@ -59,6 +59,8 @@ _FENCE = re.compile(rb"\n---[ \t]*\r?(?=\n|$)")  # (at the line's start: ``  ---
 #: Bundled files listed for the model (the rest is counted, up to ``MAX_COUNTED_FILES``).
 MAX_LISTED_FILES = 100
 MAX_COUNTED_FILES = 5000
+#: Folders a skill's listing walks at most (``Skill.files``).
+MAX_VISITED_FOLDERS = 2000
 _SKIPPED_FOLDERS = frozenset({".git", "__pycache__", "node_modules", ".venv"})
 
 Source = Literal["api", "project", "config", "user"]
@@ -128,19 +130,26 @@ class Skill:
             text += f"\n\n[… {self.path} is cut at {MAX_BODY_BYTES // 1024} KB: read the rest with ReadFile]"
         return text
 
-    def files(self, limit: int = MAX_LISTED_FILES) -> tuple[list[str], int]:
+    def files(self, limit: int = MAX_LISTED_FILES) -> tuple[list[str], int, bool]:
         """The files bundled beside ``SKILL.md`` (paths relative to :attr:`folder`, sorted;
-        hidden and dependency folders left out): at most ``limit``, and how many there are
-        (counted up to :data:`MAX_COUNTED_FILES`: a skill is no place for a whole tree)."""
+        hidden and dependency folders left out): at most ``limit``, how many there are, and
+        whether the walk stopped early (past :data:`MAX_COUNTED_FILES` files or
+        :data:`MAX_VISITED_FOLDERS` folders: a skill is no place for a whole tree, and thousands
+        of empty folders must not stall a turn)."""
         found: list[str] = []
-        for top, folders, names in os.walk(self.folder):
+        stopped = False
+        for visited, (top, folders, names) in enumerate(os.walk(self.folder), start=1):
+            if visited > MAX_VISITED_FOLDERS:
+                stopped = True
+                break
             folders[:] = sorted(f for f in folders if f not in _SKIPPED_FOLDERS and not f.startswith("."))
             relative = Path(top).relative_to(self.folder)
             found.extend((relative / n).as_posix() for n in names if not n.startswith("."))
             if len(found) > MAX_COUNTED_FILES:
+                stopped = True
                 break
         found = sorted(f for f in found if f != SKILL_FILE)
-        return found[:limit], len(found)
+        return found[:limit], len(found), stopped
 
 
 class SkillSet:
@@ -533,16 +542,12 @@ def _front_lines(path: str | Path) -> list[str]:
 def open_regular(path: str | Path) -> BinaryIO:
     """``path`` opened for reading if it is a regular file (after links); a FIFO or a device
     (``/dev/zero``) raises :class:`SkillError` instead of hanging or never ending."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    descriptor = os.open(path, flags)
+    from etcode.util.fs import NotRegularFileError, regular_opener
+
     try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise SkillError(f"{path}: not a regular file")
-        os.set_blocking(descriptor, True)
-        return os.fdopen(descriptor, "rb")
-    except BaseException:
-        os.close(descriptor)
-        raise
+        return open(path, "rb", opener=regular_opener)
+    except (NotRegularFileError, IsADirectoryError):
+        raise SkillError(f"{path}: not a regular file") from None
 
 
 def _yaml_front_matter(lines: list[str], path: str | Path) -> JsonObject:

@@ -121,6 +121,17 @@ def read_regular_bytes(path: Path) -> bytes:
         return handle.read()
 
 
+def read_regular_capped(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of the regular file ``path``, of at most ``limit`` bytes, read without ever
+    blocking (a FIFO or device raises :class:`NotRegularFileError`; a longer file raises
+    ``OSError`` whose ``strerror`` says "larger than …"): for files a cloned project supplies."""
+    with open(path, "rb", opener=regular_opener) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {format_size(limit)}", str(path))
+    return data
+
+
 def format_size(size: int | float) -> str:
     """Human size: ``512 B``, ``2.1 KB``, ``12.5 MB`` (1 KB = 1024 B)."""
     if size < 1024:

@@ -5,6 +5,8 @@ Planner → Executor → Verifier workflow for ``--agent workflow``)."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from typing import TYPE_CHECKING
 
 from etcode.engine.settings import LoopSettings
@@ -120,8 +122,50 @@ def start_run(
 
 
 def shell_env(runtime: Runtime) -> ShellEnvPolicy:
-    """What the runtime's commands inherit (Bash's, and hooks': the same policy)."""
+    """What the runtime's Bash commands inherit (hooks: :func:`hook_env`)."""
     return _shell_env(runtime.config, runtime.spec)
+
+
+def hook_env(runtime: Runtime) -> ShellEnvPolicy:
+    """What hooks inherit: the user's own ``shell.env`` only. Hooks run unsandboxed as the
+    user, so an untrusted project's ``shell.env`` (``"HOME": "."``) must not reach them; once
+    the project is trusted the merged policy (Bash's) is used."""
+    config = runtime.config
+    project_env = any(
+        f.kind == "config" and f.project and isinstance(f.raw.get("shell"), dict) and "env" in f.raw["shell"]
+        for f in config.files
+    )
+    if config.trusted or not project_env:
+        return shell_env(runtime)
+    from etcode.config.loader import merge, substitute
+    from etcode.config.schema import ShellEnvConfig
+    from etcode.util.errors import ConfigError
+    from etcode.util.json_types import JsonObject
+
+    layers: JsonObject = {}
+    for f in config.files:
+        shell = f.raw.get("shell")
+        if (
+            f.kind != "config"
+            or f.project
+            or not isinstance(shell, dict)
+            or not isinstance(shell.get("env"), dict)
+        ):
+            continue
+        value = substitute(shell["env"], env=os.environ, base_dir=f.path.parent, source=str(f.path))
+        if isinstance(value, dict):
+            layers = merge(layers, value, top=False)
+    try:
+        user = ShellEnvConfig.model_validate(layers)
+    except ValueError as err:  # the user's files were validated on load: this should not happen
+        raise ConfigError(f"shell.env: {err}") from None
+    return dataclasses.replace(
+        shell_env(runtime),
+        inherit=user.inherit,
+        include=tuple(user.include),
+        exclude=tuple(user.exclude),
+        set=dict(user.set_),
+    )
 
 
 def _shell_env(config: Config, spec: ProviderSpec) -> ShellEnvPolicy:
