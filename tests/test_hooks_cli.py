@@ -563,3 +563,40 @@ def test_an_mcp_tool_answers_to_claude_codes_name(project: Path, llm: FakeLLM, t
     assert proc.returncode == 0, proc.stderr
     [event] = [json.loads(line) for line in (log / "PreToolUse.jsonl").read_text().splitlines()]
     assert event["tool_name"] == "mcp__files__read_thing"
+
+
+def test_a_read_guard_also_guards_read_many_files(project: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    """A team's PreToolUse ``Read`` guard sees each path of a ReadManyFiles call as a Read
+    (``{"file_path": <absolute>}``): one guarded path blocks the whole call, naming it."""
+    write_config(project, llm)
+    (project / "notes.txt").write_text("NOTES-BODY\n", encoding="utf-8")
+    (project / "ok.txt").write_text("OK-BODY\n", encoding="utf-8")
+    guard = """\
+import json, os, sys
+event = json.load(sys.stdin)
+with open(os.path.join(os.environ["HOOK_LOG"], "read.jsonl"), "a") as out:
+    out.write(json.dumps([event["tool_name"], event["tool_input"]]) + "\\n")
+if "notes" in json.dumps(event["tool_input"]):
+    print("notes are off-limits", file=sys.stderr)
+    sys.exit(2)
+"""
+    log = tmp_path / "log"
+    log.mkdir()
+    user_hooks(project, {"PreToolUse": on("Read", script(project, "guard.py", guard))})
+    llm.script(
+        Reply(calls=[Call("ReadManyFiles", {"paths": ["ok.txt", "notes.txt"]})]),
+        Reply(calls=[Call("ReadManyFiles", {"paths": ["ok.txt"]})]),
+        Reply(text="done"),
+    )
+    proc = etcode("run", "--format", "json", "read notes", cwd=project, env={"HOOK_LOG": str(log)})
+    assert proc.returncode == 0, proc.stderr
+    [blocked] = tool_results(llm, 1)
+    assert "notes are off-limits" in blocked and str(project / "notes.txt") in blocked
+    assert "NOTES-BODY" not in blocked and "OK-BODY" not in blocked
+    assert "OK-BODY" in tool_results(llm, 2)[-1]
+    seen = [json.loads(line) for line in (log / "read.jsonl").read_text().splitlines()]
+    assert seen == [
+        ["Read", {"file_path": str(project / "ok.txt")}],
+        ["Read", {"file_path": str(project / "notes.txt")}],
+        ["Read", {"file_path": str(project / "ok.txt")}],
+    ]
