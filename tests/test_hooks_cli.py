@@ -600,3 +600,30 @@ if "notes" in json.dumps(event["tool_input"]):
         ["Read", {"file_path": str(project / "notes.txt")}],
         ["Read", {"file_path": str(project / "ok.txt")}],
     ]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_subagents_hooks_reach_etcode_run(project: Path, llm: FakeLLM, fmt: str) -> None:
+    """A hook that blocks a ``Task`` subagent's call shows like the parent's own: the
+    ``● PreToolUse hook`` line in text, a ``subagent`` event wrapping the ``hook`` in JSON."""
+    write_config(project, llm)
+    (project / "keep.txt").write_text("precious\n", encoding="utf-8")
+    user_hooks(project, {"PreToolUse": on("Bash", script(project, "no_rm.py", NO_RM))})
+    task = {"description": "clean", "prompt": "remove keep.txt", "subagent_type": "general"}
+    llm.script(
+        Reply(calls=[Call("Task", task)]),
+        Reply(calls=[Call("Bash", {"command": "rm keep.txt"})]),
+        Reply(text="could not"),
+        Reply(text="refused"),
+    )
+    proc = etcode("run", "--yes", "--sandbox", "off", "--format", fmt, "clean", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "keep.txt").exists()
+    if fmt == "text":
+        assert "● PreToolUse hook (no_rm.py)" in proc.stderr
+        assert "blocked: rm is not allowed here" in proc.stderr
+        return
+    wrapped = [e for e in json_events(proc) if e["type"] == "subagent" and e["event"]["type"] == "hook"]
+    assert [
+        (w["agent"], w["event"]["event"], w["event"]["outcome"], w["event"]["tool"]) for w in wrapped
+    ] == [("general", "PreToolUse", "blocked", "Bash")]
