@@ -627,3 +627,18 @@ def test_a_subagents_hooks_reach_etcode_run(project: Path, llm: FakeLLM, fmt: st
     assert [
         (w["agent"], w["event"]["event"], w["event"]["outcome"], w["event"]["tool"]) for w in wrapped
     ] == [("general", "PreToolUse", "blocked", "Bash")]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_failed_session_end_hook_is_one_warning_line(project: Path, llm: FakeLLM, fmt: str) -> None:
+    """SessionEnd runs after the run's stream closed: a failed one is still one ``warning:``
+    line on stderr, and JSON's ``result`` line stays the last on stdout."""
+    write_config(project, llm)
+    user_hooks(project, {"SessionEnd": on("", "cat > /dev/null; echo bye >&2; exit 1")})
+    llm.script(Reply(text="done"))
+    proc = etcode("run", "--format", fmt, "hi", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: SessionEnd hook (cat): failed: exit code 1: bye"]
+    if fmt == "json":
+        assert json_events(proc)[-1]["type"] == "result"
