@@ -642,3 +642,40 @@ def test_a_failed_session_end_hook_is_one_warning_line(project: Path, llm: FakeL
     assert warnings == ["warning: SessionEnd hook (cat): failed: exit code 1: bye"]
     if fmt == "json":
         assert json_events(proc)[-1]["type"] == "result"
+
+
+def test_tool_input_uses_claude_codes_argument_names(project: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    """``Skill``'s ``name`` is ``skill``, ``Grep``'s ``include`` is ``glob`` in ``tool_input``,
+    and an ``updatedInput`` in Claude Code's names reaches the tool in etcode's."""
+    write_config(project, llm)
+    (project / ".claude/skills/rn").mkdir(parents=True)
+    (project / ".claude/skills/rn/SKILL.md").write_text(
+        "---\nname: rn\ndescription: Release notes.\n---\nWrite notes.\n", encoding="utf-8"
+    )
+    (project / "a.py").write_text("NEEDLE\n", encoding="utf-8")
+    (project / "b.md").write_text("NEEDLE\n", encoding="utf-8")
+    log = tmp_path / "log"
+    log.mkdir()
+    to_md = """\
+import json, os, sys
+event = json.load(sys.stdin)
+with open(os.path.join(os.environ["HOOK_LOG"], "input.jsonl"), "a") as out:
+    out.write(json.dumps([event["tool_name"], event["tool_input"]]) + "\\n")
+if event["tool_name"] == "Grep":
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"glob": "*.md"}}}))
+"""
+    user_hooks(project, {"PreToolUse": on("Skill|Grep", script(project, "input.py", to_md))})
+    llm.script(
+        Reply(calls=[Call("Skill", {"name": "rn", "args": "2.1"})]),
+        Reply(calls=[Call("Grep", {"pattern": "NEEDLE", "include": "*.py"})]),
+        Reply(text="done"),
+    )
+    proc = etcode("run", "--yes", "notes", cwd=project, env={"HOOK_LOG": str(log)})
+    assert proc.returncode == 0, proc.stderr
+    seen = [json.loads(line) for line in (log / "input.jsonl").read_text().splitlines()]
+    assert seen == [
+        ["Skill", {"skill": "rn", "args": "2.1"}],
+        ["Grep", {"pattern": "NEEDLE", "glob": "*.py"}],
+    ]
+    found = tool_results(llm, 2)[-1]
+    assert "b.md" in found and "a.py" not in found

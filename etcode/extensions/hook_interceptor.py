@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 
 #: The tools whose file a PostToolUse hook may change again (undo is told: ``_rewritten``).
 _WRITE_TOOLS = ("WriteFile", "Edit")
+#: The arguments Claude Code's tools name otherwise, by tool (``tool_input`` uses its names;
+#: an ``updatedInput`` may use either).
+_CLAUDE_ARGUMENTS: dict[str, dict[str, str]] = {"Skill": {"name": "skill"}, "Grep": {"include": "glob"}}
 #: ``ReadManyFiles`` runs the hooks of ``ReadFile`` (Claude Code's ``Read``) for each path.
 _READ_MANY, _READ_ONE = "ReadManyFiles", "ReadFile"
 #: The arguments that name a file or folder (made absolute for hooks).
@@ -147,7 +150,7 @@ class HookInterceptor:
             "PreToolUse",
             call,
             arguments,
-            {"tool_name": self.hooks.claude_name(call.name), "tool_input": self._absolute(arguments)},
+            {"tool_name": self.hooks.claude_name(call.name), "tool_input": self._tool_input(call, arguments)},
         )
         if verdict.stop is not None:
             raise StopRun(verdict.stop)
@@ -157,7 +160,7 @@ class HookInterceptor:
         if verdict.arguments is not None:
             return Decision(
                 "replace",
-                arguments={**arguments, **verdict.arguments},
+                arguments={**arguments, **_etcode_names(call.name, verdict.arguments)},
                 permission=verdict.permission,
                 context=context,
             )
@@ -177,7 +180,7 @@ class HookInterceptor:
             arguments,
             {
                 "tool_name": self.hooks.claude_name(call.name),
-                "tool_input": self._absolute(arguments),
+                "tool_input": self._tool_input(call, arguments),
                 "tool_response": self._response(call, result),
             },
         )
@@ -368,6 +371,11 @@ class HookInterceptor:
             with contextlib.suppress(Exception):  # costs undo its check only, as in the tools
                 await recorder.after_write(Path(path))
 
+    def _tool_input(self, call: ToolCallPart, arguments: JsonObject) -> JsonObject:
+        """``tool_input``: the arguments in Claude Code's names, file paths absolute."""
+        renamed = _CLAUDE_ARGUMENTS.get(call.name, {})
+        return self._absolute({renamed.get(key, key): value for key, value in arguments.items()})
+
     def _absolute(self, arguments: JsonObject) -> JsonObject:
         """The arguments with their file paths absolute, as Claude Code gives them to hooks."""
         shown = dict(arguments)
@@ -417,6 +425,12 @@ def _write_transcript(path: Path, messages: list[Message]) -> None:
 def claude_name(tool: str) -> str:
     """A tool's name as Claude Code's hooks know it (``WriteFile`` → ``Write``)."""
     return CLAUDE_TOOL_NAMES.get(tool, tool)
+
+
+def _etcode_names(tool: str, arguments: JsonObject) -> JsonObject:
+    """A hook's ``updatedInput`` in etcode's argument names (it may use Claude Code's)."""
+    back = {claude: ours for ours, claude in _CLAUDE_ARGUMENTS.get(tool, {}).items()}
+    return {back.get(key, key): value for key, value in arguments.items()}
 
 
 def _arguments(call: ToolCallPart) -> JsonObject:
