@@ -3,6 +3,8 @@ the old and new text of an ACP diff."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from etcode.acp.updates import diff_texts
 from etcode.tools.diff import unified_diff
 
@@ -29,3 +31,23 @@ def test_hunks_apart_are_joined_by_a_gap_line() -> None:
 def test_a_created_file_and_a_diff_without_hunks() -> None:
     assert diff_texts(unified_diff("n.txt", "", "new\n")) == ("", "new\n")
     assert diff_texts("") is None
+
+
+def test_a_subagents_hook_and_warning_reach_the_editor(tmp_path: Path) -> None:
+    from etcode.acp.updates import updates_of
+    from etcode.contract import events as ev
+
+    hook = ev.HookRun("PreToolUse", "no_rm.py", "blocked", 2, "no rm", "Bash", "child_1")
+    [call] = updates_of(ev.SubagentEvent("task_1", "general", "ses_x", hook.to_dict()), tmp_path)
+    assert call.title == "PreToolUse hook (no_rm.py)" and call.status == "failed"
+    assert call.raw_output == {
+        "event": "PreToolUse",
+        "outcome": "blocked",
+        "exit_code": 2,
+        "call_id": "task_1",
+    }
+    warning = ev.WarningEvent("disk full")
+    [thought] = updates_of(ev.SubagentEvent("task_1", "general", "ses_x", warning.to_dict()), tmp_path)
+    assert "general subagent: disk full" in thought.content.text
+    started = ev.ToolCallStart("child_1", "Bash", {}, "")
+    assert updates_of(ev.SubagentEvent("task_1", "general", "ses_x", started.to_dict()), tmp_path) == []

@@ -159,3 +159,39 @@ def test_a_fifo_or_a_huge_agent_file_is_one_warning_never_a_hang(tmp_path: Path,
         f"warning: {fifo}: agent not read: not a regular file (a FIFO) (agent skipped)",
         f"warning: {huge}: agent not read: larger than 256.0 KB (agent skipped)",
     ], proc.stderr
+
+
+def test_tools_map_skill_mcp_and_warn_about_the_rest(tmp_path: Path, llm: FakeLLM) -> None:
+    """``Skill`` and ``mcp__<server>__<tool>`` (etcode's ``<server>_<tool>``) are mapped;
+    names etcode has no tool for are one warning naming the file and them."""
+    repo = git_init(tmp_path / "repo")
+    write_config(repo, llm)
+    path = write(
+        repo / ".claude" / "agents" / "mixed.md",
+        "---\ntools: Read, Skill, MultiEdit, mcp__github__create_issue, mcp__db, NotebookEdit, WebSearch\n---\nGo.",
+    )
+    mixed = load_agents({}, repo, repo)["mixed"]
+    names = (
+        "ReadFile",
+        "Skill",
+        "Edit",
+        "github_create_issue",
+        "github_list",
+        "db_query",
+        "Bash",
+        "WriteFile",
+    )
+    assert [t for t in names if mixed.tool_enabled(t)] == [
+        "ReadFile",
+        "Skill",
+        "Edit",
+        "github_create_issue",
+        "db_query",
+    ]
+    llm.script(Reply(text="ok"))
+    proc = etcode("run", "hello", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "mixed.md" in line]
+    assert warnings == [
+        f"warning: {path}: tools: etcode has no tool for NotebookEdit, WebSearch; the agent runs without them"
+    ]

@@ -409,3 +409,16 @@ def test_claude_agent_files_are_parsed_once_per_run(tmp_path: Path, monkeypatch:
     write(path, "---\ndescription: Reviews code\n---\nReview.")
     os.utime(path, ns=(1, 1))  # another modification time: read again
     assert claude_agents.read_claude_agent(path)[1]["description"] == "Reviews code" and len(calls) == 2
+
+
+def test_your_command_wins_over_a_projects_with_one_warning(repo: Path, llm: FakeLLM) -> None:
+    """A cloned repository cannot replace your ``/review``: yours runs, one warning names both."""
+    mine = write(Path(os.environ["XDG_CONFIG_HOME"]) / "etcode" / "commands" / "review.md", "USER-REVIEW $1")
+    llm.script(Reply(text="done"))
+    proc = etcode("run", "/review x", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert user_text(llm, 0) == "USER-REVIEW x"
+    theirs = repo / ".claude" / "commands" / "review.md"
+    assert [line for line in proc.stderr.splitlines() if "review.md" in line] == [
+        f"warning: {theirs}: /review is also your command {mine}; yours is used"
+    ]

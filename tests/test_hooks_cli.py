@@ -563,3 +563,119 @@ def test_an_mcp_tool_answers_to_claude_codes_name(project: Path, llm: FakeLLM, t
     assert proc.returncode == 0, proc.stderr
     [event] = [json.loads(line) for line in (log / "PreToolUse.jsonl").read_text().splitlines()]
     assert event["tool_name"] == "mcp__files__read_thing"
+
+
+def test_a_read_guard_also_guards_read_many_files(project: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    """A team's PreToolUse ``Read`` guard sees each path of a ReadManyFiles call as a Read
+    (``{"file_path": <absolute>}``): one guarded path blocks the whole call, naming it."""
+    write_config(project, llm)
+    (project / "notes.txt").write_text("NOTES-BODY\n", encoding="utf-8")
+    (project / "ok.txt").write_text("OK-BODY\n", encoding="utf-8")
+    guard = """\
+import json, os, sys
+event = json.load(sys.stdin)
+with open(os.path.join(os.environ["HOOK_LOG"], "read.jsonl"), "a") as out:
+    out.write(json.dumps([event["tool_name"], event["tool_input"]]) + "\\n")
+if "notes" in json.dumps(event["tool_input"]):
+    print("notes are off-limits", file=sys.stderr)
+    sys.exit(2)
+"""
+    log = tmp_path / "log"
+    log.mkdir()
+    user_hooks(project, {"PreToolUse": on("Read", script(project, "guard.py", guard))})
+    llm.script(
+        Reply(calls=[Call("ReadManyFiles", {"paths": ["ok.txt", "notes.txt"]})]),
+        Reply(calls=[Call("ReadManyFiles", {"paths": ["ok.txt"]})]),
+        Reply(text="done"),
+    )
+    proc = etcode("run", "--format", "json", "read notes", cwd=project, env={"HOOK_LOG": str(log)})
+    assert proc.returncode == 0, proc.stderr
+    [blocked] = tool_results(llm, 1)
+    assert "notes are off-limits" in blocked and str(project / "notes.txt") in blocked
+    assert "NOTES-BODY" not in blocked and "OK-BODY" not in blocked
+    assert "OK-BODY" in tool_results(llm, 2)[-1]
+    seen = [json.loads(line) for line in (log / "read.jsonl").read_text().splitlines()]
+    assert seen == [
+        ["Read", {"file_path": str(project / "ok.txt")}],
+        ["Read", {"file_path": str(project / "notes.txt")}],
+        ["Read", {"file_path": str(project / "ok.txt")}],
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_subagents_hooks_reach_etcode_run(project: Path, llm: FakeLLM, fmt: str) -> None:
+    """A hook that blocks a ``Task`` subagent's call shows like the parent's own: the
+    ``● PreToolUse hook`` line in text, a ``subagent`` event wrapping the ``hook`` in JSON."""
+    write_config(project, llm)
+    (project / "keep.txt").write_text("precious\n", encoding="utf-8")
+    user_hooks(project, {"PreToolUse": on("Bash", script(project, "no_rm.py", NO_RM))})
+    task = {"description": "clean", "prompt": "remove keep.txt", "subagent_type": "general"}
+    llm.script(
+        Reply(calls=[Call("Task", task)]),
+        Reply(calls=[Call("Bash", {"command": "rm keep.txt"})]),
+        Reply(text="could not"),
+        Reply(text="refused"),
+    )
+    proc = etcode("run", "--yes", "--sandbox", "off", "--format", fmt, "clean", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "keep.txt").exists()
+    if fmt == "text":
+        assert "● PreToolUse hook (no_rm.py)" in proc.stderr
+        assert "blocked: rm is not allowed here" in proc.stderr
+        return
+    wrapped = [e for e in json_events(proc) if e["type"] == "subagent" and e["event"]["type"] == "hook"]
+    assert [
+        (w["agent"], w["event"]["event"], w["event"]["outcome"], w["event"]["tool"]) for w in wrapped
+    ] == [("general", "PreToolUse", "blocked", "Bash")]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_failed_session_end_hook_is_one_warning_line(project: Path, llm: FakeLLM, fmt: str) -> None:
+    """SessionEnd runs after the run's stream closed: a failed one is still one ``warning:``
+    line on stderr, and JSON's ``result`` line stays the last on stdout."""
+    write_config(project, llm)
+    user_hooks(project, {"SessionEnd": on("", "cat > /dev/null; echo bye >&2; exit 1")})
+    llm.script(Reply(text="done"))
+    proc = etcode("run", "--format", fmt, "hi", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: SessionEnd hook (cat): failed: exit code 1: bye"]
+    if fmt == "json":
+        assert json_events(proc)[-1]["type"] == "result"
+
+
+def test_tool_input_uses_claude_codes_argument_names(project: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    """``Skill``'s ``name`` is ``skill``, ``Grep``'s ``include`` is ``glob`` in ``tool_input``,
+    and an ``updatedInput`` in Claude Code's names reaches the tool in etcode's."""
+    write_config(project, llm)
+    (project / ".claude/skills/rn").mkdir(parents=True)
+    (project / ".claude/skills/rn/SKILL.md").write_text(
+        "---\nname: rn\ndescription: Release notes.\n---\nWrite notes.\n", encoding="utf-8"
+    )
+    (project / "a.py").write_text("NEEDLE\n", encoding="utf-8")
+    (project / "b.md").write_text("NEEDLE\n", encoding="utf-8")
+    log = tmp_path / "log"
+    log.mkdir()
+    to_md = """\
+import json, os, sys
+event = json.load(sys.stdin)
+with open(os.path.join(os.environ["HOOK_LOG"], "input.jsonl"), "a") as out:
+    out.write(json.dumps([event["tool_name"], event["tool_input"]]) + "\\n")
+if event["tool_name"] == "Grep":
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"glob": "*.md"}}}))
+"""
+    user_hooks(project, {"PreToolUse": on("Skill|Grep", script(project, "input.py", to_md))})
+    llm.script(
+        Reply(calls=[Call("Skill", {"name": "rn", "args": "2.1"})]),
+        Reply(calls=[Call("Grep", {"pattern": "NEEDLE", "include": "*.py"})]),
+        Reply(text="done"),
+    )
+    proc = etcode("run", "--yes", "notes", cwd=project, env={"HOOK_LOG": str(log)})
+    assert proc.returncode == 0, proc.stderr
+    seen = [json.loads(line) for line in (log / "input.jsonl").read_text().splitlines()]
+    assert seen == [
+        ["Skill", {"skill": "rn", "args": "2.1"}],
+        ["Grep", {"pattern": "NEEDLE", "glob": "*.py"}],
+    ]
+    found = tool_results(llm, 2)[-1]
+    assert "b.md" in found and "a.py" not in found

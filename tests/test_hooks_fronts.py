@@ -234,6 +234,13 @@ async def test_runner_a_hook_that_ignores_stdin_is_fine(tmp_path: Path) -> None:
         ("$CLAUDE_PROJECT_DIR/hooks/validate.sh", "validate.sh"),
         ("FOO=1 npx prettier --write", "npx prettier"),
         ("true", "true"),
+        ('cd "$CLAUDE_PROJECT_DIR" && ruff format .', "ruff format"),
+        ("jq -r .tool_input.file_path | xargs ruff format", "ruff format"),
+        ("jq -r .tool_input.file_path | xargs -n 1 npx prettier --write", "npx prettier"),
+        ("jq -r .tool_input.command | grep -qw rm && { echo 'no rm' >&2; exit 2; } || exit 0", "grep rm"),
+        ('cd "$D"; python3 .claude/hooks/fmt.py 2>/dev/null', "fmt.py"),
+        ("ruff check 2>&1 | tee log", "ruff check"),
+        ("cat > /dev/null; echo bye >&2; exit 1", "cat"),
     ],
 )
 def test_hook_labels(command: str, label: str) -> None:

@@ -238,6 +238,9 @@ def updates_of(event: ev.Event, directory: Path) -> list[Update]:
         return [helpers.update_agent_thought_text(f"\n[etcode] {event.message}\n")]
     if isinstance(event, ev.HookRun):
         return [hook_call(event)]
+    if isinstance(event, ev.SubagentEvent):
+        notice = ev.subagent_notice(event)
+        return updates_of(notice, directory) if notice is not None else []
     if isinstance(event, ev.CompactionEvent) and event.phase == "done":
         return [helpers.update_agent_thought_text("\n[etcode] context compacted\n")]
     return []

@@ -1,8 +1,8 @@
 """Claude Code's subagents (``.claude/agents/*.md``) as etcode agents.
 
 Front matter ``name`` (else the file's name), ``description``, ``tools`` (Claude's tool
-names, comma-separated or a list: only those are on; names etcode has no tool for are
-ignored) and ``model`` (a ``provider/model`` is kept; Claude's ``sonnet``/``opus``/``haiku``/``inherit``
+names, comma-separated or a list: only those are on; ``mcp__<server>__<tool>`` is etcode's
+``<server>_<tool>``; names etcode has no tool for are left out with a warning) and ``model`` (a ``provider/model`` is kept; Claude's ``sonnet``/``opus``/``haiku``/``inherit``
 or a bare Claude model id: the session's model); the body is the prompt. They are subagents (``mode:
 "subagent"``): ``Task`` offers them and ``--agent NAME`` runs one, but they stay out of
 the chat's agent cycle. Anything else Claude Code reads (``permissionMode``, ``color``,
@@ -15,6 +15,7 @@ before a session knows it).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from etcode.util.errors import ConfigError
@@ -33,8 +34,13 @@ CLAUDE_TOOLS: dict[str, tuple[str, ...]] = {
     "WebFetch": ("WebFetch",),
     "Task": ("Task",),
     "TodoWrite": ("TodoWrite",),
+    "Skill": ("Skill",),
 }
-ETCODE_TOOLS = ("ReadFile", "ReadManyFiles", "ListFiles", "Glob", "Grep", "WriteFile", "Edit", "Bash", "WebFetch", "TodoWrite", "Task")  # fmt: skip
+ETCODE_TOOLS = ("ReadFile", "ReadManyFiles", "ListFiles", "Glob", "Grep", "WriteFile", "Edit", "Bash", "WebFetch", "TodoWrite", "Task", "Skill")  # fmt: skip
+#: What ``etcode/mcp/naming.py`` makes of a server's or tool's name (this floor may not import it).
+_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_-]+")
+#: The tool names each file's ``tools`` listed that etcode has no tool for (warned about).
+_UNMAPPED: dict[Path, list[str]] = {}
 #: Claude Code's model aliases: no model of etcode's, the session's is used.
 MODEL_ALIASES = ("sonnet", "opus", "haiku", "inherit", "default")
 BUILTIN_NAMES = ("build", "plan", "general", "explore", "workflow")
@@ -55,8 +61,11 @@ def claude_agent_files(folder: Path) -> list[Path]:
     return sorted(agents.glob("*.md")) if agents.is_dir() else []
 
 
-def tool_switches(tools: JsonValue) -> dict[str, bool] | None:
-    """``tools: Read, Grep`` as ``{"*": False, "ReadFile": True, ...}``; None when absent."""
+def tool_switches(tools: JsonValue, unmapped: list[str] | None = None) -> dict[str, bool] | None:
+    """``tools: Read, Grep`` as ``{"*": False, "ReadFile": True, ...}``; None when absent.
+    An MCP tool ``mcp__<server>__<tool>`` is etcode's ``<server>_<tool>`` (``mcp__<server>``:
+    all its tools); the names etcode has no tool for (``NotebookEdit``, ``WebSearch``…) are
+    added to ``unmapped``."""
     if tools is None:
         return None
     names = tools.split(",") if isinstance(tools, str) else tools if isinstance(tools, list) else None
@@ -65,9 +74,27 @@ def tool_switches(tools: JsonValue) -> dict[str, bool] | None:
     switches: dict[str, bool] = {"*": False}
     for raw in names:
         name = str(raw).strip()
-        for tool in CLAUDE_TOOLS.get(name, (name,) if name in ETCODE_TOOLS else ()):
+        found = CLAUDE_TOOLS.get(name, (name,) if name in ETCODE_TOOLS else _mcp_tool(name))
+        if not found and name and unmapped is not None:
+            unmapped.append(name)
+        for tool in found:
             switches[tool] = True
     return switches
+
+
+def _mcp_tool(name: str) -> tuple[str, ...]:
+    """``mcp__github__create_issue`` → ``("github_create_issue",)``; ``mcp__github`` →
+    ``("github_*",)``; anything else → ``()``."""
+    if not name.startswith("mcp__"):
+        return ()
+    server, _, tool = name[len("mcp__") :].partition("__")
+    if not server:
+        return ()
+
+    def clean(text: str) -> str:
+        return _NOT_IN_NAMES.sub("_", text.strip()).strip("_") or "x"
+
+    return (f"{clean(server)}_{clean(tool)}" if tool else f"{clean(server)}_*",)
 
 
 #: Files read before, by (path, modification time, size): a run reads the agents up to three
@@ -126,10 +153,12 @@ def _read_claude_agent(path: Path) -> tuple[str, JsonObject]:
     model = model_setting(meta.get("model") if isinstance(meta.get("model"), str) else None)
     if model:
         settings["model"] = model
+    unmapped: list[str] = []
     try:
-        switches = tool_switches(meta.get("tools"))
+        switches = tool_switches(meta.get("tools"), unmapped)
     except ConfigError as err:
         raise ConfigError(f"{where}: {err}") from None
+    _UNMAPPED[path] = unmapped
     if switches is not None:
         settings["tools"] = dict(switches)
     if body:
@@ -181,4 +210,9 @@ def claude_agent_warnings(folders: list[Path], root: Path | None = None) -> list
                 continue
             if name in BUILTIN_NAMES:
                 warnings.append(f"{path}: {name} is a built-in agent's name; this file is ignored")
+                continue
+            unmapped = _UNMAPPED.get(path)
+            if unmapped:
+                names = ", ".join(unmapped)
+                warnings.append(f"{path}: tools: etcode has no tool for {names}; the agent runs without them")
     return warnings

@@ -20,6 +20,7 @@ from etcode.util.errors import UsageError
 if TYPE_CHECKING:
     from etcode.api import Agent
     from etcode.config.schema import Config
+    from etcode.contract.events import Event
     from etcode.extensions.command_expansion import Expansion
     from etcode.session.store import SessionStore
     from etcode.ui.command_prompts import TurnChoice
@@ -198,6 +199,7 @@ async def _run_agent(
             renderer.handle(event)
     finally:
         restore()
+        agent.on_event = _late_hook_warning  # SessionEnd runs after the stream closed
         await agent.aclose()
     result = agent.last_result
     return exit_code_for(result.stop_reason if result else "error")
@@ -263,6 +265,16 @@ def _existing_session(store: SessionStore, session: str | None) -> str | None:
     if not session:
         return None
     return store.resolve_session(session, flag="--session").id
+
+
+def _late_hook_warning(event: Event) -> None:
+    """A hook that ran after the run's stream closed (``SessionEnd``) and did not pass: one
+    ``warning:`` line on stderr, in either output format (JSON's ``result`` stays last)."""
+    from etcode.contract import events as ev
+
+    if isinstance(event, ev.HookRun) and event.outcome != "ok":
+        sys.stderr.write(f"warning: {ev.hook_title(event)}: {ev.hook_result(event)}\n")
+        sys.stderr.flush()
 
 
 def _renderer(output_format: str) -> PlainRenderer | JsonLinesRenderer:

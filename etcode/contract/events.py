@@ -237,14 +237,35 @@ def hook_result(event: HookRun) -> str:
 
 @dataclass
 class SubagentEvent(Event):
-    """Something a ``Task`` subagent did (its tool calls, its stop), tagged with the
-    parent's ``call_id``; ``event`` is the child event's ``to_dict()``."""
+    """Something a ``Task`` subagent did (its tool calls, its hooks, its warnings), tagged
+    with the parent's ``call_id``; ``event`` is the child event's ``to_dict()``."""
 
     call_id: str
     agent: str
     session_id: str
     event: JsonObject
     type: Literal["subagent"] = field(init=False, default="subagent")
+
+
+def subagent_notice(event: SubagentEvent) -> HookRun | WarningEvent | None:
+    """A subagent's hook or warning as the front ends show their own (a warning names the
+    subagent; a hook goes with the parent's ``Task`` call), None for its other events."""
+    child = event.event or {}
+    kind = child.get("type")
+    if kind == "warning":
+        return WarningEvent(f"{event.agent} subagent: {child.get('message', '')}")
+    if kind != "hook":
+        return None
+    exit_code = child.get("exit_code")
+    return HookRun(
+        str(child.get("event", "")),
+        str(child.get("label", "")),
+        str(child.get("outcome", "")),
+        exit_code if isinstance(exit_code, int) else None,
+        str(child.get("message", "")),
+        str(child.get("tool", "")),
+        event.call_id,
+    )
 
 
 @dataclass

@@ -4,8 +4,10 @@ other keys such as ``allowed-tools`` are read and ignored).
 
 Where, lowest precedence first (a later one with the same name wins): ``~/.claude/commands``,
 ``<config dir>/commands`` (``$XDG_CONFIG_HOME/etcode``), then from the worktree root down to
-the working directory ``.claude/commands`` and ``.etcode/commands`` (the nearest wins). A
-file in a subfolder is namespaced: ``git/commit.md`` is ``/git:commit``. etcode's own
+the working directory ``.claude/commands`` and ``.etcode/commands`` (the nearest wins) — but
+a project's command never replaces the user's own of the same name (as with skills: a cloned
+repository cannot change what your ``/review`` does); that file is ignored with a warning
+naming both. A file in a subfolder is namespaced: ``git/commit.md`` is ``/git:commit``. etcode's own
 commands of this kind (``/init``: ``prompts/commands/*.md``) and the chat's built-in names
 win over a file, with a warning naming it. The expansion of a command's text is
 ``command_expansion.py``.
@@ -152,6 +154,10 @@ def _read_folder(
                 continue
         if name.lower() in taken:
             found.warnings.append(f"{path}: /{name} is a built-in command; this file is ignored")
+            continue
+        mine = found.commands.get(name)
+        if project and mine is not None and not mine.project:  # a cloned repository cannot replace yours
+            found.warnings.append(f"{path}: /{name} is also your command {mine.source}; yours is used")
             continue
         try:
             command = _read_command(name, path)

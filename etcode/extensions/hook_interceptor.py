@@ -37,6 +37,11 @@ if TYPE_CHECKING:
 
 #: The tools whose file a PostToolUse hook may change again (undo is told: ``_rewritten``).
 _WRITE_TOOLS = ("WriteFile", "Edit")
+#: The arguments Claude Code's tools name otherwise, by tool (``tool_input`` uses its names;
+#: an ``updatedInput`` may use either).
+_CLAUDE_ARGUMENTS: dict[str, dict[str, str]] = {"Skill": {"name": "skill"}, "Grep": {"include": "glob"}}
+#: ``ReadManyFiles`` runs the hooks of ``ReadFile`` (Claude Code's ``Read``) for each path.
+_READ_MANY, _READ_ONE = "ReadManyFiles", "ReadFile"
 #: The arguments that name a file or folder (made absolute for hooks).
 _PATH_KEYS = ("file_path", "path", "notebook_path")
 #: How long ``SessionEnd`` (and the notifications still running then) may hold up the end of a
@@ -138,18 +143,14 @@ class HookInterceptor:
         return replace(prompt, parts=[*prompt.parts, *(TextPart(f"\n\n{text}") for text in context)])
 
     async def before_tool(self, call: ToolCallPart) -> Decision:
-        if not self.hooks.commands_for("PreToolUse", call.name):
+        if not self.hooks.commands_for("PreToolUse", call.name) and not self._read_hooks("PreToolUse", call):
             return PROCEED
         arguments = _arguments(call)
-        verdict = await self._event(
+        verdict = await self._tool_event(
             "PreToolUse",
-            {
-                "tool_name": self.hooks.claude_name(call.name),
-                "tool_input": self._absolute(arguments),
-                "tool_use_id": call.id,
-            },
-            subject=call.name,
-            call=call,
+            call,
+            arguments,
+            {"tool_name": self.hooks.claude_name(call.name), "tool_input": self._tool_input(call, arguments)},
         )
         if verdict.stop is not None:
             raise StopRun(verdict.stop)
@@ -159,7 +160,7 @@ class HookInterceptor:
         if verdict.arguments is not None:
             return Decision(
                 "replace",
-                arguments={**arguments, **verdict.arguments},
+                arguments={**arguments, **_etcode_names(call.name, verdict.arguments)},
                 permission=verdict.permission,
                 context=context,
             )
@@ -168,18 +169,20 @@ class HookInterceptor:
         return PROCEED
 
     async def after_tool(self, call: ToolCallPart, result: ToolResultPart) -> ToolResultPart:
-        if result.is_error or not self.hooks.commands_for("PostToolUse", call.name):
+        if result.is_error or not (
+            self.hooks.commands_for("PostToolUse", call.name) or self._read_hooks("PostToolUse", call)
+        ):
             return result  # as Claude Code: PostToolUse follows a call that succeeded
-        verdict = await self._event(
+        arguments = _arguments(call)
+        verdict = await self._tool_event(
             "PostToolUse",
+            call,
+            arguments,
             {
                 "tool_name": self.hooks.claude_name(call.name),
-                "tool_input": self._absolute(_arguments(call)),
+                "tool_input": self._tool_input(call, arguments),
                 "tool_response": self._response(call, result),
-                "tool_use_id": call.id,
             },
-            subject=call.name,
-            call=call,
         )
         await self._rewritten(call)
         if verdict.stop is not None:
@@ -188,6 +191,42 @@ class HookInterceptor:
         if not notes:
             return result
         return replace(result, output="\n\n".join([result.output, *notes]))
+
+    def _read_hooks(self, event: HookEventName, call: ToolCallPart) -> list[HookCommand]:
+        """The ``Read`` hooks a ``ReadManyFiles`` call also runs (once per path it names):
+        a guard on Claude Code's ``Read`` must see every file read, whatever the tool."""
+        if call.name != _READ_MANY:
+            return []
+        return self.hooks.commands_for(event, _READ_ONE)
+
+    async def _tool_event(
+        self, event: HookEventName, call: ToolCallPart, arguments: JsonObject, fields: JsonObject
+    ) -> Verdict:
+        """The hooks of a tool event; for ``ReadManyFiles`` also the ``Read`` hooks, once per
+        entry of ``paths`` with a Read-shaped input (``{"file_path": ...}``, tool ``Read``):
+        any block blocks the whole call."""
+        fields = {**fields, "tool_use_id": call.id}
+        reads = self._read_hooks(event, call)
+        once = [c for c in self.hooks.commands_for(event, call.name) if c not in reads]
+        verdict = await self._event(event, fields, subject=call.name, call=call, commands=once)
+        paths = arguments.get("paths")
+        for path in paths if reads and isinstance(paths, list) else []:
+            if not isinstance(path, str):
+                continue
+            read_input = self._absolute({"file_path": path})
+            one = await self._event(
+                event,
+                {**fields, "tool_name": claude_name(_READ_ONE), "tool_input": read_input},
+                subject=call.name,
+                call=call,
+                commands=reads,
+            )
+            verdict.block += [f"{reason} (reading {read_input['file_path']})" for reason in one.block]
+            verdict.context += one.context
+            verdict.stop = verdict.stop or one.stop
+            if one.permission == "ask" or verdict.permission is None:
+                verdict.permission = one.permission or verdict.permission
+        return verdict
 
     async def after_turn(self, result: AgentResult) -> None:
         return None
@@ -279,8 +318,10 @@ class HookInterceptor:
         subject: str | None = None,
         call: ToolCallPart | None = None,
         cap: float | None = None,
+        commands: list[HookCommand] | None = None,
     ) -> Verdict:
-        commands = self.hooks.commands_for(event, subject)
+        if commands is None:
+            commands = self.hooks.commands_for(event, subject)
         if not commands:
             return Verdict()
         if cap is not None:  # a shorter limit than the hooks' own (SessionEnd)
@@ -329,6 +370,11 @@ class HookInterceptor:
         if isinstance(recorder, WriteFollower) and isinstance(path, str):
             with contextlib.suppress(Exception):  # costs undo its check only, as in the tools
                 await recorder.after_write(Path(path))
+
+    def _tool_input(self, call: ToolCallPart, arguments: JsonObject) -> JsonObject:
+        """``tool_input``: the arguments in Claude Code's names, file paths absolute."""
+        renamed = _CLAUDE_ARGUMENTS.get(call.name, {})
+        return self._absolute({renamed.get(key, key): value for key, value in arguments.items()})
 
     def _absolute(self, arguments: JsonObject) -> JsonObject:
         """The arguments with their file paths absolute, as Claude Code gives them to hooks."""
@@ -379,6 +425,12 @@ def _write_transcript(path: Path, messages: list[Message]) -> None:
 def claude_name(tool: str) -> str:
     """A tool's name as Claude Code's hooks know it (``WriteFile`` → ``Write``)."""
     return CLAUDE_TOOL_NAMES.get(tool, tool)
+
+
+def _etcode_names(tool: str, arguments: JsonObject) -> JsonObject:
+    """A hook's ``updatedInput`` in etcode's argument names (it may use Claude Code's)."""
+    back = {claude: ours for ours, claude in _CLAUDE_ARGUMENTS.get(tool, {}).items()}
+    return {back.get(key, key): value for key, value in arguments.items()}
 
 
 def _arguments(call: ToolCallPart) -> JsonObject:

@@ -56,20 +56,67 @@ class HookOutcome:
 
 def hook_label(command: str) -> str:
     """A short name for a hook's command line: ``ruff format`` for ``ruff format "$F"``,
-    ``fmt.py`` for ``python3 .claude/hooks/fmt.py``."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    words = [w for w in words if not ("=" in w and w.split("=", 1)[0].isidentifier())]
-    if not words:
+    ``fmt.py`` for ``python3 .claude/hooks/fmt.py``. Of a pipeline or a list, the last
+    command that does the work: ``cd "$D" && ruff format .`` and ``jq -r … | xargs ruff
+    format`` are ``ruff format`` (``cd``, ``jq``, ``echo``, ``exit``… are plumbing; with
+    only those, the first command names it)."""
+    segments = _segments(command)
+    if not segments:
         return command.strip()[:40]
+    for words in reversed(segments):
+        if words[0] == "xargs":  # the command xargs runs
+            words = words[1:]
+            while words and (words[0].startswith("-") or words[0].isdigit()):  # ``-n 1``
+                words = words[1:]
+            if not words:
+                continue
+        if (os.path.basename(words[0]) or words[0]) not in _PLUMBING:
+            return _label(words)
+    return _label(segments[0])
+
+
+#: Commands that move data or control along in a hook's line, not what the hook is about.
+_PLUMBING = frozenset({"cd", "jq", "cat", "echo", "printf", "exit", "true", "false", "test", "[", "read", "export", "set", "tee", "xargs", "}", "{", "!"})  # fmt: skip
+#: What separates the commands of a line (``shlex``'s punctuation tokens).
+_SEPARATORS = frozenset({"&&", "||", "|", ";", "&", ";;", "|&", "(", ")", ";&"})
+
+
+def _segments(command: str) -> list[list[str]]:
+    """The simple commands of ``command`` (their words, without assignments, redirections,
+    ``{``/``!``): plain string logic over ``shlex``'s tokens, no shell grammar."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:
+        tokens = command.split()
+    segments: list[list[str]] = []
+    words: list[str] = []
+    redirected = False
+    for token in [*tokens, ";"]:
+        if token in _SEPARATORS:
+            if words:
+                segments.append(words)
+            words, redirected = [], False
+        elif redirected or set(token) <= set("<>&"):
+            redirected = True  # the rest of this command is its redirections
+            if words and words[-1].isdigit():
+                words.pop()  # ``2>``'s 2
+        elif not words and (token in ("{", "!") or ("=" in token and token.split("=", 1)[0].isidentifier())):
+            continue
+        else:
+            words.append(token)
+    return segments
+
+
+def _label(words: list[str]) -> str:
     program = os.path.basename(words[0]) or words[0]
     rest = words[1:]
     if program in _INTERPRETERS and rest and not rest[0].startswith("-"):
         return os.path.basename(rest[0])[:40]
-    if rest and rest[0].replace("-", "").isalpha() and not rest[0].startswith("-"):
-        return f"{program} {rest[0]}"[:40]
+    word = next((w for w in rest if not w.startswith("-")), "")  # its first non-option word
+    if word.replace("-", "").isalpha():
+        return f"{program} {word}"[:40]
     return program[:40]
 
 

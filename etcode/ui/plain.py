@@ -124,6 +124,10 @@ class PlainRenderer:
             self._compaction(event)
         elif isinstance(event, ev.HookRun):
             self._hook(event)
+        elif isinstance(event, ev.SubagentEvent):
+            notice = ev.subagent_notice(event)
+            if notice is not None:
+                self.handle(notice)
         elif isinstance(event, ev.TodoUpdate):
             self._todos = list(event.todos)
         elif isinstance(event, ev.WorkflowPhase):

@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from etcode.contract.events import SubagentEvent, ToolCallStart, ToolResultEvent
+from etcode.contract.events import HookRun, SubagentEvent, ToolCallStart, ToolResultEvent, WarningEvent
 from etcode.tools.base import ToolContext, ToolResult
 from etcode.tools.task import TaskTool
 from etcode.util.json_types import JsonObject
@@ -114,7 +114,7 @@ class SubagentSpawner:
         watcher = asyncio.create_task(_interrupt_on(ctx.abort, child))
         try:
             async for event in child.stream(prompt):
-                if isinstance(event, ToolCallStart | ToolResultEvent):
+                if isinstance(event, ToolCallStart | ToolResultEvent | HookRun | WarningEvent):
                     ctx.emit(SubagentEvent(ctx.call_id, name, child.session_id, event.to_dict()))
         finally:
             watcher.cancel()

@@ -161,7 +161,12 @@ class EventFeed:
 
     @_show.register
     async def _subagent(self, event: ev.SubagentEvent) -> None:
-        """A subagent's tool call shows under its parent's ``Task`` block."""
+        """A subagent's tool call shows under its parent's ``Task`` block; its hooks and
+        warnings as the parent's own."""
+        notice = ev.subagent_notice(event)
+        if notice is not None:
+            await self._show_bound(notice)
+            return
         child = event.event or {}
         widget = self.conversation.tools.get(event.call_id)
         if widget is not None and child.get("type") == "tool_call_start":
