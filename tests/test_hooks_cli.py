@@ -679,3 +679,28 @@ if event["tool_name"] == "Grep":
     ]
     found = tool_results(llm, 2)[-1]
     assert "b.md" in found and "a.py" not in found
+
+
+def test_a_read_hooks_allow_for_one_path_answers_nothing_for_the_others(project: Path, llm: FakeLLM) -> None:
+    """ReadManyFiles asks one question for all its paths: a Read hook's ``allow`` of one path
+    must not answer it for a path no hook allowed (here refused: ``etcode run`` cannot ask)."""
+    write_config(project, llm, permission={"ReadManyFiles": "ask"})
+    (project / "ok.txt").write_text("OK-BODY\n", encoding="utf-8")
+    (project / "other.txt").write_text("OTHER-BODY\n", encoding="utf-8")
+    allow = """\
+import json, sys
+event = json.load(sys.stdin)
+if event["tool_input"]["file_path"].endswith("ok.txt"):
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}))
+"""
+    user_hooks(project, {"PreToolUse": on("Read", script(project, "allow.py", allow))})
+    llm.script(
+        Reply(calls=[Call("ReadManyFiles", {"paths": ["ok.txt", "other.txt"]})]),
+        Reply(calls=[Call("ReadManyFiles", {"paths": ["ok.txt"]})]),
+        Reply(text="done"),
+    )
+    proc = etcode("run", "read them", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    [both] = tool_results(llm, 1)
+    assert "OTHER-BODY" not in both and "OK-BODY" not in both
+    assert "OK-BODY" in tool_results(llm, 2)[-1]  # every path allowed: the hook's answer holds

@@ -210,6 +210,7 @@ class HookInterceptor:
         once = [c for c in self.hooks.commands_for(event, call.name) if c not in reads]
         verdict = await self._event(event, fields, subject=call.name, call=call, commands=once)
         paths = arguments.get("paths")
+        answers: list[str | None] = []
         for path in paths if reads and isinstance(paths, list) else []:
             if not isinstance(path, str):
                 continue
@@ -224,8 +225,13 @@ class HookInterceptor:
             verdict.block += [f"{reason} (reading {read_input['file_path']})" for reason in one.block]
             verdict.context += one.context
             verdict.stop = verdict.stop or one.stop
-            if one.permission == "ask" or verdict.permission is None:
-                verdict.permission = one.permission or verdict.permission
+            answers.append(one.permission)
+        # The call's permission question is one for all its paths: an "ask" for any path asks;
+        # an "allow" answers it only when the Read hooks allowed every path.
+        if "ask" in answers:
+            verdict.permission = "ask"
+        elif answers and verdict.permission is None and all(answer == "allow" for answer in answers):
+            verdict.permission = "allow"
         return verdict
 
     async def after_turn(self, result: AgentResult) -> None:
