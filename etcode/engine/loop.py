@@ -353,7 +353,7 @@ class AgentLoop(EventPump):
         plain = self._scheduler()
         answered: list[ToolResultPart | None] = [None] * len(calls)
         try:
-            for wave in self._waves(plain, calls):
+            for wave in plain.wave_positions(calls):
                 if self._abort.is_set():
                     break
                 to_run: list[tuple[int, ToolCallPart, list[str]]] = []
@@ -390,21 +390,6 @@ class AgentLoop(EventPump):
             result or ToolResultPart(call.id, call.name, note, is_error=True, summary="Not run")
             for call, result in zip(calls, answered, strict=True)
         ]
-
-    @staticmethod
-    def _waves(scheduler: ToolScheduler, calls: list[ToolCallPart]) -> list[list[int]]:
-        """The scheduler's waves as positions in ``calls``: runs of read-only calls, and
-        each other call alone."""
-        waves: list[list[int]] = []
-        last_read_only = False
-        for index, call in enumerate(calls):
-            read_only = scheduler.call_is_read_only(call)
-            if read_only and last_read_only:
-                waves[-1].append(index)
-            else:
-                waves.append([index])
-            last_read_only = read_only
-        return waves
 
     async def _unless_aborted(self, work: Coroutine[object, object, T], aborted: T) -> T:
         """``work`` (an interceptor's: a hook may take long), given up when the run is

@@ -39,12 +39,7 @@ def skills_part(skills: Sequence[Skill]) -> PromptPart:
             break
         lines.append(line)
         used += len(line) + 1
-    if len(skills) > len(lines):
-        more = templates.load("skills/lean_more.md").strip()
-        lines.append(templates.render(more, {"count": str(len(skills) - len(lines))}))
-    source = "skills/listing.md"
-    text = templates.render(templates.load(source), {"skills": "\n".join(lines)})
-    return PromptPart("skills", source, text.strip())
+    return _part("skills/listing.md", lines, len(skills))
 
 
 def lean_skills_part(skills: Sequence[Skill]) -> PromptPart:
@@ -54,10 +49,15 @@ def lean_skills_part(skills: Sequence[Skill]) -> PromptPart:
 
     shown = skills[:LEAN_MAX_SKILLS]
     lines = [f"- {s.name}: {first_sentence(s.description, LEAN_DESCRIPTION_CHARS)}" for s in shown]
-    if len(skills) > len(shown):
+    return _part("skills/lean.md", lines, len(skills))
+
+
+def _part(source: str, lines: list[str], count: int) -> PromptPart:
+    """The ``skills`` part of ``source`` listing ``lines``, and how many of the ``count``
+    skills it leaves out (the Skill tool lists them)."""
+    if count > len(lines):
         more = templates.load("skills/lean_more.md").strip()
-        lines.append(templates.render(more, {"count": str(len(skills) - len(shown))}))
-    source = "skills/lean.md"
+        lines = [*lines, templates.render(more, {"count": str(count - len(lines))})]
     text = templates.render(templates.load(source), {"skills": "\n".join(lines)})
     return PromptPart("skills", source, text.strip())
 

@@ -54,14 +54,18 @@ class ToolScheduler:
 
     def plan(self, calls: list[ToolCallPart]) -> list[list[ToolCallPart]]:
         """Split calls into waves: runs of read-only calls, and single other calls."""
-        waves: list[list[ToolCallPart]] = []
+        return [[calls[index] for index in wave] for wave in self.wave_positions(calls)]
+
+    def wave_positions(self, calls: list[ToolCallPart]) -> list[list[int]]:
+        """:meth:`plan`'s waves as positions in ``calls``."""
+        waves: list[list[int]] = []
         last_read_only = False  # whether the last wave is one of read-only calls
-        for call in calls:
+        for index, call in enumerate(calls):
             read_only = self.call_is_read_only(call)
             if read_only and last_read_only:
-                waves[-1].append(call)
+                waves[-1].append(index)
             else:
-                waves.append([call])
+                waves.append([index])
             last_read_only = read_only
         return waves
 
