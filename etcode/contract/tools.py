@@ -13,7 +13,7 @@ from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from etcode.contract.events import Event
-    from etcode.provider.types import Usage
+    from etcode.provider.types import ImagePart, Usage
     from etcode.security.sandbox import SandboxPolicy
     from etcode.security.shell_env import ShellEnvPolicy
 
@@ -42,12 +42,14 @@ class PermissionDenied(ToolError):
 @dataclass
 class ToolResult:
     """What a tool returns. ``output`` is what the model sees; ``data`` is structured
-    detail for front ends; ``summary`` overrides the generated result summary."""
+    detail for front ends; ``summary`` overrides the generated result summary; ``images``
+    are images the model sees with ``output`` (ReadFile of a PNG)."""
 
     output: str
     is_error: bool = False
     data: JsonObject | None = None
     summary: str | None = None
+    images: list[ImagePart] | None = None
 
 
 class ToolAbilities(Protocol):

@@ -68,15 +68,37 @@ class ToolResultPart:
     type: Literal["tool_result"] = "tool_result"
     summary: str | None = None
     data: JsonObject | None = None
+    #: Images the tool returned (ReadFile of a PNG); None: none. Anthropic carries them
+    #: inside the ``tool_result`` block, OpenAI-compatible servers in a user message after it.
+    images: list[ImagePart] | None = None
 
 
-Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart
+@dataclass
+class ImagePart:
+    """An image the model sees: ``data`` is the encoded file (PNG, JPEG, GIF or WebP) in
+    base64, already within the providers' limits (``etcode/util/images.py`` makes one).
+    ``name`` is what a person calls it (a file name; replay shows ``[image: NAME W×H]``).
+    In a user message it sits among the text parts; a tool's images ride on its
+    :class:`ToolResultPart` (``images``). ``sha256`` (of the decoded bytes) names the
+    stored copy: the session keeps images outside SQLite, ``data`` empty until loaded."""
+
+    media_type: str
+    data: str
+    width: int = 0
+    height: int = 0
+    name: str = ""
+    sha256: str = ""
+    type: Literal["image"] = "image"
+
+
+Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart | ImagePart
 
 _PART_TYPES: dict[str, type] = {
     "text": TextPart,
     "reasoning": ReasoningPart,
     "tool_call": ToolCallPart,
     "tool_result": ToolResultPart,
+    "image": ImagePart,
 }
 
 
@@ -115,15 +137,29 @@ class Message:
         for raw in data.get("parts", []):
             kind = _PART_TYPES[raw["type"]]
             known = _FIELDS[kind]  # keys a newer etcode added are skipped, not fatal
-            parts.append(kind(**{k: v for k, v in raw.items() if k != "type" and k in known}))
+            values = {k: v for k, v in raw.items() if k != "type" and k in known}
+            if kind is ToolResultPart and values.get("images") is not None:
+                values["images"] = [_image_of(image) for image in values["images"]]
+            parts.append(kind(**values))
         return cls(data["role"], parts)
+
+    @property
+    def images(self) -> list[ImagePart]:
+        """Every image of the message: its own, then those of its tool results."""
+        own = [p for p in self.parts if isinstance(p, ImagePart)]
+        return own + [i for r in self.tool_results for i in r.images or []]
 
 
 _FIELDS: dict[type, frozenset[str]] = {
     kind: frozenset(f.name for f in fields(kind)) for kind in _PART_TYPES.values()
 }
-#: Optional display fields left out of the JSON when unset (old rows stay as they were).
-_OPTIONAL = ("summary", "data")
+#: Optional fields left out of the JSON when unset (old rows stay as they were).
+_OPTIONAL = ("summary", "data", "images")
+
+
+def _image_of(raw: JsonObject) -> ImagePart:
+    known = _FIELDS[ImagePart]
+    return ImagePart(**{k: v for k, v in raw.items() if k != "type" and k in known})
 
 
 def _part_dict(part: Part) -> JsonObject:

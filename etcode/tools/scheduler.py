@@ -181,7 +181,7 @@ class ToolScheduler:
         output = redact_known(clean_text(result.output))
         data = redact_known_data(result.data) if result.data else result.data
         if output is not result.output or data is not result.data:
-            result = ToolResult(output, result.is_error, data, result.summary)
+            result = ToolResult(output, result.is_error, data, result.summary, result.images)
         if self.output_filter is not None:
             output = self.output_filter(call.name, output)
         if self.on_call is not None:
@@ -191,7 +191,13 @@ class ToolScheduler:
         summary = _safe(lambda: tool.result_summary(raw_args, result), "Error" if result.is_error else "Done")
         self.emit(ToolResultEvent(call.id, call.name, result.is_error, summary, output, data))
         return ToolResultPart(
-            call.id, call.name, output, is_error=result.is_error, summary=summary, data=kept_data(data)
+            call.id,
+            call.name,
+            output,
+            is_error=result.is_error,
+            summary=summary,
+            data=kept_data(data),
+            images=result.images or None,
         )
 
     def _early_error(
