@@ -1,9 +1,24 @@
 """Images as a model sees them: which files are images, one read within the providers'
 limits, and what an image costs in the context window.
 
-FIRST VERSION (lead's groundwork): the signatures are the contract other modules use;
-the img-core helper fills in downscaling and the published token formulas.
-Pillow is imported only when an image is read.
+An image that already fits (long edge ≤ :data:`MAX_EDGE`, file ≤ :data:`MAX_FILE_SEND`, no
+EXIF rotation, not animated) is sent as its own bytes, after a full decode that proves it
+is whole. Anything else is decoded and re-encoded:
+
+- its EXIF orientation applied, scaled down (Lanczos) to a long edge of :data:`MAX_EDGE`;
+- a GIF or an animated WebP: its first frame;
+- PNG out for a PNG, a GIF and a WebP with transparency (lossless: screenshots, diagrams),
+  when it fits; otherwise, and for a JPEG or an opaque WebP, JPEG at quality
+  :data:`JPEG_QUALITY` (lower, then smaller, until it fits). A re-encoded WebP never stays
+  WebP: PNG and JPEG are what every OpenAI-compatible server decodes (llama.cpp's does not
+  decode WebP).
+
+The encoded file is kept ≤ 3.75 MB so that its base64 text — what the request carries and
+what Anthropic's 5 MB limit counts — stays within :data:`MAX_BYTES`.
+
+Pillow is imported only when an image is read. A file with more pixels than Pillow's
+``Image.MAX_IMAGE_PIXELS`` (a decompression bomb) or a damaged one raises :class:`ImageError`,
+one line naming the file.
 """
 
 from __future__ import annotations
@@ -12,11 +27,19 @@ import asyncio
 import base64
 import hashlib
 import io
+import math
+import threading
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from etcode.provider.types import ImagePart
 from etcode.util.errors import EtcodeError
+from etcode.util.fs import format_size, read_regular_capped
+
+if TYPE_CHECKING:
+    from PIL import Image as PILImage
 
 #: The media type of each image file suffix etcode sends to a model.
 IMAGE_SUFFIXES: dict[str, str] = {
@@ -30,10 +53,67 @@ IMAGE_SUFFIXES: dict[str, str] = {
 #: The providers' limits: the long edge in pixels and the encoded size in bytes.
 MAX_EDGE = 1568
 MAX_BYTES = 5 * 1024 * 1024
+#: The largest image file sent: its base64 text (4 characters per 3 bytes) fits MAX_BYTES.
+MAX_FILE_SEND = MAX_BYTES * 3 // 4
+#: The largest image file read at all (a photo of 6000×4000 as PNG can be 40 MB).
+MAX_FILE_READ = 64 * 1024 * 1024
+#: JPEG quality of a re-encoded image, then the lower ones tried when it is still too big.
+JPEG_QUALITY = 85
+_LOWER_QUALITIES = (75, 60, 45)
+#: zlib level of a re-encoded PNG: 1 is several times faster than Pillow's 6 for a few % more.
+PNG_COMPRESS_LEVEL = 1
+#: Scaling down: a box average by a whole factor (``reduce``) leaves at most this much for
+#: Lanczos; 1.25 is three times faster than Lanczos alone on a 6000×4000 image.
+REDUCING_GAP = 1.25
+#: Pillow's default decompression-bomb limit, used when a program set it to None.
+_DEFAULT_MAX_PIXELS = 89_478_485
+
+#: Anthropic: an image costs width × height / 750 tokens after it is scaled to a long edge
+#: of 1568 px and to about 1.15 megapixels (1600 tokens at most).
+ANTHROPIC_PIXELS_PER_TOKEN = 750
+ANTHROPIC_MAX_TOKENS = 1600
+#: OpenAI (high detail): fit in 2048×2048, shortest side scaled to 768, then 170 tokens per
+#: 512-px tile plus 85.
+OPENAI_FIT = 2048
+OPENAI_SHORT_SIDE = 768
+OPENAI_TILE = 512
+OPENAI_BASE_TOKENS = 85
+OPENAI_TILE_TOKENS = 170
+
+_FORMAT_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
+#: EXIF orientation → the transpose that shows the image upright (as ImageOps.exif_transpose).
+_ORIENTATIONS = {2: "FLIP_LEFT_RIGHT", 3: "ROTATE_180", 4: "FLIP_TOP_BOTTOM", 5: "TRANSPOSE",
+                 6: "ROTATE_270", 7: "TRANSVERSE", 8: "ROTATE_90"}  # fmt: skip
+#: Pillow's warnings filter is process-wide: opening one image at a time keeps it ours.
+_OPEN_LOCK = threading.Lock()
 
 
 class ImageError(EtcodeError):
     """A file that should be an image and cannot be read as one (the message names it)."""
+
+
+@dataclass(frozen=True)
+class PreparedImage:
+    """An image ready to send, and what it was: the file's own size, type and bytes."""
+
+    image: ImagePart
+    original_width: int
+    original_height: int
+    original_type: str
+    original_bytes: int
+
+    @property
+    def resized(self) -> bool:
+        """Whether the image sent is smaller than the file's (scaled down)."""
+        sent = {self.image.width, self.image.height}
+        return sent != {self.original_width, self.original_height}
+
+    @property
+    def reencoded(self) -> bool:
+        """Whether the bytes sent are not the file's own."""
+        return self.image.media_type != self.original_type or self.original_bytes != _decoded_size(
+            self.image.data
+        )
 
 
 def sniff_media_type(head: bytes) -> str | None:
@@ -57,48 +137,224 @@ def is_image_path(path: str | Path) -> bool:
 def image_from_bytes(data: bytes, name: str) -> ImagePart:
     """``data`` (a whole image file) as an :class:`ImagePart` within :data:`MAX_EDGE` and
     :data:`MAX_BYTES`. Raises :class:`ImageError` naming ``name`` when it is not an image."""
+    return prepare_image(data, name).image
+
+
+def prepare_image(data: bytes, name: str) -> PreparedImage:
+    """``data`` (a whole image file) made ready to send (see the module's docstring), with
+    what the file was. Blocking (decodes): call it in a worker thread."""
     media_type = sniff_media_type(data[:16])
     if media_type is None:
         raise ImageError(f"{name}: not a PNG, JPEG, GIF or WebP image")
     from PIL import Image
 
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            width, height = image.size
+        with _open(data, name) as image:
+            return _prepare(image, data, media_type, name)
+    except ImageError:
+        raise
+    except MemoryError:
+        raise ImageError(f"{name}: too large to decode") from None
     except Exception as err:  # Pillow raises many kinds for a damaged file
-        raise ImageError(f"{name}: cannot read the image ({err})") from None
-    return ImagePart(
-        media_type,
-        base64.b64encode(data).decode("ascii"),
-        width,
-        height,
-        name,
-        hashlib.sha256(data).hexdigest(),
-    )
+        if isinstance(err, Image.DecompressionBombError):
+            raise ImageError(f"{name}: too many pixels to decode (a decompression bomb?)") from None
+        raise ImageError(f"{name}: cannot read the image ({_one_line(err)})") from None
 
 
 async def read_image(path: Path, name: str | None = None) -> ImagePart:
     """The image file at ``path`` (off the event loop). Raises :class:`ImageError`."""
+    return (await load_image(path, name)).image
 
-    def read() -> bytes:
-        try:
-            return path.read_bytes()
-        except OSError as err:
-            raise ImageError(f"{name or path}: {err.strerror or err}") from None
 
-    data = await asyncio.to_thread(read)
-    return await asyncio.to_thread(image_from_bytes, data, name or path.name)
+async def load_image(path: Path, name: str | None = None) -> PreparedImage:
+    """The image file at ``path`` made ready to send, off the event loop: at most
+    :data:`MAX_FILE_READ` bytes are read, a FIFO or a device is refused without waiting.
+    Raises :class:`ImageError` naming the file."""
+    label = name or path.name
+    return await asyncio.to_thread(_load, path, label)
+
+
+def _load(path: Path, name: str) -> PreparedImage:
+    try:
+        data = read_regular_capped(path, MAX_FILE_READ)
+    except OSError as err:
+        raise ImageError(f"{name}: {err.strerror or err}") from None
+    return prepare_image(data, name)
+
+
+def _open(data: bytes, name: str) -> PILImage.Image:
+    """The image opened (its header read, not its pixels), refused when it has more pixels
+    than Pillow's limit: Pillow only warns below twice the limit; here it is an error."""
+    from PIL import Image
+
+    limit = Image.MAX_IMAGE_PIXELS or _DEFAULT_MAX_PIXELS
+    with _OPEN_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        image = Image.open(io.BytesIO(data), formats=list(_FORMAT_TYPES))
+    width, height = image.size
+    if width * height > limit:
+        image.close()
+        raise ImageError(
+            f"{name}: {width}×{height} is too many pixels to decode (over {limit:,}; a decompression bomb?)"
+        )
+    return image
+
+
+def _prepare(image: PILImage.Image, data: bytes, media_type: str, name: str) -> PreparedImage:
+    width, height = image.size
+    orientation = _orientation(image)
+    upright = (height, width) if orientation in (5, 6, 7, 8) else (width, height)
+    animated = bool(getattr(image, "is_animated", False))
+    scale = min(1.0, MAX_EDGE / max(upright))
+    if scale == 1.0 and orientation == 1 and not animated and len(data) <= MAX_FILE_SEND:
+        image.load()  # a damaged or truncated file fails here, not at the provider
+        return _prepared(data, media_type, upright, name, (width, height), media_type, len(data))
+    out, out_type, size = _reencode(image, media_type, orientation, scale)
+    return _prepared(out, out_type, size, name, (width, height), media_type, len(data))
+
+
+def _prepared(
+    out: bytes,
+    out_type: str,
+    size: tuple[int, int],
+    name: str,
+    original: tuple[int, int],
+    original_type: str,
+    original_bytes: int,
+) -> PreparedImage:
+    part = ImagePart(
+        out_type,
+        base64.b64encode(out).decode("ascii"),
+        size[0],
+        size[1],
+        name,
+        hashlib.sha256(out).hexdigest(),
+    )
+    return PreparedImage(part, original[0], original[1], original_type, original_bytes)
+
+
+def _orientation(image: PILImage.Image) -> int:
+    try:
+        value = image.getexif().get(0x0112, 1)
+    except Exception:  # a damaged EXIF block: show the image as stored
+        return 1
+    return value if isinstance(value, int) and value in range(1, 9) else 1
+
+
+def _reencode(
+    image: PILImage.Image, media_type: str, orientation: int, scale: float
+) -> tuple[bytes, str, tuple[int, int]]:
+    """The image upright, scaled by ``scale``, encoded within :data:`MAX_FILE_SEND`:
+    (bytes, media type, (width, height))."""
+    from PIL import Image
+
+    width, height = image.size
+    target = (max(1, round(width * scale)), max(1, round(height * scale)))
+    if image.format == "JPEG" and scale < 1.0:
+        image.draft(image.mode, target)  # decode at 1/2, 1/4 or 1/8 scale: far less work
+    image.load()
+    alpha = _has_alpha(image)
+    frame = _normalized(image, alpha)
+    if frame.size != target:
+        frame = frame.resize(target, Image.Resampling.LANCZOS, reducing_gap=REDUCING_GAP)
+    if orientation != 1:
+        frame = frame.transpose(getattr(Image.Transpose, _ORIENTATIONS[orientation]))
+    lossless = media_type in ("image/png", "image/gif") or (media_type == "image/webp" and alpha)
+    if lossless:
+        png = _encode(frame, "PNG")
+        if len(png) <= MAX_FILE_SEND:
+            return png, "image/png", frame.size
+    return _jpeg_within(frame)
+
+
+def _has_alpha(image: PILImage.Image) -> bool:
+    return image.mode in ("RGBA", "LA", "PA", "RGBa", "La") or "transparency" in image.info
+
+
+def _normalized(image: PILImage.Image, alpha: bool) -> PILImage.Image:
+    """The image in a mode Lanczos scales and PNG/JPEG encode: L, LA, RGB or RGBA."""
+    if image.mode in ("L", "RGB") and not alpha:
+        return image
+    if image.mode in ("LA", "RGBA"):
+        return image
+    if image.mode == "1":
+        return image.convert("L")
+    if image.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+        return image.convert("I").point(lambda v: v / 256).convert("L")  # 16-bit grey
+    return image.convert("RGBA" if alpha else "RGB")
+
+
+def _encode(frame: PILImage.Image, fmt: str, quality: int = JPEG_QUALITY) -> bytes:
+    buffer = io.BytesIO()
+    if fmt == "PNG":
+        frame.save(buffer, "PNG", compress_level=PNG_COMPRESS_LEVEL)
+    else:
+        frame.save(buffer, "JPEG", quality=quality)
+    return buffer.getvalue()
+
+
+def _jpeg_within(frame: PILImage.Image) -> tuple[bytes, str, tuple[int, int]]:
+    """JPEG of ``frame`` (transparency flattened on white) within :data:`MAX_FILE_SEND`:
+    lower qualities first, then smaller sizes (at most a few rounds)."""
+    from PIL import Image
+
+    if frame.mode in ("LA", "RGBA"):
+        base = Image.new("RGB", frame.size, (255, 255, 255))
+        base.paste(frame.convert("RGBA"), mask=frame.convert("RGBA").getchannel("A"))
+        frame = base
+    for _ in range(8):
+        for quality in (JPEG_QUALITY, *_LOWER_QUALITIES):
+            out = _encode(frame, "JPEG", quality)
+            if len(out) <= MAX_FILE_SEND:
+                return out, "image/jpeg", frame.size
+        smaller = (max(1, frame.width * 3 // 4), max(1, frame.height * 3 // 4))
+        frame = frame.resize(smaller, Image.Resampling.LANCZOS)
+    return out, "image/jpeg", frame.size  # unreachable in practice: a 1-px JPEG is tiny
+
+
+def _decoded_size(data: str) -> int:
+    return len(data) * 3 // 4 - data[-2:].count("=") if data else 0
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__
 
 
 def image_tokens(image: ImagePart, family: Literal["anthropic", "openai"] = "openai") -> int:
     """What ``image`` costs in the context window (Anthropic's or OpenAI's published formula;
-    OpenAI's for other OpenAI-compatible servers)."""
+    OpenAI's for other OpenAI-compatible servers). An image of unknown size counts as the
+    largest one etcode sends."""
+    width, height = image.width, image.height
+    if width <= 0 or height <= 0:
+        width = height = MAX_EDGE
     if family == "anthropic":
-        return max(1, (image.width * image.height) // 750)
-    tiles = max(1, -(-image.width // 512)) * max(1, -(-image.height // 512))
-    return 85 + 170 * tiles
+        scale = min(1.0, MAX_EDGE / max(width, height))
+        pixels = (width * scale) * (height * scale)
+        tokens = math.ceil(pixels / ANTHROPIC_PIXELS_PER_TOKEN)
+        return max(1, min(ANTHROPIC_MAX_TOKENS, tokens))
+    scale = min(1.0, OPENAI_FIT / max(width, height))
+    w, h = width * scale, height * scale
+    scale = min(1.0, OPENAI_SHORT_SIDE / min(w, h))
+    w, h = w * scale, h * scale
+    tiles = math.ceil(w / OPENAI_TILE) * math.ceil(h / OPENAI_TILE)
+    return OPENAI_BASE_TOKENS + OPENAI_TILE_TOKENS * tiles
 
 
 def image_label(image: ImagePart) -> str:
     """``[image: NAME W×H]``: an image in replay and in text-only places."""
     return f"[image: {image.name or 'image'} {image.width}×{image.height}]"
+
+
+def describe(prepared: PreparedImage) -> str:
+    """``screenshot.png (1280×720, PNG, 412.0 KB)``, with the file's own size and type when
+    the image sent is a scaled-down or re-encoded copy: what a tool tells the model."""
+    image = prepared.image
+    kind = image.media_type.removeprefix("image/").upper()
+    sent = f"{image.width}×{image.height}, {kind}, {format_size(_decoded_size(image.data))}"
+    if not prepared.reencoded:
+        return f"{image.name} ({sent})"
+    was_kind = prepared.original_type.removeprefix("image/").upper()
+    was = f"{prepared.original_width}×{prepared.original_height} {was_kind}, {format_size(prepared.original_bytes)}"
+    how = "downscaled" if prepared.resized else "re-encoded"
+    return f"{image.name} ({sent}; {how} from {was})"
