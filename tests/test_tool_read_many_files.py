@@ -540,6 +540,7 @@ def test_least_bytes_never_exceeds_a_files_real_floor() -> None:
             self.size = len(content.encode())
             self.lines = content.count("\n") + (0 if not content or content.endswith("\n") else 1)
             self.truncated, self.explicit = False, False
+            self.image_note = ""
 
     for shown in ("a", "dir/é.txt", "x" * 300):
         for content in ("", "1", "one line\n", "ü" * 50, "line\n" * 400, "y" * 5000):

@@ -1,6 +1,7 @@
 """How full the context window is: token estimates, the usable budget, cost accounting.
 
-The size of the next request is the provider-reported size of the last one (input, cached
+An image counts by its provider's published formula (``provider/images.image_tokens``),
+never by the length of its base64 text. The size of the next request is the provider-reported size of the last one (input, cached
 input and the answer) plus an estimate of what was added since (tool results); without a
 report yet (a new or resumed session) the whole request is estimated. Estimates per message
 are cached: messages are never changed once in the history.
@@ -14,6 +15,8 @@ from typing import Protocol
 
 from etcode.contract.events import UsageUpdate
 from etcode.provider.catalog import CatalogModel, ModelPrice, cost_of
+from etcode.provider.images import image_tokens
+from etcode.provider.spec import WireFormat
 from etcode.provider.types import (
     Message,
     Part,
@@ -123,9 +126,13 @@ class TokenEstimator:
     """Token estimates of messages, system parts and tool schemas for one model; ``rough``
     counts four UTF-8 bytes per token instead of running the tokenizer."""
 
-    def __init__(self, model: str | None = None, *, rough: bool = False) -> None:
+    def __init__(
+        self, model: str | None = None, *, rough: bool = False, family: WireFormat = "openai"
+    ) -> None:
         self.model = model
         self.rough = rough
+        #: The provider's wire format: whose published formula counts an image's tokens.
+        self.family: WireFormat = family
         self._messages: dict[int, tuple[Message, int]] = {}
         self._tools: dict[int, tuple[ToolSchema, int]] = {}
         self._system: tuple[tuple[str, ...], int] | None = None
@@ -138,6 +145,7 @@ class TokenEstimator:
         if cached is not None and cached[0] is message:
             return cached[1]
         tokens = MESSAGE_OVERHEAD + sum(self.text(_part_text(p)) + 1 for p in message.parts)
+        tokens += sum(image_tokens(image, self.family) for image in message.images)  # not base64
         if len(self._messages) > 50_000:
             self._messages.clear()
         self._messages[id(message)] = (message, tokens)
@@ -186,7 +194,7 @@ class ContextMeter:
         self.cost = session_cost
         self.totals = totals or Usage()
         self.context_tokens = 0
-        self.rough = TokenEstimator(estimator.model, rough=True)
+        self.rough = TokenEstimator(estimator.model, rough=True, family=estimator.family)
         self._anchor: Message | None = None
         self._anchor_index = -1
 

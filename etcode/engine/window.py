@@ -75,7 +75,7 @@ class ContextWindow:
         """For a resolved provider spec, its catalog and the config's ``compaction`` section."""
         model = catalog.for_spec(spec)
         budget = budget_for(model, compaction, max_tokens)
-        estimator = TokenEstimator(spec.model)
+        estimator = TokenEstimator(spec.model, family=spec.type)
         meter = ContextMeter(estimator, budget, model.price, session_cost, totals)
         keep = compaction.keep_turns if compaction is not None else None
         compactor = Compactor(budget, estimator, DEFAULT_KEEP_TURNS if keep is None else keep)

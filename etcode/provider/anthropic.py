@@ -16,10 +16,12 @@ from collections.abc import Iterable
 from etcode.provider.errors import StreamParseError
 from etcode.provider.http_errors import error_from_payload
 from etcode.provider.http_provider import RetryingHTTPProvider
+from etcode.provider.images import image_label
 from etcode.provider.shapes import as_dict, as_index, as_str, as_tokens
 from etcode.provider.spec import ProviderSpec
 from etcode.provider.sse import SSEEvent
 from etcode.provider.types import (
+    ImagePart,
     Message,
     ModelRequest,
     Part,
@@ -52,11 +54,28 @@ def _input_of(call: ToolCallPart) -> JsonObject:
         return {}  # the loop already answered this call with an error result
 
 
+def image_block(image: ImagePart) -> JsonObject:
+    """An image as a Messages API block (base64 source); one whose bytes are not loaded
+    (``data`` empty) as its ``[image: NAME W×H]`` label."""
+    if not image.data:
+        return {"type": "text", "text": image_label(image)}
+    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}
+
+
+def _result_content(result: ToolResultPart) -> JsonValue:
+    """A tool result's ``content``: its text, or with images a list of a text block and
+    image blocks."""
+    if not result.images:
+        return result.output
+    text: list[JsonObject] = [{"type": "text", "text": result.output}] if result.output else []
+    return text + [image_block(image) for image in result.images]
+
+
 def _blocks(message: Message) -> list[JsonObject]:
     blocks: list[JsonObject] = []
     results = [p for p in message.parts if isinstance(p, ToolResultPart)]
     for r in results:  # tool results must open the user turn
-        block: JsonObject = {"type": "tool_result", "tool_use_id": r.call_id, "content": r.output}
+        block: JsonObject = {"type": "tool_result", "tool_use_id": r.call_id, "content": _result_content(r)}
         if r.is_error:
             block["is_error"] = True
         blocks.append(block)
@@ -64,6 +83,8 @@ def _blocks(message: Message) -> list[JsonObject]:
         if isinstance(part, TextPart):
             if part.text:
                 blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart) and message.role != "assistant":
+            blocks.append(image_block(part))
         elif isinstance(part, ReasoningPart) and message.role == "assistant":
             if part.redacted_data:
                 blocks.append({"type": "redacted_thinking", "data": part.redacted_data})
@@ -89,7 +110,7 @@ def to_anthropic_messages(messages: list[Message]) -> list[JsonObject]:
             out.append({"role": role, "content": blocks})
     if out and out[-1]["role"] == "user":
         last = out[-1]["content"][-1]
-        if last["type"] in ("text", "tool_result"):
+        if last["type"] in ("text", "tool_result", "image"):
             out[-1]["content"][-1] = {**last, "cache_control": _EPHEMERAL}
     return out
 

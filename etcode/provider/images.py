@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Literal
 
 from etcode.provider.types import ImagePart
 from etcode.util.errors import EtcodeError
-from etcode.util.fs import format_size, read_regular_capped
+from etcode.util.fs import format_size, read_regular_capped, regular_opener
 
 if TYPE_CHECKING:
     from PIL import Image as PILImage
@@ -127,6 +127,16 @@ def sniff_media_type(head: bytes) -> str | None:
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "image/webp"
     return None
+
+
+def sniff_file(path: Path) -> str | None:
+    """The media type of the image file at ``path`` by its first bytes, else None (also
+    when it cannot be read, or is a FIFO or a device: never waits). Blocking."""
+    try:
+        with open(path, "rb", opener=regular_opener) as handle:
+            return sniff_media_type(handle.read(16))
+    except OSError:
+        return None
 
 
 def is_image_path(path: str | Path) -> bool:

@@ -10,17 +10,25 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from etcode.provider.images import image_label
 from etcode.provider.shapes import field_of
-from etcode.provider.types import Message, Part, TextPart, ToolCallPart, ToolResultPart, ToolSchema
+from etcode.provider.types import ImagePart, Message, Part, TextPart, ToolCallPart, ToolResultPart, ToolSchema
 from etcode.util.json_types import JsonObject, JsonValue
 
 __all__ = [
+    "TOOL_IMAGES_LEAD",
+    "image_url_part",
     "messages_from_openai",
     "messages_to_openai",
     "system_message",
     "tool_call_fields",
     "tools_to_openai",
 ]
+
+
+#: The text before a tool call's images in the user message that carries them (the call's
+#: id and the tool's name follow): how :func:`messages_from_openai` gives them back to it.
+TOOL_IMAGES_LEAD = "Images from tool call"
 
 
 def system_message(system: Iterable[str]) -> list[JsonObject]:
@@ -51,9 +59,44 @@ def messages_to_openai(messages: Iterable[Message]) -> list[JsonObject]:
         results = message.tool_results
         for result in results:
             out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.output})
-        if text or not results:
+        shown = _tool_images(results)
+        if shown:  # a tool message carries no images: they follow in a user message
+            out.append({"role": "user", "content": shown})
+        if any(isinstance(p, ImagePart) for p in message.parts):
+            out.append({"role": "user", "content": _user_content(message.parts)})
+        elif text or not results:
             out.append({"role": "user", "content": text})
     return out
+
+
+def image_url_part(image: ImagePart) -> JsonObject:
+    """An image as an ``image_url`` content part (a ``data:`` URL); one whose bytes are not
+    loaded (``data`` empty) as a text part of its ``[image: NAME W×H]`` label."""
+    if not image.data:
+        return {"type": "text", "text": image_label(image)}
+    return {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
+
+
+def _user_content(parts: list[Part]) -> list[JsonObject]:
+    """A user message's text and images as content parts, in their order."""
+    content: list[JsonObject] = []
+    for part in parts:
+        if isinstance(part, TextPart) and part.text:
+            content.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            content.append(image_url_part(part))
+    return content
+
+
+def _tool_images(results: list[ToolResultPart]) -> list[JsonObject]:
+    """The images of tool ``results`` as user content parts, each call's after a line
+    naming it ([] when none has images)."""
+    content: list[JsonObject] = []
+    for result in results:
+        if result.images:
+            content.append({"type": "text", "text": f"{TOOL_IMAGES_LEAD} {result.call_id} ({result.name}):"})
+            content.extend(image_url_part(image) for image in result.images)
+    return content
 
 
 def tools_to_openai(tools: Iterable[ToolSchema]) -> list[JsonObject]:
@@ -125,7 +168,11 @@ def messages_from_openai(items: Iterable[JsonObject]) -> list[Message]:
         if role in ("system", "developer"):
             continue
         if role == "user":
-            out.append(Message("user", [TextPart(text)]))
+            content = item.get("content")
+            if not isinstance(content, list) or not _has_image(content):
+                out.append(Message("user", [TextPart(text)]))
+            elif not (out and out[-1].role == "tool" and _give_back(content, out[-1])):
+                out.append(Message("user", _user_parts(content)))
         elif role == "assistant":
             parts: list[Part] = [TextPart(text)] if text else []
             for raw in item.get("tool_calls") or []:
@@ -147,3 +194,59 @@ def messages_from_openai(items: Iterable[JsonObject]) -> list[Message]:
         else:
             raise ValueError(f"message {position}: unknown role {role!r}")
     return out
+
+
+def _has_image(content: list[JsonValue]) -> bool:
+    return any(isinstance(p, dict) and p.get("type") == "image_url" for p in content)
+
+
+def _image_of(raw: JsonObject) -> Part:
+    """An ``image_url`` part as an :class:`ImagePart` (a base64 ``data:`` URL), else as a
+    text part naming the URL (etcode sends only the bytes it holds)."""
+    field = raw.get("image_url")
+    url = field.get("url") if isinstance(field, dict) else field
+    url = url if isinstance(url, str) else ""
+    head, sep, data = url.partition(",")
+    if url.startswith("data:") and sep and head.endswith(";base64"):
+        return ImagePart(head.removeprefix("data:").removesuffix(";base64"), data)
+    return TextPart(f"[image: {url[:200]}]")
+
+
+def _user_parts(content: list[JsonValue]) -> list[Part]:
+    """A user message's content parts: text and images in their order."""
+    parts: list[Part] = []
+    for raw in content:
+        if not isinstance(raw, dict):
+            continue
+        if raw.get("type") == "text":
+            parts.append(TextPart(str(raw.get("text", ""))))
+        elif raw.get("type") == "image_url":
+            parts.append(_image_of(raw))
+    return parts
+
+
+def _give_back(content: list[JsonValue], tools: Message) -> bool:
+    """When ``content`` is the user message :func:`messages_to_openai` writes after tool
+    messages (a line naming each call, then its images), put the images back on those
+    calls' results in ``tools`` and return True; leave everything as it was otherwise."""
+    results = {r.call_id: r for r in tools.tool_results}
+    found: dict[str, list[ImagePart]] = {}
+    current: list[ImagePart] | None = None
+    for raw in content:
+        if not isinstance(raw, dict):
+            return False
+        if raw.get("type") == "text":
+            words = str(raw.get("text", "")).removeprefix(TOOL_IMAGES_LEAD + " ").split(" ", 1)
+            if not str(raw.get("text", "")).startswith(TOOL_IMAGES_LEAD) or words[0] not in results:
+                return False
+            current = found.setdefault(words[0], [])
+        elif raw.get("type") == "image_url" and current is not None:
+            image = _image_of(raw)
+            if not isinstance(image, ImagePart):
+                return False
+            current.append(image)
+        else:
+            return False
+    for call_id, images in found.items():
+        results[call_id].images = [*(results[call_id].images or []), *images]
+    return bool(found)

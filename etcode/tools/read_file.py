@@ -1,4 +1,5 @@
-"""``ReadFile``: a window of a text file with numbered lines."""
+"""``ReadFile``: a window of a text file with numbered lines, or an image (PNG, JPEG, GIF,
+WebP: known by its first bytes) the model sees, scaled down to the providers' limits."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from etcode.provider.images import sniff_file
 from etcode.tools import client_io
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
@@ -88,7 +90,9 @@ class ReadFileTool(Tool):
         "long files pass `offset` (1-based line number) and `limit` to read another window; the "
         "result says when the file has more lines and which offset continues it.\n"
         f"- Lines longer than {MAX_LINE_CHARS} characters are cut; output is capped near 50 KB.\n"
-        "- Binary files are refused; reading a directory fails (use ListFiles); a missing file "
+        "- A PNG, JPEG, GIF or WebP image is returned as an image you can see (scaled down to "
+        "1568 px on its long edge when larger).\n"
+        "- Other binary files are refused; reading a directory fails (use ListFiles); a missing file "
         "fails with suggestions of similar names.\n"
         "- The line-number prefix is not part of the file: never include it in Edit's "
         "old_string/new_string.\n"
@@ -113,6 +117,8 @@ class ReadFileTool(Tool):
         if kind is not None:  # reading a FIFO would wait for a writer, a device never end
             raise ToolError(f"Cannot read {shown}: it is {kind}, not a regular file.")
         await ctx.check_permission("read", rule_patterns(ctx, path), {"tool": self.name, "path": str(path)})
+        if await asyncio.to_thread(sniff_file, path) is not None:
+            return await _read_image(ctx, path, shown)
         if await asyncio.to_thread(is_binary_file, path):
             raise ToolError(f"Cannot read binary file: {shown}")
         if is_pending(path):  # a saved tool output still being written
@@ -186,3 +192,35 @@ class ReadFileTool(Tool):
         if total and lines < total:
             return f"Read {plural(lines, 'line')} (of {total})"
         return f"Read {plural(lines, 'line')}"
+
+
+async def _read_image(ctx: ToolContext, path: Path, shown: str) -> ToolResult:
+    """The image at ``path`` for the model to see, with a line saying what it is (and what
+    the file was, when the copy sent is scaled down or re-encoded)."""
+    from etcode.provider.images import ImageError, describe, load_image
+
+    try:
+        prepared = await load_image(path, shown)
+    except ImageError as err:
+        raise ToolError(str(err)) from None
+    image = prepared.image
+    output = f"Image {describe(prepared)}, shown below."
+    extra = await ctx.instructions_for(path)
+    if extra:
+        output += "\n\n" + extra
+    return ToolResult(
+        output,
+        data={
+            "path": str(path),
+            "image": {
+                "mediaType": image.media_type,
+                "width": image.width,
+                "height": image.height,
+                "originalWidth": prepared.original_width,
+                "originalHeight": prepared.original_height,
+                "originalBytes": prepared.original_bytes,
+            },
+        },
+        summary=f"Read image ({image.width}×{image.height})",
+        images=[image],
+    )

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from etcode.provider.images import ImageError, describe, is_image_path, prepare_image, sniff_media_type
+from etcode.provider.types import ImagePart
 from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
 from etcode.tools.paths import check_external, display_path, permission_pattern, rule_patterns
 from etcode.tools.read_many_output import cut_note, full_parts, plan, render
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 MAX_LINES = 2000
 MAX_LINE_CHARS = 2000
 MAX_FILE_BYTES = 20 * 1024 * 1024
+#: Images one call sends at most (each costs up to ~1600 tokens); the rest are skipped.
+MAX_IMAGES = 10
 #: Files timed in a worker thread to tell fast storage from slow.
 PROBE_SIZE = 8
 #: Slow storage: files per thread, and threads at once.
@@ -90,6 +94,9 @@ class _Read:
     error: str | None = None
     skipped: str | None = None
     deferred: bool = False  # too big to read on the event loop: left for a thread
+    image_data: bytes | None = None  # an image file's bytes, until it is prepared
+    image: ImagePart | None = None
+    image_note: str = ""  # what the image is (``describe``): its header in the output
 
 
 #: O_NONBLOCK: opening a FIFO must not wait for a writer (non-regular files are then refused).
@@ -119,13 +126,18 @@ def _read_rest(fd: int, head: bytes, size: int) -> bytes:
 def _read_one(item: _Read, inline_limit: int | None = None) -> _Read:
     """Read, sniff, decode and measure one file (every pass while its bytes are in cache).
     A file over ``inline_limit`` bytes is not read but marked ``deferred``."""
-    if _binary_by_name(item.path):
+    by_name = _binary_by_name(item.path)
+    if by_name and not is_image_path(item.path):
         item.skipped = "binary file"
         return item
     data = _read_bytes(item, inline_limit)
     if data is None:
         return item
-    text = _text_of(data)
+    if sniff_media_type(data[:16]) is not None:  # an image by its content, whatever its name
+        item.image_data = data
+        item.size = len(data)
+        return item
+    text = None if by_name else _text_of(data)
     if text is None:
         item.skipped = "binary file"
         return item
@@ -410,7 +422,10 @@ class ReadManyFilesTool(Tool):
         "- By default .git, node_modules, __pycache__, virtualenvs, dist/build, lock files, "
         "binary formats and .env/.envrc files are skipped, and .gitignore is respected; set "
         "`use_default_excludes` to false to include the defaults.\n"
-        f"- Binary files are skipped; files over {MAX_LINES} lines (or with very long lines) are "
+        "- PNG, JPEG, GIF and WebP images named in `paths` (globs match them only with "
+        f"`use_default_excludes` false) are returned as images you can see, at most {MAX_IMAGES} per "
+        "call.\n"
+        f"- Other binary files are skipped; files over {MAX_LINES} lines (or with very long lines) are "
         "truncated with a visible marker (use ReadFile with offset for the rest); files over "
         "20 MB are reported as errors; a missing file is an error entry while the others are still read.\n"
         "- The whole result is kept within about 2000 lines / 50 KB: every file gets a share, a file "
@@ -429,6 +444,7 @@ class ReadManyFilesTool(Tool):
         allowed, refused = await self._permitted(ctx, items)
         errors.extend(refused)
         done = await _read_concurrently(allowed)
+        await _prepare_images(done)
         files, skipped = _outcomes(done, errors)
         reminders = await _reminders(ctx, files)
         return _result(files, skipped, errors, reminders)
@@ -487,6 +503,9 @@ class ReadManyFilesTool(Tool):
         if result.is_error or "totalFiles" not in data:
             return super().result_summary(params, result)
         text = f"Read {plural(data['totalFiles'], 'file')} ({format_size(data['totalSize'])})"
+        pictures = sum(1 for f in data["files"] if isinstance(f, dict) and "image" in f)
+        if pictures:
+            text = text[:-1] + f", {plural(pictures, 'image')})"
         if data["errors"]:
             text += f", {plural(len(data['errors']), 'error')} ⚠"
         return text
@@ -518,6 +537,7 @@ def _result(
         note = cut_note(budget, len(errors), where)
     output = render(budget, files, errors, len(skipped), note) + extra
     total_size = sum(item.size for item in files)
+    images = [item.image for item in files if item.image is not None]
     data: JsonObject = {
         "files": [
             {
@@ -526,6 +546,7 @@ def _result(
                 "size": item.size,
                 "lineCount": item.lines,
                 "isTruncated": item.truncated,
+                **({"image": f"{item.image.width}×{item.image.height}"} if item.image else {}),
             }
             for item in files
         ],
@@ -537,7 +558,29 @@ def _result(
     }
     if saved:
         data["outputPath"] = saved
-    return ToolResult(output, data=data)
+    return ToolResult(output, data=data, images=images or None)
+
+
+async def _prepare_images(items: list[_Read]) -> None:
+    """The images read, made ready to send (one at a time, in a worker thread: each may
+    decode tens of megapixels); past :data:`MAX_IMAGES`, or damaged, they are skipped or
+    errors."""
+    count = 0
+    for item in items:
+        data, item.image_data = item.image_data, None
+        if data is None:
+            continue
+        if count >= MAX_IMAGES:
+            item.skipped = f"image (at most {MAX_IMAGES} per call; read it alone)"
+            continue
+        try:
+            prepared = await asyncio.to_thread(prepare_image, data, item.shown)
+        except ImageError as err:
+            item.error = str(err).removeprefix(f"{item.shown}: ")
+            continue
+        count += 1
+        item.image = prepared.image
+        item.image_note = describe(prepared)
 
 
 async def _read_concurrently(items: list[_Read]) -> list[_Read]:

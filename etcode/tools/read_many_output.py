@@ -44,6 +44,8 @@ class FileRead(Protocol):
     lines: int
     truncated: bool
     explicit: bool
+    #: For an image (sent to the model beside the text): what it is; "" for a text file.
+    image_note: str
 
 
 def _byte_len(text: str) -> int:
@@ -51,6 +53,8 @@ def _byte_len(text: str) -> int:
 
 
 def header(item: FileRead) -> str:
+    if item.image_note:
+        return f"=== Image: {item.image_note}, shown below ===\n"
     return f"=== File: {item.shown} ({format_size(item.size)}, {plural(item.lines, 'line')}) ===\n"
 
 
