@@ -119,7 +119,10 @@ class BaseLLMClient(ABC):
         **kwargs: JsonValue,
     ) -> LLMResponse:
         """One answer to ``messages`` (OpenAI Chat format) with ``tools`` (OpenAI function
-        format) on offer; ``kwargs`` are ``temperature``, ``max_tokens`` and model options."""
+        format) on offer; ``kwargs`` are ``temperature``, ``max_tokens`` and model options.
+        A message with images has a list ``content`` of ``text`` and ``image_url`` parts
+        (``data:`` URLs); a tool's images come in such a user message after the turn's
+        ``tool`` messages. Without images every ``content`` is a string."""
 
 
 def _one_line(text: str) -> str:
