@@ -224,3 +224,38 @@ def test_openai_history_reads_image_url_parts_back() -> None:
         "type": "image",
         "source": {"type": "base64", "media_type": "image/png", "data": image.data},
     }
+
+
+async def test_an_image_read_asks_the_read_permission_first(tmp_path: Path) -> None:
+    from etcode.tools.base import PermissionDenied
+
+    write_image(tmp_path / "private.png", gradient(50, 50))
+    asked: list[list[str]] = []
+
+    async def deny(permission: str, patterns: list[str], metadata: dict[str, Any]) -> None:
+        asked.append(patterns)
+        raise PermissionDenied("denied by rule")
+
+    with pytest.raises(PermissionDenied):
+        await ReadFileTool().run(
+            ReadFileParams(file_path="private.png"), make_ctx(tmp_path, check_permission=deny)
+        )
+    assert asked == [["private.png"]]
+
+
+async def test_read_many_files_caps_the_images_and_reports_a_damaged_one(tmp_path: Path) -> None:
+    from etcode.tools.read_many_files import MAX_IMAGES, ReadManyFilesParams, ReadManyFilesTool
+
+    names = [f"shot{i:02}.png" for i in range(MAX_IMAGES + 2)]
+    for name in names:
+        write_image(tmp_path / name, gradient(40, 30))
+    data = write_image(tmp_path / "broken.png", noise(100, 100))
+    (tmp_path / "broken.png").write_bytes(data[:500])
+    tool = ReadManyFilesTool()
+    result = await tool.run(ReadManyFilesParams(paths=[*names, "broken.png"]), make_ctx(tmp_path))
+    assert result.images is not None and [i.name for i in result.images] == names[:MAX_IMAGES]
+    errors = {e["path"]: e["error"] for e in result.data["errors"]}
+    assert errors["broken.png"].startswith("cannot read the image (")
+    assert errors[names[-1]] == f"Skipped: image (at most {MAX_IMAGES} per call; read it alone)"
+    assert tool.result_summary({}, result).startswith(f"Read {MAX_IMAGES} files (")
+    assert f"{MAX_IMAGES} images)" in tool.result_summary({}, result)
