@@ -259,3 +259,16 @@ async def test_read_many_files_caps_the_images_and_reports_a_damaged_one(tmp_pat
     assert errors[names[-1]] == f"Skipped: image (at most {MAX_IMAGES} per call; read it alone)"
     assert tool.result_summary({}, result).startswith(f"Read {MAX_IMAGES} files (")
     assert f"{MAX_IMAGES} images)" in tool.result_summary({}, result)
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_run_without_images_never_imports_pillow(project: Path, llm: FakeLLM, wire: str) -> None:
+    from tests.cli_helpers import etcode_imports
+
+    write_config(project, llm, wire)
+    (project / "notes.txt").write_text("text\n", encoding="utf-8")
+    llm.script(Reply(calls=[Call("ReadFile", {"file_path": "notes.txt"})]), Reply(text="Done."))
+    proc, imported = etcode_imports("run", "read notes.txt", cwd=project)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "● ReadFile (notes.txt)" in proc.stderr and "etcode.provider.images" in imported
+    assert not any(name == "PIL" or name.startswith("PIL.") for name in imported)
