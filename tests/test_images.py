@@ -63,6 +63,15 @@ def test_exif_orientation_is_applied() -> None:
     assert decode(image.data).size == (200, 400)
 
 
+def test_a_large_rotated_jpeg_is_scaled_upright() -> None:
+    exif = Image.Exif()
+    exif[0x0112] = 8  # rotate 90° counter-clockwise to show
+    data = encoded(noise(4000, 3000), "JPEG", exif=exif, quality=80)
+    image = image_from_bytes(data, "tall.jpg")
+    assert image.media_type == "image/jpeg" and (image.width, image.height) == (1176, MAX_EDGE)
+    assert decode(image.data).size == (1176, MAX_EDGE)
+
+
 def test_an_animated_gif_sends_its_first_frame_as_png() -> None:
     frames = [Image.new("RGB", (64, 48), color) for color in ("red", "green", "blue")]
     data = encoded(frames[0], "GIF", save_all=True, append_images=frames[1:])
