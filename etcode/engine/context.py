@@ -15,6 +15,7 @@ from typing import Protocol
 from etcode.contract.events import UsageUpdate
 from etcode.provider.catalog import CatalogModel, ModelPrice, cost_of
 from etcode.provider.types import (
+    ImagePart,
     Message,
     Part,
     ReasoningPart,
@@ -138,6 +139,9 @@ class TokenEstimator:
         if cached is not None and cached[0] is message:
             return cached[1]
         tokens = MESSAGE_OVERHEAD + sum(self.text(_part_text(p)) + 1 for p in message.parts)
+        images = message.images
+        if images:
+            tokens += sum(self._image(image) for image in images)
         if len(self._messages) > 50_000:
             self._messages.clear()
         self._messages[id(message)] = (message, tokens)
@@ -145,6 +149,12 @@ class TokenEstimator:
 
     def messages(self, messages: list[Message]) -> int:
         return sum(self.message(m) for m in messages)
+
+    def _image(self, image: ImagePart) -> int:
+        """An image's tokens: Anthropic's formula for Claude models, OpenAI's for the rest."""
+        from etcode.provider.images import image_tokens
+
+        return image_tokens(image, "anthropic" if "claude" in (self.model or "").lower() else "openai")
 
     def system(self, parts: list[str]) -> int:
         key = tuple(parts)
