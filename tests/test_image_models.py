@@ -233,18 +233,40 @@ def servers_cache() -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def test_an_unknown_model_refusing_images_is_asked_again_and_remembered(project: Path, llm: FakeLLM) -> None:
+#: How servers refuse a text-only model's image: OpenAI's 400, and llama.cpp's 500 (its body as
+#: the real llama-server answers it: tests/test_llama_images.py asks it).
+REFUSALS = {
+    "openai-400": Fault(
+        status=400, body="Invalid content type. image_url is only supported by certain models."
+    ),
+    "llama-500": Fault(
+        status=500,
+        body={
+            "error": {
+                "code": 500,
+                "message": "image input is not supported - hint: if this is unexpected, you may need to "
+                "provide the mmproj",
+                "type": "server_error",
+            }
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("refusal", list(REFUSALS))
+def test_an_unknown_model_refusing_images_is_asked_again_and_remembered(
+    project: Path, llm: FakeLLM, refusal: str
+) -> None:
     write_config(project, llm)  # fake/test-model: in no catalog, a local server with nothing to say
     _, image = session_with_image(project, llm)
-    refusal = Fault(status=400, body="Invalid content type. image_url is only supported by certain models.")
-    llm.script(refusal, Reply(text="Seen in words."))
+    llm.script(REFUSALS[refusal], Reply(text="Seen in words."))
     proc = etcode("run", "--format", "json", "-c", "what is wrong with it?", cwd=project)
     ok(proc)
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     warnings = [e["message"] for e in events if e["type"] == "warning"]
     assert len(warnings) == 1 and "test-model does not take images" in warnings[0], warnings
-    first, second = bodies(llm)[-2:]
-    assert NOTICE not in first
+    first, second = bodies(llm)[-2:]  # at once: a 500 saying so is not retried
+    assert NOTICE not in first and not [e for e in events if e["type"] == "retry"]
     assert image.data not in second and NOTICE in second
     assert json.loads(second)["messages"][1:] != json.loads(first)["messages"][1:]
     (facts,) = [entry["facts"] for entry in servers_cache().values()]
