@@ -149,6 +149,18 @@ async def test_an_unknown_model_that_refuses_is_asked_again_without_images(tmp_p
     assert not [e for e in events if isinstance(e, ev.WarningEvent)]
 
 
+async def test_a_400_that_comes_back_without_the_images_was_not_about_them(tmp_path: Path) -> None:
+    learned: list[bool] = []
+    support = ImageSupport("smol", None, lambda: learned.append(True))
+    bad = ProviderError("local: 400 invalid_request_error: bad tool schema", kind="bad_request", status=400)
+    provider = ScriptedProvider(Answer(error=bad), Answer(error=bad), Answer("never"))
+    loop = loop_with(tmp_path, provider, support, Message("user", [TextPart("see? "), image_part()]))
+    await run(loop)
+    assert loop.result is not None and loop.result.stop_reason == "error"
+    assert len(provider.requests) == 2
+    assert support.takes_images is None and learned == []  # unknown again, nothing remembered
+
+
 @pytest.mark.parametrize("takes", [None, True])
 async def test_a_400_without_images_or_for_a_model_known_to_take_them_fails_as_before(
     tmp_path: Path, takes: bool | None

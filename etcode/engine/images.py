@@ -77,16 +77,30 @@ class ImageSupport:
 
     def refused(self, err: ProviderError, messages: list[Message]) -> bool:
         """Whether ``err`` answered a request of ``messages`` by refusing its images, the model
-        not being known to take them: then it learns ``False`` (the caller sends the request
-        again, :meth:`prepare` putting notices in their place)."""
+        not being known to take them: then it takes ``False`` for now (the caller sends the
+        request again, :meth:`prepare` putting notices in their place, then calls
+        :meth:`settle`)."""
         if self.takes_images is not None or isinstance(err, ContextOverflowError):
             return False
         if not (err.status == 400 or isinstance(err, ImagesRefusedError)) or not has_images(messages):
             return False
         self.takes_images = False
+        return True
+
+    def settle(self, refusal: ProviderError, again: ProviderError | None) -> None:
+        """After the request was sent again without images: ``False`` is kept (and
+        ``on_refused`` remembers it) unless a bare 400 came back once more — then the first
+        one was not about the images either, and the model is unknown again."""
+        if (
+            again is not None
+            and again.status == 400
+            and not isinstance(refusal, ImagesRefusedError)
+            and not isinstance(again, ContextOverflowError)
+        ):
+            self.takes_images = None
+            return
         if self.on_refused is not None:
             self.on_refused()
-        return True
 
     def warning(self, err: ProviderError) -> str:
         """What the user is told once, when a refusal taught ``False``."""

@@ -507,7 +507,13 @@ class AgentLoop(EventPump):
             if images is None or not images.refused(err, self.messages):
                 raise
             self.emit(ev.WarningEvent(images.warning(err)))
-            return await self._stream_step()
+            try:
+                end = await self._stream_step()
+            except ProviderError as again:
+                images.settle(err, again)
+                raise
+            images.settle(err, None)
+            return end
 
     async def _stream_step_compacting(self) -> StreamEnd | None:
         """``_stream_step``; on a context overflow, compact and try the step once more."""
