@@ -25,7 +25,7 @@ from etcode.provider.types import ImagePart, Message, TextPart, ToolResultPart
 from etcode.session.store import SessionStore
 from etcode.tools.registry import ToolRegistry
 from tests.cli_helpers import etcode, write_config
-from tests.fake_llm import FakeLLM, Fault, Reply
+from tests.fake_llm import FakeLLM, Fault, Recorded, Reply, image_parts, refusing_images
 from tests.scripted import Answer, ScriptedProvider
 from tests.test_fault_matrix import db_path, ok
 
@@ -224,7 +224,7 @@ def test_a_text_only_catalog_model_gets_the_notice_through_the_cli(project: Path
     )
     write_config(project, llm, model_catalog="models.json")
     _, image = session_with_image(project, llm)
-    llm.script(Reply(text="I cannot see images."))
+    llm.script(refusing_images(Reply(text="I cannot see images.")))
     proc = etcode("run", "--format", "json", "-c", "what is wrong with it?", cwd=project)
     ok(proc)
     body = bodies(llm)[-1]
@@ -271,7 +271,7 @@ def test_an_unknown_model_refusing_images_is_asked_again_and_remembered(
 ) -> None:
     write_config(project, llm)  # fake/test-model: in no catalog, a local server with nothing to say
     _, image = session_with_image(project, llm)
-    llm.script(REFUSALS[refusal], Reply(text="Seen in words."))
+    llm.script(REFUSALS[refusal], refusing_images(Reply(text="Seen in words.")))
     proc = etcode("run", "--format", "json", "-c", "what is wrong with it?", cwd=project)
     ok(proc)
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
@@ -287,12 +287,34 @@ def test_an_unknown_model_refusing_images_is_asked_again_and_remembered(
     # the next run sends the notice at once: one request, no warning
     discovery.forget_all()
     before = len(llm.requests)
-    llm.script(Reply(text="Still words."))
+    llm.script(refusing_images(Reply(text="Still words.")))
     proc = etcode("run", "--format", "json", "-c", "and now?", cwd=project)
     ok(proc)
     assert len(llm.requests) == before + 1
     assert NOTICE in bodies(llm)[-1] and image.data not in bodies(llm)[-1]
     assert '"warning"' not in proc.stdout
+
+
+def test_the_fake_server_sees_images_in_either_wire() -> None:
+    url = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    block = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+    openai = {"messages": [{"role": "user", "content": [{"type": "text", "text": "x"}, url]}]}
+    anthropic = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t", "content": [block]}, block],
+            }
+        ]
+    }
+    assert (image_parts(openai), image_parts(anthropic), image_parts({"messages": [{"content": "x"}]})) == (
+        1,
+        2,
+        0,
+    )
+    entry = refusing_images(Reply(text="ok"))
+    assert isinstance(entry(Recorded("/v1/chat/completions", {}, openai)), Fault)
+    assert isinstance(entry(Recorded("/v1/chat/completions", {}, {"messages": []})), Reply)
 
 
 def test_a_400_without_images_still_fails_the_run(project: Path, llm: FakeLLM) -> None:

@@ -19,7 +19,7 @@ from etcode.provider.types import ImagePart, Message, TextPart, ToolCallPart, To
 from etcode.session import image_files
 from etcode.session.store import SessionStore
 from tests.cli_helpers import etcode, write_config
-from tests.fake_llm import FakeLLM, Reply
+from tests.fake_llm import FakeLLM, Reply, image_parts
 from tests.test_compaction import INSTRUCTION_MARK, body_text, configure, make_agent
 from tests.test_fault_matrix import db_path, ok
 
@@ -246,15 +246,4 @@ async def test_the_summary_request_never_carries_an_image(tmp_path: Path, llm: F
     summary = llm.requests[-1]
     assert INSTRUCTION_MARK in body_text(summary)
     assert "[image: a-0.png 1000×1000]" in summary.raw.decode()
-    assert image_blocks(summary.body) == 0
-
-
-def image_blocks(body: dict) -> int:
-    """The image parts of a request body, in either wire's shape."""
-    return sum(
-        1
-        for message in body["messages"]
-        if isinstance(message.get("content"), list)
-        for part in message["content"]
-        if isinstance(part, dict) and part.get("type") in ("image_url", "image")
-    )
+    assert image_parts(summary.body) == 0
