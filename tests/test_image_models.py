@@ -69,9 +69,21 @@ def test_the_catalog_reads_modalities_input(tmp_path: Path) -> None:
     assert catalog.get("openai", "gpt-4o").takes_images is True  # the built-in table
     assert catalog.get("openai", "o3-mini").takes_images is False
     assert catalog.get("deepseek", "deepseek-chat").to_dict()["takes_images"] is False
-    # the config's own entry wins (its free-form keys)
+    # the config's own entry wins
     overridden = catalog.get("local", "vision-7b", {"modalities": {"input": ["text"]}})
     assert overridden.takes_images is False
+
+
+def test_the_config_states_it_and_a_wrong_shape_is_one_clear_error(project: Path, llm: FakeLLM) -> None:
+    from etcode.config.loader import load_config
+
+    write_config(project, llm, provider={"models": {"test-model": {"modalities": {"input": ["text"]}}}})
+    config = load_config(project, project)
+    assert ModelCatalog.load(config).get("fake", "test-model").takes_images is False
+    write_config(project, llm, provider={"models": {"test-model": {"modalities": {"input": "image"}}}})
+    proc = etcode("run", "hello", cwd=project)
+    assert proc.returncode == 1 and "models.test-model.modalities.input" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 # ---- the request: notices in place of images -------------------------------------------
