@@ -247,3 +247,44 @@ async def test_the_summary_request_never_carries_an_image(tmp_path: Path, llm: F
     assert INSTRUCTION_MARK in body_text(summary)
     assert "[image: a-0.png 1000×1000]" in summary.raw.decode()
     assert image_parts(summary.body) == 0
+
+
+def replayed_history() -> list[Message]:
+    return [
+        *with_images(image("screenshot.png", 1280, 720), image("diagram.png", 32, 32)),
+        Message("assistant", [TextPart("The header overlaps.")]),
+    ]
+
+
+async def test_the_chat_replays_an_image_as_its_label(project: Path, llm: FakeLLM) -> None:
+    from tests.test_tui_replay import resumed, users
+
+    write_config(project, llm)
+    llm.script(Reply(text="Hello."))
+    ok(etcode("run", "hello", cwd=project))
+    store = SessionStore.open(db_path())
+    try:
+        (info,) = store.list_sessions(None)
+        store.append_messages(info.id, replayed_history(), turn=2)
+    finally:
+        store.close()
+
+    async def check(pilot, app) -> None:  # type: ignore[no-untyped-def]
+        assert "[image: screenshot.png 1280×720]" in users(app)
+        (read,) = [w for w in app.conversation.tools.values() if w.output.startswith("diagram.png")]
+        assert read.output == "diagram.png (PNG)\n[image: diagram.png 32×32]"
+
+    await resumed(project, check)
+
+
+def test_an_editor_replays_an_image_as_its_label(tmp_path: Path) -> None:
+    from etcode.acp.replay import replay_updates
+
+    updates = [
+        json.dumps(u.model_dump(mode="json", by_alias=True), ensure_ascii=False)
+        for u in replay_updates(replayed_history(), tmp_path)
+    ]
+    assert any("[image: screenshot.png 1280×720]" in u and "user_message_chunk" in u for u in updates), (
+        updates
+    )
+    assert any("[image: diagram.png 32×32]" in u for u in updates), updates
