@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from etcode.contract import events as ev
+from etcode.contract.tools import ToolResult
 from etcode.engine.images import ImageSupport, image_not_sent, replace_images
 from etcode.engine.loop import AgentLoop
 from etcode.engine.settings import LoopSettings
@@ -23,6 +24,7 @@ from etcode.provider.errors import ImagesRefusedError, ProviderError
 from etcode.provider.http_errors import error_from_response
 from etcode.provider.types import ImagePart, Message, TextPart, ToolResultPart
 from etcode.session.store import SessionStore
+from etcode.tools.base import tool
 from etcode.tools.registry import ToolRegistry
 from tests.cli_helpers import etcode, write_config
 from tests.fake_llm import FakeLLM, Fault, Recorded, Reply, image_parts, refusing_images
@@ -138,6 +140,26 @@ async def test_a_text_only_model_gets_the_notice_and_the_history_keeps_the_image
     sent = request.messages[0]
     assert sent.images == [] and "image not sent: model smol does not take images" in sent.text
     assert loop.messages[0].images == [image]  # only the request changed
+
+
+@tool(read_only=True)
+def screenshot() -> ToolResult:
+    """Take a screenshot of the page."""
+    return ToolResult("page.png (PNG)", images=[image_part("page.png", 32, 24)])
+
+
+async def test_a_tools_image_becomes_a_line_of_its_result_for_a_text_only_model(tmp_path: Path) -> None:
+    provider = ScriptedProvider(Answer(calls=[("screenshot", {})]), Answer("Described."))
+    loop = loop_with(tmp_path, provider, ImageSupport("smol", False), Message.user("look"))
+    loop.settings.tools.add(screenshot)
+    await run(loop)
+    result = provider.requests[1].messages[-1].tool_results[0]
+    assert result.images is None
+    assert (
+        result.output
+        == "page.png (PNG)\nimage not sent: model smol does not take images [image: page.png 32×24]"
+    )
+    assert loop.messages[2].tool_results[0].images  # the session keeps it
 
 
 async def test_an_unknown_model_that_refuses_is_asked_again_without_images(tmp_path: Path) -> None:
