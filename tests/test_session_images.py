@@ -139,6 +139,17 @@ def test_a_lost_image_becomes_its_label_and_a_warning(store: SessionStore) -> No
     assert "screenshot.png" in warnings[0]
 
 
+def test_a_damaged_reference_never_reads_outside_the_folder(store: SessionStore, tmp_path: Path) -> None:
+    (tmp_path / "secret.png").write_bytes(b"not yours")
+    store.append_messages("ses_1", [Message("user", [TextPart("x"), image("a.png")])], turn=1)
+    with store._tx() as conn:
+        conn.execute("UPDATE messages SET parts = replace(parts, ?, ?)", (image("a.png").sha256, "../secret"))
+    warnings: list[str] = []
+    (loaded,) = store.load_messages("ses_1", warnings=warnings)
+    assert loaded.images == [] and "[image: a.png 64×48]" in loaded.text
+    assert warnings and "damaged reference" in warnings[0]
+
+
 # ---- through the real CLI and the Agent ----------------------------------------------------
 
 

@@ -28,6 +28,7 @@ from etcode.util.private import private_dir
 
 #: The file suffix of each media type (anything else is kept as ``.img``).
 _SUFFIX = {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp"}
+_HASH = re.compile(r"[0-9a-f]{64}")
 _NAME = re.compile(r"([0-9a-f]{64})\.(?:png|jpg|gif|webp|img)")
 #: How a stored image's hash appears in a row's JSON (the sweep's reference scan).
 _STORED = re.compile(r'"sha256":"([0-9a-f]{64})"')
@@ -127,8 +128,12 @@ def restore(message: Message, folder: Path, warnings: list[str] | None = None) -
 
 
 def _loaded(image: ImagePart, folder: Path, warnings: list[str] | None) -> ImagePart | None:
-    if image.data or not image.sha256:
+    if image.data:
         return image
+    if not _HASH.fullmatch(image.sha256):  # a damaged row: never a path out of the folder
+        if warnings is not None:
+            warnings.append(f"a stored image has a damaged reference; the history shows {_label(image)}")
+        return None
     path = _path(folder, image)
     try:
         data = path.read_bytes()
