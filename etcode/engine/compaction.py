@@ -7,11 +7,11 @@ cannot fit the window even alone is never paraphrased: ``MessageTooLongError`` e
 (``ContextWindow.check_newest``). Images go first: an automatic compaction replaces the
 oldest images (all but the newest message's) by their labels, ``[image: NAME W×H]``, one
 message at a time, and stops there when that brings the request well under the limit. Then
-large tool outputs in the older part are pruned; when that alone brings an automatic compaction well under the limit, no model call is
-needed. Otherwise the model summarises the (pruned) older part with
-``prompts/compaction/summary.txt`` — an anchored summary: goal, decisions, done, in progress,
-next steps, relevant files; an earlier summary is updated rather than summarised again.
-The summary request never carries an image (their labels stand in).
+large tool outputs in the older part are pruned; when that alone brings an automatic
+compaction well under the limit, no model call is needed. Otherwise the model summarises the
+(pruned) older part with ``prompts/compaction/summary.txt`` — an anchored summary: goal,
+decisions, done, in progress, next steps, relevant files; an earlier summary is updated rather
+than summarised again. The summary request never carries an image (their labels stand in).
 
 The result is a new batch: the announcements of tools added during the session (carried
 over once), the summary, then the kept turns (when the newest turn itself was cut, the
