@@ -120,6 +120,32 @@ class Recorded:
 Entry = Reply | Fault | Callable[[Recorded], Reply | Fault]
 
 
+def image_parts(body: dict[str, Any]) -> int:
+    """The images a request body carries, in either wire's shape: OpenAI ``image_url`` parts,
+    Anthropic ``image`` blocks (a ``tool_result``'s included)."""
+
+    def count(content: Any) -> int:
+        if not isinstance(content, list):
+            return 0
+        found = 0
+        for part in content:
+            if isinstance(part, dict):
+                found += part.get("type") in ("image_url", "image")
+                found += count(part.get("content"))
+        return found
+
+    return sum(count(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict))
+
+
+def refusing_images(reply: Reply, refusal: Fault | None = None) -> Callable[[Recorded], Reply | Fault]:
+    """An entry that answers ``reply``, or ``refusal`` (default: OpenAI's 400 for a model that
+    takes no images) when the request carries an image: a text-only model's server."""
+    refused = refusal or Fault(
+        status=400, body="Invalid content type. image_url is only supported by certain models."
+    )
+    return lambda recorded: refused if image_parts(recorded.body) else reply
+
+
 # ---- wire formats ------------------------------------------------------------------------
 
 _OPENAI_STOP = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}

@@ -50,7 +50,7 @@ def local_spec(llm: FakeLLM, provider: str = "local", model: str = "qwen") -> Pr
 
 def test_llama_props_recorded_from_the_real_server() -> None:
     facts = parse_props(fixture("llama-props.json"))
-    assert facts == ServerFacts(2048, False, "llama.cpp", "/props")
+    assert facts == ServerFacts(2048, False, "llama.cpp", "/props", images=False)  # modalities.vision
 
 
 def test_llama_models_list_has_the_running_window() -> None:
@@ -65,7 +65,8 @@ def test_vllm_ollama_lmstudio_answers() -> None:
     vllm = parse_models(fixture("vllm-models.json"), "Qwen/Qwen2.5-Coder-7B-Instruct")
     assert vllm is not None and (vllm.context, vllm.server) == (32768, "vllm")
     ollama = parse_ollama_show(fixture("ollama-show.json"))
-    assert ollama == ServerFacts(8192, True, "ollama", "/api/show")  # num_ctx: the window it runs with
+    # num_ctx: the window it runs with; no "vision" capability: no images
+    assert ollama == ServerFacts(8192, True, "ollama", "/api/show", images=False)
     lmstudio = parse_lmstudio(fixture("lmstudio-model.json"))
     assert lmstudio == ServerFacts(4096, True, "lmstudio", "/api/v0/models")  # the loaded window
 

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from acp import helpers
 
 from etcode.acp.updates import Update, plan_of, tool_end, tool_start
-from etcode.provider.types import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from etcode.provider.images import image_label
+from etcode.provider.types import ImagePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
@@ -66,7 +67,11 @@ def replay_updates(
             elif isinstance(part, ToolResultPart):
                 name = names.get(part.call_id, part.name)
                 summary = part.summary or ("failed" if part.is_error else "done")
-                out.append(tool_end(part.call_id, name, part.is_error, summary, part.output, part.data))
+                labels = [image_label(image) for image in part.images or []]
+                output = "\n".join([part.output, *labels]) if part.output else "\n".join(labels)
+                out.append(tool_end(part.call_id, name, part.is_error, summary, output, part.data))
+            elif isinstance(part, ImagePart) and message.role == "user":
+                out.append(helpers.update_user_message_text(image_label(part)))
     if todos:
         out.append(plan_of(todos))
     return out

@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from etcode.provider.catalog import CatalogModel
-from etcode.provider.types import Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from etcode.provider.types import (
+    ImagePart,
+    Message,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from etcode.session.lock import SessionLock
 from etcode.session.store import SessionInfo, SessionNotFoundError, SessionStore, StoredMessage
 from etcode.util.json_types import JsonValue
@@ -143,9 +151,13 @@ def _call_summary(part: ToolCallPart) -> str:
     return _one_line(first, 60)
 
 
-def _result_line(part: ToolResultPart) -> str:
+def _result_lines(part: ToolResultPart) -> list[str]:
+    """A result's ``└`` line, then a line per image it returned."""
+    from etcode.provider.images import image_label
+
     mark = "⚠ " if part.is_error else ""
-    return f"  └ {mark}{_one_line(part.output) or 'Done'}"
+    images = [f"    {image_label(image)}" for image in part.images or []]
+    return [f"  └ {mark}{_one_line(part.output) or 'Done'}", *images]
 
 
 def _part_lines(part: Part, role: str, results: dict[str, ToolResultPart], shown: set[str]) -> list[str]:
@@ -161,11 +173,15 @@ def _part_lines(part: Part, role: str, results: dict[str, ToolResultPart], shown
         lines = [f"● {part.name} ({summary})" if summary else f"● {part.name}"]
         result = results.get(part.id)
         if result is not None:
-            lines.append(_result_line(result))
+            lines.extend(_result_lines(result))
             shown.add(part.id)
         return lines
     if isinstance(part, ToolResultPart) and part.call_id not in shown:
-        return [_result_line(part)]
+        return _result_lines(part)
+    if isinstance(part, ImagePart):
+        from etcode.provider.images import image_label
+
+        return [("> " if role == "user" else "") + image_label(part)]
     return []
 
 

@@ -53,7 +53,7 @@ def show(session_id: Annotated[str, typer.Argument(help="Session id (a unique pr
 
     store = views.open_store()
     info = views.find(store, session_id)
-    transcript = store.transcript(info.id)
+    transcript = store.transcript(info.id, images=False)  # labels only: no image is read
     views.print_transcript(info, transcript)
 
 

@@ -52,12 +52,21 @@ class ModelCost(_Open):
     cache_write: float | None = Field(default=None, ge=0)
 
 
+class ModelModalities(_Open):
+    """What a model takes and gives (models.dev's names): ``"input": ["text", "image"]``
+    says it takes images, ``["text"]`` that it does not."""
+
+    input: list[str] | None = None
+    output: list[str] | None = None
+
+
 class ModelInfo(_Open):
     """Per-model overrides in a provider entry (free-form; these keys are typed)."""
 
     name: str | None = None
     limit: ModelLimit | None = None
     cost: ModelCost | None = None
+    modalities: ModelModalities | None = None
 
 
 class ProviderConfig(_Strict):

@@ -4,11 +4,14 @@ The history is split into the older part and the tail, kept word for word: alway
 newest message, then the latest whole steps of its turn and earlier whole turns
 (``keep_turns`` in all) within a token budget (``split_history``). A newest message that
 cannot fit the window even alone is never paraphrased: ``MessageTooLongError`` ends the run
-(``ContextWindow.check_newest``). Large tool outputs in the older part are pruned
-first; when that alone brings an automatic compaction well under the limit, no model call is
-needed. Otherwise the model summarises the (pruned) older part with
-``prompts/compaction/summary.txt`` — an anchored summary: goal, decisions, done, in progress,
-next steps, relevant files; an earlier summary is updated rather than summarised again.
+(``ContextWindow.check_newest``). Images go first: an automatic compaction replaces the
+oldest images (all but the newest message's) by their labels, ``[image: NAME W×H]``, one
+message at a time, and stops there when that brings the request well under the limit. Then
+large tool outputs in the older part are pruned; when that alone brings an automatic
+compaction well under the limit, no model call is needed. Otherwise the model summarises the
+(pruned) older part with ``prompts/compaction/summary.txt`` — an anchored summary: goal,
+decisions, done, in progress, next steps, relevant files; an earlier summary is updated rather
+than summarised again. The summary request never carries an image (their labels stand in).
 
 The result is a new batch: the announcements of tools added during the session (carried
 over once), the summary, then the kept turns (when the newest turn itself was cut, the
@@ -24,8 +27,10 @@ from dataclasses import dataclass, field, replace
 
 from etcode.contract.events import CompactionEvent
 from etcode.engine.context import ContextBudget, TokenEstimator
+from etcode.engine.images import replace_images
 from etcode.provider.base import Provider
 from etcode.provider.errors import ContextOverflowError, ProviderError
+from etcode.provider.images import image_label
 from etcode.provider.types import (
     Message,
     ModelRequest,
@@ -319,13 +324,19 @@ class Compactor:
         before = tokens_before if tokens_before is not None else est.request(system, tools, messages)
         carried = _unique(m for m in messages if is_announcement(m))
         work = [m for m in messages if not is_announcement(m)]
+        if reason != "manual":
+            unimaged = self._without_old_images(carried, work, system, tools)
+            if unimaged is not None:
+                batch, after, dropped = unimaged
+                return CompactionResult(batch, reason, before, after, pruned=dropped)
         older, tail = self.split(work)
         if not older:  # nothing but what stays word for word
             return CompactionResult(messages, reason, before, before)
         position = {id(m): i for i, m in enumerate(work)}
         # The newest turn was split: the newest message comes first, then the summary.
         split = position[id(older[-1])] > position[id(tail[0])]
-        pruned_older, pruned = prune_outputs(older)
+        labelled = replace_images(older, image_label)  # the summary request carries no image
+        pruned_older, pruned = prune_outputs(labelled)
 
         if reason != "manual" and pruned:
             lighter = self._pruned_only(carried, work, older, pruned_older, system, tools)
@@ -335,7 +346,7 @@ class Compactor:
 
         # Where the newest message was among the older ones (a note says so in the request).
         at = sum(1 for m in older if position[id(m)] < position[id(tail[0])]) if split else len(older)
-        source = self._summary_source(older, pruned_older, at, split, system, tools)
+        source = self._summary_source(labelled, pruned_older, at, split, system, tools)
         max_tokens = self._summary_max_tokens([*carried, *tail], system, tools)
         summary, usage = await self._summary_or_outline(
             provider, model, system, tools, source, max_tokens, older
@@ -345,6 +356,28 @@ class Compactor:
         return CompactionResult(
             batch, reason, before, after, summarized=len(older), pruned=pruned, summary=summary, usage=usage
         )
+
+    def _without_old_images(
+        self, carried: list[Message], work: list[Message], system: list[str], tools: list[ToolSchema]
+    ) -> tuple[list[Message], int, int] | None:
+        """(batch, its request's tokens, images dropped) with the oldest images replaced by
+        their labels, a message at a time, until the request is under ``PRUNE_TARGET`` of the
+        window; the newest message's images stay. None when that is not enough."""
+        limit = self.budget.limit
+        if limit is None:
+            return None
+        pin = newest_user_index(work)
+        candidate = list(work)
+        dropped = 0
+        for index, message in enumerate(work):
+            if index == pin or not message.images:
+                continue
+            dropped += len(message.images)
+            candidate[index] = replace_images([message], image_label)[0]
+            after = self.estimator.request(system, tools, [*carried, *candidate])
+            if after <= limit * PRUNE_TARGET:
+                return [*carried, *candidate], after, dropped
+        return None
 
     def _pruned_only(
         self,

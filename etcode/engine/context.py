@@ -15,9 +15,9 @@ from typing import Protocol
 
 from etcode.contract.events import UsageUpdate
 from etcode.provider.catalog import CatalogModel, ModelPrice, cost_of
-from etcode.provider.images import image_tokens
 from etcode.provider.spec import WireFormat
 from etcode.provider.types import (
+    ImagePart,
     Message,
     Part,
     ReasoningPart,
@@ -145,7 +145,9 @@ class TokenEstimator:
         if cached is not None and cached[0] is message:
             return cached[1]
         tokens = MESSAGE_OVERHEAD + sum(self.text(_part_text(p)) + 1 for p in message.parts)
-        tokens += sum(image_tokens(image, self.family) for image in message.images)  # not base64
+        images = message.images
+        if images:
+            tokens += sum(self._image(image) for image in images)
         if len(self._messages) > 50_000:
             self._messages.clear()
         self._messages[id(message)] = (message, tokens)
@@ -153,6 +155,13 @@ class TokenEstimator:
 
     def messages(self, messages: list[Message]) -> int:
         return sum(self.message(m) for m in messages)
+
+    def _image(self, image: ImagePart) -> int:
+        """An image's tokens by the wire format's published formula (OpenAI's for every
+        OpenAI-compatible server); provider.images is imported only when images exist."""
+        from etcode.provider.images import image_tokens
+
+        return image_tokens(image, self.family)
 
     def system(self, parts: list[str]) -> int:
         key = tuple(parts)

@@ -257,7 +257,7 @@ class AgentLoop(EventPump):
         return ModelRequest(
             model=s.model,
             system=s.system,
-            messages=self.messages,
+            messages=s.images.prepare(self.messages) if s.images is not None else self.messages,
             tools=s.tools.schemas(),
             max_tokens=self._max_tokens(),
             temperature=s.temperature,
@@ -497,10 +497,28 @@ class AgentLoop(EventPump):
             with contextlib.suppress(ProviderError):  # reported as a failed compaction; the run goes on
                 await self._compact(window, "auto", tokens)
 
+    async def _stream_step_images(self) -> StreamEnd | None:
+        """``_stream_step``; when the server refused the request's images (a model not known to
+        take them), the same request once more with a notice in place of each image."""
+        try:
+            return await self._stream_step()
+        except ProviderError as err:
+            images = self.settings.images
+            if images is None or not images.refused(err, self.messages):
+                raise
+            self.emit(ev.WarningEvent(images.warning(err)))
+            try:
+                end = await self._stream_step()
+            except ProviderError as again:
+                images.settle(err, again)
+                raise
+            images.settle(err, None)
+            return end
+
     async def _stream_step_compacting(self) -> StreamEnd | None:
         """``_stream_step``; on a context overflow, compact and try the step once more."""
         try:
-            return await self._stream_step()
+            return await self._stream_step_images()
         except ContextOverflowError as err:
             window = self.settings.window
             if window is None or not window.auto:
@@ -512,7 +530,7 @@ class AgentLoop(EventPump):
                 compacted = await self._compact(window, "overflow")
             except ProviderError:  # reported as a failed compaction: the overflow ends the run
                 raise err from None
-            return await self._stream_step() if compacted else None
+            return await self._stream_step_images() if compacted else None
 
     async def _compact(self, window: LoopWindow, reason: str, tokens: int | None = None) -> bool:
         """Replace the history by a compacted batch (events: compaction start/done, usage).

@@ -23,6 +23,7 @@ from etcode.contract.tools import (
 from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
+    from etcode.engine.images import ImageSupport
     from etcode.engine.interception import Interceptor
     from etcode.engine.seams import LoopWindow, Recorder
     from etcode.provider.base import Provider
@@ -74,3 +75,5 @@ class LoopSettings:
     window: LoopWindow | None = None
     #: Called around each tool call and each turn, in order (``etcode.engine.interception``).
     interceptors: tuple[Interceptor, ...] = ()
+    #: Whether the model takes images (None: sent as they are, a refusal fails the run).
+    images: ImageSupport | None = None

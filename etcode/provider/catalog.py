@@ -2,11 +2,12 @@
 
 Three layers, later wins, field by field:
 
-1. a built-in table of common models (approximate public list prices, USD per million tokens);
+1. a built-in table of common models (approximate public list prices, USD per million tokens,
+   and which of them take images);
 2. a ``models.dev``-format JSON file (``{"<provider>": {"models": {"<id>": {"limit": {...},
-   "cost": {...}}}}}``) — the path given as ``model_catalog`` in config, else
+   "cost": {...}, "modalities": {"input": ["text", "image"]}}}}}``) — the path given as ``model_catalog`` in config, else
    ``$XDG_CACHE_HOME/etcode/models.json`` when it exists (never downloaded by etcode);
-3. the config's ``provider[].models[<id>].limit/cost`` overrides.
+3. the config's ``provider[].models[<id>].limit/cost/modalities`` overrides.
 
 Lookups accept ``provider/model``; a dated id (``claude-sonnet-4-20250514``) or a vendor-prefixed
 id (``anthropic/claude-sonnet-4`` on OpenRouter) falls back to its base name.
@@ -84,6 +85,9 @@ class CatalogModel:
     output: int | None = None
     price: ModelPrice = field(default_factory=ModelPrice)
     sources: list[str] = field(default_factory=list)
+    #: Whether the model takes image input (``modalities.input`` holds ``"image"``);
+    #: None: unknown (a local model the catalog does not list: it is tried).
+    takes_images: bool | None = None
 
     @property
     def full_id(self) -> str:
@@ -102,6 +106,7 @@ class CatalogModel:
                 "cache_write": p.cache_write,
             },
             "sources": list(self.sources),
+            "takes_images": self.takes_images,
         }
 
 
@@ -175,6 +180,20 @@ BUILTIN: dict[str, dict[str, _Row]] = {
     },
 }
 
+#: The built-in models that take no images (every other built-in one does).
+TEXT_ONLY: frozenset[str] = frozenset(
+    {
+        "o3-mini",
+        "deepseek-chat",
+        "deepseek-reasoner",
+        "llama-3.3-70b-versatile",
+        "codestral-latest",
+        "grok-code-fast-1",
+    }
+)
+#: Built-in models whose image input the table does not state.
+_IMAGES_UNKNOWN: frozenset[str] = frozenset({"mistral-large-latest"})
+
 _DATE_SUFFIX = re.compile(r"(-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|@\d{8})$")
 
 
@@ -188,9 +207,11 @@ def _candidates(model: str) -> list[str]:
     return list(dict.fromkeys(c for c in out if c))
 
 
-def _from_row(provider: str, model: str, row: _Row) -> CatalogModel:
+def _from_row(provider: str, model: str, row: _Row, key: str) -> CatalogModel:
     context, output, inp, out, read, write = row
-    return CatalogModel(provider, model, "", context, output, ModelPrice(inp, out, read, write), ["built-in"])
+    images = None if key in _IMAGES_UNKNOWN else key not in TEXT_ONLY
+    price = ModelPrice(inp, out, read, write)
+    return CatalogModel(provider, model, "", context, output, price, ["built-in"], images)
 
 
 class ModelCatalog:
@@ -263,7 +284,7 @@ class ModelCatalog:
         for table in tables:
             for candidate in _candidates(model):
                 if candidate in table:
-                    return _from_row(provider, model, table[candidate])
+                    return _from_row(provider, model, table[candidate], candidate)
         return None
 
     def _external(self, provider: str, model: str) -> JsonObject | None:
@@ -295,6 +316,7 @@ def _merge(entry: CatalogModel, other: CatalogModel) -> None:
     entry.output = other.output
     entry.price = ModelPrice(**vars(other.price))
     entry.sources.extend(other.sources)
+    entry.takes_images = other.takes_images
 
 
 def _positive_int(value: object) -> int | None:
@@ -306,7 +328,8 @@ def _price(value: object) -> float | None:
 
 
 def _merge_raw(entry: CatalogModel, raw: JsonObject, source: str) -> None:
-    """Merge a models.dev-style ``{"name", "limit": {...}, "cost": {...}}`` object."""
+    """Merge a models.dev-style ``{"name", "limit": {...}, "cost": {...}, "modalities":
+    {"input": [...]}}`` object."""
     if isinstance(raw.get("name"), str) and raw["name"]:
         entry.name = raw["name"]
     limit: JsonObject = raw["limit"] if isinstance(raw.get("limit"), dict) else {}
@@ -322,8 +345,23 @@ def _merge_raw(entry: CatalogModel, raw: JsonObject, source: str) -> None:
         if price is not None:
             setattr(entry.price, key, price)
             changed = True
+    images = _takes_images(raw.get("modalities"))
+    if images is not None:
+        entry.takes_images = images
+        changed = True
     if changed or entry.name:
         entry.sources.append(source)
+
+
+def _takes_images(modalities: object) -> bool | None:
+    """``{"input": ["text", "image"], ...}`` → True; a list without ``"image"`` → False;
+    anything else (not stated) → None."""
+    if not isinstance(modalities, dict):
+        return None
+    inputs = modalities.get("input")
+    if not isinstance(inputs, list):
+        return None
+    return "image" in inputs
 
 
 def _read_models_dev(path: Path) -> JsonObject:

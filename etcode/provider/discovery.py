@@ -20,7 +20,7 @@ import logging
 import os
 import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
@@ -56,12 +56,15 @@ _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.M)
 class ServerFacts:
     """What a server said about a model: ``context`` its window in tokens (None: not said),
     ``tools`` False when its chat template cannot use tools (None: not said), ``server``
-    which kind answered and ``source`` the endpoint that said it."""
+    which kind answered and ``source`` the endpoint that said it. ``images``: whether the
+    model takes images (llama.cpp's ``modalities.vision``, Ollama's ``vision`` capability,
+    or False learned when the server refused a request's images); None: not known."""
 
     context: int | None = None
     tools: bool | None = None
     server: str = ""
     source: str = ""
+    images: bool | None = None
 
     def to_dict(self) -> JsonObject:
         return asdict(self)
@@ -77,11 +80,13 @@ class ServerFacts:
     def from_dict(cls, data: JsonObject) -> ServerFacts:
         context = data.get("context")
         tools = data.get("tools")
+        images = data.get("images")
         return cls(
             context if isinstance(context, int) and context > 0 else None,
             tools if isinstance(tools, bool) else None,
             str(data.get("server") or ""),
             str(data.get("source") or ""),
+            images if isinstance(images, bool) else None,
         )
 
 
@@ -137,9 +142,17 @@ def parse_props(data: JsonValue) -> ServerFacts | None:
     context = context or _positive(data.get("n_ctx"))
     caps = data.get("chat_template_caps")
     tools = caps.get("supports_tools") if isinstance(caps, dict) else None
+    modalities = data.get("modalities")
+    vision = modalities.get("vision") if isinstance(modalities, dict) else None
     if context is None and not isinstance(tools, bool):
         return None
-    return ServerFacts(context, tools if isinstance(tools, bool) else None, "llama.cpp", "/props")
+    return ServerFacts(
+        context,
+        tools if isinstance(tools, bool) else None,
+        "llama.cpp",
+        "/props",
+        vision if isinstance(vision, bool) else None,
+    )
 
 
 def parse_models(data: JsonValue, model: str) -> ServerFacts | None:
@@ -191,9 +204,10 @@ def parse_ollama_show(data: JsonValue) -> ServerFacts | None:
         context = next((_positive(v) for k, v in info.items() if k.endswith(".context_length")), None)
     capabilities = data.get("capabilities")
     tools = "tools" in capabilities if isinstance(capabilities, list) else None
+    images = "vision" in capabilities if isinstance(capabilities, list) else None
     if context is None and tools is None:
         return None
-    return ServerFacts(context, tools, "ollama", "/api/show")
+    return ServerFacts(context, tools, "ollama", "/api/show", images)
 
 
 def parse_lmstudio(data: JsonValue) -> ServerFacts | None:
@@ -251,7 +265,7 @@ async def _ask(spec: ProviderSpec, kind: str, transport: AsyncBaseTransport | No
             return facts
         listed = parse_models(await _json(client, "GET", f"{base}/models"), spec.model)
         if listed is not None and facts is not None:  # llama.cpp's tool caps with the list's window
-            return ServerFacts(listed.context, facts.tools, facts.server, listed.source)
+            return ServerFacts(listed.context, facts.tools, facts.server, listed.source, facts.images)
         return listed or facts
 
 
@@ -345,7 +359,29 @@ def correct_window(spec: ProviderSpec, context: int) -> None:
     if found and facts is not None and facts.context == context:
         return
     base = facts if facts is not None else ServerFacts(server="", source="")
-    remember(spec, ServerFacts(context, base.tools, base.server, "overflow error"))
+    remember(spec, ServerFacts(context, base.tools, base.server, "overflow error", base.images))
+
+
+def _keep_learned(spec: ProviderSpec, facts: ServerFacts | None) -> ServerFacts | None:
+    """``facts`` with ``images: false`` kept from an older answer (learned from a refusal,
+    which no endpoint repeats) when the server did not say it now."""
+    if facts is not None and facts.images is not None:
+        return facts
+    entry = _read_cache().get(cache_key(spec))
+    old = entry.get("facts") if isinstance(entry, dict) else None
+    if not isinstance(old, dict) or old.get("images") is not False:
+        return facts
+    return replace(facts if facts is not None else ServerFacts(), images=False)
+
+
+def refuse_images(spec: ProviderSpec) -> None:
+    """The server refused a request's images: ``images: false`` is kept with its facts, so
+    the next run sends the notice in their place at once."""
+    found, facts = cached(spec)
+    if found and facts is not None and facts.images is False:
+        return
+    base = facts if facts is not None else ServerFacts()
+    remember(spec, replace(base, images=False))
 
 
 def forget_all() -> None:
@@ -392,6 +428,7 @@ class ServerProbe:
         except _NoAnswer as err:
             log.debug("window discovery for %s: no answer (%s)", self.spec.full_id, err)
             return None
+        facts = _keep_learned(self.spec, facts)
         remember(self.spec, facts)
         return facts
 

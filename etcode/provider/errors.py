@@ -55,3 +55,11 @@ class StreamParseError(ProviderError):
 
     def __init__(self, message: str, *, provider: str | None = None) -> None:
         super().__init__(message, kind="stream", retryable=False, provider=provider)
+
+
+class ImagesRefusedError(ProviderError):
+    """The server said the model takes no image input (llama.cpp answers 500 "image input is
+    not supported"): never retried as it is; the loop may send it again without the images."""
+
+    def __init__(self, message: str, *, status: int | None = None, provider: str | None = None) -> None:
+        super().__init__(message, kind="bad_request", status=status, retryable=False, provider=provider)

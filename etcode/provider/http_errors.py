@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import httpx
 
-from etcode.provider.errors import ContextOverflowError, ProviderError
+from etcode.provider.errors import ContextOverflowError, ImagesRefusedError, ProviderError
 from etcode.provider.retry import parse_retry_after, should_retry
 from etcode.security.redact import hide
 from etcode.util.json_types import JsonValue
@@ -23,6 +23,13 @@ _OVERFLOW = re.compile(
     r"context limit|too many tokens|context length|reduce the length of the (?:messages|prompt)|"
     r"input is too long|too many input tokens|exceeds? (?:the )?(?:model'?s? )?(?:max(?:imum)? )?"
     r"(?:context|token limit|input tokens)",
+    re.IGNORECASE,
+)
+#: How servers say that a model takes no images: llama.cpp (a 500), vLLM, Ollama, OpenAI.
+_IMAGES_REFUSED = re.compile(
+    r"image input is not supported|does not support (?:image|vision)|not a multimodal model|"
+    r"image_url is only supported|missing data required for image input|"
+    r"images? (?:input )?(?:is|are) not supported|at most 0 image",
     re.IGNORECASE,
 )
 _TYPE_KIND = {
@@ -132,6 +139,8 @@ def _build_error(
     ):
         window = stated_window(payload, message)
         return ContextOverflowError(text, status=status, provider=provider, window=window)
+    if status is not None and status >= 400 and status != 429 and _IMAGES_REFUSED.search(message):
+        return ImagesRefusedError(text, status=status, provider=provider)
     kind = _kind_for(status, etype, code, raw_text)
     if status is not None and headers is not None:
         retryable = should_retry(status, headers, kind)

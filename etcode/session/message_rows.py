@@ -1,6 +1,7 @@
 """A session's messages: each one's parts as JSON in a ``messages`` row (or, when too large
-for a row, in a file beside the database: ``message_files.py``), in ``seq`` order, grouped in
-batches (a clear or a compaction starts a new one) and turns."""
+for a row, in a file beside the database: ``message_files.py``; images always in files of
+their own: ``image_files.py``), in ``seq`` order, grouped in batches (a clear or a
+compaction starts a new one) and turns."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from etcode.provider.types import Message
-from etcode.session import message_files
+from etcode.session import image_files, message_files
 from etcode.session.database import Database, guarded
 from etcode.session.session_rows import SessionNotFoundError
 from etcode.util.json_types import JsonObject
@@ -47,10 +48,14 @@ def encode(message: Message) -> str:
     return clean_text(json.dumps(message.to_dict()["parts"], ensure_ascii=False, separators=(",", ":")))
 
 
-def _decode(role: str, parts: str, folder: Path) -> Message:
+def _decode(
+    role: str, parts: str, folder: Path, images: Path | None, warnings: list[str] | None = None
+) -> Message:
+    """A row's message; its images' bytes read back from ``images`` (None: left empty)."""
     if message_files.is_marker(parts):  # a large message, kept in a file beside the database
         parts = message_files.load(folder, parts)
-    return Message.from_dict({"role": role, "parts": json.loads(parts)})
+    message = Message.from_dict({"role": role, "parts": json.loads(parts)})
+    return image_files.restore(message, images, warnings) if images is not None else message
 
 
 class MessageRows(Database):
@@ -86,7 +91,7 @@ class MessageRows(Database):
     def _row_parts(self, message: Message) -> str:
         """The ``parts`` column of ``message``: its JSON, or the marker of the file that
         holds it when it is too large for a row."""
-        encoded = encode(message)
+        encoded = encode(image_files.externalize(message, image_files.folder_of(self.path)))
         if len(encoded) <= message_files.FILE_LIMIT:
             return encoded
         return message_files.store(message_files.folder_of(self.path), encoded)
@@ -101,6 +106,26 @@ class MessageRows(Database):
         )
         referenced = {name for (parts,) in rows if (name := message_files.name_in(parts))}
         message_files.remove_unreferenced(folder, referenced)
+
+    def _remove_unreferenced_image_files(self) -> None:
+        """Delete the images no message refers to any more (those of large messages too)."""
+        folder = image_files.folder_of(self.path)
+        if not folder.is_dir():
+            return
+        rows = self._query(
+            "SELECT parts FROM messages WHERE instr(parts, '\"image\"') > 0 OR substr(parts, 1, ?) = ?",
+            (len(message_files.MARKER_START), message_files.MARKER_START),
+        )
+        referenced: set[str] = set()
+        files = message_files.folder_of(self.path)
+        for (parts,) in rows:
+            if message_files.is_marker(parts):
+                try:
+                    parts = message_files.load(files, parts)
+                except message_files.MessageFileError:
+                    continue
+            referenced |= image_files.hashes_in(parts)
+        image_files.remove_unreferenced(folder, referenced)
 
     @guarded
     def append_messages(
@@ -149,8 +174,11 @@ class MessageRows(Database):
         return batch
 
     @guarded
-    def load_messages(self, session_id: str, batch: int | None = None) -> list[Message]:
-        """The messages of the current batch (or of ``batch``), in order."""
+    def load_messages(
+        self, session_id: str, batch: int | None = None, *, warnings: list[str] | None = None
+    ) -> list[Message]:
+        """The messages of the current batch (or of ``batch``), in order, with their images;
+        an image whose file is gone is its label text and a line in ``warnings``."""
         if batch is None:
             rows = self._query("SELECT batch FROM sessions WHERE id = ?", (session_id,))
             if not rows:
@@ -160,18 +188,21 @@ class MessageRows(Database):
             "SELECT role, parts FROM messages WHERE session_id = ? AND batch = ? ORDER BY seq",
             (session_id, batch),
         )
-        folder = message_files.folder_of(self.path)
-        return [_decode(role, parts, folder) for role, parts in rows]
+        folder, images = message_files.folder_of(self.path), image_files.folder_of(self.path)
+        return [_decode(role, parts, folder, images, warnings) for role, parts in rows]
 
     @guarded
-    def transcript(self, session_id: str) -> list[StoredMessage]:
-        """Every stored message of the session (all batches), in order."""
+    def transcript(self, session_id: str, *, images: bool = True) -> list[StoredMessage]:
+        """Every stored message of the session (all batches), in order; ``images=False``
+        leaves the images' bytes unread (``data`` empty: a replay shows their labels)."""
         rows = self._query(
             "SELECT seq, batch, turn, kind, created, role, parts FROM messages WHERE session_id = ? "
             "ORDER BY seq",
             (session_id,),
         )
         folder = message_files.folder_of(self.path)
+        kept = image_files.folder_of(self.path) if images else None
         return [
-            StoredMessage(s, b, t, k, c, _decode(role, parts, folder)) for s, b, t, k, c, role, parts in rows
+            StoredMessage(s, b, t, k, c, _decode(role, parts, folder, kept))
+            for s, b, t, k, c, role, parts in rows
         ]

@@ -33,6 +33,7 @@ class SessionStore(SessionRows, MessageRows, UsageRows, SnapshotRows):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         shutil.rmtree(self.snapshot_dir(session_id), ignore_errors=True)
         self._remove_unreferenced_message_files()
+        self._remove_unreferenced_image_files()
         return bool(gone)
 
     @guarded

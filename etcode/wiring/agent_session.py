@@ -200,7 +200,7 @@ class AgentSession:
                 await store.call(store.fork_session, self.fork_from, self.session_id)
             info = await store.call(store.get_session, self.session_id)
             if info is not None:
-                stored = await store.call(store.load_messages, self.session_id)
+                stored = await store.call(store.load_messages, self.session_id, warnings=self.warnings)
                 history, how = repair_dangling(stored)
                 todos = await store.call(store.load_todos, self.session_id)
                 if todos:

@@ -81,6 +81,7 @@ def loop_settings(
         recorder=recorder,
         window=window,
         interceptors=interceptors,
+        images=runtime.images,
     )
 
 

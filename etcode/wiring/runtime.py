@@ -19,6 +19,7 @@ from etcode.wiring.sandbox_choice import sandbox_policy
 if TYPE_CHECKING:
     from etcode.agent.registry import AgentInfo
     from etcode.config.schema import Config
+    from etcode.engine.images import ImageSupport
     from etcode.extensions.skills import SkillSet
     from etcode.mcp.manager import McpManager
     from etcode.permission.rules import Ruleset
@@ -77,6 +78,8 @@ class Runtime:
     #: The skills (None: none, or the agent turns the Skill tool off); the model is offered
     #: those it may load (``SkillSet.for_model``), ``/skills`` all of them.
     skills: SkillSet | None = None
+    #: Whether the model takes images (the catalog's word, the server's, or a refusal's).
+    images: ImageSupport | None = None
 
     @property
     def directory(self) -> Path:
@@ -219,6 +222,7 @@ class Runtime:
                 full_system=list(system),
                 extra=extra,
                 skills=skills,
+                images=_image_support(catalog, spec, probe),
             )
             runtime.use_lean(config.prompt == "lean")
             return runtime
@@ -238,6 +242,25 @@ def _catalog_and_probe(config: Config, spec: ProviderSpec) -> tuple[ModelCatalog
 
     catalog = ModelCatalog.load(config)
     return catalog, ServerProbe.begin(spec)
+
+
+def _image_support(catalog: ModelCatalog, spec: ProviderSpec, probe: ServerProbe | None) -> ImageSupport:
+    """Whether the model takes images: the catalog's ``modalities.input``, else what its server
+    said or refused before (kept with its facts), else unknown (tried). A refusal is kept for
+    the next run (``discovery.refuse_images``)."""
+    from etcode.engine.images import ImageSupport
+    from etcode.provider import discovery
+
+    takes = catalog.for_spec(spec).takes_images
+    if takes is None and spec.base_url:
+        facts = probe.ready() if probe is not None else discovery.cached(spec)[1]
+        takes = facts.images if facts is not None else None
+
+    def refused() -> None:
+        if spec.base_url:
+            discovery.refuse_images(spec)
+
+    return ImageSupport(spec.model, takes, refused)
 
 
 def _learn_secrets(config: Config, spec: ProviderSpec) -> None:

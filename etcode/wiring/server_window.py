@@ -45,6 +45,9 @@ async def apply_server_facts(runtime: Runtime, window: ContextWindow | None) -> 
         if facts is not None and facts.context and window.learn_window(facts.context, "server"):
             events.append(window.update())
         window.on_learn = runtime.remember_window
+    images = runtime.images
+    if facts is not None and images is not None and facts.images is not None and images.takes_images is None:
+        images.takes_images = facts.images  # the server says (llama.cpp /props, Ollama /api/show)
     if facts is not None and facts.tools is False and runtime.tools.offered and len(runtime.tools):
         runtime.tools.offered = False
         events.append(WarningEvent(_no_tools_warning(runtime.spec, facts)))

@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING
 
 from textual.widget import Widget
 
-from etcode.provider.types import Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from etcode.provider.images import image_label
+from etcode.provider.types import (
+    ImagePart,
+    Message,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from etcode.ui.tui.widgets.conversation import Conversation
 from etcode.util.json_types import JsonObject
 
@@ -176,6 +185,8 @@ class _Replay:
             self._tool_call(part)
         elif isinstance(part, ToolResultPart):
             self._tool_result(part)
+        elif isinstance(part, ImagePart):
+            self.widgets.append(UserMessage(image_label(part), []))
 
     def _answer(self, text: str) -> None:
         from etcode.ui.tui.widgets.conversation import LIVE_ANSWERS
@@ -204,7 +215,9 @@ class _Replay:
         said = part.summary
         if said is None:  # stored by an older etcode
             said = _fallback_summary(self.tools.get(part.name), self.params.get(part.call_id, {}), part)
-        widget.set_result(said, part.output, is_error=part.is_error, data=part.data)
+        labels = [image_label(image) for image in part.images or []]
+        output = "\n".join([part.output, *labels]) if part.output else "\n".join(labels)
+        widget.set_result(said, output, is_error=part.is_error, data=part.data)
 
     def finish(self) -> list[Widget]:
         """The widgets, each call still without a result shown as interrupted."""
