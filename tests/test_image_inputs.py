@@ -141,3 +141,96 @@ def _webp() -> bytes:
 )
 def test_pasted_path(pasted: str, path: str | None) -> None:
     assert pasted_path(pasted) == path
+
+
+# ---- etcode run --image / @image.png ----------------------------------------------------
+
+
+def _session_images(proc_stdout: str) -> list[ImagePart]:
+    """The images of the stored session's first user message (``--format json``'s session)."""
+    import json
+
+    from etcode.session.store import SessionStore
+
+    session_id = json.loads(proc_stdout.strip().splitlines()[-1])["session_id"]
+    store = SessionStore.open()
+    try:
+        return _user(store.load_messages(session_id)).images
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_run_image_flags_and_mention(project: Path, llm: FakeLLM, wire: str) -> None:
+    from tests.cli_helpers import etcode, write_config
+
+    write_config(project, llm, wire)
+    (project / "shot.png").write_bytes(png(120, 80))
+    (project / "docs").mkdir()
+    (project / "docs" / "diagram.jpg").write_bytes(jpeg(40, 30))
+    (project / "page.webp").write_bytes(_webp())
+    llm.script(Reply(text="three pictures"))
+    proc = etcode(
+        "run", "--format", "json", "--image", "shot.png", "--image=docs/diagram.jpg",
+        "compare with @page.webp please", cwd=project,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    images = _session_images(proc.stdout)
+    assert [(i.name, i.width, i.height) for i in images] == [
+        ("shot.png", 120, 80),
+        ("docs/diagram.jpg", 40, 30),
+        ("page.webp", 4, 4),
+    ]
+    assert base64.b64decode(images[0].data) == (project / "shot.png").read_bytes()
+    sent = str(llm.requests[0].body)
+    assert "compare with @page.webp please" in sent  # the text keeps the mention
+    assert '<file path="page.webp" note="image, attached: 4×4" />' in sent
+    assert "base64" not in proc.stdout and images[0].data[:40] not in proc.stdout  # JSON lines: no image bytes
+
+
+def test_run_image_with_piped_stdin(project: Path, llm: FakeLLM) -> None:
+    from tests.cli_helpers import etcode, write_config
+
+    write_config(project, llm)
+    (project / "shot.png").write_bytes(png(10, 10))
+    llm.script(Reply(text="seen"))
+    proc = etcode("run", "--format", "json", "--image", "shot.png", cwd=project, stdin="the error log\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "the error log" in str(llm.requests[0].body)
+    assert [i.name for i in _session_images(proc.stdout)] == ["shot.png"]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (None, "error: --image missing.png: No such file or directory"),
+        (b"hello, not an image", "error: --image missing.png: not a PNG, JPEG, GIF or WebP image"),
+        (b"\x89PNG\r\n\x1a\n broken", "error: --image missing.png: cannot read the image"),
+    ],
+)
+def test_run_bad_image_flag_is_a_usage_error_before_any_request(
+    project: Path, llm: FakeLLM, make: bytes | None, message: str
+) -> None:
+    from tests.cli_helpers import etcode, write_config
+
+    write_config(project, llm)
+    if make is not None:
+        (project / "missing.png").write_bytes(make)
+    proc = etcode("run", "--image", "missing.png", "look", cwd=project)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), proc.stderr
+    assert llm.requests == []
+
+
+def test_run_mention_of_a_broken_image_warns_and_runs(project: Path, llm: FakeLLM) -> None:
+    from tests.cli_helpers import etcode, write_config
+
+    write_config(project, llm)
+    (project / "fake.png").write_text("text", encoding="utf-8")
+    llm.script(Reply(text="ok"))
+    proc = etcode("run", "--format", "json", "what about @fake.png and @absent.png", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: @fake.png: not attached: not a PNG, JPEG, GIF or WebP image" in proc.stderr
+    assert "absent.png" not in proc.stderr  # a mention that names no file stays text
+    assert _session_images(proc.stdout) == []
