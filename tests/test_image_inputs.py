@@ -185,7 +185,8 @@ def test_run_image_flags_and_mention(project: Path, llm: FakeLLM, wire: str) -> 
     sent = str(llm.requests[0].body)
     assert "compare with @page.webp please" in sent  # the text keeps the mention
     assert '<file path="page.webp" note="image, attached: 4×4" />' in sent
-    assert "base64" not in proc.stdout and images[0].data[:40] not in proc.stdout  # JSON lines: no image bytes
+    # the JSON lines carry no image bytes
+    assert "base64" not in proc.stdout and images[0].data[:40] not in proc.stdout
 
 
 def test_run_image_with_piped_stdin(project: Path, llm: FakeLLM) -> None:
