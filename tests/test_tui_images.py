@@ -1,0 +1,123 @@
+"""Images in the chat: an image file's path pasted into the input (a file dropped on the
+terminal: quoted, a ``file://`` URL, escaped spaces) shows as ``[image: NAME W×H]`` and the
+image goes with the message; ``@shot.png`` (completed or typed) attaches the image. Real
+turns against the scripted server; the images checked in the agent's user message."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+from textual import events
+
+from etcode.provider.types import Message
+from etcode.ui.tui.widgets.messages import UserMessage
+from tests.fake_llm import FakeLLM, Reply
+from tests.test_image_inputs import jpeg, png
+from tests.tui_support import SIZE, make_app, ready, wait_for, write_config
+
+
+def _users(app) -> list[Message]:
+    assert app.host is not None
+    return [m for m in app.host.agent.history if m.role == "user"]
+
+
+def _shown(app) -> list[str]:
+    return [str(widget.render()) for widget in app.conversation.query(UserMessage)]
+
+
+async def _paste(pilot, app, text: str, expect: str) -> None:
+    app.post_message(events.Paste(text))  # as a terminal's paste (or a dropped file) arrives
+    await wait_for(pilot, lambda: app.prompt.input.text.endswith(expect), what=f"the paste of {text!r}")
+
+
+async def test_pasted_image_paths_become_labels_and_images(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    write_config(project, llm)
+    shots = tmp_path / "my shots"
+    shots.mkdir()
+    (shots / "page one.png").write_bytes(png(320, 200))
+    (shots / "b.jpg").write_bytes(jpeg(50, 40))
+    (project / "local.png").write_bytes(png(12, 10))
+    llm.script(Reply(text="three images seen"))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        app.prompt.input.set_text("compare ")
+        await _paste(pilot, app, f"'{shots / 'page one.png'}'", "[image: page one.png 320×200]")
+        app.prompt.input.insert(" with ")
+        await _paste(pilot, app, f"file://{shots / 'b.jpg'}".replace(" ", "%20"), "[image: b.jpg 50×40]")
+        app.prompt.input.insert(" and ")
+        await _paste(pilot, app, "local.png\n", "[image: local.png 12×10]")  # relative: the project's
+        text = app.prompt.input.text
+        assert text == (
+            "compare [image: page one.png 320×200] with [image: b.jpg 50×40] and [image: local.png 12×10]"
+        )
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.turn is not None and not app.busy, what="the turn")
+        await pilot.pause()
+        (user,) = _users(app)
+        assert user.text.startswith(text)
+        assert [(i.name, i.width, i.height) for i in user.images] == [
+            ("page one.png", 320, 200),
+            ("b.jpg", 50, 40),
+            ("local.png", 12, 10),
+        ]
+        assert base64.b64decode(user.images[2].data) == (project / "local.png").read_bytes()
+        assert text in str(llm.requests[0].body)
+        assert _shown(app) == [text]
+        assert app.prompt.input.images == {}  # the next message starts without them
+
+
+async def test_escaped_path_a_deleted_label_and_what_is_no_image(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    write_config(project, llm)
+    (tmp_path / "a b.png").write_bytes(png(8, 8))
+    (tmp_path / "gone.png").write_bytes(png(9, 9))
+    (tmp_path / "fake.png").write_text("not an image", encoding="utf-8")
+    llm.script(Reply(text="ok"))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await _paste(pilot, app, str(tmp_path / "a\\ b.png"), "[image: a b.png 8×8]")
+        await _paste(pilot, app, str(tmp_path / "gone.png"), "[image: gone.png 9×9]")
+        app.prompt.input.set_text(app.prompt.input.text.replace("[image: gone.png 9×9]", " "))
+        fake = str(tmp_path / "fake.png")
+        await _paste(pilot, app, fake, fake)  # no image: the path as pasted, and a warning
+        assert any("image not attached" in n.message and "fake.png" in n.message for n in app._notifications)
+        missing = str(tmp_path / "missing.png")
+        await _paste(pilot, app, missing, missing)  # names no file: text
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.turn is not None and not app.busy, what="the turn")
+        (user,) = _users(app)
+        assert [i.name for i in user.images] == ["a b.png"]  # the deleted label's image stays home
+
+
+async def test_at_mention_of_an_image_attaches_it(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    (project / "screens").mkdir()
+    (project / "screens" / "shot.png").write_bytes(png(64, 48))
+    (project / "notes.txt").write_text("NOTES\n", encoding="utf-8")
+    llm.script(Reply(text="a red square"))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        for key in ("at", "s", "h", "o"):
+            await pilot.press(key)
+        await wait_for(pilot, lambda: app.prompt.menu_open, what="the completion menu")
+        assert app.prompt.completion is not None and "@screens/shot.png" in app.prompt.completion.values
+        await pilot.press("tab")
+        app.prompt.input.insert("and @notes.txt: what is wrong?")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.turn is not None and not app.busy, what="the turn")
+        await pilot.pause()
+        (user,) = _users(app)
+        assert [(i.name, i.width, i.height) for i in user.images] == [("screens/shot.png", 64, 48)]
+        sent = str(llm.requests[0].body)
+        assert "@screens/shot.png and @notes.txt: what is wrong?" in sent
+        assert '<file path="screens/shot.png" note="image, attached: 64×48" />' in sent
+        assert "NOTES" in sent  # a text file is still attached as text
+        (shown,) = _shown(app)
+        assert "[image: screens/shot.png 64×48]" in shown and "@notes.txt" in shown
