@@ -221,7 +221,7 @@ class Agent:
         image files as ``bytes`` or :class:`~etcode.provider.types.ImagePart` s; PNG, JPEG,
         GIF or WebP, downscaled to the providers' limits. One that cannot be read raises
         :class:`~etcode.provider.images.ImageError` naming it before anything runs."""
-        from etcode.wiring.runs import start_run
+        from etcode.wiring.runs import WORKFLOW_AGENT, start_run
 
         self._stop_requested = False
         parts = await _images(images, self.directory)
@@ -229,6 +229,12 @@ class Agent:
         command_warnings: list[Event] = []
         if self.commands and task.lstrip().startswith("/"):  # only then are command files read
             task, command_warnings = await self._command_task(task, runtime)
+        if parts and runtime.agent_name == WORKFLOW_AGENT:
+            from etcode.contract.events import WarningEvent
+
+            command_warnings.append(
+                WarningEvent("images not sent: the workflow agent's turns take text only")
+            )
         session = self._session
         session.parent_id = self.parent_session_id
         interceptors = self._interceptors()

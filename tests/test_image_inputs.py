@@ -235,3 +235,14 @@ def test_run_mention_of_a_broken_image_warns_and_runs(project: Path, llm: FakeLL
     assert "warning: @fake.png: not attached: not a PNG, JPEG, GIF or WebP image" in proc.stderr
     assert "absent.png" not in proc.stderr  # a mention that names no file stays text
     assert _session_images(proc.stdout) == []
+
+
+async def test_the_workflow_agent_says_its_turns_take_no_images(llm: FakeLLM, tmp_path: Path) -> None:
+    from tests.test_workflow import plan, report, verdict
+
+    (tmp_path / "shot.png").write_bytes(png(10, 10))
+    llm.script(plan(("1", "Look", "high")), report("looked"), verdict(True, summary="Looked."))
+    agent = Agent("fake/m", base_url=llm.openai_base_url, api_key="k", agent="workflow", directory=tmp_path)
+    warnings = [e.message async for e in agent.stream("look", images=["shot.png"]) if e.type == "warning"]
+    await agent.aclose()
+    assert warnings == ["images not sent: the workflow agent's turns take text only"]
