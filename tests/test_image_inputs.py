@@ -246,3 +246,24 @@ async def test_the_workflow_agent_says_its_turns_take_no_images(llm: FakeLLM, tm
     warnings = [e.message async for e in agent.stream("look", images=["shot.png"]) if e.type == "warning"]
     await agent.aclose()
     assert warnings == ["images not sent: the workflow agent's turns take text only"]
+
+
+def test_a_run_without_images_imports_no_imaging(project: Path, llm: FakeLLM) -> None:
+    from tests.cli_helpers import etcode_imports, write_config
+
+    write_config(project, llm)
+    (project / "shot.png").write_bytes(png(10, 10))
+    llm.script(Reply(text="done"))
+    proc, imported = etcode_imports("run", "say done", cwd=project)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "etcode.cli.run" in imported  # the measurement itself works
+    lean = {"PIL", "etcode.provider.images", "etcode.prompt.image_inputs"}
+    assert sorted(name for name in imported if name.split(".")[0] in lean or name in lean) == []
+    llm.script(Reply(text="done"))
+    proc, imported = etcode_imports("run", "tell @nobody about @shot.png.txt", cwd=project)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "etcode.cli.run" in imported and "PIL" not in imported  # mentions of no image: no Pillow
+    llm.script(Reply(text="seen"))
+    proc, imported = etcode_imports("run", "--image", "shot.png", "look", cwd=project)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert {"PIL", "etcode.provider.images"} <= imported

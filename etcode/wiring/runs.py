@@ -121,9 +121,12 @@ def start_run(
             ),
         )
     from etcode.engine.loop import AgentLoop
+
+    if not images:
+        return AgentLoop(settings, history, Message.user(task))
     from etcode.prompt.image_inputs import user_message
 
-    return AgentLoop(settings, history, user_message(task, images) if images else Message.user(task))
+    return AgentLoop(settings, history, user_message(task, images))
 
 
 def shell_env(runtime: Runtime) -> ShellEnvPolicy:
