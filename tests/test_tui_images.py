@@ -6,6 +6,9 @@ turns against the scripted server; the images checked in the agent's user messag
 from __future__ import annotations
 
 import base64
+import shutil
+import sys
+import time
 from pathlib import Path
 
 from textual import events
@@ -13,7 +16,9 @@ from textual import events
 from etcode.provider.types import Message
 from etcode.ui.tui.widgets.messages import UserMessage
 from tests.fake_llm import FakeLLM, Reply
+from tests.require import needs
 from tests.test_image_inputs import jpeg, png
+from tests.test_tui_cli import Tmux, _quote, tmux_env
 from tests.tui_support import SIZE, make_app, ready, wait_for, write_config
 
 
@@ -121,3 +126,44 @@ async def test_at_mention_of_an_image_attaches_it(project: Path, llm: FakeLLM) -
         assert "NOTES" in sent  # a text file is still attached as text
         (shown,) = _shown(app)
         assert "[image: screens/shot.png 64×48]" in shown and "@notes.txt" in shown
+
+
+@needs("tmux", shutil.which("tmux") is None, "tmux is not installed")
+def test_a_file_dropped_on_a_real_terminal_is_sent_as_an_image(
+    project: Path, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """tmux pastes the quoted path as a terminal does for a dropped file (bracketed paste)."""
+    import json
+
+    from etcode.session.store import SessionStore
+
+    write_config(project, llm)
+    shot = tmp_path / "my shots" / "login page.png"
+    shot.parent.mkdir()
+    shot.write_bytes(png(64, 48))
+    llm.script(Reply(text="The button is off."))
+    tmux = Tmux("drop")
+    try:
+        tmux.start(f"env {tmux_env()} TERM=xterm-256color {_quote(sys.executable)} -m etcode", project)
+        tmux.wait_for("Ask anything")
+        tmux.run("send-keys", "-t", "drop", "-l", "why? ")
+        tmux.run("set-buffer", "-b", "dropped", f"'{shot}'")
+        tmux.run("paste-buffer", "-p", "-d", "-b", "dropped", "-t", "drop")  # -p: bracketed
+        tmux.wait_for("why? [image: login page.png 64×48]")
+        tmux.run("send-keys", "-t", "drop", "Enter")
+        tmux.wait_for("The button is off.")
+        tmux.run("send-keys", "-t", "drop", "C-c")
+        tmux.run("send-keys", "-t", "drop", "C-c")
+        deadline = time.monotonic() + 15
+        while tmux.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        tmux.kill()
+    assert "why? [image: login page.png 64×48]" in json.dumps(llm.requests[0].body, ensure_ascii=False)
+    store = SessionStore.open()
+    try:
+        [info] = store.list_sessions()
+        [user] = [m for m in store.load_messages(info.id) if m.role == "user"]
+    finally:
+        store.close()
+    assert [(i.name, i.width, i.height) for i in user.images] == [("login page.png", 64, 48)]
