@@ -58,6 +58,13 @@ async def test_image_blocks_reach_the_users_message(llm: FakeLLM, project: Path)
         assert "image 1: the image block's data is not base64" in str(raised.value.data)
         response = await step(conn.prompt(session_id=session_id, prompt=[text_block("still there?")]))
         assert response.stop_reason == "end_turn"
+    loaded = RecordingClient()  # session/load shows the images by their labels
+    async with acp_agent(loaded, project) as (conn, _proc):
+        await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
+        await step(conn.load_session(cwd=str(project), session_id=session_id, mcp_servers=[]))
+    replayed = loaded.message_text("user_message_chunk")
+    assert "what is wrong here?" in replayed
+    assert "[image: shot.png 200×100]" in replayed and "[image: image 2 16×12]" in replayed
     assert len(llm.requests) == 2
     sent = str(llm.requests[0].body)
     assert "what is wrong here?" in sent

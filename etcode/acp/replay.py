@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from acp import helpers
 
 from etcode.acp.updates import Update, plan_of, tool_end, tool_start
-from etcode.provider.types import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from etcode.provider.images import image_label
+from etcode.provider.types import ImagePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ def replay_updates(
                     out.append(helpers.update_user_message_text(part.text))
                 else:
                     out.append(helpers.update_agent_message_text(part.text))
+            elif isinstance(part, ImagePart) and message.role == "user":
+                out.append(helpers.update_user_message_text(image_label(part)))
             elif isinstance(part, ReasoningPart) and part.text:
                 out.append(helpers.update_agent_thought_text(part.text))
             elif isinstance(part, ToolCallPart):
