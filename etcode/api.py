@@ -228,7 +228,8 @@ class Agent:
         runtime = await self._prepare()
         command_warnings: list[Event] = []
         if self.commands and task.lstrip().startswith("/"):  # only then are command files read
-            task, command_warnings = await self._command_task(task, runtime)
+            task, command_warnings, command_images = await self._command_task(task, runtime)
+            parts = [*command_images, *parts]
         if parts and runtime.agent_name == WORKFLOW_AGENT:
             from etcode.contract.events import WarningEvent
 
@@ -570,9 +571,10 @@ class Agent:
 
         return tool_calls_only((self._hooks,))
 
-    async def _command_task(self, task: str, runtime: Runtime) -> tuple[str, list[Event]]:
+    async def _command_task(self, task: str, runtime: Runtime) -> tuple[str, list[Event], list[ImagePart]]:
         """``task`` as a custom command's prompt when it names one (``/name args``), with a
-        warning per file left out or setting not followed; else ``task`` as it is."""
+        warning per file left out or setting not followed and the images its mentions
+        attach; else ``task`` as it is."""
         from etcode.contract.events import WarningEvent
         from etcode.wiring.command_task import command_task
 
@@ -585,8 +587,8 @@ class Agent:
             model=runtime.spec.full_id,
         )
         if found is None:
-            return task, []
-        return found.prompt, [WarningEvent(warning) for warning in found.warnings]
+            return task, [], []
+        return found.prompt, [WarningEvent(warning) for warning in found.warnings], found.images
 
     def _take_hook_warnings(self) -> list[Event]:
         if not self._hook_warnings:

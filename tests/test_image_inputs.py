@@ -267,3 +267,23 @@ def test_a_run_without_images_imports_no_imaging(project: Path, llm: FakeLLM) ->
     proc, imported = etcode_imports("run", "--image", "shot.png", "look", cwd=project)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert {"PIL", "etcode.provider.images"} <= imported
+
+
+def test_a_custom_commands_image_mention_goes_as_an_image(project: Path, llm: FakeLLM) -> None:
+    """Through the Python Agent (its own expansion) and through ``etcode run`` (the CLI's)."""
+    from tests.cli_helpers import etcode, write_config
+
+    write_config(project, llm)
+    commands = project / ".etcode" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "look.md").write_text("Look at @shot.png and $ARGUMENTS", encoding="utf-8")
+    (project / "shot.png").write_bytes(png(30, 20))
+    (project / "b.png").write_bytes(png(5, 5))
+    llm.script(Reply(text="api"), Reply(text="cli"))
+    agent = Agent(directory=project)
+    result = agent.run_sync("/look @b.png")
+    assert [(i.name, i.width) for i in _user(result.messages).images] == [("shot.png", 30), ("b.png", 5)]
+    proc = etcode("run", "--format", "json", "/look", "@b.png", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert [(i.name, i.width) for i in _session_images(proc.stdout)] == [("shot.png", 30), ("b.png", 5)]
+    assert "Look at @shot.png and @b.png" in str(llm.requests[1].body)

@@ -148,11 +148,10 @@ async def _run(task: str, options: RunOptions) -> int:
         from etcode.session.store import SessionStore
 
         store = SessionStore.open()
-        task, mentioned = await asyncio.to_thread(
-            _image_mentions, task, instance.directory, config.trusted, instance.worktree
-        )
         try:
-            return await _run_agent(task, options, config, instance.directory, store, images + mentioned)
+            return await _run_agent(
+                task, options, config, (instance.directory, instance.worktree), store, images
+            )
         finally:
             # closed here, not left to the collector: the last connection's close folds the
             # write-ahead log back into the database (a close stuck on a hung disk is left
@@ -202,21 +201,27 @@ async def _run_agent(
     task: str,
     options: RunOptions,
     config: Config,
-    directory: Path,
+    folders: tuple[Path, Path],
     store: SessionStore,
-    images: list[ImagePart] | None = None,
+    images: list[ImagePart],
 ) -> int:
+    """Run ``task`` with the ``--image`` files (``images``), a custom command's prompt (with
+    the images its mentions attach) or the task with its ``@image`` mentions read;
+    ``folders``: the directory and its worktree."""
     from etcode.api import Agent
 
+    directory, worktree = folders
     model, agent_name = options.model, options.agent
-    images = list(images or [])
+    found = None
     if task.lstrip().startswith("/"):  # only then are the command files read
         found = await asyncio.to_thread(_custom_command, task, config, options, directory)
-        if found is not None:
-            task = found[0].prompt
-            images += found[0].images
-            model = found[1].model or model
-            agent_name = found[1].agent or agent_name
+    if found is not None:
+        task, mentioned = found[0].prompt, found[0].images
+        model = found[1].model or model
+        agent_name = found[1].agent or agent_name
+    else:
+        task, mentioned = await asyncio.to_thread(_image_mentions, task, directory, config.trusted, worktree)
+    images = [*images, *mentioned]
     asker = None
     if options.yes:
         from etcode.permission.service import AllowAsker
