@@ -167,3 +167,30 @@ def test_a_file_dropped_on_a_real_terminal_is_sent_as_an_image(
     finally:
         store.close()
     assert [(i.name, i.width, i.height) for i in user.images] == [("login page.png", 64, 48)]
+
+
+async def test_a_message_queued_behind_a_turn_keeps_its_images(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    (project / "later.png").write_bytes(png(7, 5))
+    import threading
+
+    release = threading.Event()
+
+    def held(_request) -> Reply:  # the first answer waits until the second message is queued
+        release.wait(60)
+        return Reply(text="first")
+
+    llm.script(held, Reply(text="second"))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        app.prompt.input.set_text("first")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.busy, what="the first turn")
+        await _paste(pilot, app, str(project / "later.png"), "[image: later.png 7×5]")
+        await pilot.press("enter")
+        assert app.busy and len(app.queued) == 1  # sent while the first turn runs
+        release.set()
+        await wait_for(pilot, lambda: len(_users(app)) == 2 and not app.busy, timeout=30, what="both turns")
+        first, second = _users(app)
+        assert first.images == [] and [i.name for i in second.images] == ["later.png"]
