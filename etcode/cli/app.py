@@ -114,7 +114,11 @@ def build_app() -> typer.Typer:
         ] = None,
         images: Annotated[
             list[str] | None,
-            typer.Option("--image", help="Send this image (PNG, JPEG, GIF, WebP) with the task; repeatable."),
+            typer.Option(
+                "--image",
+                metavar="PATH",
+                help="Send this image (PNG, JPEG, GIF, WebP) with the task; repeatable.",
+            ),
         ] = None,
     ) -> None:
         from etcode.cli.run import RunOptions, run_command
