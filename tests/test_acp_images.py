@@ -77,3 +77,22 @@ async def test_image_blocks_reach_the_users_message(llm: FakeLLM, project: Path)
     ]
     assert first.images[0].sha256 == hashlib.sha256(shot).hexdigest()
     assert second.images == [] and "still there?" in second.text
+
+
+async def test_a_commands_image_mention_and_the_editors_image_both_go(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    commands = project / ".etcode" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "compare.md").write_text("Compare @design.png with the screenshot.", encoding="utf-8")
+    (project / "design.png").write_bytes(png(40, 30))
+    llm.script(Reply(text="compared"))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
+        session_id = (await step(conn.new_session(cwd=str(project), mcp_servers=[]))).session_id
+        shot = image_block(base64.b64encode(png(20, 10)).decode(), "image/png")
+        response = await step(conn.prompt(session_id=session_id, prompt=[text_block("/compare"), shot]))
+        assert response.stop_reason == "end_turn"
+    (user,) = _stored_user_messages(session_id)
+    assert [(i.name, i.width) for i in user.images] == [("design.png", 40), ("image 1", 20)]
+    assert "Compare @design.png with the screenshot." in user.text

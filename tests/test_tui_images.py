@@ -194,3 +194,25 @@ async def test_a_message_queued_behind_a_turn_keeps_its_images(project: Path, ll
         await wait_for(pilot, lambda: len(_users(app)) == 2 and not app.busy, timeout=30, what="both turns")
         first, second = _users(app)
         assert first.images == [] and [i.name for i in second.images] == ["later.png"]
+
+
+async def test_a_custom_command_takes_its_own_and_the_pasted_images(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    commands = project / ".etcode" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review-ui.md").write_text("Review @design.png against $ARGUMENTS", encoding="utf-8")
+    (project / "design.png").write_bytes(png(40, 30))
+    (project / "now.png").write_bytes(png(20, 15))
+    llm.script(Reply(text="reviewed"))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        app.prompt.input.set_text("/review-ui ")
+        app.prompt.close_menu()
+        await _paste(pilot, app, str(project / "now.png"), "[image: now.png 20×15]")
+        app.prompt.close_menu()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.turn is not None and not app.busy, what="the turn")
+        (user,) = _users(app)
+        assert [(i.name, i.width) for i in user.images] == [("design.png", 40), ("now.png", 20)]
+        assert "Review @design.png against [image: now.png 20×15]" in user.text
