@@ -38,8 +38,10 @@ if TYPE_CHECKING:
     from etcode.extensions.hook_interceptor import HookInterceptor
     from etcode.extensions.skills import Skill
     from etcode.permission.service import Asker
+    from etcode.prompt.image_inputs import ImageInput
     from etcode.provider.base import Provider
     from etcode.provider.chat_client import BaseLLMClient
+    from etcode.provider.types import ImagePart
     from etcode.session.snapshots import UndoReport
     from etcode.session.store import SessionStore, StoredMessage
     from etcode.wiring.runtime import Runtime
@@ -101,6 +103,8 @@ class Agent:
     the result from ordinary code and an awaitable inside ``async`` code; ``run_sync``,
     ``arun``, ``stream`` (etcode's detailed events), ``arun_stream``/``run_stream``
     (step-level :class:`~etcode.contract.events.LoopEvent` s) are the other forms.
+    Each takes ``images=[...]``: image files (paths, ``bytes`` or ``ImagePart`` s) sent with
+    the task (``agent.run("why is this red?", images=["shot.png"])``).
 
     Sessions. ``store`` decides where the conversation is kept:
 
@@ -211,15 +215,27 @@ class Agent:
         self._hooks_carried: tuple[str | None, bool] | None = None
 
     # ---- running -----------------------------------------------------------------
-    async def stream(self, task: str) -> AsyncIterator[Event]:
-        """Run one task, yielding every event; the last is ``DoneEvent``."""
-        from etcode.wiring.runs import start_run
+    async def stream(self, task: str, images: Iterable[ImageInput] | None = None) -> AsyncIterator[Event]:
+        """Run one task, yielding every event; the last is ``DoneEvent``. ``images`` go with
+        the task in the user's message: paths (a relative one from ``directory``), whole
+        image files as ``bytes`` or :class:`~etcode.provider.types.ImagePart` s; PNG, JPEG,
+        GIF or WebP, downscaled to the providers' limits. One that cannot be read raises
+        :class:`~etcode.provider.images.ImageError` naming it before anything runs."""
+        from etcode.wiring.runs import WORKFLOW_AGENT, start_run
 
         self._stop_requested = False
+        parts = await _images(images, self.directory)
         runtime = await self._prepare()
         command_warnings: list[Event] = []
         if self.commands and task.lstrip().startswith("/"):  # only then are command files read
-            task, command_warnings = await self._command_task(task, runtime)
+            task, command_warnings, command_images = await self._command_task(task, runtime)
+            parts = [*command_images, *parts]
+        if parts and runtime.agent_name == WORKFLOW_AGENT:
+            from etcode.contract.events import WarningEvent
+
+            command_warnings.append(
+                WarningEvent("images not sent: the workflow agent's turns take text only")
+            )
         session = self._session
         session.parent_id = self.parent_session_id
         interceptors = self._interceptors()
@@ -237,6 +253,7 @@ class Agent:
             recorder=session.recorder,
             window=session.window,
             interceptors=interceptors,
+            images=parts,
         )
         self._current = loop
         if self._stop_requested:  # interrupted while the run was being set up
@@ -268,7 +285,9 @@ class Agent:
                 await session.save(self.history)
             self.last_result = loop.result
 
-    async def arun_stream(self, task: str, messages: HistoryInput | None = None) -> AsyncIterator[LoopEvent]:
+    async def arun_stream(
+        self, task: str, messages: HistoryInput | None = None, *, images: Iterable[ImageInput] | None = None
+    ) -> AsyncIterator[LoopEvent]:
         """Run one task, yielding step-level events in the agent-loop design's shape
         (``loop_start``, ``thought``, ``action``, ``observation``, ``todo_update``, ``error``,
         ``loop_end``); ``messages`` replaces the conversation so far (Message objects or
@@ -278,50 +297,59 @@ class Agent:
         from etcode.provider.chat_client import messages_to_openai
 
         self._adopt(messages)
-        async for event in loop_events(self.stream(task), task):
+        async for event in loop_events(self.stream(task, images), task):
             if event.type == EventType.LOOP_END and self._current is not None:
                 finished = self._current.result
                 if finished is not None:  # the conversation in OpenAI Chat format, as the design has it
                     event.data["messages"] = messages_to_openai(finished.messages)
             yield event
 
-    def run_stream(self, task: str, messages: HistoryInput | None = None) -> Iterator[LoopEvent]:
+    def run_stream(
+        self, task: str, messages: HistoryInput | None = None, *, images: Iterable[ImageInput] | None = None
+    ) -> Iterator[LoopEvent]:
         """:meth:`arun_stream` for code that is not async: events arrive as they happen (the
         run goes on a worker thread; leaving the loop early interrupts it)."""
 
         async def events() -> AsyncIterator[LoopEvent]:
             try:
-                async for event in self.arun_stream(task, messages):
+                async for event in self.arun_stream(task, messages, images=images):
                     yield event
             finally:
                 await self.aclose()
 
         return iterate_blocking(events, self.interrupt)
 
-    async def arun(self, task: str, messages: HistoryInput | None = None) -> AgentResult:
+    async def arun(
+        self, task: str, messages: HistoryInput | None = None, *, images: Iterable[ImageInput] | None = None
+    ) -> AgentResult:
         """Run one task to the end and return its result (with its step-level ``events``)."""
-        events = [event async for event in self.arun_stream(task, messages)]
+        events = [event async for event in self.arun_stream(task, messages, images=images)]
         if self.last_result is None:  # pragma: no cover - the loop always sets it
             raise RuntimeError("the run ended without a result")
         self.last_result.events = events
         return self.last_result
 
-    def run(self, task: str, messages: HistoryInput | None = None) -> AgentResult | Awaitable[AgentResult]:
+    def run(
+        self, task: str, messages: HistoryInput | None = None, *, images: Iterable[ImageInput] | None = None
+    ) -> AgentResult | Awaitable[AgentResult]:
         """Run one task to the end. From ordinary code this returns the :class:`AgentResult`
         (as :meth:`run_sync`); inside ``async`` code it returns an awaitable
-        (``await agent.run(task)``, as :meth:`arun`)."""
+        (``await agent.run(task)``, as :meth:`arun`). ``images`` go with the task (paths,
+        ``bytes`` or ``ImagePart`` s: :meth:`stream`)."""
         if loop_running():
-            return self.arun(task, messages)
-        return self.run_sync(task, messages)
+            return self.arun(task, messages, images=images)
+        return self.run_sync(task, messages, images=images)
 
-    def run_sync(self, task: str, messages: HistoryInput | None = None) -> AgentResult:
+    def run_sync(
+        self, task: str, messages: HistoryInput | None = None, *, images: Iterable[ImageInput] | None = None
+    ) -> AgentResult:
         """``run`` for code that is not async (each call has its own event loop, so the
         HTTP client is closed at the end; the conversation is kept). Works inside a running
         loop too (a notebook): the run then goes on a worker thread."""
 
         async def once() -> AgentResult:
             try:
-                return await self.arun(task, messages)
+                return await self.arun(task, messages, images=images)
             finally:
                 await self.aclose()
 
@@ -543,9 +571,10 @@ class Agent:
 
         return tool_calls_only((self._hooks,))
 
-    async def _command_task(self, task: str, runtime: Runtime) -> tuple[str, list[Event]]:
+    async def _command_task(self, task: str, runtime: Runtime) -> tuple[str, list[Event], list[ImagePart]]:
         """``task`` as a custom command's prompt when it names one (``/name args``), with a
-        warning per file left out or setting not followed; else ``task`` as it is."""
+        warning per file left out or setting not followed and the images its mentions
+        attach; else ``task`` as it is."""
         from etcode.contract.events import WarningEvent
         from etcode.wiring.command_task import command_task
 
@@ -558,8 +587,8 @@ class Agent:
             model=runtime.spec.full_id,
         )
         if found is None:
-            return task, []
-        return found.prompt, [WarningEvent(warning) for warning in found.warnings]
+            return task, [], []
+        return found.prompt, [WarningEvent(warning) for warning in found.warnings], found.images
 
     def _take_hook_warnings(self) -> list[Event]:
         if not self._hook_warnings:
@@ -612,6 +641,15 @@ class Agent:
 _AGENT_KEYWORDS = [
     name for name in inspect.signature(Agent.__init__).parameters if name not in ("self", "llm_kwargs")
 ]
+
+
+async def _images(images: Iterable[ImageInput] | None, directory: Path | None) -> list[ImagePart]:
+    """``Agent.stream``'s ``images`` read (none: no import of the image modules)."""
+    if not images:
+        return []
+    from etcode.prompt.image_inputs import load_images
+
+    return await load_images(images, directory)
 
 
 def _skill_folders(

@@ -74,6 +74,7 @@ def test_every_option_is_typers_with_the_same_names_and_kind() -> None:
         ["run", "--max-steps", "3", "--trust", "--debug", "-c", "--fork", "fix", "it"],
         ["run", "-s", "abc123", "--sandbox", "read-only", "--", "--not-a-flag", "-y"],
         ["run", "-", "x", "--model=a=b"],
+        ["run", "--image", "a.png", "look", "--image=b b.jpg", "-y"],
         ["run"],
     ],
 )

@@ -56,6 +56,8 @@ def replay_updates(
                     out.append(helpers.update_user_message_text(part.text))
                 else:
                     out.append(helpers.update_agent_message_text(part.text))
+            elif isinstance(part, ImagePart) and message.role == "user":
+                out.append(helpers.update_user_message_text(image_label(part)))
             elif isinstance(part, ReasoningPart) and part.text:
                 out.append(helpers.update_agent_thought_text(part.text))
             elif isinstance(part, ToolCallPart):

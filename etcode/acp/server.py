@@ -52,6 +52,7 @@ from etcode.util.json_types import JsonObject
 if TYPE_CHECKING:
     from etcode.api import Agent
     from etcode.contract.results import AgentResult
+    from etcode.provider.types import ImagePart
     from etcode.session.store import SessionStore
     from etcode.ui.tui.controller import AgentHost
     from etcode.ui.tui.mentions import Attachment
@@ -156,7 +157,7 @@ class EtcodeAcpAgent:
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
@@ -376,7 +377,7 @@ class EtcodeAcpAgent:
             raise RequestError(
                 SESSION_BUSY, f"a prompt is already running in session {session_id}; cancel it first"
             )
-        text, attachments = prompt_parts(prompt)
+        text, attachments = await _prompt_parts(prompt)
         if not text.strip() and not attachments:
             raise RequestError.invalid_params({"prompt": "the prompt has no text"})
         handle.turn = asyncio.current_task()
@@ -424,7 +425,10 @@ class EtcodeAcpAgent:
         """One turn: ``/name args`` runs a custom command (with its agent and model); the
         editor's attached files follow the text (a command's prompt). Returns the error it
         ended with, if any, and its result."""
+        from etcode.prompt.mentions import images_of
+
         settings: tuple[str | None, str | None] = (None, None)
+        images = images_of(attachments)
         if text.lstrip().startswith("/"):
             from etcode.acp.commands import expand, notices
 
@@ -436,6 +440,7 @@ class EtcodeAcpAgent:
                 raise _errors_as_rpc(err) from None
             if found is not None and choice is not None:
                 text, settings = found.prompt, (choice.agent, choice.model)
+                images = [*found.images, *images]
                 for update in notices([*found.warnings, *choice.warnings], choice.notes, handle.directory):
                     await self.conn.session_update(handle.id, update)
         if attachments:
@@ -443,18 +448,18 @@ class EtcodeAcpAgent:
 
             text = attach(text, attachments)
         if settings == (None, None):
-            return await self._stream(handle, text), handle.agent.last_result
+            return await self._stream(handle, text, images), handle.agent.last_result
         async with handle.host.turn_settings(*settings):
             handle.equip(handle.agent)
-            error = await self._stream(handle, text)
+            error = await self._stream(handle, text, images)
             result = handle.agent.last_result
         handle.equip(handle.agent)
         return error, result
 
-    async def _stream(self, handle: SessionHandle, text: str) -> str | None:
+    async def _stream(self, handle: SessionHandle, text: str, images: list[ImagePart]) -> str | None:
         """Run one turn, sending its events; returns the error it ended with, if any."""
         error: str | None = None
-        async for event in handle.agent.stream(text):
+        async for event in handle.agent.stream(text, images):
             if isinstance(event, ev.ErrorEvent):
                 error = event.message
             for update in updates_of(event, handle.directory):
@@ -492,6 +497,17 @@ class EtcodeAcpAgent:
         if self._store is not None:
             with contextlib.suppress(Exception):
                 self._store.release()
+
+
+async def _prompt_parts(prompt: list[PromptBlock]) -> tuple[str, list[Attachment]]:
+    """``prompt_parts`` off the event loop; an image block that is no image is the request's
+    error (invalid params), naming it."""
+    from etcode.provider.images import ImageError
+
+    try:
+        return await asyncio.to_thread(prompt_parts, prompt)
+    except ImageError as err:
+        raise RequestError.invalid_params({"prompt": str(err)}) from None
 
 
 def _todos(agent: Agent) -> list[JsonObject]:

@@ -112,6 +112,14 @@ def build_app() -> typer.Typer:
                 "--sandbox", help="Confine commands: off, workspace-write or read-only (needs bubblewrap)."
             ),
         ] = None,
+        images: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--image",
+                metavar="PATH",
+                help="Send this image (PNG, JPEG, GIF, WebP) with the task; repeatable.",
+            ),
+        ] = None,
     ) -> None:
         from etcode.cli.run import RunOptions, run_command
 
@@ -130,6 +138,7 @@ def build_app() -> typer.Typer:
                 session=session,
                 fork=fork,
                 sandbox=sandbox,
+                images=list(images or []),
             )
         )
         if code:

@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from etcode.config.schema import Config
     from etcode.contract.events import Event
     from etcode.extensions.command_expansion import Expansion
+    from etcode.provider.types import ImagePart
     from etcode.session.store import SessionStore
     from etcode.ui.command_prompts import TurnChoice
     from etcode.ui.jsonl import JsonLinesRenderer
@@ -50,6 +51,8 @@ class RunOptions:
     #: The message's words as given (``etcode run /review a.py "x y"``): a command's
     #: arguments are read from them, quotes kept.
     words: list[str] | None = None
+    #: ``--image PATH`` (repeatable): images sent with the task.
+    images: list[str] = field(default_factory=list)
 
 
 def read_task(message: str, stdin: IO[str] | None = None) -> str:
@@ -129,6 +132,7 @@ async def _run(task: str, options: RunOptions) -> int:
     from etcode.instance import Instance
 
     directory = options.directory or Path.cwd()
+    images = await _flag_images(options.images, directory)
     with Instance.provide(directory) as instance:
         flags = {
             "model": options.model,
@@ -145,7 +149,9 @@ async def _run(task: str, options: RunOptions) -> int:
 
         store = SessionStore.open()
         try:
-            return await _run_agent(task, options, config, instance.directory, store)
+            return await _run_agent(
+                task, options, config, (instance.directory, instance.worktree), store, images
+            )
         finally:
             # closed here, not left to the collector: the last connection's close folds the
             # write-ahead log back into the database (a close stuck on a hung disk is left
@@ -154,18 +160,68 @@ async def _run(task: str, options: RunOptions) -> int:
                 await asyncio.wait_for(asyncio.to_thread(store.close), STORE_CLOSE_SECONDS)
 
 
+async def _flag_images(paths: list[str], directory: Path) -> list[ImagePart]:
+    """The ``--image`` files read (none: nothing imported); one that is missing or not an
+    image is a usage error naming the flag and the file."""
+    if not paths:
+        return []
+    from etcode.prompt.image_inputs import load_images
+    from etcode.provider.images import ImageError
+
+    try:
+        return await load_images(paths, directory)
+    except ImageError as err:
+        raise UsageError(f"--image {err}") from None
+
+
+def _image_mentions(task: str, directory: Path, trusted: bool, worktree: Path) -> tuple[str, list[ImagePart]]:
+    """The task's ``@image.png`` mentions as images (the task keeps a line naming each), with
+    a warning on stderr for one not attached. Blocking (reads the files)."""
+    from etcode.prompt.mentions import find_mentions
+
+    mentions = [mention for mention in find_mentions(task) if _image_suffix(mention)]
+    if not mentions:
+        return task, []
+    from etcode.prompt.mentions import attach, images_of, resolve_mentions
+
+    attachments = resolve_mentions(" ".join(f"@{m}" for m in mentions), directory, trusted, worktree)
+    for item in attachments:
+        if item.image is None:
+            sys.stderr.write(f"warning: @{item.path}: {item.note}\n")
+    return (attach(task, attachments) if attachments else task), images_of(attachments)
+
+
+def _image_suffix(mention: str) -> bool:
+    from etcode.provider.images import is_image_path
+
+    return is_image_path(mention)
+
+
 async def _run_agent(
-    task: str, options: RunOptions, config: Config, directory: Path, store: SessionStore
+    task: str,
+    options: RunOptions,
+    config: Config,
+    folders: tuple[Path, Path],
+    store: SessionStore,
+    images: list[ImagePart],
 ) -> int:
+    """Run ``task`` with the ``--image`` files (``images``), a custom command's prompt (with
+    the images its mentions attach) or the task with its ``@image`` mentions read;
+    ``folders``: the directory and its worktree."""
     from etcode.api import Agent
 
+    directory, worktree = folders
     model, agent_name = options.model, options.agent
+    found = None
     if task.lstrip().startswith("/"):  # only then are the command files read
         found = await asyncio.to_thread(_custom_command, task, config, options, directory)
-        if found is not None:
-            task = found[0].prompt
-            model = found[1].model or model
-            agent_name = found[1].agent or agent_name
+    if found is not None:
+        task, mentioned = found[0].prompt, found[0].images
+        model = found[1].model or model
+        agent_name = found[1].agent or agent_name
+    else:
+        task, mentioned = await asyncio.to_thread(_image_mentions, task, directory, config.trusted, worktree)
+    images = [*images, *mentioned]
     asker = None
     if options.yes:
         from etcode.permission.service import AllowAsker
@@ -195,7 +251,7 @@ async def _run_agent(
     renderer = _renderer(options.output_format)
     restore = _install_interrupt(agent)
     try:
-        async for event in agent.stream(task):
+        async for event in agent.stream(task, images):
             renderer.handle(event)
     finally:
         restore()

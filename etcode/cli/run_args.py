@@ -18,13 +18,14 @@ from typing import Literal
 
 from etcode.cli.run import RunOptions
 
-ValueKind = Literal["str", "positive_int", "flag"]
+ValueKind = Literal["str", "positive_int", "flag", "list"]
 
 
 @dataclass(frozen=True)
 class RunOption:
     """One option of ``etcode run``: its names, the :class:`RunOptions` field it sets, and
-    what it takes (a string, an integer of at least 1, or nothing: a flag)."""
+    what it takes (a string, an integer of at least 1, nothing: a flag, or a string each
+    time it is given: a list)."""
 
     names: tuple[str, ...]
     field: str
@@ -43,6 +44,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption(("--session", "-s"), "session", "str"),
     RunOption(("--fork",), "fork", "flag"),
     RunOption(("--sandbox",), "sandbox", "str"),
+    RunOption(("--image",), "images", "list"),
 )
 
 _BY_NAME = {name: option for option in RUN_OPTIONS for name in option.names}
@@ -74,7 +76,10 @@ def parse_run_args(argv: list[str]) -> RunOptions | None:
         value = _value(option, raw)
         if value is None:
             return None
-        setattr(options, option.field, value)
+        if option.kind == "list":
+            getattr(options, option.field).append(value)
+        else:
+            setattr(options, option.field, value)
     options.message = " ".join(words)
     options.words = words
     return options

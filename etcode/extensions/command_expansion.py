@@ -11,8 +11,12 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from etcode.extensions.commands import CustomCommand
+
+if TYPE_CHECKING:
+    from etcode.provider.types import ImagePart
 
 #: ``$ARGUMENTS``, ``$1``…``$9`` (``$10`` is no placeholder), and ``\$`` (a literal ``$``).
 _PLACEHOLDER = re.compile(r"\\\$|\$(ARGUMENTS|[1-9])(?!\d)")
@@ -28,6 +32,8 @@ class Expansion:
     prompt: str
     files: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: The images its mentions attach (they go with the prompt in the user's message).
+    images: list[ImagePart] = field(default_factory=list)
 
     @property
     def shown(self) -> str:
@@ -112,7 +118,7 @@ def expand(
     file stays text. A project command's own mention of a file outside the project, a
     secret or a git-ignored one is not sent (a warning names the command file) unless the
     project is ``trusted``. Blocking (reads files): a worker thread from async code."""
-    from etcode.prompt.mentions import attach, find_mentions, resolve_mentions
+    from etcode.prompt.mentions import attach, find_mentions, images_of, resolve_mentions
     from etcode.prompt.project_files import TRUST_HINT, named_file_refusal
 
     text, spans = _substitute(command.body, args, words)
@@ -136,7 +142,9 @@ def expand(
     attachments = resolve_mentions(_as_text(own), root, trusted, root)
     attachments += resolve_mentions(_as_text(given), directory, trusted, root)
     prompt = attach(text, attachments) if attachments else text
-    return Expansion(command, args.strip(), prompt, [item.path for item in attachments], warnings)
+    return Expansion(
+        command, args.strip(), prompt, [item.path for item in attachments], warnings, images_of(attachments)
+    )
 
 
 def _as_text(mentions: list[str]) -> str:

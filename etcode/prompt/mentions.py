@@ -1,12 +1,18 @@
 """``@path`` mentions in a message: finding them, reading the files (through the one check of
-project files, ``project_files.refusal``) and attaching them as ``<file>`` blocks. The chat's
-input, ACP prompts and custom commands (``extensions/command_expansion.py``) share it."""
+project files, ``project_files.refusal``) and attaching them as ``<file>`` blocks; an image
+(PNG, JPEG, GIF, WebP) is attached as an :class:`ImagePart` of the message instead, the text
+keeping a line that names it. The chat's input, ACP prompts, ``etcode run`` and custom
+commands (``extensions/command_expansion.py``) share it."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from etcode.provider.types import ImagePart
 
 #: ``@path`` at the start or after whitespace; the path runs to the next whitespace.
 MENTION = re.compile(r"(?:(?<=\s)|^)@([^\s@]+)")
@@ -15,11 +21,13 @@ MAX_ATTACH_BYTES = 100 * 1024
 
 @dataclass
 class Attachment:
-    """A mentioned file: its display path and the text attached (or why it was not)."""
+    """A mentioned file: its display path and the text attached (or why it was not); an
+    image's text is None and ``image`` holds it."""
 
     path: str
     text: str | None
     note: str = ""
+    image: ImagePart | None = None
 
 
 def find_mentions(text: str) -> list[str]:
@@ -38,6 +46,7 @@ def resolve_mentions(
     link out of it (or to a secret or git-ignored file) is not attached unless the project
     is ``trusted`` (``prompt/project_files.py``). Blocking: call it in a worker thread."""
     from etcode.prompt.project_files import TRUST_HINT, refusal
+    from etcode.provider.images import is_image_path
     from etcode.util.fs import is_binary_file
 
     attachments: list[Attachment] = []
@@ -50,6 +59,9 @@ def resolve_mentions(
         reason = None if trusted else refusal(path, root or directory)
         if reason is not None:
             attachments.append(Attachment(shown, None, f"not attached: {reason} ({TRUST_HINT})"))
+            continue
+        if is_image_path(path):
+            attachments.append(_image_attachment(path, shown))
             continue
         try:
             size = path.stat().st_size
@@ -64,6 +76,24 @@ def resolve_mentions(
         note = f"truncated to the first {MAX_ATTACH_BYTES // 1024} KB" if size > MAX_ATTACH_BYTES else ""
         attachments.append(Attachment(shown, content, note))
     return attachments
+
+
+def _image_attachment(path: Path, shown: str) -> Attachment:
+    """The image at ``path`` as an attachment (or why it is not one). Blocking."""
+    from etcode.provider.images import ImageError, image_from_bytes
+
+    try:
+        image = image_from_bytes(path.read_bytes(), shown)
+    except OSError as err:
+        return Attachment(shown, None, f"unreadable: {err.strerror or err}")
+    except ImageError as err:
+        return Attachment(shown, None, f"not attached: {str(err).removeprefix(shown + ': ')}")
+    return Attachment(shown, None, f"image, attached: {image.width}×{image.height}", image)
+
+
+def images_of(attachments: list[Attachment]) -> list[ImagePart]:
+    """The images among ``attachments``, in order (they go with the message's text)."""
+    return [item.image for item in attachments if item.image is not None]
 
 
 def display_path(path: Path, directory: Path) -> str:

@@ -8,15 +8,21 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from etcode.provider.types import ImagePart
 
 
 @dataclass(frozen=True)
 class CommandTask:
     """The prompt to run instead of the task, and one warning per command file left out,
-    file not sent, or ``agent:``/``model:`` the ``Agent`` does not switch to."""
+    file not sent, or ``agent:``/``model:`` the ``Agent`` does not switch to; the images its
+    mentions attach."""
 
     prompt: str
     warnings: list[str] = field(default_factory=list)
+    images: list[ImagePart] = field(default_factory=list)
 
 
 async def command_task(
@@ -52,4 +58,4 @@ def _expand(
         warnings.append(
             f"{command.source}: /{command.name} runs with this Agent's model {model}, not {command.model}"
         )
-    return CommandTask(expansion.prompt, warnings)
+    return CommandTask(expansion.prompt, warnings, expansion.images)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from etcode.engine.settings import LoopSettings
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from etcode.engine.run import Run
     from etcode.engine.seams import LoopWindow, Recorder
     from etcode.provider.spec import ProviderSpec
+    from etcode.provider.types import ImagePart
     from etcode.security.shell_env import ShellEnvPolicy
     from etcode.wiring.settings import AgentSettings
 
@@ -94,9 +96,11 @@ def start_run(
     recorder: Recorder | None,
     window: LoopWindow | None,
     interceptors: tuple[Interceptor, ...] = (),
+    images: Sequence[ImagePart] = (),
 ) -> Run:
     """The run of ``task`` for the runtime's agent (not started: iterate its ``events()``);
-    ``interceptors`` see its turn and tool calls (``etcode.engine.interception``)."""
+    ``interceptors`` see its turn and tool calls (``etcode.engine.interception``); ``images``
+    follow the task's text in the user's message (the workflow's turns take its text only)."""
     settings = loop_settings(runtime, agent, recorder=recorder, window=window, interceptors=interceptors)
     if runtime.agent_name == WORKFLOW_AGENT:
         from etcode.workflow.engine import WorkflowLimits, WorkflowRun
@@ -119,7 +123,11 @@ def start_run(
         )
     from etcode.engine.loop import AgentLoop
 
-    return AgentLoop(settings, history, Message.user(task))
+    if not images:
+        return AgentLoop(settings, history, Message.user(task))
+    from etcode.prompt.image_inputs import user_message
+
+    return AgentLoop(settings, history, user_message(task, images))
 
 
 def shell_env(runtime: Runtime) -> ShellEnvPolicy:

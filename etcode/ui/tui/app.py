@@ -35,7 +35,7 @@ from etcode.ui.tui.goodbye import ExitState, ToolLines, exit_state_of
 from etcode.ui.tui.hangup import detach_from_terminal
 from etcode.ui.tui.highlight import LEXERS, PRELOAD
 from etcode.ui.tui.history import PromptHistory
-from etcode.ui.tui.mentions import Attachment, FileIndex, attach, resolve_mentions
+from etcode.ui.tui.mentions import Attachment, FileIndex, attach, images_of, resolve_mentions
 from etcode.ui.tui.options import TuiOptions
 from etcode.ui.tui.widgets.conversation import Conversation
 from etcode.ui.tui.widgets.prompt import PromptBox, PromptInput
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from etcode.config.raw import Loc
     from etcode.config.schema import Config
     from etcode.config.trust import Finding
+    from etcode.provider.types import ImagePart
 
 #: A custom command's agent and model for its turn (None: a message, the session's).
 TurnSettings = tuple[str | None, str | None] | None
@@ -107,7 +108,7 @@ class EtcodeApp(App[int]):
         self.status_bar.tick_listeners.append(self.feed.tick)
         self.status_bar.busy_listeners.append(self.feed.busy_changed)
         self.turn: Worker[None] | None = None
-        self.queued: list[tuple[str, str, list[str], TurnSettings]] = []
+        self.queued: list[tuple[str, str, list[str], TurnSettings, list[ImagePart]]] = []
         self.exit_code = 0
         self._ctrl_c_at = 0.0
         self._quitting = False
@@ -122,6 +123,7 @@ class EtcodeApp(App[int]):
         #: Keys and pastes that came before the input was mounted (see :meth:`on_event`).
         self._typeahead: list[events.Key | events.Paste] = []
         self.prompt.input.scroll_target = self.conversation
+        self.prompt.input.directory = self.directory
 
     def _pick_theme(self) -> str:
         """Light or dark as the terminal is (``ETCODE_THEME``, ``COLORFGBG``, see
@@ -377,7 +379,7 @@ class EtcodeApp(App[int]):
         custom = await self._report_commands() if text.lstrip().startswith("/") else []
         parsed = slash.parse_command(text, custom)
         if parsed is not None and parsed.command is not None and parsed.command.custom:
-            await self._send_command(message.full)
+            await self._send_command(message.full, message.images)
             return
         if parsed is not None:
             await self.run_command(parsed)
@@ -389,27 +391,36 @@ class EtcodeApp(App[int]):
 
             return resolve_mentions(text, self.directory, trusted, describe(self.directory).worktree)
 
+        from etcode.provider.images import image_label
+
         attachments = await asyncio.to_thread(read_mentions)
         task = attach(message.full, attachments) if attachments else message.full
-        shown = [a.path for a in attachments]
-        await self._send(text, task, shown, None)
+        shown = [image_label(a.image) if a.image else a.path for a in attachments]
+        await self._send(text, task, shown, None, [*message.images, *images_of(attachments)])
 
-    async def _send(self, text: str, task: str, shown: list[str], settings: TurnSettings) -> None:
+    async def _send(
+        self,
+        text: str,
+        task: str,
+        shown: list[str],
+        settings: TurnSettings,
+        images: list[ImagePart] | None = None,
+    ) -> None:
         if self.busy or (self.host is None and not self._agent_failed):
-            self.queued.append((text, task, shown, settings))
+            self.queued.append((text, task, shown, settings, images or []))
             self.notify("Queued: it will be sent when the current turn ends.", timeout=3)
             return
-        self.queued.insert(0, (text, task, shown, settings))
+        self.queued.insert(0, (text, task, shown, settings, images or []))
         await self._start_queued()
 
     async def _start_queued(self) -> None:
-        text, task, shown, settings = self.queued.pop(0)
-        if settings is None:
+        text, task, shown, settings, images = self.queued.pop(0)
+        if settings is None and not images:
             await self.start_turn(text, task, shown)
         else:
-            await self.start_turn(text, task, shown, settings)
+            await self.start_turn(text, task, shown, settings, images)
 
-    async def _send_command(self, full: str) -> None:
+    async def _send_command(self, full: str, images: list[ImagePart] | None = None) -> None:
         """A custom command: its prompt is sent; ``/name args`` and the files are shown."""
         from etcode.ui.command_prompts import expand_text
 
@@ -430,7 +441,7 @@ class EtcodeApp(App[int]):
         for note in choice.notes if choice else []:
             await self.conversation.add_notice(note)
         settings = (choice.agent, choice.model) if choice else (None, None)
-        await self._send(found.shown, found.prompt, found.files, settings)
+        await self._send(found.shown, found.prompt, found.files, settings, [*found.images, *(images or [])])
 
     @property
     def busy(self) -> bool:
@@ -438,21 +449,31 @@ class EtcodeApp(App[int]):
         return self._turn_active
 
     async def start_turn(
-        self, text: str, task: str, attached: list[str] | None = None, settings: TurnSettings = None
+        self,
+        text: str,
+        task: str,
+        attached: list[str] | None = None,
+        settings: TurnSettings = None,
+        images: list[ImagePart] | None = None,
     ) -> None:
         """Show the user's message and run the turn in a worker (with a custom command's
-        agent and model: ``settings``)."""
+        agent and model: ``settings``; ``images`` go with the task)."""
         await self.conversation.add_user(text, attached)
         if self.host is None:
             await self.conversation.add_notice("error: no agent (see the error above)", "error")
             return
-        self.run_busy(self._command_turn(task, settings) if settings else self._stream_turn(task))
+        images = images or []
+        self.run_busy(
+            self._command_turn(task, settings, images) if settings else self._stream_turn(task, images)
+        )
 
-    async def _command_turn(self, task: str, settings: tuple[str | None, str | None]) -> None:
+    async def _command_turn(
+        self, task: str, settings: tuple[str | None, str | None], images: list[ImagePart]
+    ) -> None:
         assert self.host is not None
         try:
             async with self.host.turn_settings(*settings):
-                await self._stream_turn(task)
+                await self._stream_turn(task, images)
         finally:
             self._show_model()
 
@@ -463,10 +484,10 @@ class EtcodeApp(App[int]):
         self._turn_active = True
         self.turn = self.run_worker(self._busy(work), group="turn", exit_on_error=False)
 
-    async def _stream_turn(self, task: str) -> None:
+    async def _stream_turn(self, task: str, images: list[ImagePart] | None = None) -> None:
         assert self.host is not None
         waiting = True
-        async for event in self.host.agent.stream(task):
+        async for event in self.host.agent.stream(task, images):
             if waiting and isinstance(event, StepStart):  # the request is on its way:
                 waiting = False  # tidy the heap while the model thinks
                 self.set_timer(REQUEST_HEADSTART, self.collector.turn_started)

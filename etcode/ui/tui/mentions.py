@@ -14,6 +14,7 @@ from etcode.prompt.mentions import (
     attach,
     display_path,
     find_mentions,
+    images_of,
     resolve_mentions,
 )
 
@@ -26,6 +27,7 @@ __all__ = [
     "attach",
     "display_path",
     "find_mentions",
+    "images_of",
     "mention_at",
     "resolve_mentions",
 ]

@@ -27,12 +27,14 @@ from etcode.ui.tui.theme import code_theme
 
 
 class UserMessage(Static):
-    """What the user sent, with the names of the files attached through ``@path``."""
+    """What the user sent, with the names of the files attached through ``@path`` (an
+    image's label, ``[image: NAME W×H]``, as it is)."""
 
     def __init__(self, text: str, attached: list[str] | None = None) -> None:
         body = Text(text)
         if attached:
-            body.append("\n" + "  ".join(f"@{path}" for path in attached), style="dim")
+            names = [path if path.startswith("[image: ") else f"@{path}" for path in attached]
+            body.append("\n" + "  ".join(names), style="dim")
         super().__init__(body, classes="user-message", markup=False)
 
 

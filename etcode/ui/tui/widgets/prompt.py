@@ -4,7 +4,9 @@ Enter sends; Shift+Enter, Ctrl+J or Alt+Enter insert a new line; Up on the first
 Down on the last walk the history. Typing ``/`` at the start lists slash commands and
 ``@`` lists project files; Tab (or Enter) accepts, Up/Down choose, Esc closes the list.
 PageUp/PageDown scroll the conversation. A large paste shows as ``[Pasted text #1 +N lines]``
-and is sent in full.
+and is sent in full. An image file's path pasted (a file dropped on the terminal: quoted, a
+``file://`` URL or with escaped spaces) shows as ``[image: NAME W×H]`` and the image is sent
+with the message.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import events
 from textual.app import ComposeResult
@@ -27,6 +31,9 @@ from etcode.ui.tui.commands import SlashCommand, complete_command
 from etcode.ui.tui.history import PromptHistory
 from etcode.ui.tui.mentions import FileIndex, mention_at
 
+if TYPE_CHECKING:
+    from etcode.provider.types import ImagePart
+
 NEWLINE_KEYS = ("shift+enter", "ctrl+j", "alt+enter", "ctrl+enter")
 #: ``/command ARG`` being typed: the argument is completed from the command's choices.
 ARGUMENT = re.compile(r"/(\w+) (\S*)$")
@@ -36,6 +43,8 @@ MENU_KEYS = ("up", "down", "tab", "enter", "escape")
 #: A paste with more lines or characters than these is collapsed to a label in the input.
 PASTE_LINES = 10
 PASTE_CHARS = 1000
+#: A paste longer than this is no dropped file's path.
+PATH_CHARS = 4096
 
 
 @dataclass
@@ -62,12 +71,14 @@ class PromptInput(TextArea):
     """The text area itself; key handling is in ``_on_key`` (runs before TextArea's)."""
 
     class Submitted(Message):
-        """``text`` as shown in the input; ``full`` with collapsed pastes put back."""
+        """``text`` as shown in the input; ``full`` with collapsed pastes put back;
+        ``images`` those pasted whose label is still in the text."""
 
-        def __init__(self, text: str, full: str | None = None) -> None:
+        def __init__(self, text: str, full: str | None = None, images: list[ImagePart] | None = None) -> None:
             super().__init__()
             self.text = text
             self.full = text if full is None else full
+            self.images = list(images or [])
 
     def __init__(self, history: PromptHistory | None = None, id: str | None = None) -> None:
         super().__init__(
@@ -84,6 +95,10 @@ class PromptInput(TextArea):
         self.placeholder = "Ask anything · / for commands · @ to attach a file"
         #: Collapsed pastes: label in the input -> the pasted text.
         self.pastes: dict[str, str] = {}
+        #: Pasted images: label in the input (``[image: NAME W×H]``) -> the image.
+        self.images: dict[str, ImagePart] = {}
+        #: Where a pasted relative path is read from (the app sets the project folder).
+        self.directory: Path | None = None
         #: What PageUp/PageDown scroll (the app sets the conversation).
         self.scroll_target: Widget | None = None
 
@@ -146,8 +161,15 @@ class PromptInput(TextArea):
             self.set_text(shown)
 
     async def _on_paste(self, event: events.Paste) -> None:
-        """A large paste goes in as a one-line label (TextArea inserts a small one)."""
+        """A large paste goes in as a one-line label (TextArea inserts a small one); an
+        image file's path as the image's label."""
         text = event.text.replace("\r\n", "\n").replace("\r", "\n")
+        image = _image_path(text, self.directory) if len(text) <= PATH_CHARS else None
+        if image is not None:
+            event.stop()
+            event.prevent_default()
+            await self._paste_image(image, text)
+            return
         lines = len(text.splitlines())
         if lines <= PASTE_LINES and len(text) <= PASTE_CHARS:
             return
@@ -156,6 +178,27 @@ class PromptInput(TextArea):
         size = f"+{lines} lines" if lines > 1 else f"{len(text)} chars"
         label = f"[Pasted text #{len(self.pastes) + 1} {size}]"
         self.pastes[label] = text
+        result = self.replace(label, *self.selection)
+        self.move_cursor(result.end_location)
+        self.focus()
+
+    async def _paste_image(self, path: Path, text: str) -> None:
+        """``path``'s image as its label at the cursor; the pasted text as it is when the
+        file is missing, and with a warning when it is no readable image."""
+        from etcode.provider.images import ImageError, image_label, read_image
+
+        label = text
+        try:
+            image = await read_image(path, path.name)
+        except ImageError as err:
+            if path.exists():
+                self.app.notify(f"image not attached: {err}", severity="warning", timeout=6)
+        else:
+            label = image_label(image)
+            known = self.images.get(label)
+            if known is not None and known.sha256 != image.sha256:
+                label = f"{label[:-1]} #{len(self.images) + 1}]"
+            self.images[label] = image
         result = self.replace(label, *self.selection)
         self.move_cursor(result.end_location)
         self.focus()
@@ -181,10 +224,12 @@ class PromptInput(TextArea):
         if not text.strip():
             return
         full = self.expand_pastes(text)
+        images = [image for label, image in self.images.items() if label in text]
         self.prompt_history.add(full)
         self.load_text("")
         self.pastes.clear()
-        self.post_message(self.Submitted(text, full))
+        self.images.clear()
+        self.post_message(self.Submitted(text, full, images))
 
     @property
     def cursor_offset(self) -> int:
@@ -304,6 +349,18 @@ def _document(area: TextArea) -> Document:
     document = area.document
     assert isinstance(document, Document)
     return document
+
+
+def _image_path(text: str, directory: Path | None) -> Path | None:
+    """The image file a paste names (a dropped file), or None: not one path of an image."""
+    from etcode.prompt.image_inputs import pasted_path
+    from etcode.provider.images import is_image_path
+
+    named = pasted_path(text)
+    if named is None or not is_image_path(named):
+        return None
+    path = Path(named).expanduser()
+    return path if path.is_absolute() else (directory or Path.cwd()) / path
 
 
 def _runs_at_once(value: str) -> bool:
