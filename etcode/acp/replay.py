@@ -11,8 +11,15 @@ from typing import TYPE_CHECKING
 from acp import helpers
 
 from etcode.acp.updates import Update, plan_of, tool_end, tool_start
-from etcode.provider.images import image_label
-from etcode.provider.types import ImagePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from etcode.provider.types import (
+    ImagePart,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    image_label,
+)
 from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:

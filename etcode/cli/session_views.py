@@ -153,7 +153,7 @@ def _call_summary(part: ToolCallPart) -> str:
 
 def _result_lines(part: ToolResultPart) -> list[str]:
     """A result's ``└`` line, then a line per image it returned."""
-    from etcode.provider.images import image_label
+    from etcode.provider.types import image_label
 
     mark = "⚠ " if part.is_error else ""
     images = [f"    {image_label(image)}" for image in part.images or []]
@@ -179,7 +179,7 @@ def _part_lines(part: Part, role: str, results: dict[str, ToolResultPart], shown
     if isinstance(part, ToolResultPart) and part.call_id not in shown:
         return _result_lines(part)
     if isinstance(part, ImagePart):
-        from etcode.provider.images import image_label
+        from etcode.provider.types import image_label
 
         return [("> " if role == "user" else "") + image_label(part)]
     return []

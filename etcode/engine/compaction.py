@@ -30,7 +30,6 @@ from etcode.engine.context import ContextBudget, TokenEstimator
 from etcode.engine.images import replace_images
 from etcode.provider.base import Provider
 from etcode.provider.errors import ContextOverflowError, ProviderError
-from etcode.provider.images import image_label
 from etcode.provider.types import (
     Message,
     ModelRequest,
@@ -40,6 +39,7 @@ from etcode.provider.types import (
     ToolResultPart,
     ToolSchema,
     Usage,
+    image_label,
 )
 
 SUMMARY_HEADER = (

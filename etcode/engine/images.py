@@ -53,7 +53,7 @@ def replace_images(messages: list[Message], text_for: ImageText) -> list[Message
 def image_not_sent(model: str, image: ImagePart) -> str:
     """The notice a text-only model reads in place of ``image``."""
     from etcode.prompt.templates import load, render
-    from etcode.provider.images import image_label
+    from etcode.provider.types import image_label
 
     return render(load("notices/image_not_sent.txt"), {"model": model, "label": image_label(image)}).strip()
 

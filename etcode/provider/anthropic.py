@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from etcode.provider.errors import StreamParseError
 from etcode.provider.http_errors import error_from_payload
 from etcode.provider.http_provider import RetryingHTTPProvider
-from etcode.provider.images import image_label
 from etcode.provider.shapes import as_dict, as_index, as_str, as_tokens
 from etcode.provider.spec import ProviderSpec
 from etcode.provider.sse import SSEEvent
@@ -36,6 +35,7 @@ from etcode.provider.types import (
     ToolCallStarted,
     ToolResultPart,
     Usage,
+    image_label,
 )
 from etcode.util.json_types import JsonObject, JsonValue
 

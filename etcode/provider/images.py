@@ -381,11 +381,6 @@ def image_tokens(image: ImagePart, family: Literal["anthropic", "openai"] = "ope
     return OPENAI_BASE_TOKENS + OPENAI_TILE_TOKENS * tiles
 
 
-def image_label(image: ImagePart) -> str:
-    """``[image: NAME W×H]``: an image in replay and in text-only places."""
-    return f"[image: {image.name or 'image'} {image.width}×{image.height}]"
-
-
 def describe(prepared: PreparedImage) -> str:
     """``screenshot.png (1280×720, PNG, 412.0 KB)``, with the file's own size and type when
     the image sent is a scaled-down or re-encoded copy: what a tool tells the model."""

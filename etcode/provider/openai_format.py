@@ -10,9 +10,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from etcode.provider.images import image_label
 from etcode.provider.shapes import field_of
-from etcode.provider.types import ImagePart, Message, Part, TextPart, ToolCallPart, ToolResultPart, ToolSchema
+from etcode.provider.types import (
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSchema,
+    image_label,
+)
 from etcode.util.json_types import JsonObject, JsonValue
 
 __all__ = [

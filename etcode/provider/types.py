@@ -91,6 +91,12 @@ class ImagePart:
     type: Literal["image"] = "image"
 
 
+def image_label(image: ImagePart) -> str:
+    """``[image: NAME W×H]``: an image in replay and in text-only places (here, not in
+    ``provider/images.py``, so that a run without images never imports that module)."""
+    return f"[image: {image.name or 'image'} {image.width}×{image.height}]"
+
+
 Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart | ImagePart
 
 _PART_TYPES: dict[str, type] = {

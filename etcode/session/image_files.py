@@ -147,7 +147,7 @@ def _loaded(image: ImagePart, folder: Path, warnings: list[str] | None) -> Image
 
 
 def _label(image: ImagePart) -> str:
-    from etcode.provider.images import image_label
+    from etcode.provider.types import image_label
 
     return image_label(image)
 

@@ -391,7 +391,7 @@ class EtcodeApp(App[int]):
 
             return resolve_mentions(text, self.directory, trusted, describe(self.directory).worktree)
 
-        from etcode.provider.images import image_label
+        from etcode.provider.types import image_label
 
         attachments = await asyncio.to_thread(read_mentions)
         task = attach(message.full, attachments) if attachments else message.full

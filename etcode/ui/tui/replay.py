@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from textual.widget import Widget
 
-from etcode.provider.images import image_label
 from etcode.provider.types import (
     ImagePart,
     Message,
@@ -24,6 +23,7 @@ from etcode.provider.types import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    image_label,
 )
 from etcode.ui.tui.widgets.conversation import Conversation
 from etcode.util.json_types import JsonObject

@@ -185,7 +185,8 @@ class PromptInput(TextArea):
     async def _paste_image(self, path: Path, text: str) -> None:
         """``path``'s image as its label at the cursor; the pasted text as it is when the
         file is missing, and with a warning when it is no readable image."""
-        from etcode.provider.images import ImageError, image_label, read_image
+        from etcode.provider.images import ImageError, read_image
+        from etcode.provider.types import image_label
 
         label = text
         try:
