@@ -28,6 +28,7 @@ from etcode.ui.command_prompts import CommandIndex
 from etcode.ui.tui import commands as slash
 from etcode.ui.tui import warmup
 from etcode.ui.tui.asker import TuiAsker
+from etcode.ui.tui.background import BackgroundWatch
 from etcode.ui.tui.collector import CollectorPolicy
 from etcode.ui.tui.controller import AgentHost
 from etcode.ui.tui.feed import EventFeed
@@ -46,6 +47,8 @@ from etcode.util.errors import EtcodeError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+
+    from etcode.api import Agent
 
     from etcode.config.raw import Loc
     from etcode.config.schema import Config
@@ -116,6 +119,8 @@ class EtcodeApp(App[int]):
         self._quit_done = False
         self._lexer_listener: Callable[[str], None] = lambda language: None
         self.collector = CollectorPolicy()
+        #: The session's background processes: the status bar's count, ``/bashes``.
+        self.background = BackgroundWatch(lambda count: self.status_bar.update_info(background=count))
         #: The session and its messages when the app quit (printed by ``launch`` afterwards).
         self.exit_state: ExitState | None = None
         self.tool_lines = ToolLines()  # what the live run showed for each call (the transcript)
@@ -203,6 +208,7 @@ class EtcodeApp(App[int]):
     def on_unmount(self) -> None:
         LEXERS.remove_listener(self._lexer_listener)
         self.collector.stop()
+        self.background.close()
 
     async def _start_agent(self) -> None:
         """Build the agent (config, session store), then warm it up in a worker. A project
@@ -271,6 +277,8 @@ class EtcodeApp(App[int]):
             await self.conversation.add_notice(f"error: {err}", "error")
             return
         self.prompt.arguments.update(model=self.host.model_names, agent=self.host.agent_names)
+        self.host.agent_listeners.append(self._follow_background)
+        self._follow_background(self.host.agent)
         self._show_model()
         self.warm_up()
         LEXERS.request(*PRELOAD)  # after the first paint: start-up has the CPU to itself
@@ -300,6 +308,10 @@ class EtcodeApp(App[int]):
             model, limit = "no model", None
             self.call_later(self.conversation.add_notice, f"error: {err}", "error")
         self.status_bar.update_info(agent=self.host.resolved_agent(), model=model, context_limit=limit)
+
+    def _follow_background(self, agent: Agent) -> None:
+        """Count the background processes of ``agent`` (the host's new one)."""
+        self.background.follow(agent.background)
 
     def _on_agent_event(self, event: Event) -> None:
         """Events the agent produces outside a turn (``/compact``'s progress, usage)."""
