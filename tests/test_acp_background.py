@@ -17,14 +17,18 @@ from acp import PROTOCOL_VERSION, text_block
 
 from tests.acp_support import RecordingClient, acp_agent, capabilities, step
 from tests.fake_llm import Call, FakeLLM, Reply
-from tests.process_support import kill_all, live_with, survivors, token
+from tests.process_support import group_alive, kill_all, live_with, survivors, token
 from tests.project_support import ProjectSpec
 
 PROJECT = ProjectSpec(settings={"permission": {"bash": "allow"}})
 
 
 def background(command: str, call_id: str) -> Call:
-    return Call("Bash", {"command": command, "run_in_background": True, "description": "in the background"}, id=call_id)
+    return Call(
+        "Bash",
+        {"command": command, "run_in_background": True, "description": "in the background"},
+        id=call_id,
+    )
 
 
 async def _session(conn, project: Path) -> str:
@@ -57,7 +61,7 @@ async def test_the_call_stays_in_progress_until_its_process_ends(llm: FakeLLM, p
     llm.script(
         Reply(text="Starting.", calls=[background(waiting, "call_wait"), background(f"sleep {mark}", "call_sleep")]),
         Reply(text="Both started."),
-        Reply(calls=[Call("KillBash", {"id": "bash_2"}, id="call_kill")]),
+        Reply(calls=[Call("KillBash", {"shell_id": "bash_2"}, id="call_kill")]),
         Reply(text="Killed it."),
     )  # fmt: skip
     client = RecordingClient()
@@ -97,19 +101,14 @@ async def test_eof_on_stdin_ends_every_background_group(llm: FakeLLM, project: P
             assert (await _prompt(conn, session_id, "start it")).stop_reason == "end_turn"
             assert client.tool_updates("call_group")[-1].status == "in_progress"
             deadline = time.monotonic() + 30
-            while len(live_with(mark)) < 2 and time.monotonic() < deadline:
+            while not (pid_file.exists() and len(live_with(mark)) >= 3) and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
             pgid = int(pid_file.read_text().strip())
-            os.killpg(pgid, 0)  # the group is there
+            assert group_alive(pgid)
             proc.stdin.close()  # the editor closed
             assert await asyncio.wait_for(proc.wait(), 60) == 0
         assert await survivors(mark, 10) == []
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            pass
-        else:
-            raise AssertionError("the background process group outlived etcode acp")
+        assert not group_alive(pgid), "the background process group outlived etcode acp"
     finally:
         kill_all(live_with(mark))
         if pgid:

@@ -15,7 +15,7 @@ import pytest
 from etcode.ui.tui.widgets.bashes import BashesScreen
 from etcode.ui.tui.widgets.messages import Notice
 from tests.fake_llm import Call, FakeLLM, Reply
-from tests.process_support import kill_all, live_with, survivors, token
+from tests.process_support import group_alive, kill_all, live_with, survivors, token
 from tests.tui_support import SIZE, ProjectSpec, make_app, ready, run_turn, submit, wait_for
 
 PROJECT = ProjectSpec(settings={"permission": {"bash": "allow"}})
@@ -31,16 +31,6 @@ def background(command: str, call_id: str, description: str = "") -> Call:
 def group_command(pid_file: Path, mark: str) -> str:
     """A shell that writes its pid (its group's id) and waits on two children of its group."""
     return f"echo $$ > {pid_file}; sleep {mark} & sleep {mark} & wait"
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover - a group of someone else's: not ours
-        return True
-    return True
 
 
 def notices(app) -> list[str]:
@@ -119,7 +109,11 @@ async def test_quitting_ends_every_background_group(project: Path, llm: FakeLLM,
         async with app.run_test(size=SIZE) as pilot:
             await ready(pilot, app)
             await run_turn(pilot, app, "start it")
-            await wait_for(pilot, lambda: len(live_with(mark)) == 2, what="the two sleeps")
+            await wait_for(
+                pilot,
+                lambda: pid_file.exists() and len(live_with(mark)) >= 3,
+                what="the shell and two sleeps",
+            )
             pgid = int(pid_file.read_text().strip())
             assert group_alive(pgid)
             if how == "/exit":

@@ -461,15 +461,17 @@ class EtcodeAcpAgent:
         async for event in handle.agent.stream(text):
             if isinstance(event, ev.ErrorEvent):
                 error = event.message
-            background = background_id(event) is not None
-            updates = [started_update(event)] if background else updates_of(event, handle.directory)
+            started = event if isinstance(event, ev.ToolResultEvent) and background_id(event) else None
+            updates = (
+                [started_update(started)] if started is not None else updates_of(event, handle.directory)
+            )
             for update in updates:
                 try:
                     await self.conn.session_update(handle.id, update)
                 except ConnectionError:  # the client went away: stop the turn, keep what is done
                     handle.agent.interrupt()
-            if background and isinstance(event, ev.ToolResultEvent) and handle.background is not None:
-                await handle.background.started(event, handle.agent.background)
+            if started is not None and handle.background is not None:  # its process runs on
+                await handle.background.started(started, handle.agent.background)
         return error
 
     async def cancel(self, session_id: str, **kwargs: object) -> None:

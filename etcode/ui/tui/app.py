@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from etcode.api import Agent
-
     from etcode.config.raw import Loc
     from etcode.config.schema import Config
     from etcode.config.trust import Finding

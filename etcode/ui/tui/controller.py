@@ -131,7 +131,9 @@ class AgentHost:
         old = self.agent
         background = old.state.pop(BACKGROUND_KEY, None)  # not ended by the close below
         try:
-            await old.aclose(end_session=False)  # flushes the session; the runtime is rebuilt on the next turn
+            await old.aclose(
+                end_session=False
+            )  # flushes the session; the runtime is rebuilt on the next turn
             self.agent = self.make_agent(session_id=old.session_id)  # reloads the stored session
         except BaseException:
             if background is not None:  # the old agent stays: so do its processes
