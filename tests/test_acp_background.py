@@ -114,3 +114,17 @@ async def test_eof_on_stdin_ends_every_background_group(llm: FakeLLM, project: P
         if pgid:
             with contextlib.suppress(OSError):
                 os.killpg(pgid, signal.SIGKILL)
+
+
+def test_the_final_status_follows_how_the_process_ended() -> None:
+    from etcode.acp.background import ended_update
+    from etcode.tools.background import BackgroundInfo
+
+    def final(status: str, code: int | None):
+        info = BackgroundInfo("bash_1", "make serve", "", status, code, 1, 0.0)
+        return ended_update("call_1", info, [])
+
+    assert final("exited", 0).status == "completed"
+    assert final("exited", 2).status == "failed" and "exited with code 2" in _text(final("exited", 2))
+    assert final("killed", -15).status == "completed"  # ended on request (KillBash)
+    assert final("killed", -15).raw_output == {"background": "bash_1", "status": "killed", "exit_code": -15}

@@ -153,3 +153,28 @@ async def test_a_model_switch_keeps_them_and_a_new_session_ends_them(project: Pa
             await wait_for(pilot, lambda: "background" not in status_text(app), what="the count to go")
     finally:
         kill_all(live_with(mark))
+
+
+def test_a_row_shows_status_run_time_and_the_commands_first_line() -> None:
+    from dataclasses import replace
+
+    from etcode.tools.background import BackgroundInfo
+    from etcode.ui.tui.background import process_row, runtime_text
+
+    info = BackgroundInfo("bash_12", "npm run dev\n  --port 3000", "dev server", "running", None, 1, 1000.0)
+    assert process_row(info, None, now=1125.0) == "bash_12   running     2m05s  npm run dev …"
+    exited = replace(info, status="exited", exit_code=1)
+    assert process_row(exited, 1007.9, now=5000.0).split()[:4] == ["bash_12", "exit", "1", "7s"]
+    killed = replace(info, status="killed", exit_code=-15)
+    assert process_row(killed, None).split()[:3] == ["bash_12", "killed", "-"]  # its end unseen
+    assert [runtime_text(s) for s in (0, 59.9, 60, 3599, 7325)] == ["0s", "59s", "1m00s", "59m59s", "2h02m"]
+    long = replace(info, command="x" * 200)
+    assert len(process_row(long, None, now=1000.0).split("  ")[-1]) == 80
+
+
+def test_the_count_comes_before_the_figures_a_narrow_bar_cuts_first() -> None:
+    from etcode.ui.tui.widgets.status import StatusInfo
+
+    info = StatusInfo(agent="build", model="fake/m", context_tokens=1200, cost=0.5, background=2)
+    assert info.left().plain == "build · fake/m · ⏵ 2 background · 1.2k tokens · $0.5000"
+    assert "background" not in StatusInfo(agent="build", model="fake/m").left().plain
