@@ -1,0 +1,242 @@
+"""Background processes through the real ``etcode run`` against the scripted model server:
+Bash with ``run_in_background``, BashOutput, KillBash, the exit note on the next request,
+``shell.maxBackground``, the permission rules and the sandbox, and nothing left running
+after the run ends, Ctrl-C or SIGHUP (checked by process group)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from etcode.security.sandbox import unavailable_reason
+from tests import process_support
+from tests.cli_helpers import etcode, write_config
+from tests.fake_llm import Call, FakeLLM, Recorded, Reply
+from tests.require import missing
+
+PYTHON = shlex.quote(sys.executable)
+#: Generous bounds for what must happen (only a failure waits that long).
+GONE_SECONDS = 20.0
+
+
+def tool_results(recorded: Recorded) -> list[str]:
+    """The text of every tool result in a request (OpenAI: ``tool`` messages; Anthropic:
+    ``tool_result`` blocks), in order."""
+    found: list[str] = []
+    for message in recorded.body["messages"]:
+        if message.get("role") == "tool":
+            found.append(json.dumps(message["content"]))
+        content = message.get("content")
+        if isinstance(content, list):
+            found.extend(json.dumps(b.get("content")) for b in content if b.get("type") == "tool_result")
+    return [json.loads(f) if f.startswith('"') else f for f in found]
+
+
+def group_gone(pgid: int, seconds: float = GONE_SECONDS) -> bool:
+    """Wait until process group ``pgid`` has no member (zombies count: nobody may reap
+    them here, so only a group empty of live processes is waited for, then checked)."""
+    from etcode.util.process_group import group_alive
+
+    deadline = time.monotonic() + seconds
+    while group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not group_alive(pgid)
+
+
+def killpg_gone(pgid: int, seconds: float = GONE_SECONDS) -> bool:
+    """``os.killpg(pgid, 0)`` raises ProcessLookupError (waited for: zombies linger until reaped)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def started_pid(text: str) -> int:
+    match = re.search(r"Started (bash_\d+) in the background \(pid (\d+)\)", text)
+    assert match, text
+    return int(match.group(2))
+
+
+def test_http_server_started_polled_fetched_killed(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    (project / "hello.txt").write_text("hello from the project\n", encoding="utf-8")
+    seen: dict[str, Any] = {}
+
+    def after_start(recorded: Recorded) -> Reply:
+        first = tool_results(recorded)[-1]
+        seen["pid"] = started_pid(first)
+        port = re.search(r"port (\d+)", first)
+        assert port, first  # the first output came back with the start
+        with urllib.request.urlopen(f"http://127.0.0.1:{port.group(1)}/hello.txt", timeout=10) as page:
+            seen["page"] = page.read().decode()
+        return Reply(calls=[Call("BashOutput", {"bash_id": "bash_1"})])
+
+    def after_poll(recorded: Recorded) -> Reply:
+        seen["poll"] = tool_results(recorded)[-1]
+        return Reply(calls=[Call("KillBash", {"shell_id": "bash_1"})])
+
+    def after_kill(recorded: Recorded) -> Reply:
+        seen["kill"] = tool_results(recorded)[-1]
+        seen["gone"] = killpg_gone(seen["pid"])
+        return Reply(text="served and stopped")
+
+    command = f"{PYTHON} -u -m http.server 0 --bind 127.0.0.1"
+    llm.script(
+        Reply(calls=[Call("Bash", {"command": command, "run_in_background": True, "description": "serve"})]),
+        after_start,
+        after_poll,
+        after_kill,
+    )
+    proc = etcode("run", "serve the folder", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert seen["page"] == "hello from the project\n"
+    assert "bash_1 (" in seen["poll"] and ": running" in seen["poll"]
+    assert '"GET /hello.txt HTTP/1.1" 200' in seen["poll"]  # the server's log since the start
+    assert "Serving HTTP" not in seen["poll"]  # read already: only what is new
+    assert seen["kill"].startswith("Killed bash_1")
+    assert seen["gone"], "the server's process group outlived KillBash"
+    assert "● Bash" in proc.stderr and "started bash_1 in the background" in proc.stderr
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_the_model_is_told_of_an_exit(project: Path, llm: FakeLLM, wire: str) -> None:
+    write_config(project, llm, wire)
+    background = "echo $$ > bg.pid; while [ ! -f go ]; do sleep 0.02; done; echo finishing; exit 3"
+    # The foreground call lets it go, waits until it is gone, then long enough for the watcher.
+    wait = "touch go; while kill -0 $(cat bg.pid) 2>/dev/null; do sleep 0.02; done; sleep 2"
+    llm.script(
+        Reply(calls=[Call("Bash", {"command": background, "run_in_background": True})]),
+        Reply(calls=[Call("Bash", {"command": wait})]),
+        Reply(text="noted"),
+        Reply(text="second turn"),
+    )
+    proc = etcode("run", "start it", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    note = "Background process bash_1 (echo $$ > bg.pid; while"
+    bodies = [json.dumps(r.body) for r in llm.requests]
+    assert note not in bodies[1]
+    assert note in bodies[2] and "exited with code 3" in bodies[2]
+    assert len(llm.requests) == 3
+
+
+def test_bash_output_reports_the_exit_instead_of_the_note(project: Path, llm: FakeLLM) -> None:
+    """An exit BashOutput already reported is not told again."""
+    write_config(project, llm)
+    background = "echo $$ > bg.pid; while [ ! -f go ]; do sleep 0.02; done; echo finishing; exit 4"
+    wait = "touch go; while kill -0 $(cat bg.pid) 2>/dev/null; do sleep 0.02; done; sleep 2"
+    llm.script(
+        Reply(calls=[Call("Bash", {"command": background, "run_in_background": True})]),
+        Reply(
+            calls=[
+                Call("Bash", {"command": wait}),
+                Call("BashOutput", {"bash_id": "bash_1", "filter": "finish"}),
+            ]
+        ),
+        Reply(calls=[Call("BashOutput", {"bash_id": "bash_1", "filter": "("})]),
+        Reply(text="done"),
+    )
+    proc = etcode("run", "start it", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    polled = tool_results(llm.requests[2])[-1]
+    assert "exited with code 4" in polled and "finishing" in polled
+    assert not any("Background process bash_1" in json.dumps(r.body) for r in llm.requests)
+    bad = tool_results(llm.requests[3])[-1]
+    assert "filter '(' is not a regular expression" in bad
+    assert bad.count("\n") == 0
+
+
+def test_max_background_refuses_the_next_start(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm, shell={"maxBackground": 1})
+    mark = process_support.token()
+    llm.script(
+        Reply(calls=[Call("Bash", {"command": f"sleep {mark}", "run_in_background": True})]),
+        Reply(calls=[Call("Bash", {"command": "echo never > second.txt", "run_in_background": True})]),
+        Reply(text="one is enough"),
+    )
+    proc = etcode("run", "start two", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    refused = tool_results(llm.requests[2])[-1]
+    assert "shell.maxBackground" in refused and "is 1" in refused
+    assert not (project / "second.txt").exists()
+    # The run ended: its process with it.
+    assert not process_support.live_with(mark)
+
+
+def test_permission_rules_apply(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm, permission={"bash": {"*": "allow", "touch *": "deny"}})
+    llm.script(
+        Reply(calls=[Call("Bash", {"command": "touch made.txt", "run_in_background": True})]),
+        Reply(text="refused"),
+    )
+    proc = etcode("run", "--yes", "make it", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    refused = tool_results(llm.requests[1])[-1]
+    assert "denied" in refused.lower() and "bash_1" not in refused
+    assert not (project / "made.txt").exists()
+
+
+def test_sandbox_applies(project: Path, llm: FakeLLM) -> None:
+    if unavailable_reason() is not None:
+        missing("bwrap", f"no sandbox on this machine: {unavailable_reason()}")
+    write_config(project, llm, sandbox="read-only")
+    command = "echo x > written.txt; echo status $?"
+    llm.script(
+        Reply(calls=[Call("Bash", {"command": command, "run_in_background": True})]),
+        Reply(text="read-only"),
+    )
+    proc = etcode("run", "write", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    result = tool_results(llm.requests[1])[-1]
+    assert "Read-only file system" in result and "status 1" in result
+    assert not (project / "written.txt").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
+def test_nothing_left_after_a_signal(project: Path, llm: FakeLLM, sig: signal.Signals) -> None:
+    write_config(project, llm)
+    mark = process_support.token()
+    background = f"echo $$ > bg.pid; sleep {mark} & sleep {mark}"
+    llm.script(
+        Reply(calls=[Call("Bash", {"command": background, "run_in_background": True})]),
+        Reply(calls=[Call("Bash", {"command": f"touch running; sleep {mark}"})]),
+        Reply(text="never asked"),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "etcode", "run", "start it"],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (project / "running").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert (project / "running").exists(), proc.communicate(timeout=10)
+        pgid = int((project / "bg.pid").read_text())
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert group_gone(pgid), f"background group {pgid} outlived etcode"
+    assert not process_support.live_with(mark)
