@@ -491,8 +491,16 @@ class Agent:
         from etcode.tools.background import existing
 
         background = existing(self.state)
-        if background is not None:
-            await background.close()
+        if background is None:
+            return
+        running = [info for info in background.list() if info.status == "running"]
+        await background.close()
+        if running and self.on_event is not None:  # `etcode run` says so on stderr
+            from etcode.contract.events import WarningEvent
+
+            names = ", ".join(f"{info.id} ({info.command.strip()[:60]})" for info in running)
+            count = "1 background process" if len(running) == 1 else f"{len(running)} background processes"
+            self.on_event(WarningEvent(f"stopped {count} with the session: {names}"))
 
     async def prepare(self) -> None:
         """Build the runtime (config, model, tools, prompt, MCP servers) and load a stored

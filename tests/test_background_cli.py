@@ -173,8 +173,9 @@ def test_max_background_refuses_the_next_start(project: Path, llm: FakeLLM) -> N
     refused = tool_results(llm.requests[2])[-1]
     assert "shell.maxBackground" in refused and "is 1" in refused
     assert not (project / "second.txt").exists()
-    # The run ended: its process with it.
+    # The run ended: its process with it, and the user is told.
     assert not process_support.live_with(mark)
+    assert f"warning: stopped 1 background process with the session: bash_1 (sleep {mark})" in proc.stderr
 
 
 def test_permission_rules_apply(project: Path, llm: FakeLLM) -> None:
