@@ -91,7 +91,7 @@ async def test_listeners_see_starts_exits_and_kills(tmp_path: Path) -> None:
     assert seen[2][:2] == ("bash_2", "running") and seen[3][:2] == ("bash_2", "killed")
     assert [i.id for i in registry.list()] == ["bash_1", "bash_2"]
     assert registry.take_exit_notes() == [
-        "Background process bash_1 (exit 5) exited with code 5. Read the rest of its output with BashOutput."
+        "[etcode] Background process bash_1 (exit 5) exited with code 5. Read the rest of its output with BashOutput."
     ]
     assert registry.take_exit_notes() == []  # once
     assert not group_alive(slow.pid or 0)
@@ -137,4 +137,29 @@ async def test_the_agent_owns_them_and_ends_them_with_the_session(tmp_path: Path
     await agent.aclose()
     assert registry.list()[0].status == "killed"
     assert not group_alive(info.pid or 0)
+    assert not process_support.live_with(mark)
+
+
+async def test_a_subagents_processes_are_the_sessions(tmp_path: Path) -> None:
+    """A Task child's background process outlives the child (its parent may poll and kill
+    it) and ends with the parent's session."""
+    from etcode.api import Agent
+    from etcode.testing import ScriptedModel, call, reply
+
+    mark = process_support.token()
+    model = ScriptedModel(
+        reply(None, call("Task", description="serve", prompt="start it", subagent_type="general")),
+        reply(None, call("Bash", command=f"sleep {mark}", run_in_background=True)),
+        reply("child started it"),
+        reply(None, call("BashOutput", bash_id="bash_1")),
+        reply("parent polled it"),
+    )
+    agent = Agent(llm=model, store=False, directory=tmp_path)
+    result = await agent.arun("go")
+    assert result.text == "parent polled it"
+    [info] = agent.background.list()
+    assert info.status == "running"  # the child has ended; its process has not
+    assert "bash_1 (sleep" in str(model.requests[4].messages[-1]["content"])
+    await agent.aclose()
+    assert agent.background.list()[0].status == "killed"
     assert not process_support.live_with(mark)

@@ -5,6 +5,7 @@ after the run ends, Ctrl-C or SIGHUP (checked by process group)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -241,3 +242,39 @@ def test_nothing_left_after_a_signal(project: Path, llm: FakeLLM, sig: signal.Si
     assert "Traceback" not in err
     assert group_gone(pgid), f"background group {pgid} outlived etcode"
     assert not process_support.live_with(mark)
+
+
+def test_sandboxed_processes_die_with_a_killed_etcode(project: Path, llm: FakeLLM) -> None:
+    """Even a SIGKILL of etcode (no clean-up runs) leaves no sandboxed background process:
+    bubblewrap's --die-with-parent ends the sandbox with it."""
+    if unavailable_reason() is not None:
+        missing("bwrap", f"no sandbox on this machine: {unavailable_reason()}")
+    write_config(project, llm, sandbox="workspace-write")
+    mark = process_support.token()
+    llm.script(
+        Reply(calls=[Call("Bash", {"command": f"sleep {mark} & sleep {mark}", "run_in_background": True})]),
+        Reply(calls=[Call("Bash", {"command": f"touch running; sleep {mark}"})]),
+        Reply(text="never asked"),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "etcode", "run", "start it"],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (project / "running").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert (project / "running").exists(), proc.communicate(timeout=10)
+        assert len(process_support.live_with(mark)) >= 3  # both background sleeps and the foreground one
+        proc.kill()
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    left = asyncio.run(process_support.survivors(mark))
+    assert not left, f"sandboxed processes outlived a killed etcode: {left}"

@@ -27,6 +27,8 @@ STATE_KEY = "background"
 #: The key of the configured limit (``shell.maxBackground``) in that state.
 LIMIT_KEY = "background_limit"
 DEFAULT_MAX_RUNNING = 8
+#: How an exit note (``prompts/tools/background_exit.txt``) starts: a replay shows it as a notice.
+EXIT_NOTE_START = "[etcode] Background process "
 #: Output kept per process; beyond it only the tail is kept (the rest counted as skipped).
 MAX_BUFFER_BYTES = 256 * 1024
 #: SIGTERM, then SIGKILL after this long.
