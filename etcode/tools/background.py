@@ -31,6 +31,11 @@ DEFAULT_MAX_RUNNING = 8
 EXIT_NOTE_START = "[etcode] Background process "
 #: Output kept per process; beyond it only the tail is kept (the rest counted as skipped).
 MAX_BUFFER_BYTES = 256 * 1024
+#: One read of a process's output, and the pause after each: output is gathered for 10 ms
+#: and a process that floods its pipe is read at up to ~6 MB/s (it waits on the full pipe
+#: meanwhile), not as fast as the event loop can go (benchmarks/bench_background.py).
+READ_BYTES = 65536
+FLOOD_PAUSE_SECONDS = 0.01
 #: SIGTERM, then SIGKILL after this long.
 KILL_GRACE_SECONDS = 2.0
 #: After the leader exits, how long its pipe may stay open (a child of its own) before the
@@ -90,18 +95,24 @@ class _Buffer:
 
     def write(self, chunk: bytes) -> None:
         self.data += chunk
+        if len(self.data) > 2 * self.limit:  # trimmed now and then, not at every chunk
+            self._trim()
+        self.changed.set()
+
+    def _trim(self) -> None:
         excess = len(self.data) - self.limit
         if excess > 0:
             del self.data[:excess]
             self.start += excess
-        self.changed.set()
 
     @property
     def end(self) -> int:
         return self.start + len(self.data)
 
     def take(self) -> tuple[bytes, int]:
-        """The unread bytes and how many unread bytes were dropped before them."""
+        """The unread bytes (at most the last ``limit``) and how many unread bytes were
+        dropped before them."""
+        self._trim()
         skipped = max(0, self.start - self.read_to)
         begin = max(self.read_to, self.start) - self.start
         chunk = bytes(self.data[begin:])
@@ -307,12 +318,14 @@ class BackgroundProcesses:
     async def _read(self, process: _Process, stream: asyncio.StreamReader) -> None:
         while True:
             try:
-                chunk = await stream.read(65536)
+                chunk = await stream.read(READ_BYTES)
             except (OSError, ValueError):
                 return
             if not chunk:
                 return
             process.buffer.write(chunk)
+            # Lines gathered for a moment, and a flood read at a bounded rate: the chat's loop goes first.
+            await asyncio.sleep(FLOOD_PAUSE_SECONDS)
 
     async def _watch(self, process: _Process) -> None:
         """Wait for the leader to exit (polling: ``Process.wait()`` also waits for the pipe,
