@@ -163,3 +163,44 @@ async def test_a_subagents_processes_are_the_sessions(tmp_path: Path) -> None:
     await agent.aclose()
     assert agent.background.list()[0].status == "killed"
     assert not process_support.live_with(mark)
+
+
+async def test_a_switch_of_model_or_agent_keeps_them(tmp_path: Path) -> None:
+    """The chat's /model and /agent close the agent with ``end_session=False`` and go on with
+    a new one (``carry_hooks``): the session's processes go on with it."""
+    from etcode.api import Agent
+    from etcode.testing import ScriptedModel
+
+    mark = process_support.token()
+    old = Agent(llm=ScriptedModel(), store=False, directory=tmp_path)
+    info = await start(old.background, f"sleep {mark}", tmp_path)
+    await old.aclose(end_session=False)
+    assert old.background.get(info.id) == info  # still running
+    new = Agent(llm=ScriptedModel(), store=False, directory=tmp_path)
+    new.carry_hooks(old)
+    assert new.background is old.background
+    await new.aclose()
+    assert new.background.list()[0].status == "killed"
+    assert not process_support.live_with(mark)
+
+
+def test_nothing_outlives_an_interpreter_that_never_closed_them(tmp_path: Path) -> None:
+    """An ``Agent`` nobody closed: the interpreter's exit kills its processes' groups."""
+    import subprocess
+
+    mark = process_support.token()
+    script = f"""
+import asyncio, os
+from etcode.api import Agent
+from etcode.testing import ScriptedModel
+
+async def main():
+    agent = Agent(llm=ScriptedModel(), store=False, directory={str(tmp_path)!r})
+    await agent.background.start(["bash", "-c", "sleep {mark} & sleep {mark}"], command="x", cwd={str(tmp_path)!r}, env=dict(os.environ))
+    print("started", flush=True)
+
+asyncio.run(main())
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "started" in proc.stdout, proc.stderr
+    assert not asyncio.run(process_support.survivors(mark, seconds=20))

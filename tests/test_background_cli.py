@@ -208,14 +208,19 @@ def test_sandbox_applies(project: Path, llm: FakeLLM) -> None:
     assert not (project / "written.txt").exists()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
-def test_nothing_left_after_a_signal(project: Path, llm: FakeLLM, sig: signal.Signals) -> None:
+@pytest.mark.parametrize("signals", [[signal.SIGINT], [signal.SIGHUP], [signal.SIGINT, signal.SIGINT]])
+def test_nothing_left_after_a_signal(project: Path, llm: FakeLLM, signals: list[signal.Signals]) -> None:
+    """Ctrl-C and SIGHUP stop the run and end its processes; a second Ctrl-C quits at once
+    (the foreground command ignores SIGTERM, so the clean stop would take its grace), and
+    the background groups are killed on the way out all the same."""
     write_config(project, llm)
     mark = process_support.token()
     background = f"echo $$ > bg.pid; sleep {mark} & sleep {mark}"
+    held = process_support.token()  # not etcode's to end after a second Ctrl-C: killed below
+    foreground = f"trap '' TERM; touch running; sleep {held}"
     llm.script(
         Reply(calls=[Call("Bash", {"command": background, "run_in_background": True})]),
-        Reply(calls=[Call("Bash", {"command": f"touch running; sleep {mark}"})]),
+        Reply(calls=[Call("Bash", {"command": foreground})]),
         Reply(text="never asked"),
     )
     proc = subprocess.Popen(
@@ -232,12 +237,15 @@ def test_nothing_left_after_a_signal(project: Path, llm: FakeLLM, sig: signal.Si
             time.sleep(0.02)
         assert (project / "running").exists(), proc.communicate(timeout=10)
         pgid = int((project / "bg.pid").read_text())
-        proc.send_signal(sig)
+        for sig in signals:
+            proc.send_signal(sig)
+            time.sleep(0.1)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+        asyncio.run(process_support.survivors(held, seconds=0 if len(signals) > 1 else 20))
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert group_gone(pgid), f"background group {pgid} outlived etcode"
