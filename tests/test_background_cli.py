@@ -74,44 +74,67 @@ def started_pid(text: str) -> int:
 
 
 def test_http_server_started_polled_fetched_killed(project: Path, llm: FakeLLM) -> None:
+    """The model starts ``python -m http.server``, polls it with BashOutput until it says
+    where it serves (usually in the start's first output already), the test fetches a page
+    from it, the model polls the server's log of that request and kills it: group gone."""
     write_config(project, llm)
     (project / "hello.txt").write_text("hello from the project\n", encoding="utf-8")
-    seen: dict[str, Any] = {}
+    seen: dict[str, Any] = {"polls": [], "outputs": ""}
+    poll = Reply(calls=[Call("BashOutput", {"bash_id": "bash_1"})])
 
-    def after_start(recorded: Recorded) -> Reply:
-        first = tool_results(recorded)[-1]
-        seen["pid"] = started_pid(first)
-        port = re.search(r"port (\d+)", first)
-        assert port, first  # the first output came back with the start
-        with urllib.request.urlopen(f"http://127.0.0.1:{port.group(1)}/hello.txt", timeout=10) as page:
-            seen["page"] = page.read().decode()
-        return Reply(calls=[Call("BashOutput", {"bash_id": "bash_1"})])
-
-    def after_poll(recorded: Recorded) -> Reply:
-        seen["poll"] = tool_results(recorded)[-1]
+    def model(recorded: Recorded) -> Reply:
+        latest = tool_results(recorded)[-1]
+        if "pid" not in seen:
+            seen["pid"] = started_pid(latest)
+        elif latest.startswith("Killed"):
+            seen["kill"] = latest
+            seen["gone"] = killpg_gone(seen["pid"])
+            return Reply(text="served and stopped")
+        else:
+            seen["polls"].append(latest)
+        assert len(seen["polls"]) < 200, "the server never said where it serves, or never logged the request"
+        seen["outputs"] += latest
+        if "page" not in seen:
+            port = re.search(r"Serving HTTP on 127.0.0.1 port (\d+)", seen["outputs"])
+            if port is None:
+                return poll
+            url = f"http://127.0.0.1:{port.group(1)}/hello.txt"
+            with urllib.request.urlopen(url, timeout=30) as page:
+                seen["page"] = page.read().decode()
+            seen["after_fetch"] = len(seen["polls"])
+            return poll
+        if '"GET /hello.txt HTTP/1.1" 200' not in "".join(seen["polls"][seen["after_fetch"] :]):
+            return poll
         return Reply(calls=[Call("KillBash", {"shell_id": "bash_1"})])
-
-    def after_kill(recorded: Recorded) -> Reply:
-        seen["kill"] = tool_results(recorded)[-1]
-        seen["gone"] = killpg_gone(seen["pid"])
-        return Reply(text="served and stopped")
 
     command = f"{PYTHON} -u -m http.server 0 --bind 127.0.0.1"
     llm.script(
         Reply(calls=[Call("Bash", {"command": command, "run_in_background": True, "description": "serve"})]),
-        after_start,
-        after_poll,
-        after_kill,
+        *[model] * 250,
     )
-    proc = etcode("run", "serve the folder", cwd=project)
+    proc = etcode("run", "serve the folder", cwd=project, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert seen["page"] == "hello from the project\n"
-    assert "bash_1 (" in seen["poll"] and ": running" in seen["poll"]
-    assert '"GET /hello.txt HTTP/1.1" 200' in seen["poll"]  # the server's log since the start
-    assert "Serving HTTP" not in seen["poll"]  # read already: only what is new
+    assert all("bash_1 (" in p and ": running" in p for p in seen["polls"])
+    assert seen["outputs"].count("Serving HTTP") == 1  # each read returns only what is new
     assert seen["kill"].startswith("Killed bash_1")
     assert seen["gone"], "the server's process group outlived KillBash"
     assert "● Bash" in proc.stderr and "started bash_1 in the background" in proc.stderr
+
+
+def test_the_start_returns_the_first_output(project: Path, llm: FakeLLM) -> None:
+    write_config(project, llm)
+    mark = process_support.token()
+    llm.script(
+        Reply(calls=[Call("Bash", {"command": f"echo ready; sleep {mark}", "run_in_background": True})]),
+        Reply(text="it is ready"),
+    )
+    proc = etcode("run", "start it", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    started = tool_results(llm.requests[1])[-1]
+    assert started.startswith("Started bash_1 in the background (pid ")
+    assert started.endswith("\n\nready")
+    assert not process_support.live_with(mark)  # ended with the run
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
