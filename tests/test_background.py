@@ -204,3 +204,13 @@ asyncio.run(main())
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "started" in proc.stdout, proc.stderr
     assert not asyncio.run(process_support.survivors(mark, seconds=20))
+
+
+def test_read_only_agents_may_read_them_but_not_kill_them() -> None:
+    """plan and explore (an explore child may run beside other calls) poll, never kill."""
+    from etcode.agent.registry import builtin_agents
+
+    agents = builtin_agents()
+    for name in ("plan", "explore"):
+        assert agents[name].tool_enabled("BashOutput") and not agents[name].tool_enabled("KillBash")
+    assert agents["build"].tool_enabled("KillBash") and agents["general"].tool_enabled("KillBash")
