@@ -214,3 +214,34 @@ def test_read_only_agents_may_read_them_but_not_kill_them() -> None:
     for name in ("plan", "explore"):
         assert agents[name].tool_enabled("BashOutput") and not agents[name].tool_enabled("KillBash")
     assert agents["build"].tool_enabled("KillBash") and agents["general"].tool_enabled("KillBash")
+
+
+async def test_a_read_never_cuts_a_character_or_a_filtered_line(tmp_path: Path) -> None:
+    """What a process has printed so far ends mid-character or mid-line: the read returns up
+    to the last whole character (whole line with a filter) and the rest comes with the next."""
+    registry = BackgroundProcesses()
+    go = tmp_path / "go"
+    wait = f"while [ ! -f {go} ]; do sleep 0.02; done; rm {go}"
+    # "é" is c3 a9: the first byte now, the second after "go"; "match me" unfinished till then.
+    command = f"printf 'caf\\xc3'; {wait}; printf '\\xa9\\nmatch '; {wait}; printf 'me\\n'"
+    info = await start(registry, command, tmp_path)
+    buffer = registry._processes[info.id].buffer
+
+    async def printed(size: int) -> None:
+        for _ in range(1500):  # up to 30 s: only a failure waits that long
+            if buffer.end >= size:
+                return
+            await asyncio.sleep(0.02)
+
+    await printed(4)
+    first = await registry.read_new(info.id)
+    assert first.text == "caf"  # not "caf\ufffd"
+    go.touch()
+    await printed(4 + 1 + 1 + len("match "))
+    second = await registry.read_new(info.id, filter="é|match")
+    assert second.text == "é\n"  # whole, and "match " waits: not a whole line yet
+    go.touch()
+    await ended(registry, info.id)
+    third = await registry.read_new(info.id, filter="match")
+    assert third.text == "match me\n"
+    await registry.close()

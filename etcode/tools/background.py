@@ -283,9 +283,15 @@ class BackgroundProcesses:
                     f"BashOutput: filter {filter!r} is not a regular expression ({err})"
                 ) from None
         process = self._process(process_id)
+        ended = process.ended.is_set()  # before the take: all its output is in the buffer then
         chunk, skipped = process.buffer.take()
-        if process.ended.is_set():
+        if ended:
             self._exit_notes.pop(process_id, None)  # this read tells the model
+        else:  # a character cut in two, or a line a filter must see whole, waits for the next read
+            held = _unfinished(chunk, whole_lines=pattern is not None)
+            if held:
+                chunk = chunk[:-held]
+                process.buffer.read_to -= held
         text = _clean(chunk)
         if pattern is not None:
             text = "".join(line for line in text.splitlines(keepends=True) if pattern.search(line))
@@ -395,6 +401,25 @@ class BackgroundProcesses:
         for listener in list(self._listeners):
             with contextlib.suppress(Exception):
                 listener(info)
+
+
+#: A filtered read holds back an unfinished last line up to this long (then it is read as it is).
+MAX_HELD_LINE = 65536
+
+
+def _unfinished(data: bytes, *, whole_lines: bool) -> int:
+    """How many bytes at the end of ``data`` to leave for the next read: an unfinished last
+    line (``whole_lines``, up to :data:`MAX_HELD_LINE`), else a UTF-8 character cut short."""
+    if whole_lines:
+        held = len(data) - (data.rfind(b"\n") + 1)
+        if held <= MAX_HELD_LINE:
+            return held
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # the last character's first byte
+            size = 2 if byte >> 5 == 0b110 else 3 if byte >> 4 == 0b1110 else 4 if byte >> 3 == 0b11110 else 1
+            return back if back < size else 0
+    return 0
 
 
 def _short(command: str, limit: int = 80) -> str:
