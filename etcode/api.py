@@ -471,12 +471,15 @@ class Agent:
                     self._hooks.attach(None)
         finally:  # a SessionEnd that failed or was cancelled still closes the session and runtime
             try:
-                await self._close_background()
-                await self._session.aclose()
+                if end_session:  # else they go on with the session (carry_hooks)
+                    await self._close_background()
             finally:
-                if self._runtime is not None:
-                    runtime, self._runtime = self._runtime, None
-                    await runtime.aclose()
+                try:
+                    await self._session.aclose()
+                finally:
+                    if self._runtime is not None:
+                        runtime, self._runtime = self._runtime, None
+                        await runtime.aclose()
 
     def _background_limit(self, limit: int) -> None:
         """``shell.maxBackground``: for the registry made later, or the one made already."""
@@ -491,8 +494,16 @@ class Agent:
         from etcode.tools.background import existing
 
         background = existing(self.state)
-        if background is not None:
-            await background.close()
+        if background is None:
+            return
+        running = [info for info in background.list() if info.status == "running"]
+        await background.close()
+        if running and self.on_event is not None:  # `etcode run` says so on stderr
+            from etcode.contract.events import WarningEvent
+
+            names = ", ".join(f"{info.id} ({info.command.strip()[:60]})" for info in running)
+            count = "1 background process" if len(running) == 1 else f"{len(running)} background processes"
+            self.on_event(WarningEvent(f"stopped {count} with the session: {names}"))
 
     async def prepare(self) -> None:
         """Build the runtime (config, model, tools, prompt, MCP servers) and load a stored
@@ -605,9 +616,13 @@ class Agent:
 
     def carry_hooks(self, other: Agent) -> None:
         """This agent goes on with ``other``'s session (the chat's switch of model or agent,
-        ``other`` closed with ``end_session=False``): its hooks neither end nor start it."""
+        ``other`` closed with ``end_session=False``): its hooks neither end nor start it, and
+        its background processes go on as this agent's."""
         if other._hooks is not None:
             self._hooks_carried = (other._hooks.source, other._hooks.started)
+        background = other.state.get("background")
+        if background is not None:
+            self.state["background"] = background
 
     def _permission_mode(self) -> str:
         """Claude Code's ``permission_mode`` for hooks: ``plan`` for the plan agent,

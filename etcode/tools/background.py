@@ -11,24 +11,33 @@ and closes it with the session: every group is ended, none outlives etcode.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import builtins
 import contextlib
 import re
 import time
+import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from etcode.contract.tools import ToolError
-from etcode.util.process_group import close_pipes, kill_process_group, start_process
+from etcode.util.process_group import close_pipes, kill_group, kill_process_group, start_process
 
 #: The key of the registry in a session's tool state (``ToolContext.state``).
 STATE_KEY = "background"
 #: The key of the configured limit (``shell.maxBackground``) in that state.
 LIMIT_KEY = "background_limit"
 DEFAULT_MAX_RUNNING = 8
+#: How an exit note (``prompts/tools/background_exit.txt``) starts: a replay shows it as a notice.
+EXIT_NOTE_START = "[etcode] Background process "
 #: Output kept per process; beyond it only the tail is kept (the rest counted as skipped).
 MAX_BUFFER_BYTES = 256 * 1024
+#: One read of a process's output, and the pause after each: output is gathered for 10 ms
+#: and a process that floods its pipe is read at up to ~6 MB/s (it waits on the full pipe
+#: meanwhile), not as fast as the event loop can go (benchmarks/bench_background.py).
+READ_BYTES = 65536
+FLOOD_PAUSE_SECONDS = 0.01
 #: SIGTERM, then SIGKILL after this long.
 KILL_GRACE_SECONDS = 2.0
 #: After the leader exits, how long its pipe may stay open (a child of its own) before the
@@ -88,18 +97,24 @@ class _Buffer:
 
     def write(self, chunk: bytes) -> None:
         self.data += chunk
+        if len(self.data) > 2 * self.limit:  # trimmed now and then, not at every chunk
+            self._trim()
+        self.changed.set()
+
+    def _trim(self) -> None:
         excess = len(self.data) - self.limit
         if excess > 0:
             del self.data[:excess]
             self.start += excess
-        self.changed.set()
 
     @property
     def end(self) -> int:
         return self.start + len(self.data)
 
     def take(self) -> tuple[bytes, int]:
-        """The unread bytes and how many unread bytes were dropped before them."""
+        """The unread bytes (at most the last ``limit``) and how many unread bytes were
+        dropped before them."""
+        self._trim()
         skipped = max(0, self.start - self.read_to)
         begin = max(self.read_to, self.start) - self.start
         chunk = bytes(self.data[begin:])
@@ -130,10 +145,27 @@ def _clean(data: bytes) -> str:
     return _ANSI.sub("", text).replace("\r\n", "\n")
 
 
+#: Every registry of this process, for :func:`kill_everything_now`.
+_registries: weakref.WeakSet[BackgroundProcesses] = weakref.WeakSet()
+_at_exit: builtins.list[Callable[[], None]] = []
+
+
+def kill_everything_now() -> None:
+    """SIGKILL every running background process group of this etcode at once, without
+    waiting: for an exit that cannot wait for :meth:`BackgroundProcesses.close` (a second
+    Ctrl-C, the interpreter's exit after an ``Agent`` nobody closed)."""
+    for registry in list(_registries):
+        for process in registry._processes.values():
+            if process.proc.returncode is None or process.info.status == "running":
+                kill_group(process.proc.pid)
+
+
 class BackgroundProcesses:
     """A session's background processes (one per ``Agent``); closed with it."""
 
     def __init__(self, max_running: int = DEFAULT_MAX_RUNNING) -> None:
+        if not _at_exit:
+            _at_exit.append(atexit.register(kill_everything_now))  # once per process
         self.max_running = max_running
         self.buffer_bytes = MAX_BUFFER_BYTES
         self._processes: dict[str, _Process] = {}
@@ -142,6 +174,7 @@ class BackgroundProcesses:
         #: Exits not yet told to the model, by process id (a read that reported one drops it).
         self._exit_notes: dict[str, str] = {}
         self._closed = False
+        _registries.add(self)
 
     # ---- looking -------------------------------------------------------------------
     def list(self) -> list[BackgroundInfo]:
@@ -250,9 +283,15 @@ class BackgroundProcesses:
                     f"BashOutput: filter {filter!r} is not a regular expression ({err})"
                 ) from None
         process = self._process(process_id)
+        ended = process.ended.is_set()  # before the take: all its output is in the buffer then
         chunk, skipped = process.buffer.take()
-        if process.ended.is_set():
+        if ended:
             self._exit_notes.pop(process_id, None)  # this read tells the model
+        else:  # a character cut in two, or a line a filter must see whole, waits for the next read
+            held = _unfinished(chunk, whole_lines=pattern is not None)
+            if held:
+                chunk = chunk[:-held]
+                process.buffer.read_to -= held
         text = _clean(chunk)
         if pattern is not None:
             text = "".join(line for line in text.splitlines(keepends=True) if pattern.search(line))
@@ -305,12 +344,14 @@ class BackgroundProcesses:
     async def _read(self, process: _Process, stream: asyncio.StreamReader) -> None:
         while True:
             try:
-                chunk = await stream.read(65536)
+                chunk = await stream.read(READ_BYTES)
             except (OSError, ValueError):
                 return
             if not chunk:
                 return
             process.buffer.write(chunk)
+            # Lines gathered for a moment, and a flood read at a bounded rate: the chat's loop goes first.
+            await asyncio.sleep(FLOOD_PAUSE_SECONDS)
 
     async def _watch(self, process: _Process) -> None:
         """Wait for the leader to exit (polling: ``Process.wait()`` also waits for the pipe,
@@ -360,6 +401,25 @@ class BackgroundProcesses:
         for listener in list(self._listeners):
             with contextlib.suppress(Exception):
                 listener(info)
+
+
+#: A filtered read holds back an unfinished last line up to this long (then it is read as it is).
+MAX_HELD_LINE = 65536
+
+
+def _unfinished(data: bytes, *, whole_lines: bool) -> int:
+    """How many bytes at the end of ``data`` to leave for the next read: an unfinished last
+    line (``whole_lines``, up to :data:`MAX_HELD_LINE`), else a UTF-8 character cut short."""
+    if whole_lines:
+        held = len(data) - (data.rfind(b"\n") + 1)
+        if held <= MAX_HELD_LINE:
+            return held
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # the last character's first byte
+            size = 2 if byte >> 5 == 0b110 else 3 if byte >> 4 == 0b1110 else 4 if byte >> 3 == 0b11110 else 1
+            return back if back < size else 0
+    return 0
 
 
 def _short(command: str, limit: int = 80) -> str:

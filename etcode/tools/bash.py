@@ -335,10 +335,10 @@ class BashTool(Tool):
         if result.summary:
             return result.summary
         data = result.data or {}
-        if "exitCode" not in data:
-            return super().result_summary(params, result)
         if data.get("background"):
             return f"started {data['background']} in the background"
+        if "exitCode" not in data:
+            return super().result_summary(params, result)
         if data.get("timedOut"):
             return "timed out, killed"
         if data.get("interrupted"):
