@@ -122,6 +122,10 @@ async def test_quitting_ends_every_background_group(project: Path, llm: FakeLLM,
                 await pilot.press("ctrl+c")
                 await pilot.press("ctrl+c")
             await wait_for(pilot, lambda: app._quit_done, what="the app to quit")
+        # Said after the chat (launch prints them on stderr), not in a conversation being torn down.
+        assert [w.split(":")[0] for w in app.quit_warnings] == [
+            "stopped 1 background process with the session"
+        ]
         assert await survivors(mark, 10) == []
         assert not group_alive(pgid), "the background process group outlived the chat"
     finally:
@@ -151,6 +155,9 @@ async def test_a_model_switch_keeps_them_and_a_new_session_ends_them(project: Pa
             await wait_for(pilot, lambda: any(n == "New session." for n in notices(app)))
             assert await survivors(mark, 10) == []
             await wait_for(pilot, lambda: "background" not in status_text(app), what="the count to go")
+            await wait_for(
+                pilot, lambda: any("stopped 1 background process with the session" in n for n in notices(app))
+            )
     finally:
         kill_all(live_with(mark))
 

@@ -123,6 +123,8 @@ class EtcodeApp(App[int]):
         #: The session and its messages when the app quit (printed by ``launch`` afterwards).
         self.exit_state: ExitState | None = None
         self.tool_lines = ToolLines()  # what the live run showed for each call (the transcript)
+        #: Warnings of the agent's close when quitting (background processes it stopped).
+        self.quit_warnings: list[str] = []
         #: Keys and pastes that came before the input was mounted (see :meth:`on_event`).
         self._typeahead: list[events.Key | events.Paste] = []
         self.prompt.input.scroll_target = self.conversation
@@ -313,8 +315,20 @@ class EtcodeApp(App[int]):
         self.background.follow(agent.background)
 
     def _on_agent_event(self, event: Event) -> None:
-        """Events the agent produces outside a turn (``/compact``'s progress, usage)."""
-        self.call_later(self.feed.handle, event)
+        """Events the agent produces outside a turn (``/compact``'s progress, usage, the
+        background processes a closed session stopped). Once quitting, the conversation is
+        going away: its warnings are printed after the chat (``quit_warnings``)."""
+        if self._quit_done:
+            from etcode.contract.events import WarningEvent
+
+            if isinstance(event, WarningEvent):
+                self.quit_warnings.append(event.message)
+            return
+        self.call_later(self._show_agent_event, event)
+
+    async def _show_agent_event(self, event: Event) -> None:
+        if self.conversation.is_mounted and not self._quit_done:
+            await self.feed.handle(event)
 
     @work(group="warm-up", exit_on_error=False)
     async def warm_up(self) -> None:

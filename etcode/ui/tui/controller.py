@@ -16,10 +16,6 @@ from etcode.contract.events import Event
 from etcode.ui.tui.options import TuiOptions
 from etcode.util.errors import UsageError
 
-#: Where an agent keeps its background processes (``tools/background.STATE_KEY``; not
-#: imported: the module is loaded only when a process starts).
-BACKGROUND_KEY = "background"
-
 if TYPE_CHECKING:
     from etcode.api import Agent
     from etcode.config.schema import Config
@@ -126,22 +122,12 @@ class AgentHost:
         await old.aclose()  # another session: the old one's background processes end with it
 
     async def _reconfigure(self) -> None:
-        """Apply a new model or agent from the next turn on, in the same session (its
-        background processes go on, in the new agent)."""
+        """Apply a new model or agent from the next turn on, in the same session."""
         old = self.agent
-        background = old.state.pop(BACKGROUND_KEY, None)  # not ended by the close below
-        try:
-            await old.aclose(
-                end_session=False
-            )  # flushes the session; the runtime is rebuilt on the next turn
-            self.agent = self.make_agent(session_id=old.session_id)  # reloads the stored session
-        except BaseException:
-            if background is not None:  # the old agent stays: so do its processes
-                old.state[BACKGROUND_KEY] = background
-            raise
-        if background is not None:
-            self.agent.state[BACKGROUND_KEY] = background
-        self.agent.carry_hooks(old)  # the same session: no SessionEnd, no SessionStart (resume)
+        await old.aclose(end_session=False)  # flushes the session; the runtime is rebuilt on the next turn
+        self.agent = self.make_agent(session_id=old.session_id)  # reloads the stored session
+        # The same session: no SessionEnd, no SessionStart (resume); its background processes go on.
+        self.agent.carry_hooks(old)
         self._adopted()
 
     def _adopted(self) -> None:
