@@ -245,3 +245,18 @@ async def test_a_read_never_cuts_a_character_or_a_filtered_line(tmp_path: Path) 
     third = await registry.read_new(info.id, filter="match")
     assert third.text == "match me\n"
     await registry.close()
+
+
+async def test_starts_side_by_side_respect_the_limit(tmp_path: Path) -> None:
+    """Two starts at once (a read-only subagent's beside another) cannot both take the last slot."""
+    registry = BackgroundProcesses(max_running=1)
+    mark = process_support.token()
+    results = await asyncio.gather(
+        start(registry, f"sleep {mark}", tmp_path),
+        start(registry, f"sleep {mark}", tmp_path),
+        return_exceptions=True,
+    )
+    assert sum(isinstance(r, BackgroundInfo) for r in results) == 1
+    assert sum(isinstance(r, BackgroundLimitError) for r in results) == 1
+    await registry.close()
+    assert not process_support.live_with(mark)

@@ -137,6 +137,45 @@ def test_the_start_returns_the_first_output(project: Path, llm: FakeLLM) -> None
     assert not process_support.live_with(mark)  # ended with the run
 
 
+def test_long_output_keeps_its_tail_its_skipped_count_and_the_id(project: Path, llm: FakeLLM) -> None:
+    """5 MB of output: the start's answer still begins with the id (only the output is cut),
+    a read that fell behind says how much it skipped, and the tail arrives."""
+    write_config(project, llm)
+    mark = process_support.token()
+    script = "import sys\nfor i in range(5000): sys.stdout.write('x' * 999 + chr(10))\nprint('tail-marker')"
+    (project / "loud.py").write_text(script, encoding="utf-8")
+    command = f"{PYTHON} loud.py; touch done; sleep {mark}"
+    reads: list[str] = []
+
+    def after_start(recorded: Recorded) -> Reply:
+        deadline = time.monotonic() + 60
+        while not (project / "done").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return Reply(calls=[Call("BashOutput", {"bash_id": "bash_1"})])
+
+    def after_read(recorded: Recorded) -> Reply:
+        reads.append(tool_results(recorded)[-1])
+        if "tail-marker" in reads[-1] or len(reads) > 100:
+            return Reply(text="loud")
+        return Reply(calls=[Call("BashOutput", {"bash_id": "bash_1"})])
+
+    llm.script(
+        Reply(calls=[Call("Bash", {"command": command, "run_in_background": True})]),
+        after_start,
+        *[after_read] * 102,
+    )
+    proc = etcode("run", "be loud", cwd=project, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    started = tool_results(llm.requests[1])[-1]
+    assert started.startswith("Started bash_1 in the background (pid "), started[:300]
+    status, skipped = reads[0].split("\n")[:2]
+    assert status.startswith("bash_1 (") and status.endswith(": running")
+    count = re.fullmatch(r"\[… ([\d\u202f]+) bytes skipped …\]", skipped)
+    assert count and int(count.group(1).replace("\u202f", "")) > 0, skipped
+    assert reads[-1].rstrip().endswith("tail-marker")
+    assert all(len(r.encode()) <= 60 * 1024 for r in [started, *reads])
+
+
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 def test_the_model_is_told_of_an_exit(project: Path, llm: FakeLLM, wire: str) -> None:
     write_config(project, llm, wire)

@@ -174,6 +174,7 @@ class BackgroundProcesses:
         #: Exits not yet told to the model, by process id (a read that reported one drops it).
         self._exit_notes: dict[str, str] = {}
         self._closed = False
+        self._starting = 0
         _registries.add(self)
 
     # ---- looking -------------------------------------------------------------------
@@ -209,9 +210,9 @@ class BackgroundProcesses:
         """Raise :class:`BackgroundLimitError` when no further process may start now."""
         if self._closed:
             raise BackgroundLimitError("background processes: the session is closing")
-        if self.running_count() >= self.max_running:
+        if self.running_count() + self._starting >= self.max_running:
             raise BackgroundLimitError(
-                f"background processes: {self.running_count()} are running, the limit "
+                f"background processes: {self.running_count() + self._starting} are running, the limit "
                 f"(shell.maxBackground in etcode.json) is {self.max_running}; end one with KillBash first"
             )
 
@@ -230,15 +231,19 @@ class BackgroundProcesses:
         stdout) and follow it; ``on_end`` is called once it has ended (the sandbox's
         clean-up). Raises :class:`BackgroundLimitError` at the limit."""
         self.check_room()
-        proc = await start_process(
-            *argv,
-            cwd=cwd,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            pass_fds=pass_fds,
-        )
+        self._starting += 1  # its slot is taken while it starts (a start beside it counts it)
+        try:
+            proc = await start_process(
+                *argv,
+                cwd=cwd,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                pass_fds=pass_fds,
+            )
+        finally:
+            self._starting -= 1
         # From here to the tasks that own the group: no await (a cancel must not orphan it).
         process_id = f"bash_{self._next}"
         self._next += 1

@@ -5,8 +5,11 @@ of awaited."""
 
 from __future__ import annotations
 
+import asyncio
+
 from etcode.tools.background import BackgroundOutput, of_state
 from etcode.tools.base import ToolContext, ToolError, ToolResult
+from etcode.tools.truncate import MAX_BYTES, truncate_output
 from etcode.util.json_types import JsonObject
 
 #: How long the start waits for the command's first output (or its end).
@@ -44,24 +47,38 @@ async def start_in_background(command: str, description: str, ctx: ToolContext, 
     finally:
         launch.started()
     first = await registry.first_output(info.id, FIRST_OUTPUT_SECONDS)
+    text, path = await with_output(started_head(first), first, "(no output yet)")
     data: JsonObject = {"background": info.id, "pid": info.pid, "description": description}
     if policy.active:
         data["sandbox"] = policy.mode
-    return ToolResult(started_text(first), is_error=False, data=data)
+    if path:
+        data["outputPath"] = path
+    return ToolResult(text, is_error=False, data=data)
 
 
-def started_text(first: BackgroundOutput) -> str:
-    """What the model reads after the start: the id, how to follow it, the first output."""
+def started_head(first: BackgroundOutput) -> str:
+    """What the model reads first after the start: the id and how to follow it."""
     info = first.info
     if info.status == "running":
-        head = (
+        return (
             f"Started {info.id} in the background (pid {info.pid}). Read its new output with "
             f'BashOutput(bash_id="{info.id}"), end it with KillBash(shell_id="{info.id}").'
         )
-    else:
-        head = f"{info.id} ended at once ({status_text(first)})."
-    body = first.render().rstrip("\n")
-    return head + ("\n\n" + body if body else "\n\n(no output yet)")
+    return f"{info.id} ended at once ({status_text(first)})."
+
+
+async def with_output(head: str, output: BackgroundOutput, empty: str) -> tuple[str, str | None]:
+    """``head`` (with the output's skipped count under it), a blank line, then the output:
+    its tail alone is cut to the limits (the full text saved), so ``head`` always reaches
+    the model. Returns the text and the saved file's path, if any."""
+    if output.skipped:
+        head += "\n" + output.render().split("\n", 1)[0]
+    body = output.text.rstrip("\n")
+    if not body:
+        return f"{head}\n\n{empty}", None
+    room = MAX_BYTES - len(head.encode()) - 2
+    cut = await asyncio.to_thread(truncate_output, body, max_bytes=room, direction="tail")
+    return f"{head}\n\n{cut.text}", cut.path
 
 
 def status_text(output: BackgroundOutput) -> str:

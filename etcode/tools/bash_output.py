@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from etcode.tools.background import of_state
 from etcode.tools.base import Tool, ToolContext, ToolResult
-from etcode.tools.bash_background import status_text
+from etcode.tools.bash_background import status_text, with_output
 from etcode.tools.summary import shorten
-from etcode.tools.truncate import truncate_output
 from etcode.util.json_types import JsonObject
 
 
@@ -44,12 +41,11 @@ class BashOutputTool(Tool):
         found = await registry.read_new(params.bash_id, params.filter)
         info = found.info
         head = f"{info.id} ({shorten(info.command)}): {status_text(found)}"
-        body = found.render().rstrip("\n") or "(no new output)"
-        cut = await asyncio.to_thread(truncate_output, f"{head}\n\n{body}", direction="tail")
+        text, path = await with_output(head, found, "(no new output)")
         data: JsonObject = {"status": info.status, "exitCode": info.exit_code, "skipped": found.skipped}
-        if cut.path:
-            data["outputPath"] = cut.path
-        return ToolResult(cut.text, data=data)
+        if path:
+            data["outputPath"] = path
+        return ToolResult(text, data=data)
 
     def params_summary(self, params: JsonObject) -> str:
         return str(params.get("bash_id", ""))
