@@ -7,6 +7,9 @@
 - memory: a 500-message session shown in the conversation (target: < 200 MB RSS), and the
   time to scroll it a page at a time.
 - startup: launching ``etcode`` in tmux until the prompt is on screen (target: < 1 s).
+- background: key latency while 8 background processes print continuously, idle and while
+  the model polls them with BashOutput (issue 29; target: p95 < 16 ms).
+  ``python benchmarks/bench_tui.py background`` runs this one alone.
 """
 
 from __future__ import annotations
@@ -70,10 +73,10 @@ class ServerProcess:
         code = (
             "import json, sys, time\n"
             f"sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})\n"
-            "from tests.fake_llm import FakeLLM, Reply\n"
+            "from tests.fake_llm import Call, FakeLLM, Reply\n"
             "replies = json.loads(sys.stdin.readline())\n"
             "with FakeLLM() as llm:\n"
-            "    llm.script(*[Reply(**r) for r in replies])\n"
+            "    llm.script(*[Reply(**{**r, 'calls': [Call(**c) for c in r.get('calls', [])]}) for r in replies])\n"
             "    print(llm.openai_base_url, flush=True)\n"
             "    sys.stdin.readline()\n"
         )
@@ -181,6 +184,144 @@ async def bench_streaming(root: Path, seconds: float = 6.0) -> dict[str, float]:
         f"all keys reached the input: {typed == len(latencies)}"
     )
     return figures
+
+
+# ---- background processes (issue 29) ----------------------------------------------------
+
+BACKGROUND = 8
+#: Each process prints 20 lines of ~70 characters every 10 ms: ~2,000 lines/s, 8 of them.
+PRINTER = (
+    'python3 -u -c "import time\nfor i in range(10**9):\n'
+    "    print('\\n'.join(f'line {i}.{j} ' + 'x' * 60 for j in range(20)))\n    time.sleep(0.01)\""
+)
+POLL_ROUNDS = 20
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, int(len(ordered) * share + 0.5) - 1))]
+
+
+async def _key_latencies(
+    app: EtcodeApp, changed: list[float], keep_going: Any, seconds: float
+) -> list[float]:
+    """Post a key to the input every 50 ms while ``keep_going()`` (at most ``seconds``);
+    the milliseconds until the input had each."""
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+    while keep_going() and time.perf_counter() < deadline:
+        before = len(changed)
+        sent = time.perf_counter()
+        app.prompt.input.post_message(events.Key("x", "x"))
+        try:
+            await wait_until(lambda b=before: len(changed) > b, timeout=5)
+        except TimeoutError:
+            break
+        latencies.append((changed[before] - sent) * 1000)
+        await asyncio.sleep(0.05)
+    return latencies
+
+
+def _figures(label: str, latencies: list[float]) -> dict[str, float]:
+    figures = {
+        "keys": float(len(latencies)),
+        "p50_ms": statistics.median(latencies),
+        "p95_ms": _percentile(latencies, 0.95),
+        "max_ms": max(latencies),
+    }
+    print(
+        f"background {label}: {len(latencies)} keys: p50 {figures['p50_ms']:.1f} ms, "
+        f"p95 {figures['p95_ms']:.1f} ms, max {figures['max_ms']:.1f} ms (target p95 < 16 ms)"
+    )
+    return figures
+
+
+async def bench_background_keys(root: Path, seconds: float = 5.0) -> dict[str, dict[str, float]]:
+    """Key latency with no background process, with 8 printing, and while the model polls
+    them (8 BashOutput calls a step, ``POLL_ROUNDS`` steps)."""
+    starts = [
+        {
+            "name": "Bash",
+            "arguments": {"command": PRINTER, "run_in_background": True},
+            "id": f"call_start_{n}",
+        }
+        for n in range(BACKGROUND)
+    ]
+
+    def rounds(name: str, arguments: Any) -> list[dict[str, Any]]:
+        return [
+            {
+                "text": f"{name}, round {r}.",
+                "delay": 0.01,
+                "calls": [
+                    {"name": name, "arguments": arguments(n), "id": f"call_{name}_{r}_{n}"}
+                    for n in range(BACKGROUND)
+                ],
+            }
+            for r in range(POLL_ROUNDS)
+        ]
+
+    polls = rounds("BashOutput", lambda n: {"bash_id": f"bash_{n + 1}"})
+    reads = rounds("ReadFile", lambda n: {"file_path": "etcode.json"})  # the same turn without them
+    replies = [
+        {"calls": starts},
+        {"text": "Started eight."},
+        *polls,
+        {"text": "Done polling."},
+        *reads,
+        {"text": "Done reading."},
+    ]
+    changed: list[float] = []
+
+    def hook(message: Any) -> None:
+        if isinstance(message, TextArea.Changed):
+            changed.append(time.perf_counter())
+
+    results: dict[str, dict[str, float]] = {}
+    with ServerProcess(replies) as llm:
+        project = make_project(root, llm, permission={"bash": "allow"})
+        app = EtcodeApp(TuiOptions(directory=project), history=PromptHistory())
+        async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+            await wait_until(lambda: app.host is not None)
+            await pilot.pause(0.5)
+            try:
+                results["none"] = _figures(
+                    "none running, idle", await _key_latencies(app, changed, lambda: True, seconds)
+                )
+                await app.start_turn("start eight printers", "start eight printers")
+                await wait_until(lambda: not app.busy)
+                await wait_until(lambda: app.background.count == BACKGROUND)
+                assert app.host is not None
+                processes = app.host.agent.background
+                for info in processes.list():  # what came so far: read
+                    await processes.read_new(info.id)
+                await asyncio.sleep(1.0)
+                printed = 0
+                for info in processes.list():
+                    printed += len((await processes.read_new(info.id)).text)
+                print(f"background 8 printers: {printed / 1e6:.2f} MB/s of output into the buffers")
+                results["printing"] = _figures(
+                    "8 printing, idle", await _key_latencies(app, changed, lambda: True, seconds)
+                )
+                await app.start_turn("poll them", "poll them")
+                await wait_until(lambda: app.busy)
+                results["polling"] = _figures(
+                    f"8 printing, the model polling ({POLL_ROUNDS} x 8 BashOutput)",
+                    await _key_latencies(app, changed, lambda: app.busy, 120),
+                )
+                await wait_until(lambda: not app.busy, timeout=120)
+                await app.start_turn("the same turn with ReadFile", "read")
+                await wait_until(lambda: app.busy)
+                results["control"] = _figures(
+                    f"8 printing, the same turn with ReadFile instead ({POLL_ROUNDS} x 8)",
+                    await _key_latencies(app, changed, lambda: app.busy, 120),
+                )
+                await wait_until(lambda: not app.busy, timeout=120)
+                print(f"background status bar: {str(app.status_bar.render()).split('·')[2].strip()}")
+            finally:
+                if app.host is not None:
+                    await app.host.agent.background.close()
+    return results
 
 
 # ---- idle CPU ---------------------------------------------------------------------------
@@ -332,7 +473,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         os.environ.setdefault("HOME", str(root / "home"))
+        if sys.argv[1:] == ["background"]:
+            asyncio.run(bench_background_keys(root))
+            return
         asyncio.run(main_async(root))
+        asyncio.run(bench_background_keys(root / "background"))
         bench_real_terminal(root)
 
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from etcode.provider.types import ImagePart
     from etcode.session.snapshots import UndoReport
     from etcode.session.store import SessionStore, StoredMessage
+    from etcode.tools.background import BackgroundProcesses
     from etcode.wiring.runtime import Runtime
     from etcode.wiring.settings import ChildSettings
 
@@ -379,7 +380,8 @@ class Agent:
         """Forget the conversation and the todos (tools and settings stay): a new batch."""
         self._hooks_cleared()
         self.history = self._session.clear(self.history, keep_system=False)
-        self.state = {}
+        kept = ("background", "background_limit")  # running processes outlive a /clear
+        self.state = {key: self.state[key] for key in kept if key in self.state}
         self._session.install(self.state)
 
     # ---- the session -------------------------------------------------------------
@@ -457,6 +459,14 @@ class Agent:
             return None
         return float(meter.cost)
 
+    @property
+    def background(self) -> BackgroundProcesses:
+        """This session's background processes (``Bash`` with ``run_in_background``),
+        made on first use; :meth:`aclose` ends them."""
+        from etcode.tools.background import of_state
+
+        return of_state(self.state)
+
     async def make_child(self, parent: Runtime, **settings: Unpack[ChildSettings]) -> Agent:
         """A ready Task subagent of this agent (a :class:`~etcode.wiring.runtime.ChildFactory`):
         built from ``settings`` with its runtime from ``parent``'s, recorded as this session's
@@ -467,6 +477,8 @@ class Agent:
         llm_kwargs = settings.pop("llm_kwargs", {})
         child = Agent(store=store if store is not None else False, **settings, **llm_kwargs)
         child.parent_session_id = self.session_id
+        # Its background processes are this session's: listed, polled, limited and ended with it.
+        child.state["background"] = self.background
         child._runtime = await build_runtime(child, parent=parent, make_child=child.make_child)
         return child
 
@@ -487,11 +499,39 @@ class Agent:
                     self._hooks.attach(None)
         finally:  # a SessionEnd that failed or was cancelled still closes the session and runtime
             try:
-                await self._session.aclose()
+                if end_session:  # else they go on with the session (carry_hooks)
+                    await self._close_background()
             finally:
-                if self._runtime is not None:
-                    runtime, self._runtime = self._runtime, None
-                    await runtime.aclose()
+                try:
+                    await self._session.aclose()
+                finally:
+                    if self._runtime is not None:
+                        runtime, self._runtime = self._runtime, None
+                        await runtime.aclose()
+
+    def _background_limit(self, limit: int) -> None:
+        """``shell.maxBackground``: for the registry made later, or the one made already."""
+        self.state["background_limit"] = limit
+        if self.state.get("background") is not None:
+            self.background.max_running = limit
+
+    async def _close_background(self) -> None:
+        """End the session's background processes (nothing to import when none started)."""
+        if self.state.get("background") is None or self.parent_session_id is not None:
+            return  # none started, or a Task child's: they are its parent session's
+        from etcode.tools.background import existing
+
+        background = existing(self.state)
+        if background is None:
+            return
+        running = [info for info in background.list() if info.status == "running"]
+        await background.close()
+        if running and self.on_event is not None:  # `etcode run` says so on stderr
+            from etcode.contract.events import WarningEvent
+
+            names = ", ".join(f"{info.id} ({info.command.strip()[:60]})" for info in running)
+            count = "1 background process" if len(running) == 1 else f"{len(running)} background processes"
+            self.on_event(WarningEvent(f"stopped {count} with the session: {names}"))
 
     async def prepare(self) -> None:
         """Build the runtime (config, model, tools, prompt, MCP servers) and load a stored
@@ -515,6 +555,7 @@ class Agent:
             harden_process()  # its tools cannot read this process's keys (/proc/PID/environ)
 
             self._runtime = await build_runtime(self, make_child=self.make_child)
+            self._background_limit(self._runtime.config.shell.max_background)
         if not self._session_open:
             self._session_open = True
             loaded = await self._session.open(self._runtime, self)
@@ -604,9 +645,13 @@ class Agent:
 
     def carry_hooks(self, other: Agent) -> None:
         """This agent goes on with ``other``'s session (the chat's switch of model or agent,
-        ``other`` closed with ``end_session=False``): its hooks neither end nor start it."""
+        ``other`` closed with ``end_session=False``): its hooks neither end nor start it, and
+        its background processes go on as this agent's."""
         if other._hooks is not None:
             self._hooks_carried = (other._hooks.source, other._hooks.started)
+        background = other.state.get("background")
+        if background is not None:
+            self.state["background"] = background
 
     def _permission_mode(self) -> str:
         """Claude Code's ``permission_mode`` for hooks: ``plan`` for the plan agent,

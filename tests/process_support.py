@@ -96,3 +96,21 @@ def hold_pipe_connect(
 
     monkeypatch.setattr(loop, "connect_read_pipe", held)
     return entered, release
+
+
+def group_alive(pgid: int) -> list[int]:
+    """Pids of the live (non-zombie) processes of process group ``pgid``. (A zombie whose
+    parent is gone waits for PID 1 to reap it, which a container's init may never do: it
+    runs nothing, so it does not count.)"""
+    found: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            found.append(int(entry))
+    return found

@@ -17,7 +17,15 @@ from etcode.prompt.instruction import InstructionPrompt
 from etcode.prompt.system import SystemPrompt
 from etcode.provider.types import ToolSchema
 from etcode.tools.base import Tool, ToolContext, ToolResult, tool
-from etcode.tools.lean import PARAM_CHARS, first_sentence, lean_schema, lean_schemas, short_param
+from etcode.tools.lean import (
+    LEFT_OUT_PARAMS,
+    LEFT_OUT_TOOLS,
+    PARAM_CHARS,
+    first_sentence,
+    lean_schema,
+    lean_schemas,
+    short_param,
+)
 from etcode.tools.registry import builtin_tools
 from etcode.tools.task import TaskTool
 from etcode.util.tokens import count_tokens, tokenizer_for
@@ -44,7 +52,16 @@ class Subagents:
 
 
 def all_tools() -> list[Tool]:
-    return [*builtin_tools(), TaskTool(Subagents())]
+    """The tools a small window is offered (not the background processes' own)."""
+    return [t for t in (*builtin_tools(), TaskTool(Subagents())) if t.name not in LEFT_OUT_TOOLS]
+
+
+def offered(full: ToolSchema) -> dict[str, Any]:
+    """``full``'s parameters without those a small window goes without."""
+    parameters = copy.deepcopy(full.parameters)
+    for name in LEFT_OUT_PARAMS.get(full.name, ()):
+        del parameters["properties"][name]
+    return parameters
 
 
 def validation_only(node: Any) -> Any:
@@ -155,11 +172,11 @@ def test_lean_schema_keeps_what_decides_validity(item: Tool) -> None:
     full = item.schema()
     lean = lean_schema(full)
     assert lean.name == full.name
-    assert lean.parameters["properties"].keys() == full.parameters["properties"].keys()
+    assert lean.parameters["properties"].keys() == offered(full)["properties"].keys()
     assert lean.parameters.get("required") == full.parameters.get("required")
     # types, enums, defaults, items, bounds, additionalProperties: identical once the
     # annotations are set aside
-    assert validation_only(lean.parameters) == validation_only(full.parameters)
+    assert validation_only(lean.parameters) == validation_only(offered(full))
     # and the annotations got shorter: no titles, short parameter descriptions
     assert len(lean.description) < len(full.description) / 2
     for node in schema_nodes(lean.parameters):
@@ -182,6 +199,21 @@ def test_lean_schema_accepts_and_refuses_the_same_arguments(item: Tool) -> None:
         for parameters in (full.parameters, lean.parameters):
             with pytest.raises(jsonschema.ValidationError):
                 jsonschema.validate(arguments, parameters)
+
+
+def test_a_small_window_is_not_offered_background_processes() -> None:
+    """Issue 29: BashOutput, KillBash and Bash's run_in_background are not part of the lean
+    tool set (the full one has them)."""
+    full = [t.schema() for t in builtin_tools()]
+    names = [s.name for s in full]
+    assert {"BashOutput", "KillBash"} <= set(names)
+    bash = next(s for s in full if s.name == "Bash")
+    assert "run_in_background" in bash.parameters["properties"]
+    lean = lean_schemas(full)
+    assert [s.name for s in lean] == [n for n in names if n not in ("BashOutput", "KillBash")]
+    lean_bash = next(s for s in lean if s.name == "Bash")
+    assert "run_in_background" not in lean_bash.parameters["properties"]
+    assert "run_in_background" in bash.parameters["properties"]  # the full schema is left as it is
 
 
 def test_default_schemas_are_left_unchanged() -> None:

@@ -265,6 +265,10 @@ def test_internal_messages_become_notices_and_ordinary_ones_do_not() -> None:
         announcement(tools),
         summary_message("## Goal\nX", has_tail=True),
         undo_note(["/p/a.py: restored", "/p/b.py: deleted (it did not exist before)"]),
+        Message.user(
+            "[etcode] Background process bash_1 (npm run dev) exited with code 1. Read the rest…\n"
+            "[etcode] Background process bash_2 (make watch) exited with code 0. Read the rest…"
+        ),
     ]
     shown = [notice_of(entry) for entry in entries_of(messages)]
     assert shown[0] is None  # typed by the user: stays a user message
@@ -272,6 +276,10 @@ def test_internal_messages_become_notices_and_ordinary_ones_do_not() -> None:
     assert shown[2] == COMPACTED
     assert shown[3] == (
         "Restored the last changed turn — /p/a.py: restored; /p/b.py: deleted (it did not exist before)"
+    )
+    assert shown[4] == (  # a background process's exit note (issue 29)
+        "Background process bash_1 (npm run dev) exited with code 1. Read the rest…\n"
+        "Background process bash_2 (make watch) exited with code 0. Read the rest…"
     )
 
 

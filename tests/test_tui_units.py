@@ -32,6 +32,7 @@ def test_command_table_matches_the_issue() -> None:
         "undo",
         "export",
         "skills",
+        "bashes",
         "exit",
     ]
 

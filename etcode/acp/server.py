@@ -40,6 +40,7 @@ from acp.schema import (
 )
 
 from etcode import __version__
+from etcode.acp.background import BackgroundCalls, background_id, started_update
 from etcode.acp.mcp_servers import McpServer
 from etcode.acp.permission import AcpAsker
 from etcode.acp.prompt_text import PromptBlock, prompt_parts
@@ -102,6 +103,8 @@ class SessionHandle:
     tasks: set[asyncio.Future[None]] = field(default_factory=set)
     #: The commands last offered to the editor (name, description, hint), None before.
     offered: list[tuple[str, str, str]] | None = None
+    #: Background Bash calls, whose status follows their process (``background.py``).
+    background: BackgroundCalls | None = None
 
     @property
     def agent(self) -> Agent:
@@ -301,6 +304,7 @@ class EtcodeAcpAgent:
             handle = SessionHandle(
                 sid, instance.directory, host, asker, trust=pending, equip=self._equipment(sid)
             )
+            handle.background = BackgroundCalls(lambda update: self.conn.session_update(sid, update))
             handle.equip(host.agent)
             if pending is None:  # else nothing is built (no MCP server, no model) before the editor's answer
                 await host.prepare()
@@ -462,11 +466,17 @@ class EtcodeAcpAgent:
         async for event in handle.agent.stream(text, images):
             if isinstance(event, ev.ErrorEvent):
                 error = event.message
-            for update in updates_of(event, handle.directory):
+            started = event if isinstance(event, ev.ToolResultEvent) and background_id(event) else None
+            updates = (
+                [started_update(started)] if started is not None else updates_of(event, handle.directory)
+            )
+            for update in updates:
                 try:
                     await self.conn.session_update(handle.id, update)
                 except ConnectionError:  # the client went away: stop the turn, keep what is done
                     handle.agent.interrupt()
+            if started is not None and handle.background is not None:  # its process runs on
+                await handle.background.started(started, handle.agent.background)
         return error
 
     async def cancel(self, session_id: str, **kwargs: object) -> None:
@@ -481,6 +491,8 @@ class EtcodeAcpAgent:
     async def _close(self, handle: SessionHandle) -> None:
         for task in list(handle.tasks):
             task.cancel()
+        if handle.background is not None:  # the ends below are not told (the editor closed)
+            handle.background.close()
         if handle.turn is not None:
             handle.asker.cancelled.set()
             handle.agent.interrupt()

@@ -28,6 +28,9 @@ CLAUDE_TOOLS: dict[str, tuple[str, ...]] = {
     "Edit": ("Edit",),
     "MultiEdit": ("Edit",),
     "Bash": ("Bash",),
+    "BashOutput": ("BashOutput",),
+    "KillBash": ("KillBash",),
+    "KillShell": ("KillBash",),
     "Glob": ("Glob",),
     "Grep": ("Grep",),
     "LS": ("ListFiles",),
@@ -36,7 +39,7 @@ CLAUDE_TOOLS: dict[str, tuple[str, ...]] = {
     "TodoWrite": ("TodoWrite",),
     "Skill": ("Skill",),
 }
-ETCODE_TOOLS = ("ReadFile", "ReadManyFiles", "ListFiles", "Glob", "Grep", "WriteFile", "Edit", "Bash", "WebFetch", "TodoWrite", "Task", "Skill")  # fmt: skip
+ETCODE_TOOLS = ("ReadFile", "ReadManyFiles", "ListFiles", "Glob", "Grep", "WriteFile", "Edit", "Bash", "BashOutput", "KillBash", "WebFetch", "TodoWrite", "Task", "Skill")  # fmt: skip
 #: What ``etcode/mcp/naming.py`` makes of a server's or tool's name (this floor may not import it).
 _NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_-]+")
 #: The tool names each file's ``tools`` listed that etcode has no tool for (warned about).

@@ -110,7 +110,7 @@ def _template(name: str) -> str:
 
 def builtin_agents() -> dict[str, AgentInfo]:
     """Fresh built-in agents: build, plan, general, explore, workflow."""
-    read_only_tools = {"WriteFile": False, "Edit": False}
+    read_only_tools = {"WriteFile": False, "Edit": False, "KillBash": False}
     read_only_permission = {"WriteFile": "deny", "Edit": "deny", "Bash": read_only_bash()}
     return {
         "build": AgentInfo(

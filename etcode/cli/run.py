@@ -324,12 +324,15 @@ def _existing_session(store: SessionStore, session: str | None) -> str | None:
 
 
 def _late_hook_warning(event: Event) -> None:
-    """A hook that ran after the run's stream closed (``SessionEnd``) and did not pass: one
-    ``warning:`` line on stderr, in either output format (JSON's ``result`` stays last)."""
+    """A hook that ran after the run's stream closed (``SessionEnd``) and did not pass, or
+    the background processes the session's end stopped: one ``warning:`` line on stderr, in either output format (JSON's ``result`` stays last)."""
     from etcode.contract import events as ev
 
     if isinstance(event, ev.HookRun) and event.outcome != "ok":
         sys.stderr.write(f"warning: {ev.hook_title(event)}: {ev.hook_result(event)}\n")
+        sys.stderr.flush()
+    elif isinstance(event, ev.WarningEvent):  # background processes stopped with the session
+        sys.stderr.write(f"warning: {event.message}\n")
         sys.stderr.flush()
 
 
@@ -359,6 +362,10 @@ def _install_interrupt(agent: Agent) -> Callable[[], None]:
         with contextlib.suppress(OSError, ValueError):
             sys.stderr.write("\ninterrupted\n")
             sys.stderr.flush()
+        background = sys.modules.get("etcode.tools.background")  # loaded only when one started
+        if background is not None:
+            with contextlib.suppress(Exception):  # nothing may stop the exit
+                background.kill_everything_now()
         os._exit(130)
 
     def on_signal() -> None:

@@ -163,6 +163,7 @@ class AgentLoop(EventPump):
         if self._abort.is_set():
             return None  # interrupted while compacting: the next step says why it stops
         self._steps += 1
+        self._add_request_notes()
         self.emit(ev.StepStart(self._steps))
         end = await self._stream_step_compacting()
         if end is None:  # interrupted while streaming
@@ -182,6 +183,14 @@ class AgentLoop(EventPump):
             self.emit(ev.StoppedEvent("max_tokens", self._cut_notice()))
             return "max_tokens"
         return "end_turn"
+
+    def _add_request_notes(self) -> None:
+        """What the session has to tell the model before this request (a background
+        process exited), as one user message."""
+        take = self.settings.request_notes
+        notes = take() if take is not None else []
+        if notes:
+            self.messages.append(Message.user("\n".join(notes)))
 
     def _abort_reason(self, deadline: float | None) -> str:
         return "timeout" if self._timed_out(deadline) else "interrupted"

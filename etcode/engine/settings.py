@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 OutputFilter = Callable[[str, str], str]
 #: (tool name, raw arguments) -> a note appended to the call's result, or None.
 CallWatcher = Callable[[str, str], "str | None"]
+#: Notes for the model, taken just before each request (background processes that exited).
+RequestNotes = Callable[[], "list[str]"]
 #: Called after each finished step with the full history.
 StepHook = Callable[["list[Message]"], Awaitable[None]]
 
@@ -77,3 +79,5 @@ class LoopSettings:
     interceptors: tuple[Interceptor, ...] = ()
     #: Whether the model takes images (None: sent as they are, a refusal fails the run).
     images: ImageSupport | None = None
+    #: What the model should be told with its next request (a user message before it).
+    request_notes: RequestNotes | None = None

@@ -46,6 +46,11 @@ class BashParams(BaseModel):
     description: str | None = Field(
         default=None, description="A short (5-10 words) description of what the command does."
     )
+    run_in_background: bool = Field(
+        default=False,
+        description="Run the command in the background (a dev server, a watcher) and return at once "
+        "with its id and first output; read the rest with BashOutput, end it with KillBash.",
+    )
 
 
 def _shell() -> str:
@@ -277,7 +282,11 @@ class BashTool(Tool):
         "- Environment variables that hold secrets (API keys, tokens, passwords) are not passed "
         "to commands.\n"
         "- Long output keeps its last part; the full output is saved to a file whose path is given.\n"
-        "- Give `description`: a short summary of what the command does."
+        "- Give `description`: a short summary of what the command does.\n"
+        "- `run_in_background: true` starts a long-running command (a dev server, a test watcher) "
+        "and returns at once with its id (`bash_1`…) and first output; `timeout` does not apply. "
+        "Poll it with BashOutput, end it with KillBash; you are told when it exits. Do not add `&` "
+        "to a command for this."
     )
     Params = BashParams
     is_read_only = False
@@ -292,6 +301,10 @@ class BashTool(Tool):
         from etcode.tools.command_permission import check_command
 
         await check_command(ctx, params.command, params.description, self.name)
+        if params.run_in_background:
+            from etcode.tools.bash_background import start_in_background
+
+            return await start_in_background(params.command, params.description or "", ctx, _shell())
         timeout_ms = min(params.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
         env = (ctx.shell_env or ShellEnvPolicy(key_names=provider_key_names())).environment()
         policy = ctx.sandbox or SandboxPolicy()
@@ -322,6 +335,8 @@ class BashTool(Tool):
         if result.summary:
             return result.summary
         data = result.data or {}
+        if data.get("background"):
+            return f"started {data['background']} in the background"
         if "exitCode" not in data:
             return super().result_summary(params, result)
         if data.get("timedOut"):

@@ -36,6 +36,8 @@ BUILTIN_CLASSES: tuple[str, ...] = (
     "etcode.tools.write_file:WriteFileTool",
     "etcode.tools.edit:EditTool",
     "etcode.tools.bash:BashTool",
+    "etcode.tools.bash_output:BashOutputTool",
+    "etcode.tools.bash_output:KillBashTool",
     "etcode.tools.web_fetch:WebFetchTool",
     "etcode.tools.todo:TodoWriteTool",
 )

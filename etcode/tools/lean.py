@@ -27,6 +27,10 @@ __all__ = ["first_sentence", "lean_schema", "lean_schemas", "lean_tool_text", "s
 DESCRIPTION_CHARS = 200
 #: A parameter description is cut to about this many characters.
 PARAM_CHARS = 100
+#: Built-in tools a small window is not offered, and parameters its tools go without:
+#: background processes (a model with a small window polls badly and fills it with logs).
+LEFT_OUT_TOOLS = frozenset({"BashOutput", "KillBash"})
+LEFT_OUT_PARAMS: dict[str, tuple[str, ...]] = {"Bash": ("run_in_background",)}
 
 # Keywords whose value is one subschema, a list of subschemas, or a name → subschema map.
 _ONE = frozenset(
@@ -122,6 +126,20 @@ def _lean_node(node: JsonValue) -> JsonValue:
     return out
 
 
+def _without(schema: ToolSchema) -> JsonObject:
+    """The parameters of ``schema`` without those a small window goes without."""
+    dropped = LEFT_OUT_PARAMS.get(schema.name)
+    properties = schema.parameters.get("properties")
+    if not dropped or not isinstance(properties, dict):
+        return schema.parameters
+    kept: JsonObject = dict(schema.parameters)
+    kept["properties"] = {name: value for name, value in properties.items() if name not in dropped}
+    required = schema.parameters.get("required")
+    if isinstance(required, list):
+        kept["required"] = [name for name in required if name not in dropped]
+    return kept
+
+
 def _forget_collected(key: int, _ref: weakref.ref[ToolSchema]) -> None:
     with _lock:
         _cache.pop(key, None)
@@ -137,12 +155,12 @@ def lean_schema(schema: ToolSchema) -> ToolSchema:
         hit = _cache.get(key)
         if hit is not None and hit[0]() is schema:
             return hit[1]
-    lean = ToolSchema(schema.name, _lean_description(schema), _lean_node(schema.parameters))
+    lean = ToolSchema(schema.name, _lean_description(schema), _lean_node(_without(schema)))
     with _lock:
         _cache[key] = (weakref.ref(schema, functools.partial(_forget_collected, key)), lean)
     return lean
 
 
 def lean_schemas(schemas: Iterable[ToolSchema]) -> list[ToolSchema]:
-    """:func:`lean_schema` of each schema, in order."""
-    return [lean_schema(schema) for schema in schemas]
+    """:func:`lean_schema` of each schema, in order, without :data:`LEFT_OUT_TOOLS`."""
+    return [lean_schema(schema) for schema in schemas if schema.name not in LEFT_OUT_TOOLS]

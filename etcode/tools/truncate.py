@@ -230,7 +230,7 @@ def truncate_output(
 
 
 #: Tools whose output matters most at its end (command output: errors come last).
-TAIL_TOOLS = frozenset({"Bash"})
+TAIL_TOOLS = frozenset({"Bash", "BashOutput"})
 
 
 def truncate_for_model(tool_name: str, output: str) -> str:

@@ -84,7 +84,20 @@ def loop_settings(
         window=window,
         interceptors=interceptors,
         images=runtime.images,
+        # A Task child's processes are its parent session's: the parent's runs are told.
+        request_notes=None if agent.parent_session_id else lambda: background_notes(agent.state),
     )
+
+
+def background_notes(state: dict[str, object]) -> list[str]:
+    """The exits of the session's background processes the model was not told of yet
+    (nothing imported when the session never started one)."""
+    if state.get("background") is None:
+        return []
+    from etcode.tools.background import existing
+
+    registry = existing(state)
+    return registry.take_exit_notes() if registry is not None else []
 
 
 def start_run(

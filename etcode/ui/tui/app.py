@@ -28,6 +28,7 @@ from etcode.ui.command_prompts import CommandIndex
 from etcode.ui.tui import commands as slash
 from etcode.ui.tui import warmup
 from etcode.ui.tui.asker import TuiAsker
+from etcode.ui.tui.background import BackgroundWatch
 from etcode.ui.tui.collector import CollectorPolicy
 from etcode.ui.tui.controller import AgentHost
 from etcode.ui.tui.feed import EventFeed
@@ -47,6 +48,7 @@ from etcode.util.errors import EtcodeError
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from etcode.api import Agent
     from etcode.config.raw import Loc
     from etcode.config.schema import Config
     from etcode.config.trust import Finding
@@ -117,9 +119,13 @@ class EtcodeApp(App[int]):
         self._quit_done = False
         self._lexer_listener: Callable[[str], None] = lambda language: None
         self.collector = CollectorPolicy()
+        #: The session's background processes: the status bar's count, ``/bashes``.
+        self.background = BackgroundWatch(lambda count: self.status_bar.update_info(background=count))
         #: The session and its messages when the app quit (printed by ``launch`` afterwards).
         self.exit_state: ExitState | None = None
         self.tool_lines = ToolLines()  # what the live run showed for each call (the transcript)
+        #: Warnings of the agent's close when quitting (background processes it stopped).
+        self.quit_warnings: list[str] = []
         #: Keys and pastes that came before the input was mounted (see :meth:`on_event`).
         self._typeahead: list[events.Key | events.Paste] = []
         self.prompt.input.scroll_target = self.conversation
@@ -205,6 +211,7 @@ class EtcodeApp(App[int]):
     def on_unmount(self) -> None:
         LEXERS.remove_listener(self._lexer_listener)
         self.collector.stop()
+        self.background.close()
 
     async def _start_agent(self) -> None:
         """Build the agent (config, session store), then warm it up in a worker. A project
@@ -273,6 +280,8 @@ class EtcodeApp(App[int]):
             await self.conversation.add_notice(f"error: {err}", "error")
             return
         self.prompt.arguments.update(model=self.host.model_names, agent=self.host.agent_names)
+        self.host.agent_listeners.append(self._follow_background)
+        self._follow_background(self.host.agent)
         self._show_model()
         self.warm_up()
         LEXERS.request(*PRELOAD)  # after the first paint: start-up has the CPU to itself
@@ -303,9 +312,25 @@ class EtcodeApp(App[int]):
             self.call_later(self.conversation.add_notice, f"error: {err}", "error")
         self.status_bar.update_info(agent=self.host.resolved_agent(), model=model, context_limit=limit)
 
+    def _follow_background(self, agent: Agent) -> None:
+        """Count the background processes of ``agent`` (the host's new one)."""
+        self.background.follow(agent.background)
+
     def _on_agent_event(self, event: Event) -> None:
-        """Events the agent produces outside a turn (``/compact``'s progress, usage)."""
-        self.call_later(self.feed.handle, event)
+        """Events the agent produces outside a turn (``/compact``'s progress, usage, the
+        background processes a closed session stopped). Once quitting, the conversation is
+        going away: its warnings are printed after the chat (``quit_warnings``)."""
+        if self._quit_done:
+            from etcode.contract.events import WarningEvent
+
+            if isinstance(event, WarningEvent):
+                self.quit_warnings.append(event.message)
+            return
+        self.call_later(self._show_agent_event, event)
+
+    async def _show_agent_event(self, event: Event) -> None:
+        if self.conversation.is_mounted and not self._quit_done:
+            await self.feed.handle(event)
 
     @work(group="warm-up", exit_on_error=False)
     async def warm_up(self) -> None:

@@ -35,6 +35,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand(
         "skills", "List the skills; with a name, send that skill (and a request)", "[NAME [REQUEST]]"
     ),
+    SlashCommand("bashes", "Background processes: list (k kills one), or kill ID", "[kill ID]"),
     SlashCommand("exit", "Quit etcode"),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}

@@ -46,6 +46,8 @@ class AgentHost:
         self.agent_name = options.agent
         self.store: SessionStore | None = None
         self._model_choices: list[str] | None = None
+        #: Called with each new agent (``/new``, ``/sessions``, a model or agent switch).
+        self.agent_listeners: list[Callable[[Agent], None]] = []
         self.agent = self.make_agent(
             session_id=self.find_session(options.session_id) if options.session_id else None,
             continue_last=options.continue_last,
@@ -116,14 +118,21 @@ class AgentHost:
 
     async def _replace(self, agent: Agent) -> None:
         old, self.agent = self.agent, agent
-        await old.aclose()
+        self._adopted()
+        await old.aclose()  # another session: the old one's background processes end with it
 
     async def _reconfigure(self) -> None:
         """Apply a new model or agent from the next turn on, in the same session."""
         old = self.agent
         await old.aclose(end_session=False)  # flushes the session; the runtime is rebuilt on the next turn
         self.agent = self.make_agent(session_id=old.session_id)  # reloads the stored session
-        self.agent.carry_hooks(old)  # the same session: no SessionEnd, no SessionStart (resume)
+        # The same session: no SessionEnd, no SessionStart (resume); its background processes go on.
+        self.agent.carry_hooks(old)
+        self._adopted()
+
+    def _adopted(self) -> None:
+        for listener in list(self.agent_listeners):
+            listener(self.agent)
 
     async def switch_model(self, model: str) -> str:
         """Use ``model`` (provider/model) from the next turn on; returns its full id."""

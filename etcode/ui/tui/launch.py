@@ -64,6 +64,8 @@ def run_tui(options: TuiOptions) -> int:
         from etcode.ui.tui.goodbye import print_goodbye
 
         print_goodbye(app.exit_state, inline=options.inline)
+        for warning in app.quit_warnings:  # e.g. the background processes stopped with the session
+            print(f"warning: {warning}", file=sys.stderr)
     return int(result or app.exit_code or 0)
 
 

@@ -82,6 +82,7 @@ def notice_of(entry: Entry) -> str | None:
     """The notice that shows an internal message (None: an ordinary message)."""
     from etcode.engine.compaction import ANNOUNCE_HEADER, NOTE_HEADER
     from etcode.session.snapshots import UNDO_HEADER
+    from etcode.tools.background import EXIT_NOTE_START
 
     message = entry.message
     if entry.kind == "summary":
@@ -92,6 +93,8 @@ def notice_of(entry: Entry) -> str | None:
     lines = [line[2:].strip() for line in text.splitlines() if line.startswith("- ")]
     if text.startswith(UNDO_HEADER):
         return UNDONE + "; ".join(lines) if lines else UNDONE.rstrip(" —")
+    if text.startswith(EXIT_NOTE_START):  # background processes that exited
+        return "\n".join(line.removeprefix(NOTE_HEADER).strip() for line in text.splitlines())
     if text.startswith(ANNOUNCE_HEADER):
         names = [line.split(":", 1)[0] for line in lines]
         return "New tools available: " + ", ".join(names) if names else "New tools available"

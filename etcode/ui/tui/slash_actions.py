@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from etcode.ui.tui.background import status_text
 from etcode.ui.tui.commands import ParsedCommand, help_text
 from etcode.ui.tui.widgets.messages import HelpMessage, Notice
 from etcode.util.errors import EtcodeError
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from textual.screen import Screen
 
     from etcode.ui.command_prompts import CommandIndex
+    from etcode.ui.tui.background import BackgroundWatch
     from etcode.ui.tui.controller import AgentHost
     from etcode.ui.tui.widgets.conversation import Conversation
     from etcode.ui.tui.widgets.status import StatusBar
@@ -33,6 +35,7 @@ class SlashApp(Protocol):
     conversation: Conversation
     todos: TodoPanel
     status_bar: StatusBar
+    background: BackgroundWatch
 
     @property
     def host(self) -> AgentHost | None: ...
@@ -56,7 +59,7 @@ class SlashApp(Protocol):
 
 
 #: Commands allowed while a turn runs (the others change the agent under it).
-WHILE_BUSY = {"help", "exit", "export"}
+WHILE_BUSY = {"help", "exit", "export", "bashes"}
 
 
 async def run_slash(app: SlashApp, parsed: ParsedCommand) -> None:
@@ -251,6 +254,54 @@ async def _skills(app: SlashApp, args: str) -> None:
     )
 
 
+async def _bashes(app: SlashApp, args: str) -> None:
+    """``/bashes``: the background processes, live (``k`` kills the highlighted one);
+    ``/bashes kill ID``: end that one's process group."""
+    from etcode.ui.tui.widgets.bashes import BashesScreen
+
+    assert app.host is not None
+    processes = app.host.agent.background
+    verb, _, rest = args.strip().partition(" ")
+    if verb == "kill":
+        await _kill_background(app, rest.strip())
+        return
+    if verb:
+        await say(app, f"error: /bashes takes nothing or kill ID, not {args.strip()!r}", "error")
+        return
+    if not processes.list():
+        await say(app, "No background processes (the model starts one with Bash run_in_background).")
+        return
+
+    async def closed(_: str | None) -> None:
+        return None
+
+    app.push_screen(BashesScreen(processes, app.background.ended), closed)
+
+
+async def _kill_background(app: SlashApp, process_id: str) -> None:
+    assert app.host is not None
+    processes = app.host.agent.background
+    known = processes.list()
+    running = [info.id for info in known if info.status == "running"]
+    info = next((i for i in known if i.id == process_id), None)
+    if not process_id or info is None:
+        what = f"no background process {process_id!r}" if process_id else "/bashes kill needs an ID"
+        await say(app, f"error: {what} (running: {', '.join(running) or 'none'})", "error")
+        return
+    if info.status != "running":
+        await say(app, f"{process_id} is not running ({status_text(info)}).")
+        return
+    await processes.kill(process_id)
+    await say(app, f"Killed {process_id} ({_one_line(info.command)}).")
+
+
+def _one_line(command: str, width: int = 60) -> str:
+    from etcode.security.redact import redact
+
+    flat = " ".join(redact(command).split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
 def _cell(text: str, width: int = 160) -> str:
     """A description as one table cell: one line, cut, no ``|``."""
     flat = " ".join(text.split()).replace("|", "/")
@@ -277,4 +328,5 @@ _HANDLERS = {
     "undo": _undo,
     "export": _export,
     "skills": _skills,
+    "bashes": _bashes,
 }

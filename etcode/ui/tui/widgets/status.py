@@ -1,4 +1,5 @@
-"""The status bar: agent, model, context used (tokens and % of the window), cost, busy.
+"""The status bar: agent, model, background processes running, context used (tokens and %
+of the window), cost, busy.
 
 A spinner ticks only while a turn runs; idle, nothing is scheduled.
 """
@@ -50,12 +51,17 @@ class StatusInfo:
     cost: float | None = None
     busy: bool = False
     note: str = ""
+    #: Background processes running (Bash ``run_in_background``); shown when not 0.
+    background: int = 0
 
     def left(self) -> Text:
         text = Text()
         text.append(self.agent or "?", style="bold")
         text.append(" · ")
         text.append(self.model or "no model")
+        if self.background:  # before the figures: on a narrow screen they are cut first
+            text.append(" · ")
+            text.append(f"⏵ {self.background} background", style="bold")
         if self.context_tokens is not None:
             text.append(" · ")
             context = f"{format_tokens(self.context_tokens)} tokens"
