@@ -36,7 +36,16 @@ from typing import Any, Literal
 
 from etcode.provider.spec import ProviderSpec
 
-__all__ = ["Call", "FakeLLM", "Fault", "Recorded", "Reply", "anthropic_events", "openai_events"]
+__all__ = [
+    "Call",
+    "FakeLLM",
+    "Fault",
+    "Recorded",
+    "Reply",
+    "anthropic_events",
+    "openai_events",
+    "user_images",
+]
 
 Format = Literal["openai", "anthropic"]
 OPENAI_PATH = "/v1/chat/completions"
@@ -135,6 +144,28 @@ def image_parts(body: dict[str, Any]) -> int:
         return found
 
     return sum(count(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict))
+
+
+def user_images(body: dict[str, Any], index: int = -1) -> list[tuple[str, bytes]]:
+    """The images of one user message of a request body (default: the last), in either wire's
+    shape, as ``(media type, decoded bytes)``: OpenAI ``image_url`` data URLs, Anthropic
+    ``image`` blocks at the message's top level (a ``tool_result``'s are the tool's, not the
+    user's)."""
+    import base64
+
+    users = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+    content = users[index].get("content") if users else None
+    found: list[tuple[str, bytes]] = []
+    for part in content if isinstance(content, list) else []:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "image_url":
+            head, _, data = part["image_url"]["url"].partition(",")
+            found.append((head.removeprefix("data:").removesuffix(";base64"), base64.b64decode(data)))
+        elif part.get("type") == "image":
+            source = part["source"]
+            found.append((source["media_type"], base64.b64decode(source["data"])))
+    return found
 
 
 def refusing_images(reply: Reply, refusal: Fault | None = None) -> Callable[[Recorded], Reply | Fault]:

@@ -14,7 +14,7 @@ from acp import PROTOCOL_VERSION, RequestError, image_block, text_block
 from etcode.provider.types import Message
 from tests.acp_support import RecordingClient, acp_agent, capabilities, step
 from tests.cli_helpers import write_config
-from tests.fake_llm import FakeLLM, Reply
+from tests.fake_llm import FakeLLM, Reply, user_images
 from tests.test_image_inputs import jpeg, png
 
 
@@ -28,8 +28,9 @@ def _stored_user_messages(session_id: str) -> list[Message]:
         store.close()
 
 
-async def test_image_blocks_reach_the_users_message(llm: FakeLLM, project: Path) -> None:
-    write_config(project, llm)
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+async def test_image_blocks_reach_the_users_message(llm: FakeLLM, project: Path, wire: str) -> None:
+    write_config(project, llm, wire)
     shot, photo = png(200, 100), jpeg(16, 12)
     llm.script(Reply(text="two pictures"), Reply(text="still here"))
     client = RecordingClient()
@@ -70,6 +71,10 @@ async def test_image_blocks_reach_the_users_message(llm: FakeLLM, project: Path)
     assert "what is wrong here?" in sent
     assert '<file path="shot.png" note="image, attached: 200×100" />' in sent
     assert '<file path="image 2" note="image, attached: 16×12" />' in sent
+    # the editor's bytes reach the model in the user's message; the next turn's message has none
+    assert user_images(llm.requests[0].body) == [("image/png", shot), ("image/jpeg", photo)]
+    assert user_images(llm.requests[1].body) == []
+    assert user_images(llm.requests[1].body, index=0) == [("image/png", shot), ("image/jpeg", photo)]
     first, second = _stored_user_messages(session_id)
     assert [(i.name, i.media_type, i.width, i.height) for i in first.images] == [
         ("shot.png", "image/png", 200, 100),

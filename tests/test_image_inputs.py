@@ -15,7 +15,7 @@ from etcode import Agent
 from etcode.prompt.image_inputs import pasted_path
 from etcode.provider.images import ImageError, image_from_bytes
 from etcode.provider.types import ImagePart, Message, TextPart
-from tests.fake_llm import FakeLLM, Reply
+from tests.fake_llm import FakeLLM, Reply, user_images
 
 
 def png(width: int, height: int, color: str = "red") -> bytes:
@@ -44,14 +44,22 @@ def _user(messages: list[Message]) -> Message:
     return next(m for m in messages if m.role == "user")
 
 
-async def test_run_images_paths_bytes_and_parts_reach_the_user_message(llm: FakeLLM, tmp_path: Path) -> None:
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+async def test_run_images_paths_bytes_and_parts_reach_the_user_message(
+    llm: FakeLLM, tmp_path: Path, wire: str
+) -> None:
     (tmp_path / "shot.png").write_bytes(png(64, 48))
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "photo.jpg").write_bytes(jpeg(30, 20))
     ready = image_from_bytes(png(8, 8, "green"), "ready.png")
     raw = png(5, 7)
     llm.script(Reply(text="a red square"))
-    agent = Agent("myvllm/vision", base_url=llm.openai_base_url, api_key="k", directory=tmp_path)
+    model, base_url = (
+        ("myvllm/vision", llm.openai_base_url)
+        if wire == "openai"
+        else ("anthropic/claude-sonnet-4", llm.anthropic_base_url)
+    )
+    agent = Agent(model, base_url=base_url, api_key="k", directory=tmp_path)
     result = await agent.run(
         "what is in these?", images=["shot.png", tmp_path / "sub" / "photo.jpg", raw, ready]
     )
@@ -70,6 +78,11 @@ async def test_run_images_paths_bytes_and_parts_reach_the_user_message(llm: Fake
     assert images[2].sha256 == hashlib.sha256(raw).hexdigest()
     assert images[3] is ready
     assert len(llm.requests) == 1
+    sent = user_images(llm.requests[0].body)  # the request carries them, bytes and all
+    assert sent[0] == ("image/png", (tmp_path / "shot.png").read_bytes())
+    assert sent[1] == ("image/jpeg", (tmp_path / "sub" / "photo.jpg").read_bytes())
+    assert sent[2] == ("image/png", raw)
+    assert sent[3] == ("image/png", base64.b64decode(ready.data)) and len(sent) == 4
     assert agent.history[0].images == images  # the conversation keeps them for the next turn
 
 
@@ -182,6 +195,12 @@ def test_run_image_flags_and_mention(project: Path, llm: FakeLLM, wire: str) -> 
         ("page.webp", 4, 4),
     ]
     assert base64.b64decode(images[0].data) == (project / "shot.png").read_bytes()
+    # the model's request carries the three, as the files' own bytes, in the user's message
+    assert user_images(llm.requests[0].body) == [
+        ("image/png", (project / "shot.png").read_bytes()),
+        ("image/jpeg", (project / "docs" / "diagram.jpg").read_bytes()),
+        ("image/webp", (project / "page.webp").read_bytes()),
+    ]
     sent = str(llm.requests[0].body)
     assert "compare with @page.webp please" in sent  # the text keeps the mention
     assert '<file path="page.webp" note="image, attached: 4×4" />' in sent

@@ -11,11 +11,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from textual import events
 
 from etcode.provider.types import Message
 from etcode.ui.tui.widgets.messages import UserMessage
-from tests.fake_llm import FakeLLM, Reply
+from tests.cli_helpers import write_config as write_wire_config
+from tests.fake_llm import FakeLLM, Reply, user_images
 from tests.require import needs
 from tests.test_image_inputs import jpeg, png
 from tests.test_tui_cli import Tmux, _quote, tmux_env
@@ -36,10 +38,11 @@ async def _paste(pilot, app, text: str, expect: str) -> None:
     await wait_for(pilot, lambda: app.prompt.input.text.endswith(expect), what=f"the paste of {text!r}")
 
 
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
 async def test_pasted_image_paths_become_labels_and_images(
-    project: Path, llm: FakeLLM, tmp_path: Path
+    project: Path, llm: FakeLLM, tmp_path: Path, wire: str
 ) -> None:
-    write_config(project, llm)
+    write_wire_config(project, llm, wire)
     shots = tmp_path / "my shots"
     shots.mkdir()
     (shots / "page one.png").write_bytes(png(320, 200))
@@ -71,6 +74,11 @@ async def test_pasted_image_paths_become_labels_and_images(
         ]
         assert base64.b64decode(user.images[2].data) == (project / "local.png").read_bytes()
         assert text in str(llm.requests[0].body)
+        assert user_images(llm.requests[0].body) == [  # the request carries the files' bytes
+            ("image/png", (shots / "page one.png").read_bytes()),
+            ("image/jpeg", (shots / "b.jpg").read_bytes()),
+            ("image/png", (project / "local.png").read_bytes()),
+        ]
         assert _shown(app) == [text]
         assert app.prompt.input.images == {}  # the next message starts without them
 
@@ -100,8 +108,9 @@ async def test_escaped_path_a_deleted_label_and_what_is_no_image(
         assert [i.name for i in user.images] == ["a b.png"]  # the deleted label's image stays home
 
 
-async def test_at_mention_of_an_image_attaches_it(project: Path, llm: FakeLLM) -> None:
-    write_config(project, llm)
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+async def test_at_mention_of_an_image_attaches_it(project: Path, llm: FakeLLM, wire: str) -> None:
+    write_wire_config(project, llm, wire)
     (project / "screens").mkdir()
     (project / "screens" / "shot.png").write_bytes(png(64, 48))
     (project / "notes.txt").write_text("NOTES\n", encoding="utf-8")
@@ -124,6 +133,9 @@ async def test_at_mention_of_an_image_attaches_it(project: Path, llm: FakeLLM) -
         assert "@screens/shot.png and @notes.txt: what is wrong?" in sent
         assert '<file path="screens/shot.png" note="image, attached: 64×48" />' in sent
         assert "NOTES" in sent  # a text file is still attached as text
+        assert user_images(llm.requests[0].body) == [
+            ("image/png", (project / "screens" / "shot.png").read_bytes())
+        ]
         (shown,) = _shown(app)
         assert "[image: screens/shot.png 64×48]" in shown and "@notes.txt" in shown
 
