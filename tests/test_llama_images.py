@@ -71,16 +71,6 @@ def test_a_text_only_llama_model_gets_the_notice_at_once(project: Path, llama: C
     assert entry["facts"]["images"] is False  # llama.cpp's /props: modalities.vision
 
 
-def wire_carries_images() -> bool:
-    """Whether the OpenAI wire sends a user's image (img-core's conversion; until it is merged
-    the image never reaches the server and nothing is refused)."""
-    from etcode.provider.openai_format import messages_to_openai
-    from tests.fake_llm import image_parts
-
-    sent = messages_to_openai([Message("user", [TextPart("x"), shot()])])
-    return image_parts({"messages": sent}) > 0
-
-
 def test_an_unknown_llama_model_refusing_the_image_is_asked_again(
     project: Path,
     llama: Callable[..., int],  # noqa: F811
@@ -115,8 +105,5 @@ def test_an_unknown_llama_model_refusing_the_image_is_asked_again(
     assert not [e for e in events if e["type"] in ("error", "retry")]
     warnings = [e["message"] for e in events if e["type"] == "warning" and "images" in e["message"]]
     facts = json.loads(cache.read_text(encoding="utf-8"))[key]["facts"]
-    if wire_carries_images():
-        assert len(warnings) == 1 and "image input is not supported" in warnings[0], warnings
-        assert facts["images"] is False
-    else:  # the image never reached the server: nothing to refuse, nothing learned
-        assert warnings == [] and "images" not in facts
+    assert len(warnings) == 1 and "image input is not supported" in warnings[0], warnings
+    assert facts["images"] is False
