@@ -272,3 +272,35 @@ def test_a_run_without_images_never_imports_pillow(project: Path, llm: FakeLLM, 
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "● ReadFile (notes.txt)" in proc.stderr and "etcode.provider.images" in imported
     assert not any(name == "PIL" or name.startswith("PIL.") for name in imported)
+
+
+def test_json_lines_describe_an_image_the_same_way_for_both_tools(project: Path, llm: FakeLLM) -> None:
+    """``--format json``: ReadFile's and ReadManyFiles' ``data`` say what an image is in one
+    shape (the type, the size sent and the file's own), never its bytes."""
+    write_config(project, llm)
+    write_image(project / "big.png", gradient(6000, 4000))
+    original = len((project / "big.png").read_bytes())
+    llm.script(
+        Reply(
+            calls=[
+                Call("ReadFile", {"file_path": "big.png"}, id="call_one"),
+                Call("ReadManyFiles", {"paths": ["big.png"]}, id="call_many"),
+            ]
+        ),
+        Reply(text="Seen."),
+    )
+    proc = etcode("run", "--format", "json", "look", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    results = {e["call_id"]: e["data"] for e in events if e["type"] == "tool_result"}
+    expected = {
+        "mediaType": "image/png",
+        "width": 1568,
+        "height": 1045,
+        "originalWidth": 6000,
+        "originalHeight": 4000,
+        "originalBytes": original,
+    }
+    assert results["call_one"]["image"] == expected
+    assert results["call_many"]["files"][0]["image"] == expected
+    assert "base64" not in proc.stdout and max(len(line) for line in proc.stdout.splitlines()) < 2000

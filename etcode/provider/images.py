@@ -127,6 +127,19 @@ class PreparedImage:
         )
 
 
+def image_facts(prepared: PreparedImage) -> dict[str, str | int]:
+    """What an image read is, for a tool's structured result (``--format json``): the type and
+    size sent and the file's own size and byte count, never the bytes."""
+    return {
+        "mediaType": prepared.image.media_type,
+        "width": prepared.image.width,
+        "height": prepared.image.height,
+        "originalWidth": prepared.original_width,
+        "originalHeight": prepared.original_height,
+        "originalBytes": prepared.original_bytes,
+    }
+
+
 def sniff_media_type(head: bytes) -> str | None:
     """The media type of an image by its first bytes (PNG, JPEG, GIF, WebP), else None."""
     if head.startswith(b"\x89PNG\r\n\x1a\n"):

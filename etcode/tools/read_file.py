@@ -197,7 +197,7 @@ class ReadFileTool(Tool):
 async def _read_image(ctx: ToolContext, path: Path, shown: str) -> ToolResult:
     """The image at ``path`` for the model to see, with a line saying what it is (and what
     the file was, when the copy sent is scaled down or re-encoded)."""
-    from etcode.provider.images import ImageError, describe, load_image
+    from etcode.provider.images import ImageError, describe, image_facts, load_image
 
     try:
         prepared = await load_image(path, shown)
@@ -212,14 +212,7 @@ async def _read_image(ctx: ToolContext, path: Path, shown: str) -> ToolResult:
         output,
         data={
             "path": str(path),
-            "image": {
-                "mediaType": image.media_type,
-                "width": image.width,
-                "height": image.height,
-                "originalWidth": prepared.original_width,
-                "originalHeight": prepared.original_height,
-                "originalBytes": prepared.original_bytes,
-            },
+            "image": image_facts(prepared),
         },
         summary=f"Read image ({image.width}×{image.height})",
         images=[image],

@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from etcode.provider.images import ImageError, describe, is_image_path, prepare_image, sniff_media_type
+from etcode.provider.images import (
+    ImageError,
+    describe,
+    image_facts,
+    is_image_path,
+    prepare_image,
+    sniff_media_type,
+)
 from etcode.provider.types import ImagePart
 from etcode.tools.base import PermissionDenied, Tool, ToolContext, ToolResult
 from etcode.tools.paths import check_external, display_path, permission_pattern, rule_patterns
@@ -97,6 +104,7 @@ class _Read:
     image_data: bytes | None = None  # an image file's bytes, until it is prepared
     image: ImagePart | None = None
     image_note: str = ""  # what the image is (``describe``): its header in the output
+    image_facts: JsonObject | None = None  # the same for ``data`` (``image_facts``)
 
 
 #: O_NONBLOCK: opening a FIFO must not wait for a writer (non-regular files are then refused).
@@ -546,7 +554,7 @@ def _result(
                 "size": item.size,
                 "lineCount": item.lines,
                 "isTruncated": item.truncated,
-                **({"image": f"{item.image.width}×{item.image.height}"} if item.image else {}),
+                **({"image": item.image_facts} if item.image_facts else {}),
             }
             for item in files
         ],
@@ -581,6 +589,7 @@ async def _prepare_images(items: list[_Read]) -> None:
         count += 1
         item.image = prepared.image
         item.image_note = describe(prepared)
+        item.image_facts = dict(image_facts(prepared))
 
 
 async def _read_concurrently(items: list[_Read]) -> list[_Read]:
