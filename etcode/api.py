@@ -246,6 +246,13 @@ class Agent:
         from etcode.wiring.server_window import apply_server_facts
 
         told = await apply_server_facts(runtime, session.window)  # the server's window, at most 0.3 s
+        if parts and runtime.images is not None and runtime.images.takes_images is False:
+            from etcode.contract.events import WarningEvent
+
+            told = [
+                *told,
+                WarningEvent(f"images not sent: model {runtime.images.model} does not take images"),
+            ]
         loop = start_run(
             runtime,
             self,

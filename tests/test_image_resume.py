@@ -98,3 +98,19 @@ def test_a_text_only_model_resumed_on_it_gets_the_notice(project: Path, llm: Fak
     assert image_parts(body) == 0 and base64.b64encode(shot).decode()[:200] not in raw
     assert "image not sent: model test-model does not take images [image: shot.png 320×200]" in raw
     assert '"warning"' not in proc.stdout
+
+
+def test_images_handed_to_a_text_only_model_are_said_not_sent(project: Path, llm: FakeLLM) -> None:
+    """``--image`` to a model the catalog says takes text only: the model reads the notice and
+    the user is told on stderr, one line, that the image did not go (never a silent loss)."""
+    (project / "models.json").write_text(
+        json.dumps({"fake": {"models": {"test-model": {"modalities": {"input": ["text"]}}}}})
+    )
+    write_config(project, llm, model_catalog="models.json")
+    write_image(project / "shot.png", gradient(320, 200))
+    llm.script(refusing_images(Reply(text="I cannot see it.")))
+    proc = etcode("run", "--image", "shot.png", "what is this?", cwd=project)
+    ok(proc)
+    assert image_parts(llm.requests[-1].body) == 0
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: images not sent: model test-model does not take images"], proc.stderr
