@@ -17,11 +17,11 @@ from textual import events
 from etcode.provider.types import Message
 from etcode.ui.tui.widgets.messages import UserMessage
 from tests.cli_helpers import write_config as write_wire_config
-from tests.fake_llm import FakeLLM, Reply, user_images
+from tests.fake_llm import Call, FakeLLM, Reply, user_images
 from tests.require import needs
 from tests.test_image_inputs import jpeg, png
 from tests.test_tui_cli import Tmux, _quote, tmux_env
-from tests.tui_support import SIZE, make_app, ready, wait_for, write_config
+from tests.tui_support import SIZE, make_app, ready, run_turn, wait_for, write_config
 
 
 def _users(app) -> list[Message]:
@@ -228,3 +228,66 @@ async def test_a_custom_command_takes_its_own_and_the_pasted_images(project: Pat
         (user,) = _users(app)
         assert [(i.name, i.width) for i in user.images] == [("design.png", 40), ("now.png", 20)]
         assert "Review @design.png against [image: now.png 20×15]" in user.text
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+async def test_a_png_read_by_read_file_in_the_chat_reaches_the_model(
+    project: Path, llm: FakeLLM, wire: str
+) -> None:
+    from tests.image_making import decode, gradient, write_image
+    from tests.test_image_reads import _tool_images
+
+    write_wire_config(project, llm, wire)
+    shot = write_image(project / "screenshot.png", gradient(1280, 720))
+    write_image(project / "photo.png", gradient(6000, 4000))
+    llm.script(
+        Reply(
+            calls=[
+                Call("ReadFile", {"file_path": "screenshot.png"}, id="call_small"),
+                Call("ReadFile", {"file_path": "photo.png"}, id="call_big"),
+            ]
+        ),
+        Reply(text="Two gradients."),
+    )
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_turn(pilot, app, "what is in screenshot.png and photo.png?")
+    assert len(llm.requests) == 2
+    images = _tool_images(llm.requests[1].body, wire)
+    assert [base64.b64decode(i["data"]) for i in images["call_small"]] == [shot]
+    [big] = images["call_big"]
+    assert decode(big["data"]).size == (1568, 1045)
+
+
+async def test_a_text_only_model_in_the_chat_gets_the_notices(project: Path, llm: FakeLLM) -> None:
+    import json
+
+    from etcode.contract import events as ev
+    from tests.fake_llm import image_parts, refusing_images
+    from tests.tui_support import record_events
+
+    (project / "models.json").write_text(
+        json.dumps({"fake": {"models": {"test-model": {"modalities": {"input": ["text"]}}}}})
+    )
+    write_wire_config(project, llm, model_catalog="models.json")
+    (project / "diagram.png").write_bytes(png(30, 20))
+    (project / "pasted.png").write_bytes(png(12, 10))
+    llm.script(
+        refusing_images(Reply(calls=[Call("ReadFile", {"file_path": "diagram.png"}, id="call_d")])),
+        refusing_images(Reply(text="I read about them only.")),
+    )
+    app = make_app(project)
+    seen = record_events(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        app.prompt.input.set_text("look at ")
+        await _paste(pilot, app, "pasted.png", "[image: pasted.png 12×10]")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.turn is not None and not app.busy, timeout=30, what="the turn")
+    assert len(llm.requests) == 2 and [image_parts(r.body) for r in llm.requests] == [0, 0]
+    last = llm.requests[1].raw.decode()
+    assert "image not sent: model test-model does not take images [image: pasted.png 12×10]" in last
+    assert "image not sent: model test-model does not take images [image: diagram.png 30×20]" in last
+    warnings = [e.message for e in seen if isinstance(e, ev.WarningEvent)]
+    assert warnings == ["images not sent: model test-model does not take images"]
