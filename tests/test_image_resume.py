@@ -114,3 +114,14 @@ def test_images_handed_to_a_text_only_model_are_said_not_sent(project: Path, llm
     assert image_parts(llm.requests[-1].body) == 0
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
     assert warnings == ["warning: images not sent: model test-model does not take images"], proc.stderr
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_6000_by_4000_image_handed_in_is_downscaled(project: Path, llm: FakeLLM, wire: str) -> None:
+    write_config(project, llm, wire)
+    write_image(project / "big.png", gradient(6000, 4000))
+    llm.script(Reply(text="Seen."))
+    ok(etcode("run", "--image", "big.png", "what is this?", cwd=project))
+    [(media_type, data)] = user_images(llm.requests[0].body)
+    sent = decode(base64.b64encode(data).decode())
+    assert media_type == f"image/{sent.format.lower()}" and sent.size == (1568, 1045)
