@@ -191,7 +191,7 @@ def test_builtin_tools_schemas() -> None:
     names = [t.name for t in tools]
     assert names == [
         "ReadFile", "ReadManyFiles", "ListFiles", "Glob", "Grep",
-        "WriteFile", "Edit", "Bash", "WebFetch", "TodoWrite",
+        "WriteFile", "Edit", "Bash", "BashOutput", "KillBash", "WebFetch", "TodoWrite",
     ]  # fmt: skip
     for item in tools:
         schema = item.schema()
