@@ -90,7 +90,9 @@ async def test_stream_images_and_a_bad_one_fails_before_any_request(llm: FakeLLM
     events = [event async for event in agent.stream("and this?", images=["ok.gif"])]
     await agent.aclose()
     assert events[-1].type == "done"
-    assert [(i.media_type, i.width) for i in _user(agent.history).images] == [("image/gif", 3)]
+    assert [(i.media_type, i.width) for i in _user(agent.history).images] == [
+        ("image/png", 3)
+    ]  # a GIF is re-encoded
 
 
 def test_run_sync_takes_images(llm: FakeLLM, tmp_path: Path) -> None:
@@ -98,7 +100,7 @@ def test_run_sync_takes_images(llm: FakeLLM, tmp_path: Path) -> None:
     llm.script(Reply(text="ok"))
     agent = Agent("myvllm/vision", base_url=llm.openai_base_url, api_key="k", directory=tmp_path)
     result = agent.run_sync("describe", images=["a.webp"])
-    assert [i.media_type for i in _user(result.messages).images] == ["image/webp"]
+    assert [i.media_type for i in _user(result.messages).images] == ["image/jpeg"]  # a WebP is re-encoded
 
 
 def test_without_images_the_user_message_is_text_only(llm: FakeLLM, tmp_path: Path) -> None:

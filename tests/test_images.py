@@ -80,9 +80,19 @@ def test_an_animated_gif_sends_its_first_frame_as_png() -> None:
     assert decode(image.data).size == (64, 48)
 
 
-def test_webp_kept_when_it_fits_png_with_alpha_jpeg_without() -> None:
-    small = encoded(gradient(300, 200), "WEBP")
-    assert image_from_bytes(small, "a.webp").media_type == "image/webp"
+@pytest.mark.parametrize("fmt", ["WEBP", "GIF"])
+def test_a_small_webp_or_gif_is_never_sent_as_it_is(fmt: str) -> None:
+    """llama.cpp decodes neither a WebP (400 "Failed to load image") nor, reliably, a GIF: a
+    file that needs no resizing is re-encoded all the same, at its own size."""
+    small = encoded(gradient(300, 200), fmt)
+    prepared = prepare_image(small, "a." + fmt.lower())
+    assert prepared.image.media_type in ("image/png", "image/jpeg")
+    sent = decode(prepared.image.data)
+    assert sent.format in ("PNG", "JPEG") and sent.size == (300, 200)
+    assert "re-encoded from 300×200 " + fmt in describe(prepared)
+
+
+def test_webp_becomes_png_with_alpha_jpeg_without() -> None:
     see_through = gradient(2000, 1000, "RGBA")
     see_through.putalpha(gradient(2000, 1000, "L"))
     alpha = image_from_bytes(encoded(see_through, "WEBP"), "b.webp")
