@@ -87,16 +87,14 @@ class ImageSupport:
         self.takes_images = False
         return True
 
-    def settle(self, refusal: ProviderError, again: ProviderError | None) -> None:
-        """After the request was sent again without images: ``False`` is kept (and
-        ``on_refused`` remembers it) unless a bare 400 came back once more — then the first
-        one was not about the images either, and the model is unknown again."""
-        if (
-            again is not None
-            and again.status == 400
-            and not isinstance(refusal, ImagesRefusedError)
-            and not isinstance(again, ContextOverflowError)
-        ):
+    def settle(self, refusal: ProviderError, completed: bool) -> None:
+        """After the request was sent again without images (``completed``: its answer came):
+        ``False`` is kept (and ``on_refused`` remembers it) when that answer came, or when the
+        server said the images were the trouble (:class:`ImagesRefusedError`). Otherwise — a
+        bare 400, then any error (another 400, a 503, a network failure) or an interrupt — it
+        is not known what the first error was about: the model is unknown again, nothing is
+        remembered."""
+        if not completed and not isinstance(refusal, ImagesRefusedError):
             self.takes_images = None
             return
         if self.on_refused is not None:
