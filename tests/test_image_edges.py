@@ -56,3 +56,22 @@ async def test_one_image_alone_is_one_image(llm: FakeLLM, tmp_path: Path, kind: 
         ("image/png", 64, 48)
     ]
     assert len(llm.requests) == 1
+
+
+def test_an_image_mention_of_a_huge_file_is_refused_without_reading_it(tmp_path: Path) -> None:
+    """``@big.png`` naming a 600 MB file: one note, not 600 MB read into memory."""
+    import resource
+
+    from etcode.prompt.mentions import resolve_mentions
+    from etcode.provider.images import MAX_FILE_READ
+
+    big = tmp_path / "big.png"
+    with big.open("wb") as handle:  # sparse: takes no disk space
+        handle.write(png(8, 8))
+        handle.truncate(600 * 1024 * 1024)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    (found,) = resolve_mentions("what is @big.png", tmp_path)
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+    assert found.image is None
+    assert found.note == f"not attached: larger than {MAX_FILE_READ // (1024 * 1024)}.0 MB"
+    assert grown < 100 * 1024 * 1024  # not the file's 600 MB (nor the cap's 64 MB)
