@@ -114,6 +114,16 @@ def test_not_an_image_is_refused() -> None:
         image_from_bytes(b"just text\n", "notes.png")
 
 
+@pytest.mark.parametrize(
+    "data",
+    [b"RIFF\x00\x00\x00\x00WEBPjunkjunk", b"\xff\xd8\xff" + bytes(20), b"GIF89a" + b"x" * 5],
+)
+def test_an_image_header_on_garbage_is_one_line_naming_the_file(data: bytes) -> None:
+    with pytest.raises(ImageError) as caught:
+        image_from_bytes(data, "shot.png")
+    assert str(caught.value) == "shot.png: cannot read the image (not a valid PNG, JPEG, GIF or WebP image)"
+
+
 def test_a_decompression_bomb_is_an_error_without_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
     data = encoded(gradient(1000, 1000))
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 600_000)  # 1M pixels: Pillow only warns

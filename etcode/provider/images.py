@@ -172,7 +172,7 @@ def prepare_image(data: bytes, name: str) -> PreparedImage:
     media_type = sniff_media_type(data[:16])
     if media_type is None:
         raise ImageError(f"{name}: not a PNG, JPEG, GIF or WebP image")
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
     try:
         with _open(data, name) as image:
@@ -184,6 +184,10 @@ def prepare_image(data: bytes, name: str) -> PreparedImage:
     except Exception as err:  # Pillow raises many kinds for a damaged file
         if isinstance(err, Image.DecompressionBombError):
             raise ImageError(f"{name}: too many pixels to decode (a decompression bomb?)") from None
+        if isinstance(err, UnidentifiedImageError):  # its text names a BytesIO object
+            raise ImageError(
+                f"{name}: cannot read the image (not a valid PNG, JPEG, GIF or WebP image)"
+            ) from None
         raise ImageError(f"{name}: cannot read the image ({_one_line(err)})") from None
 
 
