@@ -36,6 +36,30 @@ def test_an_image_within_the_limits_is_sent_as_its_own_bytes() -> None:
     assert describe(prepared).startswith("shot.png (1280×720, PNG, ")
 
 
+def test_metadata_is_not_sent_and_the_pixels_are_untouched() -> None:
+    """A phone's photo carries its GPS position in EXIF; a PNG may carry text (an author, a
+    path): none of it reaches the provider, the pixels are the file's own."""
+    from PIL import PngImagePlugin
+
+    exif = Image.Exif()
+    exif[0x010F] = "PhoneMaker"  # Make
+    exif[0x8825] = {2: (48.0, 51.0, 30.0), 1: "N"}  # GPSInfo: latitude
+    photo = encoded(noise(64, 48), "JPEG", exif=exif, comment=b"secret comment")
+    text = PngImagePlugin.PngInfo()
+    text.add_text("Author", "Jane Secret")
+    text.add_itxt("Comment", "home/jane/private")
+    shot = encoded(gradient(64, 48), "PNG", pnginfo=text)
+    for data, name in ((photo, "photo.jpg"), (shot, "shot.png")):
+        assert b"Secret" in data or b"PhoneMaker" in data
+        image = image_from_bytes(data, name)
+        sent = base64.b64decode(image.data)
+        for secret in (b"PhoneMaker", b"Exif", b"secret comment", b"Jane Secret", b"home/jane"):
+            assert secret not in sent, (name, secret)
+        out, original = decode(image.data), decode(base64.b64encode(data).decode())
+        assert not out.getexif() and not getattr(out, "text", {})
+        assert out.format == original.format and out.tobytes() == original.tobytes()
+
+
 def test_a_6000_by_4000_png_arrives_within_1568_and_5_mb() -> None:
     data = encoded(gradient(6000, 4000))
     image = image_from_bytes(data, "big.png")

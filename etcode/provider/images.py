@@ -2,7 +2,8 @@
 limits, and what an image costs in the context window.
 
 A PNG or a JPEG that already fits (long edge ≤ :data:`MAX_EDGE`, file ≤ :data:`MAX_FILE_SEND`,
-no EXIF rotation) is sent as its own bytes, after a full decode that proves it is whole. Anything
+no EXIF rotation) is sent as its own bytes without their metadata (EXIF with a phone's GPS
+position, XMP, text chunks: the pixels untouched), after a full decode that proves it is whole. Anything
 else (every GIF and WebP too) is decoded and re-encoded:
 
 - its EXIF orientation applied, scaled down to a long edge of :data:`MAX_EDGE` (a box
@@ -239,9 +240,70 @@ def _prepare(image: PILImage.Image, data: bytes, media_type: str, name: str) -> 
     own = media_type in _SENT_AS_IS  # a WebP or a GIF is always re-encoded (see the docstring)
     if own and scale == 1.0 and orientation == 1 and not animated and len(data) <= MAX_FILE_SEND:
         image.load()  # a damaged or truncated file fails here, not at the provider
-        return _prepared(data, media_type, upright, name, (width, height), media_type, len(data))
+        kept = _without_metadata(data, media_type)
+        if kept is not None:
+            return _prepared(kept, media_type, upright, name, (width, height), media_type, len(data))
     out, out_type, size = _reencode(image, media_type, orientation, scale)
     return _prepared(out, out_type, size, name, (width, height), media_type, len(data))
+
+
+#: JPEG segments kept: APP0 (JFIF), APP2 (ICC colour profile), APP14 (Adobe: how to read
+#: its colours); EXIF and XMP (APP1: camera, GPS position), IPTC (APP13) and comments go.
+_JPEG_KEPT_APPS = frozenset({0xE0, 0xE2, 0xEE})
+#: PNG chunks dropped: text (author, software, comments), EXIF, the time of the last change.
+_PNG_DROPPED = frozenset({b"tEXt", b"zTXt", b"iTXt", b"eXIf", b"tIME"})
+
+
+def _without_metadata(data: bytes, media_type: str) -> bytes | None:
+    """A PNG's or a JPEG's bytes without their metadata (the GPS position a phone writes
+    into EXIF is not for the provider), the pixels untouched; None when its structure is
+    not as expected (then it is re-encoded, which keeps no metadata either)."""
+    try:
+        return _png_without(data) if media_type == "image/png" else _jpeg_without(data)
+    except (IndexError, ValueError):
+        return None
+
+
+def _png_without(data: bytes) -> bytes | None:
+    out, at = [data[:8]], 8
+    while at < len(data):
+        size = int.from_bytes(data[at : at + 4], "big")
+        kind = data[at + 4 : at + 8]
+        end = at + 12 + size
+        if len(kind) != 4 or end > len(data):
+            return None
+        if kind not in _PNG_DROPPED:
+            out.append(data[at:end])
+        at = end
+        if kind == b"IEND":
+            break
+    return b"".join(out)
+
+
+def _jpeg_without(data: bytes) -> bytes | None:
+    out, at = [data[:2]], 2
+    while at < len(data):
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if marker == 0xFF:  # a fill byte
+            at += 1
+            continue
+        if marker == 0xDA:  # start of scan: the image data follows, to the end
+            out.append(data[at:])
+            break
+        if 0xD0 <= marker <= 0xD7 or marker == 0x01:  # no length
+            out.append(data[at : at + 2])
+            at += 2
+            continue
+        end = at + 2 + int.from_bytes(data[at + 2 : at + 4], "big")
+        if end > len(data):
+            return None
+        dropped = marker == 0xFE or (0xE0 <= marker <= 0xEF and marker not in _JPEG_KEPT_APPS)
+        if not dropped:
+            out.append(data[at:end])
+        at = end
+    return b"".join(out)
 
 
 def _prepared(
