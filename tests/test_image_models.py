@@ -428,3 +428,25 @@ def test_a_400_without_images_still_fails_the_run(project: Path, llm: FakeLLM) -
     proc = etcode("run", "hello", cwd=project)
     assert proc.returncode == 1 and "400" in proc.stderr
     assert len(llm.requests) == 1
+
+
+def test_a_text_only_models_window_counts_the_notices_not_the_images(project: Path, llm: FakeLLM) -> None:
+    """Ten screenshots to a text-only model with an 8k window: the request carries ten
+    one-line notices (a few hundred tokens), so it fits; counting them as images (~1100
+    tokens each) refused it as too long."""
+    write_config(
+        project,
+        llm,
+        provider={
+            "models": {"test-model": {"limit": {"context": 8192}, "modalities": {"input": ["text"]}}}
+        },
+    )
+    flags: list[str] = []
+    for index in range(10):
+        (project / f"shot{index}.png").write_bytes(png(1500, 1000))
+        flags += ["--image", f"shot{index}.png"]
+    llm.script(refusing_images(Reply(text="I read the notes.")))
+    proc = etcode("run", *flags, "what do these show?", cwd=project)
+    ok(proc)
+    (body,) = bodies(llm)
+    assert body.count(NOTICE) == 10 and "image_url" not in body

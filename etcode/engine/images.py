@@ -121,7 +121,11 @@ class ImageSupport:
         the images past the limits (the oldest) as their labels."""
         if self.takes_images is not False:
             return within_limits(messages, self.max_images)
-        return replace_images(messages, lambda image: image_not_sent(self.model, image))
+        return replace_images(messages, self.notice)
+
+    def notice(self, image: ImagePart) -> str:
+        """The notice a text-only model's request carries in place of ``image``."""
+        return image_not_sent(self.model, image)
 
     def refused(self, err: ProviderError, messages: list[Message]) -> bool:
         """Whether ``err`` answered a request of ``messages`` by refusing its images, the model
