@@ -272,3 +272,32 @@ def test_a_run_without_images_never_imports_pillow(project: Path, llm: FakeLLM, 
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "● ReadFile (notes.txt)" in proc.stderr and "etcode.provider.images" in imported
     assert not any(name == "PIL" or name.startswith("PIL.") for name in imported)
+
+
+async def test_read_many_files_reads_no_image_past_the_cap(tmp_path: Path) -> None:
+    """Past MAX_IMAGES an image file is skipped without being read (60 images of 15 MB were
+    all kept in memory): a FIFO named like an image there is never opened; an image known by
+    its content (no suffix) counts as one."""
+    import os
+
+    from etcode.tools.read_many_files import MAX_IMAGES, ReadManyFilesParams, ReadManyFilesTool
+
+    write_image(tmp_path / "0capture", gradient(30, 20), "WEBP")  # an image by its content
+    names = [f"a{i:02}.png" for i in range(MAX_IMAGES)]
+    for name in names:
+        write_image(tmp_path / name, gradient(40, 30))
+    (tmp_path / "notes.txt").write_text("text is read as ever\n", encoding="utf-8")
+    for fifo in ("z0.png", "z1.png"):
+        os.mkfifo(tmp_path / fifo)
+    tool = ReadManyFilesTool()
+    paths = ["0capture", *names, "notes.txt", "z*.png"]  # a glob takes a FIFO too
+    params = ReadManyFilesParams(paths=paths, use_default_excludes=False)
+    result = await tool.run(params, make_ctx(tmp_path))
+    assert result.images is not None
+    assert [i.name for i in result.images] == ["0capture", *names[: MAX_IMAGES - 1]]
+    errors = {e["path"]: e["error"] for e in result.data["errors"]}
+    reason = f"image (at most {MAX_IMAGES} per call; read it alone)"
+    assert errors == {names[-1]: f"Skipped: {reason}"}  # named: its skip is an error entry
+    skipped = {e["path"]: e["reason"] for e in result.data["skipped"]}
+    assert skipped == {names[-1]: reason, "z0.png": reason, "z1.png": reason}  # never opened
+    assert "text is read as ever" in result.output
