@@ -437,9 +437,7 @@ def test_a_text_only_models_window_counts_the_notices_not_the_images(project: Pa
     write_config(
         project,
         llm,
-        provider={
-            "models": {"test-model": {"limit": {"context": 8192}, "modalities": {"input": ["text"]}}}
-        },
+        provider={"models": {"test-model": {"limit": {"context": 8192}, "modalities": {"input": ["text"]}}}},
     )
     flags: list[str] = []
     for index in range(10):
