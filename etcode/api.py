@@ -104,7 +104,7 @@ class Agent:
     the result from ordinary code and an awaitable inside ``async`` code; ``run_sync``,
     ``arun``, ``stream`` (etcode's detailed events), ``arun_stream``/``run_stream``
     (step-level :class:`~etcode.contract.events.LoopEvent` s) are the other forms.
-    Each takes ``images=[...]``: image files (paths, ``bytes`` or ``ImagePart`` s) sent with
+    Each takes ``images=[...]``: image files (paths, ``bytes`` or ``ImagePart`` s; one alone too) sent with
     the task (``agent.run("why is this red?", images=["shot.png"])``).
 
     Sessions. ``store`` decides where the conversation is kept:
@@ -216,7 +216,9 @@ class Agent:
         self._hooks_carried: tuple[str | None, bool] | None = None
 
     # ---- running -----------------------------------------------------------------
-    async def stream(self, task: str, images: Iterable[ImageInput] | None = None) -> AsyncIterator[Event]:
+    async def stream(
+        self, task: str, images: ImageInput | Iterable[ImageInput] | None = None
+    ) -> AsyncIterator[Event]:
         """Run one task, yielding every event; the last is ``DoneEvent``. ``images`` go with
         the task in the user's message: paths (a relative one from ``directory``), whole
         image files as ``bytes`` or :class:`~etcode.provider.types.ImagePart` s; PNG, JPEG,
@@ -294,7 +296,11 @@ class Agent:
             self.last_result = loop.result
 
     async def arun_stream(
-        self, task: str, messages: HistoryInput | None = None, *, images: Iterable[ImageInput] | None = None
+        self,
+        task: str,
+        messages: HistoryInput | None = None,
+        *,
+        images: ImageInput | Iterable[ImageInput] | None = None,
     ) -> AsyncIterator[LoopEvent]:
         """Run one task, yielding step-level events in the agent-loop design's shape
         (``loop_start``, ``thought``, ``action``, ``observation``, ``todo_update``, ``error``,
@@ -313,7 +319,11 @@ class Agent:
             yield event
 
     def run_stream(
-        self, task: str, messages: HistoryInput | None = None, *, images: Iterable[ImageInput] | None = None
+        self,
+        task: str,
+        messages: HistoryInput | None = None,
+        *,
+        images: ImageInput | Iterable[ImageInput] | None = None,
     ) -> Iterator[LoopEvent]:
         """:meth:`arun_stream` for code that is not async: events arrive as they happen (the
         run goes on a worker thread; leaving the loop early interrupts it)."""
@@ -328,7 +338,11 @@ class Agent:
         return iterate_blocking(events, self.interrupt)
 
     async def arun(
-        self, task: str, messages: HistoryInput | None = None, *, images: Iterable[ImageInput] | None = None
+        self,
+        task: str,
+        messages: HistoryInput | None = None,
+        *,
+        images: ImageInput | Iterable[ImageInput] | None = None,
     ) -> AgentResult:
         """Run one task to the end and return its result (with its step-level ``events``)."""
         events = [event async for event in self.arun_stream(task, messages, images=images)]
@@ -338,7 +352,11 @@ class Agent:
         return self.last_result
 
     def run(
-        self, task: str, messages: HistoryInput | None = None, *, images: Iterable[ImageInput] | None = None
+        self,
+        task: str,
+        messages: HistoryInput | None = None,
+        *,
+        images: ImageInput | Iterable[ImageInput] | None = None,
     ) -> AgentResult | Awaitable[AgentResult]:
         """Run one task to the end. From ordinary code this returns the :class:`AgentResult`
         (as :meth:`run_sync`); inside ``async`` code it returns an awaitable
@@ -349,7 +367,11 @@ class Agent:
         return self.run_sync(task, messages, images=images)
 
     def run_sync(
-        self, task: str, messages: HistoryInput | None = None, *, images: Iterable[ImageInput] | None = None
+        self,
+        task: str,
+        messages: HistoryInput | None = None,
+        *,
+        images: ImageInput | Iterable[ImageInput] | None = None,
     ) -> AgentResult:
         """``run`` for code that is not async (each call has its own event loop, so the
         HTTP client is closed at the end; the conversation is kept). Works inside a running
@@ -695,7 +717,9 @@ _AGENT_KEYWORDS = [
 ]
 
 
-async def _images(images: Iterable[ImageInput] | None, directory: Path | None) -> list[ImagePart]:
+async def _images(
+    images: ImageInput | Iterable[ImageInput] | None, directory: Path | None
+) -> list[ImagePart]:
     """``Agent.stream``'s ``images`` read (none: no import of the image modules)."""
     if not images:
         return []

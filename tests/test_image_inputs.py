@@ -10,6 +10,7 @@ import io
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from etcode import Agent
 from etcode.prompt.image_inputs import pasted_path
@@ -103,7 +104,9 @@ async def test_stream_images_and_a_bad_one_fails_before_any_request(llm: FakeLLM
     events = [event async for event in agent.stream("and this?", images=["ok.gif"])]
     await agent.aclose()
     assert events[-1].type == "done"
-    assert [(i.media_type, i.width) for i in _user(agent.history).images] == [("image/gif", 3)]
+    assert [(i.media_type, i.width) for i in _user(agent.history).images] == [
+        ("image/png", 3)
+    ]  # a GIF is re-encoded
 
 
 def test_run_sync_takes_images(llm: FakeLLM, tmp_path: Path) -> None:
@@ -111,7 +114,7 @@ def test_run_sync_takes_images(llm: FakeLLM, tmp_path: Path) -> None:
     llm.script(Reply(text="ok"))
     agent = Agent("myvllm/vision", base_url=llm.openai_base_url, api_key="k", directory=tmp_path)
     result = agent.run_sync("describe", images=["a.webp"])
-    assert [i.media_type for i in _user(result.messages).images] == ["image/webp"]
+    assert [i.media_type for i in _user(result.messages).images] == ["image/jpeg"]  # a WebP is re-encoded
 
 
 def test_without_images_the_user_message_is_text_only(llm: FakeLLM, tmp_path: Path) -> None:
@@ -196,11 +199,16 @@ def test_run_image_flags_and_mention(project: Path, llm: FakeLLM, wire: str) -> 
     ]
     assert base64.b64decode(images[0].data) == (project / "shot.png").read_bytes()
     # the model's request carries the three, as the files' own bytes, in the user's message
-    assert user_images(llm.requests[0].body) == [
+    # the model's request carries the three in the user's message: the PNG and the JPEG as the
+    # files' own bytes, the WebP re-encoded (servers like llama.cpp cannot decode WebP)
+    sent_images = user_images(llm.requests[0].body)
+    assert sent_images[:2] == [
         ("image/png", (project / "shot.png").read_bytes()),
         ("image/jpeg", (project / "docs" / "diagram.jpg").read_bytes()),
-        ("image/webp", (project / "page.webp").read_bytes()),
     ]
+    assert sent_images[2][0] in ("image/png", "image/jpeg")
+    with Image.open(io.BytesIO(sent_images[2][1])) as webp_sent:
+        assert webp_sent.size == (4, 4)
     sent = str(llm.requests[0].body)
     assert "compare with @page.webp please" in sent  # the text keeps the mention
     assert '<file path="page.webp" note="image, attached: 4×4" />' in sent

@@ -5,9 +5,11 @@ server's facts, so the next run sends none at once."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +197,75 @@ async def test_a_400_that_comes_back_without_the_images_was_not_about_them(tmp_p
     assert support.takes_images is None and learned == []  # unknown again, nothing remembered
 
 
+async def test_a_resend_that_fails_otherwise_teaches_nothing(tmp_path: Path) -> None:
+    """A bare 400, then a 503 on the request without images: nothing shows that the images
+    were refused (the server was only busy); the model stays unknown, nothing is remembered."""
+    learned: list[bool] = []
+    support = ImageSupport("smol", None, lambda: learned.append(True))
+    bad = ProviderError("local: 400 invalid_request_error: bad tool schema", kind="bad_request", status=400)
+    busy = ProviderError("local: 503 overloaded", kind="server", status=503)
+    provider = ScriptedProvider(Answer(error=bad), Answer(error=busy), Answer("never"))
+    loop = loop_with(tmp_path, provider, support, Message("user", [TextPart("see? "), image_part()]))
+    await run(loop)
+    assert loop.result is not None and loop.result.stop_reason == "error"
+    assert len(provider.requests) == 2
+    assert support.takes_images is None and learned == []
+
+
+async def test_a_refusal_the_server_states_is_kept_whatever_the_resend_meets(tmp_path: Path) -> None:
+    learned: list[bool] = []
+    support = ImageSupport("smol", None, lambda: learned.append(True))
+    said = ImagesRefusedError("local: 500 server_error: image input is not supported", status=500)
+    busy = ProviderError("local: 503 overloaded", kind="server", status=503)
+    provider = ScriptedProvider(Answer(error=said), Answer(error=busy))
+    loop = loop_with(tmp_path, provider, support, Message("user", [TextPart("see? "), image_part()]))
+    await run(loop)
+    assert support.takes_images is False and learned == [True]
+
+
+async def test_an_interrupted_resend_teaches_nothing(tmp_path: Path) -> None:
+    learned: list[bool] = []
+    support = ImageSupport("smol", None, lambda: learned.append(True))
+    bad = ProviderError("local: 400 invalid_request_error: bad tool schema", kind="bad_request", status=400)
+    provider = ScriptedProvider(Answer(error=bad), Answer("slow words that never end", delay=60.0))
+    loop = loop_with(tmp_path, provider, support, Message("user", [TextPart("see? "), image_part()]))
+    task = asyncio.ensure_future(run(loop))
+    for _ in range(2000):  # until the second request is under way (at most 20 s)
+        if len(provider.requests) == 2 or task.done():
+            break
+        await asyncio.sleep(0.01)
+    loop.interrupt()
+    await asyncio.wait_for(task, 30)
+    assert loop.result is not None and loop.result.stop_reason == "interrupted"
+    assert len(provider.requests) == 2
+    assert support.takes_images is None and learned == []
+
+
+async def test_a_learned_refusal_expires_like_the_servers_other_facts(llm: FakeLLM) -> None:
+    """``images: false`` learned from a refusal (no endpoint says it) lasts as long as the
+    other facts kept of the server, not for ever: the model behind a local server's name
+    may change (restarted with a vision projector)."""
+    from etcode.provider.discovery import CACHE_TTL, ServerFacts, ServerProbe
+    from etcode.provider.spec import ProviderSpec
+
+    model = "Qwen/Qwen2.5-Coder-7B-Instruct"
+    spec = ProviderSpec("local", "openai", llm.openai_base_url, model, api_key="x")
+    discovery.forget_all()
+    discovery.remember(spec, ServerFacts(32768, None, "vllm", "/v1/models", images=False))
+    fresh = discovery.cached(spec)[1]
+    assert fresh is not None and fresh.images is False  # kept while fresh
+    discovery.remember(
+        spec, ServerFacts(32768, None, "vllm", "/v1/models", images=False), now=time.time() - CACHE_TTL - 1
+    )
+    discovery.forget_all()
+    fixtures = Path(__file__).resolve().parent / "fixtures" / "servers"
+    llm.page("GET /v1/models", json.loads((fixtures / "vllm-models.json").read_text(encoding="utf-8")))
+    facts = await ServerProbe(spec, grace=60.0).settle()
+    assert facts is not None and facts.context == 32768
+    assert facts.images is None  # tried again
+    discovery.forget_all()
+
+
 @pytest.mark.parametrize("takes", [None, True])
 async def test_a_400_without_images_or_for_a_model_known_to_take_them_fails_as_before(
     tmp_path: Path, takes: bool | None
@@ -357,3 +428,23 @@ def test_a_400_without_images_still_fails_the_run(project: Path, llm: FakeLLM) -
     proc = etcode("run", "hello", cwd=project)
     assert proc.returncode == 1 and "400" in proc.stderr
     assert len(llm.requests) == 1
+
+
+def test_a_text_only_models_window_counts_the_notices_not_the_images(project: Path, llm: FakeLLM) -> None:
+    """Ten screenshots to a text-only model with an 8k window: the request carries ten
+    one-line notices (a few hundred tokens), so it fits; counting them as images (~1100
+    tokens each) refused it as too long."""
+    write_config(
+        project,
+        llm,
+        provider={"models": {"test-model": {"limit": {"context": 8192}, "modalities": {"input": ["text"]}}}},
+    )
+    flags: list[str] = []
+    for index in range(10):
+        (project / f"shot{index}.png").write_bytes(png(1500, 1000))
+        flags += ["--image", f"shot{index}.png"]
+    llm.script(refusing_images(Reply(text="I read the notes.")))
+    proc = etcode("run", *flags, "what do these show?", cwd=project)
+    ok(proc)
+    (body,) = bodies(llm)
+    assert body.count(NOTICE) == 10 and "image_url" not in body

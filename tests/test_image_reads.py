@@ -163,7 +163,7 @@ async def test_read_file_knows_an_image_by_its_content_not_its_name(tmp_path: Pa
     (tmp_path / "fake.png").write_text("not an image\n", encoding="utf-8")
     tool = ReadFileTool()
     result = await tool.run(ReadFileParams(file_path="capture"), make_ctx(tmp_path))
-    assert result.images is not None and result.images[0].media_type == "image/webp"
+    assert result.images is not None and result.images[0].media_type == "image/jpeg"  # a WebP is re-encoded
     assert tool.result_summary({}, result) == "Read image (300×200)"
     with pytest.raises(ToolError, match="Cannot read binary file: fake.png"):
         await tool.run(ReadFileParams(file_path="fake.png"), make_ctx(tmp_path))
@@ -304,3 +304,32 @@ def test_json_lines_describe_an_image_the_same_way_for_both_tools(project: Path,
     assert results["call_one"]["image"] == expected
     assert results["call_many"]["files"][0]["image"] == expected
     assert "base64" not in proc.stdout and max(len(line) for line in proc.stdout.splitlines()) < 2000
+
+
+async def test_read_many_files_reads_no_image_past_the_cap(tmp_path: Path) -> None:
+    """Past MAX_IMAGES an image file is skipped without being read (60 images of 15 MB were
+    all kept in memory): a FIFO named like an image there is never opened; an image known by
+    its content (no suffix) counts as one."""
+    import os
+
+    from etcode.tools.read_many_files import MAX_IMAGES, ReadManyFilesParams, ReadManyFilesTool
+
+    write_image(tmp_path / "0capture", gradient(30, 20), "WEBP")  # an image by its content
+    names = [f"a{i:02}.png" for i in range(MAX_IMAGES)]
+    for name in names:
+        write_image(tmp_path / name, gradient(40, 30))
+    (tmp_path / "notes.txt").write_text("text is read as ever\n", encoding="utf-8")
+    for fifo in ("z0.png", "z1.png"):
+        os.mkfifo(tmp_path / fifo)
+    tool = ReadManyFilesTool()
+    paths = ["0capture", *names, "notes.txt", "z*.png"]  # a glob takes a FIFO too
+    params = ReadManyFilesParams(paths=paths, use_default_excludes=False)
+    result = await tool.run(params, make_ctx(tmp_path))
+    assert result.images is not None
+    assert [i.name for i in result.images] == ["0capture", *names[: MAX_IMAGES - 1]]
+    errors = {e["path"]: e["error"] for e in result.data["errors"]}
+    reason = f"image (at most {MAX_IMAGES} per call; read it alone)"
+    assert errors == {names[-1]: f"Skipped: {reason}"}  # named: its skip is an error entry
+    skipped = {e["path"]: e["reason"] for e in result.data["skipped"]}
+    assert skipped == {names[-1]: reason, "z0.png": reason, "z1.png": reason}  # never opened
+    assert "text is read as ever" in result.output

@@ -36,6 +36,30 @@ def test_an_image_within_the_limits_is_sent_as_its_own_bytes() -> None:
     assert describe(prepared).startswith("shot.png (1280×720, PNG, ")
 
 
+def test_metadata_is_not_sent_and_the_pixels_are_untouched() -> None:
+    """A phone's photo carries its GPS position in EXIF; a PNG may carry text (an author, a
+    path): none of it reaches the provider, the pixels are the file's own."""
+    from PIL import PngImagePlugin
+
+    exif = Image.Exif()
+    exif[0x010F] = "PhoneMaker"  # Make
+    exif[0x8825] = {2: (48.0, 51.0, 30.0), 1: "N"}  # GPSInfo: latitude
+    photo = encoded(noise(64, 48), "JPEG", exif=exif, comment=b"secret comment")
+    text = PngImagePlugin.PngInfo()
+    text.add_text("Author", "Jane Secret")
+    text.add_itxt("Comment", "home/jane/private")
+    shot = encoded(gradient(64, 48), "PNG", pnginfo=text)
+    for data, name in ((photo, "photo.jpg"), (shot, "shot.png")):
+        assert b"Secret" in data or b"PhoneMaker" in data
+        image = image_from_bytes(data, name)
+        sent = base64.b64decode(image.data)
+        for secret in (b"PhoneMaker", b"Exif", b"secret comment", b"Jane Secret", b"home/jane"):
+            assert secret not in sent, (name, secret)
+        out, original = decode(image.data), decode(base64.b64encode(data).decode())
+        assert not out.getexif() and not getattr(out, "text", {})
+        assert out.format == original.format and out.tobytes() == original.tobytes()
+
+
 def test_a_6000_by_4000_png_arrives_within_1568_and_5_mb() -> None:
     data = encoded(gradient(6000, 4000))
     image = image_from_bytes(data, "big.png")
@@ -80,9 +104,19 @@ def test_an_animated_gif_sends_its_first_frame_as_png() -> None:
     assert decode(image.data).size == (64, 48)
 
 
-def test_webp_kept_when_it_fits_png_with_alpha_jpeg_without() -> None:
-    small = encoded(gradient(300, 200), "WEBP")
-    assert image_from_bytes(small, "a.webp").media_type == "image/webp"
+@pytest.mark.parametrize("fmt", ["WEBP", "GIF"])
+def test_a_small_webp_or_gif_is_never_sent_as_it_is(fmt: str) -> None:
+    """llama.cpp decodes neither a WebP (400 "Failed to load image") nor, reliably, a GIF: a
+    file that needs no resizing is re-encoded all the same, at its own size."""
+    small = encoded(gradient(300, 200), fmt)
+    prepared = prepare_image(small, "a." + fmt.lower())
+    assert prepared.image.media_type in ("image/png", "image/jpeg")
+    sent = decode(prepared.image.data)
+    assert sent.format in ("PNG", "JPEG") and sent.size == (300, 200)
+    assert "re-encoded from 300×200 " + fmt in describe(prepared)
+
+
+def test_webp_becomes_png_with_alpha_jpeg_without() -> None:
     see_through = gradient(2000, 1000, "RGBA")
     see_through.putalpha(gradient(2000, 1000, "L"))
     alpha = image_from_bytes(encoded(see_through, "WEBP"), "b.webp")
@@ -102,6 +136,16 @@ def test_a_truncated_png_is_one_line_naming_the_file() -> None:
 def test_not_an_image_is_refused() -> None:
     with pytest.raises(ImageError, match=r"^notes.png: not a PNG, JPEG, GIF or WebP image$"):
         image_from_bytes(b"just text\n", "notes.png")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"RIFF\x00\x00\x00\x00WEBPjunkjunk", b"\xff\xd8\xff" + bytes(20), b"GIF89a" + b"x" * 5],
+)
+def test_an_image_header_on_garbage_is_one_line_naming_the_file(data: bytes) -> None:
+    with pytest.raises(ImageError) as caught:
+        image_from_bytes(data, "shot.png")
+    assert str(caught.value) == "shot.png: cannot read the image (not a valid PNG, JPEG, GIF or WebP image)"
 
 
 def test_a_decompression_bomb_is_an_error_without_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:

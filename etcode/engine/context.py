@@ -1,7 +1,7 @@
 """How full the context window is: token estimates, the usable budget, cost accounting.
 
 An image counts by its provider's published formula (``provider/images.image_tokens``),
-never by the length of its base64 text. The size of the next request is the provider-reported size of the last one (input, cached
+never by the length of its base64 text; for a text-only model, as the notice sent in its place. The size of the next request is the provider-reported size of the last one (input, cached
 input and the answer) plus an estimate of what was added since (tool results); without a
 report yet (a new or resumed session) the whole request is estimated. Estimates per message
 are cached: messages are never changed once in the history.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from etcode.contract.events import UsageUpdate
 from etcode.provider.catalog import CatalogModel, ModelPrice, cost_of
@@ -28,6 +28,9 @@ from etcode.provider.types import (
     Usage,
 )
 from etcode.util.tokens import count_tokens, estimate_tokens
+
+if TYPE_CHECKING:
+    from etcode.engine.images import ImageSupport
 
 DEFAULT_THRESHOLD = 0.9
 MAX_RESERVE = 32_000
@@ -133,7 +136,10 @@ class TokenEstimator:
         self.rough = rough
         #: The provider's wire format: whose published formula counts an image's tokens.
         self.family: WireFormat = family
-        self._messages: dict[int, tuple[Message, int]] = {}
+        #: Whether the model takes images (None: sent as images): a text-only model's
+        #: requests carry a notice in place of each image, and that is what is counted.
+        self.images: ImageSupport | None = None
+        self._messages: dict[int, tuple[Message, int, bool]] = {}
         self._tools: dict[int, tuple[ToolSchema, int]] = {}
         self._system: tuple[tuple[str, ...], int] | None = None
 
@@ -141,16 +147,20 @@ class TokenEstimator:
         return estimate_tokens(text) if self.rough else count_tokens(text, self.model)
 
     def message(self, message: Message) -> int:
+        support = self.images
+        notices = support is not None and support.takes_images is False
         cached = self._messages.get(id(message))
-        if cached is not None and cached[0] is message:
+        if cached is not None and cached[0] is message and cached[2] == notices:
             return cached[1]
         tokens = MESSAGE_OVERHEAD + sum(self.text(_part_text(p)) + 1 for p in message.parts)
         images = message.images
-        if images:
+        if images and support is not None and notices:
+            tokens += sum(self.text(support.notice(image)) + 1 for image in images)
+        elif images:
             tokens += sum(self._image(image) for image in images)
         if len(self._messages) > 50_000:
             self._messages.clear()
-        self._messages[id(message)] = (message, tokens)
+        self._messages[id(message)] = (message, tokens, notices)
         return tokens
 
     def messages(self, messages: list[Message]) -> int:

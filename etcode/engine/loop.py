@@ -516,12 +516,11 @@ class AgentLoop(EventPump):
             if images is None or not images.refused(err, self.messages):
                 raise
             self.emit(ev.WarningEvent(images.warning(err)))
+            end = None
             try:
                 end = await self._stream_step()
-            except ProviderError as again:
-                images.settle(err, again)
-                raise
-            images.settle(err, None)
+            finally:  # an error, an interrupt (None) or a cancellation: the images taught nothing
+                images.settle(err, end is not None)
             return end
 
     async def _stream_step_compacting(self) -> StreamEnd | None:

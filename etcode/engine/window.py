@@ -33,6 +33,7 @@ from etcode.provider.spec import ProviderSpec
 from etcode.provider.types import Message, ToolSchema, Usage
 
 if TYPE_CHECKING:
+    from etcode.engine.images import ImageSupport
     from etcode.engine.seams import LoopWindow
 
 
@@ -109,6 +110,12 @@ class ContextWindow:
         if self.on_learn is not None and source != "server":
             self.on_learn(context)
         return True
+
+    def count_images(self, images: ImageSupport | None) -> None:
+        """Count images as ``images`` says the requests carry them (a text-only model's as
+        the notices in their place)."""
+        self.meter.estimator.images = images
+        self.meter.rough.images = images
 
     def estimate(self, system: list[str], tools: list[ToolSchema], messages: list[Message]) -> int:
         return self.meter.estimate(system, tools, messages)

@@ -17,14 +17,20 @@ from etcode.provider.types import ImagePart, Message, Part, TextPart
 ImageInput: TypeAlias = "str | os.PathLike[str] | ImagePart | bytes"
 
 
-async def load_images(items: Iterable[ImageInput], directory: Path | None = None) -> list[ImagePart]:
+async def load_images(
+    items: ImageInput | Iterable[ImageInput], directory: Path | None = None
+) -> list[ImagePart]:
     """Every item as an :class:`ImagePart` (a relative path is taken from ``directory``, else
-    the current folder). Raises :class:`~etcode.provider.images.ImageError` naming the first
+    the current folder); one item alone (``images="shot.png"``) is one image, not a list of
+    letters or bytes. Raises :class:`~etcode.provider.images.ImageError` naming the first
     item that is not a readable PNG, JPEG, GIF or WebP image; ``TypeError`` for another kind."""
     from etcode.provider.images import image_from_bytes, read_image
 
+    entries: Iterable[ImageInput] = (
+        [items] if isinstance(items, str | os.PathLike | ImagePart | bytes | bytearray) else items
+    )
     images: list[ImagePart] = []
-    for number, item in enumerate(items, 1):
+    for number, item in enumerate(entries, 1):
         if isinstance(item, ImagePart):
             images.append(item)
         elif isinstance(item, bytes | bytearray | memoryview):

@@ -6,6 +6,7 @@ commands (``extensions/command_expansion.py``) share it."""
 
 from __future__ import annotations
 
+import errno
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,12 +81,14 @@ def resolve_mentions(
 
 def _image_attachment(path: Path, shown: str) -> Attachment:
     """The image at ``path`` as an attachment (or why it is not one). Blocking."""
-    from etcode.provider.images import ImageError, image_from_bytes
+    from etcode.provider.images import MAX_FILE_READ, ImageError, image_from_bytes
+    from etcode.util.fs import read_regular_capped
 
-    try:
-        image = image_from_bytes(path.read_bytes(), shown)
+    try:  # capped, and a FIFO swapped in since ``is_file()`` is refused, never waited on
+        image = image_from_bytes(read_regular_capped(path, MAX_FILE_READ), shown)
     except OSError as err:
-        return Attachment(shown, None, f"unreadable: {err.strerror or err}")
+        how = "not attached" if err.errno == errno.EFBIG else "unreadable"
+        return Attachment(shown, None, f"{how}: {err.strerror or err}")
     except ImageError as err:
         return Attachment(shown, None, f"not attached: {str(err).removeprefix(shown + ': ')}")
     return Attachment(shown, None, f"image, attached: {image.width}×{image.height}", image)

@@ -362,21 +362,11 @@ def correct_window(spec: ProviderSpec, context: int) -> None:
     remember(spec, ServerFacts(context, base.tools, base.server, "overflow error", base.images))
 
 
-def _keep_learned(spec: ProviderSpec, facts: ServerFacts | None) -> ServerFacts | None:
-    """``facts`` with ``images: false`` kept from an older answer (learned from a refusal,
-    which no endpoint repeats) when the server did not say it now."""
-    if facts is not None and facts.images is not None:
-        return facts
-    entry = _read_cache().get(cache_key(spec))
-    old = entry.get("facts") if isinstance(entry, dict) else None
-    if not isinstance(old, dict) or old.get("images") is not False:
-        return facts
-    return replace(facts if facts is not None else ServerFacts(), images=False)
-
-
 def refuse_images(spec: ProviderSpec) -> None:
     """The server refused a request's images: ``images: false`` is kept with its facts, so
-    the next run sends the notice in their place at once."""
+    the next runs send the notice in their place at once. It expires with them
+    (:data:`CACHE_TTL`): the model behind a server's name may change, and one refused request
+    an hour is cheap."""
     found, facts = cached(spec)
     if found and facts is not None and facts.images is False:
         return
@@ -428,7 +418,6 @@ class ServerProbe:
         except _NoAnswer as err:
             log.debug("window discovery for %s: no answer (%s)", self.spec.full_id, err)
             return None
-        facts = _keep_learned(self.spec, facts)
         remember(self.spec, facts)
         return facts
 

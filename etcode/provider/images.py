@@ -1,9 +1,10 @@
 """Images as a model sees them: which files are images, one read within the providers'
 limits, and what an image costs in the context window.
 
-An image that already fits (long edge ≤ :data:`MAX_EDGE`, file ≤ :data:`MAX_FILE_SEND`, no
-EXIF rotation, not animated) is sent as its own bytes, after a full decode that proves it
-is whole. Anything else is decoded and re-encoded:
+A PNG or a JPEG that already fits (long edge ≤ :data:`MAX_EDGE`, file ≤ :data:`MAX_FILE_SEND`,
+no EXIF rotation) is sent as its own bytes without their metadata (EXIF with a phone's GPS
+position, XMP, text chunks: the pixels untouched), after a full decode that proves it is whole. Anything
+else (every GIF and WebP too) is decoded and re-encoded:
 
 - its EXIF orientation applied, scaled down to a long edge of :data:`MAX_EDGE` (a box
   average by a whole factor, then Pillow's antialiased bilinear filter);
@@ -11,9 +12,9 @@ is whole. Anything else is decoded and re-encoded:
 - PNG out for a PNG, a GIF and a WebP with transparency (lossless: screenshots, diagrams),
   when it fits; otherwise, and for a JPEG, an opaque WebP or an opaque image with a photo's
   texture (its PNG would be over :data:`PHOTO_RATIO` of its raw pixels), JPEG at quality
-  :data:`JPEG_QUALITY` (lower, then smaller, until it fits). A re-encoded WebP never stays
-  WebP: PNG and JPEG are what every OpenAI-compatible server decodes (llama.cpp's does not
-  decode WebP).
+  :data:`JPEG_QUALITY` (lower, then smaller, until it fits). A WebP never stays WebP, even a
+  small one: PNG and JPEG are what every OpenAI-compatible server decodes (llama.cpp's does
+  not decode WebP, and a request holding one fails with a 400).
 
 The encoded file is kept ≤ 3.75 MB so that its base64 text — what the request carries and
 what Anthropic's 5 MB limit counts — stays within :data:`MAX_BYTES`.
@@ -71,6 +72,8 @@ PHOTO_RATIO = 0.25
 #: The strips of an image compressed to judge it photo-like, and their rows.
 _STRIPS = 16
 _STRIP_ROWS = 8
+#: An image with fewer pixels (an icon) is never judged photo-like.
+_SMALL_PIXELS = 128 * 128
 #: Scaling down: a box average by a whole factor (``reduce``) leaves at most this much for
 #: the filter; 1.25 is three times faster than the filter alone on a 6000×4000 image. The
 #: filter is bilinear (antialiased when scaling down): Lanczos costs twice as much (+100 ms
@@ -92,6 +95,9 @@ OPENAI_BASE_TOKENS = 85
 OPENAI_TILE_TOKENS = 170
 
 _FORMAT_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
+#: The only types sent as the file's own bytes: what every server decodes (llama.cpp's does
+#: not decode WebP: "Failed to load image"; a GIF may be animated).
+_SENT_AS_IS = frozenset({"image/png", "image/jpeg"})
 #: EXIF orientation → the transpose that shows the image upright (as ImageOps.exif_transpose).
 _ORIENTATIONS = {2: "FLIP_LEFT_RIGHT", 3: "ROTATE_180", 4: "FLIP_TOP_BOTTOM", 5: "TRANSPOSE",
                  6: "ROTATE_270", 7: "TRANSVERSE", 8: "ROTATE_90"}  # fmt: skip
@@ -180,7 +186,7 @@ def prepare_image(data: bytes, name: str) -> PreparedImage:
     media_type = sniff_media_type(data[:16])
     if media_type is None:
         raise ImageError(f"{name}: not a PNG, JPEG, GIF or WebP image")
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
     try:
         with _open(data, name) as image:
@@ -192,6 +198,10 @@ def prepare_image(data: bytes, name: str) -> PreparedImage:
     except Exception as err:  # Pillow raises many kinds for a damaged file
         if isinstance(err, Image.DecompressionBombError):
             raise ImageError(f"{name}: too many pixels to decode (a decompression bomb?)") from None
+        if isinstance(err, UnidentifiedImageError):  # its text names a BytesIO object
+            raise ImageError(
+                f"{name}: cannot read the image (not a valid PNG, JPEG, GIF or WebP image)"
+            ) from None
         raise ImageError(f"{name}: cannot read the image ({_one_line(err)})") from None
 
 
@@ -240,11 +250,73 @@ def _prepare(image: PILImage.Image, data: bytes, media_type: str, name: str) -> 
     upright = (height, width) if orientation in (5, 6, 7, 8) else (width, height)
     animated = bool(getattr(image, "is_animated", False))
     scale = min(1.0, MAX_EDGE / max(upright))
-    if scale == 1.0 and orientation == 1 and not animated and len(data) <= MAX_FILE_SEND:
+    own = media_type in _SENT_AS_IS  # a WebP or a GIF is always re-encoded (see the docstring)
+    if own and scale == 1.0 and orientation == 1 and not animated and len(data) <= MAX_FILE_SEND:
         image.load()  # a damaged or truncated file fails here, not at the provider
-        return _prepared(data, media_type, upright, name, (width, height), media_type, len(data))
+        kept = _without_metadata(data, media_type)
+        if kept is not None:
+            return _prepared(kept, media_type, upright, name, (width, height), media_type, len(data))
     out, out_type, size = _reencode(image, media_type, orientation, scale)
     return _prepared(out, out_type, size, name, (width, height), media_type, len(data))
+
+
+#: JPEG segments kept: APP0 (JFIF), APP2 (ICC colour profile), APP14 (Adobe: how to read
+#: its colours); EXIF and XMP (APP1: camera, GPS position), IPTC (APP13) and comments go.
+_JPEG_KEPT_APPS = frozenset({0xE0, 0xE2, 0xEE})
+#: PNG chunks dropped: text (author, software, comments), EXIF, the time of the last change.
+_PNG_DROPPED = frozenset({b"tEXt", b"zTXt", b"iTXt", b"eXIf", b"tIME"})
+
+
+def _without_metadata(data: bytes, media_type: str) -> bytes | None:
+    """A PNG's or a JPEG's bytes without their metadata (the GPS position a phone writes
+    into EXIF is not for the provider), the pixels untouched; None when its structure is
+    not as expected (then it is re-encoded, which keeps no metadata either)."""
+    try:
+        return _png_without(data) if media_type == "image/png" else _jpeg_without(data)
+    except (IndexError, ValueError):
+        return None
+
+
+def _png_without(data: bytes) -> bytes | None:
+    out, at = [data[:8]], 8
+    while at < len(data):
+        size = int.from_bytes(data[at : at + 4], "big")
+        kind = data[at + 4 : at + 8]
+        end = at + 12 + size
+        if len(kind) != 4 or end > len(data):
+            return None
+        if kind not in _PNG_DROPPED:
+            out.append(data[at:end])
+        at = end
+        if kind == b"IEND":
+            break
+    return b"".join(out)
+
+
+def _jpeg_without(data: bytes) -> bytes | None:
+    out, at = [data[:2]], 2
+    while at < len(data):
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if marker == 0xFF:  # a fill byte
+            at += 1
+            continue
+        if marker == 0xDA:  # start of scan: the image data follows, to the end
+            out.append(data[at:])
+            break
+        if 0xD0 <= marker <= 0xD7 or marker == 0x01:  # no length
+            out.append(data[at : at + 2])
+            at += 2
+            continue
+        end = at + 2 + int.from_bytes(data[at + 2 : at + 4], "big")
+        if end > len(data):
+            return None
+        dropped = marker == 0xFE or (0xE0 <= marker <= 0xEF and marker not in _JPEG_KEPT_APPS)
+        if not dropped:
+            out.append(data[at:end])
+        at = end
+    return b"".join(out)
 
 
 def _prepared(
@@ -310,6 +382,8 @@ def _photo_like(frame: PILImage.Image) -> bool:
     if frame.mode not in ("L", "RGB"):
         return False
     width, height = frame.size
+    if width * height < _SMALL_PIXELS:  # any PNG of it is small and quick (zlib's overhead
+        return False  # would make a few pixels look incompressible)
     strips = min(_STRIPS, max(1, height // (_STRIP_ROWS + 1)))
     raw = bytearray()
     for index in range(strips):

@@ -101,7 +101,7 @@ class _Read:
     error: str | None = None
     skipped: str | None = None
     deferred: bool = False  # too big to read on the event loop: left for a thread
-    image_data: bytes | None = None  # an image file's bytes, until it is prepared
+    image_pending: bool = False  # an image (by its name or content): read and prepared later
     image: ImagePart | None = None
     image_note: str = ""  # what the image is (``describe``): its header in the output
     image_facts: JsonObject | None = None  # the same for ``data`` (``image_facts``)
@@ -133,17 +133,36 @@ def _read_rest(fd: int, head: bytes, size: int) -> bytes:
 
 def _read_one(item: _Read, inline_limit: int | None = None) -> _Read:
     """Read, sniff, decode and measure one file (every pass while its bytes are in cache).
-    A file over ``inline_limit`` bytes is not read but marked ``deferred``."""
+    A file over ``inline_limit`` bytes is not read but marked ``deferred``; an image (by
+    its name, unread, or by its content, its bytes dropped) is marked ``image_pending``:
+    :func:`_read_images` reads the first :data:`MAX_IMAGES` one at a time."""
+    if is_image_path(item.path):
+        item.image_pending = True
+        return item
+    data = _read_bytes(item, inline_limit)
+    return item if data is None else _take(item, data)
+
+
+def _take(item: _Read, data: bytes, image: bool = False) -> _Read:
+    """``item`` filled from its bytes ``data``: text, or binary skipped, or (with ``image``)
+    the image made ready to send; without ``image``, an image is left ``image_pending``."""
     by_name = _binary_by_name(item.path)
     if by_name and not is_image_path(item.path):
         item.skipped = "binary file"
         return item
-    data = _read_bytes(item, inline_limit)
-    if data is None:
-        return item
     if sniff_media_type(data[:16]) is not None:  # an image by its content, whatever its name
-        item.image_data = data
         item.size = len(data)
+        if not image:
+            item.image_pending = True
+            return item
+        try:
+            prepared = prepare_image(data, item.shown)
+        except ImageError as err:
+            item.error = str(err).removeprefix(f"{item.shown}: ")
+            return item
+        item.image = prepared.image
+        item.image_note = describe(prepared)
+        item.image_facts = dict(image_facts(prepared))
         return item
     text = None if by_name else _text_of(data)
     if text is None:
@@ -452,7 +471,7 @@ class ReadManyFilesTool(Tool):
         allowed, refused = await self._permitted(ctx, items)
         errors.extend(refused)
         done = await _read_concurrently(allowed)
-        await _prepare_images(done)
+        await _read_images(done)
         files, skipped = _outcomes(done, errors)
         reminders = await _reminders(ctx, files)
         return _result(files, skipped, errors, reminders)
@@ -569,27 +588,28 @@ def _result(
     return ToolResult(output, data=data, images=images or None)
 
 
-async def _prepare_images(items: list[_Read]) -> None:
-    """The images read, made ready to send (one at a time, in a worker thread: each may
-    decode tens of megapixels); past :data:`MAX_IMAGES`, or damaged, they are skipped or
-    errors."""
+async def _read_images(items: list[_Read]) -> None:
+    """The images among the items read and made ready to send, in order, one at a time in a
+    worker thread (each may decode tens of megapixels; its file's bytes are dropped once it
+    is ready); past :data:`MAX_IMAGES` they are skipped without being read."""
     count = 0
     for item in items:
-        data, item.image_data = item.image_data, None
-        if data is None:
+        if not item.image_pending:
             continue
+        item.image_pending = False
         if count >= MAX_IMAGES:
+            item.size = 0
             item.skipped = f"image (at most {MAX_IMAGES} per call; read it alone)"
             continue
-        try:
-            prepared = await asyncio.to_thread(prepare_image, data, item.shown)
-        except ImageError as err:
-            item.error = str(err).removeprefix(f"{item.shown}: ")
-            continue
-        count += 1
-        item.image = prepared.image
-        item.image_note = describe(prepared)
-        item.image_facts = dict(image_facts(prepared))
+        await asyncio.to_thread(_read_image, item)
+        if item.image is not None:
+            count += 1
+
+
+def _read_image(item: _Read) -> None:
+    data = _read_bytes(item, None)
+    if data is not None:
+        _take(item, data, image=True)
 
 
 async def _read_concurrently(items: list[_Read]) -> list[_Read]:

@@ -126,8 +126,10 @@ def read_regular_capped(path: str | os.PathLike[str], limit: int) -> bytes:
     blocking (a FIFO or device raises :class:`NotRegularFileError`; a longer file raises
     ``OSError`` whose ``strerror`` says "larger than …"): for files a cloned project supplies."""
     with open(path, "rb", opener=regular_opener) as handle:
+        if os.fstat(handle.fileno()).st_size > limit:  # refused without reading it
+            raise OSError(errno.EFBIG, f"larger than {format_size(limit)}", str(path))
         data = handle.read(limit + 1)
-    if len(data) > limit:
+    if len(data) > limit:  # it grew
         raise OSError(errno.EFBIG, f"larger than {format_size(limit)}", str(path))
     return data
 

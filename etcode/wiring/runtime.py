@@ -260,7 +260,9 @@ def _image_support(catalog: ModelCatalog, spec: ProviderSpec, probe: ServerProbe
         if spec.base_url:
             discovery.refuse_images(spec)
 
-    return ImageSupport(spec.model, takes, refused)
+    from etcode.engine.images import MAX_IMAGES
+
+    return ImageSupport(spec.model, takes, refused, MAX_IMAGES.get(spec.type, MAX_IMAGES["openai"]))
 
 
 def _learn_secrets(config: Config, spec: ProviderSpec) -> None:

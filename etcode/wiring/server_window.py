@@ -48,6 +48,8 @@ async def apply_server_facts(runtime: Runtime, window: ContextWindow | None) -> 
     images = runtime.images
     if facts is not None and images is not None and facts.images is not None and images.takes_images is None:
         images.takes_images = facts.images  # the server says (llama.cpp /props, Ollama /api/show)
+    if window is not None:
+        window.count_images(images)  # a text-only model's images count as its notices
     if facts is not None and facts.tools is False and runtime.tools.offered and len(runtime.tools):
         runtime.tools.offered = False
         events.append(WarningEvent(_no_tools_warning(runtime.spec, facts)))
