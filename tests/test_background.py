@@ -184,13 +184,15 @@ async def test_a_switch_of_model_or_agent_keeps_them(tmp_path: Path) -> None:
     assert not process_support.live_with(mark)
 
 
-def test_nothing_outlives_an_interpreter_that_never_closed_them(tmp_path: Path) -> None:
-    """An ``Agent`` nobody closed: the interpreter's exit kills its processes' groups."""
+@pytest.mark.parametrize("collected", [False, True])
+def test_nothing_outlives_an_interpreter_that_never_closed_them(tmp_path: Path, collected: bool) -> None:
+    """An ``Agent`` nobody closed: the interpreter's exit kills its processes' groups, also
+    when the agent (and its registry) was garbage-collected before the exit."""
     import subprocess
 
     mark = process_support.token()
     script = f"""
-import asyncio, os
+import asyncio, gc, os
 from etcode.api import Agent
 from etcode.testing import ScriptedModel
 
@@ -200,6 +202,8 @@ async def main():
     print("started", flush=True)
 
 asyncio.run(main())
+if {collected!r}:
+    gc.collect()
 """
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "started" in proc.stdout, proc.stderr

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,14 @@ def killpg_gone(pgid: int, seconds: float = GONE_SECONDS) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+def wait_for(done: Callable[[], bool], seconds: float = 60.0) -> None:
+    """Poll ``done`` until it holds (``seconds``: a safety net only a failure reaches)."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, "never happened"
+        time.sleep(0.02)
 
 
 def started_pid(text: str) -> int:
@@ -274,12 +283,15 @@ def test_sandbox_applies(project: Path, llm: FakeLLM) -> None:
 def test_nothing_left_after_a_signal(project: Path, llm: FakeLLM, signals: list[signal.Signals]) -> None:
     """Ctrl-C and SIGHUP stop the run and end its processes; a second Ctrl-C quits at once
     (the foreground command ignores SIGTERM, so the clean stop would take its grace), and
-    the background groups are killed on the way out all the same."""
+    the groups are killed on the way out all the same: the background ones and the
+    foreground command still in its grace."""
     write_config(project, llm)
     mark = process_support.token()
     background = f"echo $$ > bg.pid; sleep {mark} & sleep {mark}"
-    held = process_support.token()  # not etcode's to end after a second Ctrl-C: killed below
-    foreground = f"trap '' TERM; touch running; sleep {held}"
+    held = process_support.token()
+    # It notes the SIGTERM of the clean stop (a file) and lives on: the second Ctrl-C is
+    # sent once etcode is in that stop, not after a guessed time.
+    foreground = f"trap 'touch term' TERM; touch running; while :; do sleep {held} & wait; done"
     llm.script(
         Reply(calls=[Call("Bash", {"command": background, "run_in_background": True})]),
         Reply(calls=[Call("Bash", {"command": foreground})]),
@@ -301,17 +313,18 @@ def test_nothing_left_after_a_signal(project: Path, llm: FakeLLM, signals: list[
         pgid = int((project / "bg.pid").read_text())
         for sig in signals:
             proc.send_signal(sig)
-            time.sleep(0.1)
+            wait_for(lambda: (project / "term").exists() or proc.poll() is not None)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-        asyncio.run(process_support.survivors(held, seconds=0 if len(signals) > 1 else 20))
+        left = asyncio.run(process_support.survivors(held, seconds=GONE_SECONDS))
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert group_gone(pgid), f"background group {pgid} outlived etcode"
     assert not process_support.live_with(mark)
+    assert not left, f"the foreground command outlived etcode: {left}"
 
 
 def test_sandboxed_processes_die_with_a_killed_etcode(project: Path, llm: FakeLLM) -> None:

@@ -362,10 +362,10 @@ def _install_interrupt(agent: Agent) -> Callable[[], None]:
         with contextlib.suppress(OSError, ValueError):
             sys.stderr.write("\ninterrupted\n")
             sys.stderr.flush()
-        background = sys.modules.get("etcode.tools.background")  # loaded only when one started
-        if background is not None:
-            with contextlib.suppress(Exception):  # nothing may stop the exit
-                background.kill_everything_now()
+        from etcode.util.process_group import kill_all_now
+
+        with contextlib.suppress(Exception):  # nothing may stop the exit
+            kill_all_now()  # background groups, and a foreground command still in its grace
         os._exit(130)
 
     def on_signal() -> None:

@@ -5,24 +5,23 @@ Each process runs in its own process group (``util/process_group.py``, as a fore
 command), its combined output read into a bounded buffer that keeps the tail and counts
 what it skipped. The registry lives in the session's tool state (:func:`of_state`), so the
 tools reach it through their ``ToolContext``; the ``Agent`` owns it (``Agent.background``)
-and closes it with the session: every group is ended, none outlives etcode.
+and closes it with the session: every group is ended, none outlives etcode (an exit that
+cannot wait, or an ``Agent`` nobody closed: ``process_group.kill_all_now``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import builtins
 import contextlib
 import re
 import time
-import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from etcode.contract.tools import ToolError
-from etcode.util.process_group import close_pipes, kill_group, kill_process_group, start_process
+from etcode.util.process_group import close_pipes, kill_process_group, start_process
 
 #: The key of the registry in a session's tool state (``ToolContext.state``).
 STATE_KEY = "background"
@@ -145,27 +144,10 @@ def _clean(data: bytes) -> str:
     return _ANSI.sub("", text).replace("\r\n", "\n")
 
 
-#: Every registry of this process, for :func:`kill_everything_now`.
-_registries: weakref.WeakSet[BackgroundProcesses] = weakref.WeakSet()
-_at_exit: builtins.list[Callable[[], None]] = []
-
-
-def kill_everything_now() -> None:
-    """SIGKILL every running background process group of this etcode at once, without
-    waiting: for an exit that cannot wait for :meth:`BackgroundProcesses.close` (a second
-    Ctrl-C, the interpreter's exit after an ``Agent`` nobody closed)."""
-    for registry in list(_registries):
-        for process in registry._processes.values():
-            if process.proc.returncode is None or process.info.status == "running":
-                kill_group(process.proc.pid)
-
-
 class BackgroundProcesses:
     """A session's background processes (one per ``Agent``); closed with it."""
 
     def __init__(self, max_running: int = DEFAULT_MAX_RUNNING) -> None:
-        if not _at_exit:
-            _at_exit.append(atexit.register(kill_everything_now))  # once per process
         self.max_running = max_running
         self.buffer_bytes = MAX_BUFFER_BYTES
         self._processes: dict[str, _Process] = {}
@@ -175,7 +157,6 @@ class BackgroundProcesses:
         self._exit_notes: dict[str, str] = {}
         self._closed = False
         self._starting = 0
-        _registries.add(self)
 
     # ---- looking -------------------------------------------------------------------
     def list(self) -> list[BackgroundInfo]:
