@@ -210,6 +210,33 @@ if {collected!r}:
     assert not asyncio.run(process_support.survivors(mark, seconds=20))
 
 
+def test_the_chats_hangup_watchdog_kills_them_before_it_quits(tmp_path: Path) -> None:
+    """After SIGHUP the chat's watchdog ends etcode if the wind-down is slow: the groups
+    etcode started go first (a background one, and a foreground one ignoring SIGTERM)."""
+    import subprocess
+
+    mark = process_support.token()
+    script = f"""
+import asyncio, os
+from etcode.tools.background import BackgroundProcesses
+from etcode.ui.tui.hangup import detach_from_terminal
+from etcode.util.process_group import start_process
+
+async def main():
+    registry = BackgroundProcesses()
+    await registry.start(["bash", "-c", "sleep {mark} & sleep {mark}"], command="x", cwd={str(tmp_path)!r}, env=dict(os.environ))
+    await start_process("bash", "-c", "trap '' TERM; sleep {mark}")
+    print("started", flush=True)
+    detach_from_terminal(grace=0.2)
+    await asyncio.Event().wait()  # a wind-down that never ends: only the watchdog ends it
+
+asyncio.run(main())
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130 and "started" in proc.stdout, proc.stderr
+    assert not asyncio.run(process_support.survivors(mark, seconds=20))
+
+
 def test_read_only_agents_may_read_them_but_not_kill_them() -> None:
     """plan and explore (an explore child may run beside other calls) poll, never kill."""
     from etcode.agent.registry import builtin_agents
