@@ -327,6 +327,47 @@ def test_nothing_left_after_a_signal(project: Path, llm: FakeLLM, signals: list[
     assert not left, f"the foreground command outlived etcode: {left}"
 
 
+@pytest.mark.parametrize("signals", [[signal.SIGTERM], [signal.SIGHUP], [signal.SIGINT, signal.SIGINT]])
+def test_nothing_left_after_a_signal_while_the_session_closes(
+    project: Path, llm: FakeLLM, signals: list[signal.Signals]
+) -> None:
+    """The run has ended; the session's close is ending a background process that outlives
+    SIGTERM (its grace): a signal then still leaves nothing running (etcode's handlers were
+    removed before the close, and the signal ended etcode at once, the group left behind)."""
+    write_config(project, llm)
+    mark = process_support.token()
+    # It notes the close's SIGTERM (a file), and lives on until the SIGKILL.
+    background = f"echo $$ > bg.pid; trap 'touch term' TERM; while :; do sleep {mark} & wait; done"
+    llm.script(
+        Reply(calls=[Call("Bash", {"command": background, "run_in_background": True})]),
+        Reply(text="started"),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "etcode", "run", "start it"],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: (project / "term").exists() or proc.poll() is not None)
+        assert (project / "term").exists(), proc.communicate(timeout=10)
+        pgid = int((project / "bg.pid").read_text())
+        for sig in signals:
+            proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        left = asyncio.run(process_support.survivors(mark, seconds=GONE_SECONDS))
+    assert proc.returncode in (0, 130), err
+    assert "Traceback" not in err
+    assert group_gone(pgid), f"background group {pgid} outlived etcode"
+    assert not left
+
+
 def test_sandboxed_processes_die_with_a_killed_etcode(project: Path, llm: FakeLLM) -> None:
     """Even a SIGKILL of etcode (no clean-up runs) leaves no sandboxed background process:
     bubblewrap's --die-with-parent ends the sandbox with it."""
