@@ -247,6 +247,26 @@ def test_read_only_agents_may_read_them_but_not_kill_them() -> None:
     assert agents["build"].tool_enabled("KillBash") and agents["general"].tool_enabled("KillBash")
 
 
+async def test_a_filter_that_backtracks_without_end_is_stopped_off_the_event_loop(tmp_path: Path) -> None:
+    """BashOutput's filter is the model's: ``^(a|aa)+$`` on a line of 38 ``a`` and a ``!``
+    backtracks for minutes. It runs beside the event loop (which goes on meanwhile) and is
+    stopped after ``FILTER_SECONDS``: a one-line error, the output left unread."""
+    registry = BackgroundProcesses()
+    line = "a" * 38 + "!"
+    info = await start(registry, f"printf '{line}\\nok\\n'", tmp_path)
+    await ended(registry, info.id)
+    reading = asyncio.ensure_future(registry.read_new(info.id, r"^(a|aa)+$"))
+    await asyncio.sleep(0)  # the read's first step: on the loop, it would run to its end here
+    await asyncio.sleep(0)
+    assert not reading.done()
+    with pytest.raises(ToolError) as caught:
+        await asyncio.wait_for(reading, 60)
+    assert "filter '^(a|aa)+$' took over" in str(caught.value) and "\n" not in str(caught.value)
+    again = await registry.read_new(info.id)
+    assert again.text == f"{line}\nok\n"
+    await registry.close()
+
+
 async def test_a_read_never_cuts_a_character_or_a_filtered_line(tmp_path: Path) -> None:
     """What a process has printed so far ends mid-character or mid-line: the read returns up
     to the last whole character (whole line with a filter) and the rest comes with the next."""
