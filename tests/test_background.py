@@ -56,6 +56,18 @@ async def test_the_buffer_keeps_the_tail_and_counts_what_it_skipped(tmp_path: Pa
     await registry.close()
 
 
+async def test_the_kept_tail_starts_at_a_whole_character(tmp_path: Path) -> None:
+    """The buffer's cut falls inside a two-byte character: the tail starts after it (the
+    character counted as skipped), never with U+FFFD."""
+    registry = BackgroundProcesses()
+    registry.buffer_bytes = 9  # of b"x" + 20 × "é" (41 bytes) the cut falls at byte 32, inside one
+    info = await start(registry, "printf 'x%s' " + "é" * 20, tmp_path)
+    await ended(registry, info.id)
+    found = await registry.read_new(info.id)
+    assert found.text == "é" * 4 and found.skipped == 33
+    await registry.close()
+
+
 async def test_reads_return_what_is_new_and_filter_lines(tmp_path: Path) -> None:
     registry = BackgroundProcesses()
     go = tmp_path / "go"

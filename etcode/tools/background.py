@@ -106,6 +106,10 @@ class _Buffer:
     def _trim(self) -> None:
         excess = len(self.data) - self.limit
         if excess > 0:
+            # The kept tail starts at a character, not inside one (its bytes count as skipped).
+            for _ in range(3):
+                if excess < len(self.data) and self.data[excess] & 0xC0 == 0x80:
+                    excess += 1
             del self.data[:excess]
             self.start += excess
 
