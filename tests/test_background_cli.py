@@ -185,49 +185,72 @@ def test_long_output_keeps_its_tail_its_skipped_count_and_the_id(project: Path, 
     assert all(len(r.encode()) <= 60 * 1024 for r in [started, *reads])
 
 
+#: Turns a test may take waiting for etcode to record an exit (a safety net: it takes one or two).
+POLLS = 100
+
+
+def until(
+    seen: Callable[[Recorded], bool], meanwhile: Call, *then: Reply
+) -> list[Callable[[Recorded], Reply]]:
+    """Replies that make ``meanwhile`` call after call until a request is ``seen``, then the
+    ``then`` replies: waiting for what etcode does on its own (record an exit) by turns, not
+    by a guessed time."""
+    state = {"seen": False, "next": 0}
+
+    def reply(recorded: Recorded) -> Reply:
+        state["seen"] = state["seen"] or seen(recorded)
+        if not state["seen"]:
+            return Reply(calls=[meanwhile])
+        state["next"] += 1
+        return then[state["next"] - 1]
+
+    return [reply] * (POLLS + len(then))
+
+
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 def test_the_model_is_told_of_an_exit(project: Path, llm: FakeLLM, wire: str) -> None:
     write_config(project, llm, wire)
     background = "echo $$ > bg.pid; while [ ! -f go ]; do sleep 0.02; done; echo finishing; exit 3"
-    # The foreground call lets it go, waits until it is gone, then long enough for the watcher.
-    wait = "touch go; while kill -0 $(cat bg.pid) 2>/dev/null; do sleep 0.02; done; sleep 2"
+    # The foreground call lets it go and waits until it is gone; then turns until the note comes.
+    wait = "touch go; while kill -0 $(cat bg.pid) 2>/dev/null; do sleep 0.02; done"
+    note = "Background process bash_1 (echo $$ > bg.pid; while"
     llm.script(
         Reply(calls=[Call("Bash", {"command": background, "run_in_background": True})]),
         Reply(calls=[Call("Bash", {"command": wait})]),
-        Reply(text="noted"),
-        Reply(text="second turn"),
+        *until(lambda r: note in json.dumps(r.body), Call("Bash", {"command": "true"}), Reply(text="noted")),
     )
     proc = etcode("run", "start it", cwd=project)
     assert proc.returncode == 0, proc.stderr
-    note = "Background process bash_1 (echo $$ > bg.pid; while"
     bodies = [json.dumps(r.body) for r in llm.requests]
-    assert note not in bodies[1]
-    assert note in bodies[2] and "exited with code 3" in bodies[2]
-    assert len(llm.requests) == 3
+    told = [i for i, body in enumerate(bodies) if note in body]
+    assert told and told[0] >= 2, told  # not before it exited
+    assert "exited with code 3" in bodies[told[0]]
+    assert told[0] == len(bodies) - 1  # the run ended at the note: nothing asked after it
 
 
 def test_bash_output_reports_the_exit_instead_of_the_note(project: Path, llm: FakeLLM) -> None:
     """An exit BashOutput already reported is not told again."""
     write_config(project, llm)
     background = "echo $$ > bg.pid; while [ ! -f go ]; do sleep 0.02; done; echo finishing; exit 4"
-    wait = "touch go; while kill -0 $(cat bg.pid) 2>/dev/null; do sleep 0.02; done; sleep 2"
+    wait = "touch go; while kill -0 $(cat bg.pid) 2>/dev/null; do sleep 0.02; done"
+    poll = Call("BashOutput", {"bash_id": "bash_1", "filter": "finish"})
     llm.script(
         Reply(calls=[Call("Bash", {"command": background, "run_in_background": True})]),
-        Reply(
-            calls=[
-                Call("Bash", {"command": wait}),
-                Call("BashOutput", {"bash_id": "bash_1", "filter": "finish"}),
-            ]
+        Reply(calls=[Call("Bash", {"command": wait})]),
+        # BashOutput until it reports the exit (etcode recorded it).
+        *until(
+            lambda r: "exited with code 4" in tool_results(r)[-1],
+            poll,
+            Reply(calls=[Call("BashOutput", {"bash_id": "bash_1", "filter": "("})]),
+            Reply(text="done"),
         ),
-        Reply(calls=[Call("BashOutput", {"bash_id": "bash_1", "filter": "("})]),
-        Reply(text="done"),
     )
     proc = etcode("run", "start it", cwd=project)
     assert proc.returncode == 0, proc.stderr
-    polled = tool_results(llm.requests[2])[-1]
-    assert "exited with code 4" in polled and "finishing" in polled
+    polled = [tool_results(r)[-1] for r in llm.requests[3:-1]]  # [2]: the wait's
+    assert "exited with code 4" in polled[-1] and "finishing" in "".join(polled)
     assert not any("Background process bash_1" in json.dumps(r.body) for r in llm.requests)
-    bad = tool_results(llm.requests[3])[-1]
+    bad = tool_results(llm.requests[-1])[-1]
     assert "filter '(' is not a regular expression" in bad
     assert bad.count("\n") == 0
 
