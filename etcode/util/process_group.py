@@ -79,7 +79,16 @@ def kill_all_now() -> None:
 def forget_if_gone(proc: asyncio.subprocess.Process) -> None:
     """The caller is done with ``proc``: if its leader has exited and its group is empty,
     :func:`kill_all_now` no longer ends it (what a command left running there still is)."""
-    if proc.returncode is not None and not group_alive(proc.pid):
+    if proc.returncode is None:
+        return
+    try:
+        os.killpg(proc.pid, 0)  # no process at all in it: gone (the common case, no /proc scan)
+    except ProcessLookupError:
+        _live.pop(proc.pid, None)
+        return
+    except PermissionError:
+        pass
+    if not group_alive(proc.pid):
         _live.pop(proc.pid, None)
 
 
