@@ -111,6 +111,16 @@ async def test_listeners_see_starts_exits_and_kills(tmp_path: Path) -> None:
     await registry.close()
 
 
+async def test_a_read_that_reports_the_exit_drops_its_note(tmp_path: Path) -> None:
+    registry = BackgroundProcesses()
+    info = await start(registry, "echo bye; exit 4", tmp_path)
+    await ended(registry, info.id)
+    found = await registry.read_new(info.id)
+    assert found.info.status == "exited" and found.info.exit_code == 4 and found.text == "bye\n"
+    assert registry.take_exit_notes() == []  # the read told the model
+    await registry.close()
+
+
 async def test_the_limit_and_close(tmp_path: Path) -> None:
     registry = BackgroundProcesses(max_running=2)
     mark = process_support.token()
