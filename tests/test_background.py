@@ -56,6 +56,18 @@ async def test_the_buffer_keeps_the_tail_and_counts_what_it_skipped(tmp_path: Pa
     await registry.close()
 
 
+async def test_the_kept_tail_starts_at_a_whole_character(tmp_path: Path) -> None:
+    """The buffer's cut falls inside a two-byte character: the tail starts after it (the
+    character counted as skipped), never with U+FFFD."""
+    registry = BackgroundProcesses()
+    registry.buffer_bytes = 9  # of b"x" + 20 × "é" (41 bytes) the cut falls at byte 32, inside one
+    info = await start(registry, "printf 'x%s' " + "é" * 20, tmp_path)
+    await ended(registry, info.id)
+    found = await registry.read_new(info.id)
+    assert found.text == "é" * 4 and found.skipped == 33
+    await registry.close()
+
+
 async def test_reads_return_what_is_new_and_filter_lines(tmp_path: Path) -> None:
     registry = BackgroundProcesses()
     go = tmp_path / "go"
@@ -96,6 +108,16 @@ async def test_listeners_see_starts_exits_and_kills(tmp_path: Path) -> None:
     assert registry.take_exit_notes() == []  # once
     assert not group_alive(slow.pid or 0)
     assert not await process_support.survivors(mark)
+    await registry.close()
+
+
+async def test_a_read_that_reports_the_exit_drops_its_note(tmp_path: Path) -> None:
+    registry = BackgroundProcesses()
+    info = await start(registry, "echo bye; exit 4", tmp_path)
+    await ended(registry, info.id)
+    found = await registry.read_new(info.id)
+    assert found.info.status == "exited" and found.info.exit_code == 4 and found.text == "bye\n"
+    assert registry.take_exit_notes() == []  # the read told the model
     await registry.close()
 
 
@@ -184,13 +206,15 @@ async def test_a_switch_of_model_or_agent_keeps_them(tmp_path: Path) -> None:
     assert not process_support.live_with(mark)
 
 
-def test_nothing_outlives_an_interpreter_that_never_closed_them(tmp_path: Path) -> None:
-    """An ``Agent`` nobody closed: the interpreter's exit kills its processes' groups."""
+@pytest.mark.parametrize("collected", [False, True])
+def test_nothing_outlives_an_interpreter_that_never_closed_them(tmp_path: Path, collected: bool) -> None:
+    """An ``Agent`` nobody closed: the interpreter's exit kills its processes' groups, also
+    when the agent (and its registry) was garbage-collected before the exit."""
     import subprocess
 
     mark = process_support.token()
     script = f"""
-import asyncio, os
+import asyncio, gc, os
 from etcode.api import Agent
 from etcode.testing import ScriptedModel
 
@@ -200,9 +224,38 @@ async def main():
     print("started", flush=True)
 
 asyncio.run(main())
+if {collected!r}:
+    gc.collect()
 """
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "started" in proc.stdout, proc.stderr
+    assert not asyncio.run(process_support.survivors(mark, seconds=20))
+
+
+def test_the_chats_hangup_watchdog_kills_them_before_it_quits(tmp_path: Path) -> None:
+    """After SIGHUP the chat's watchdog ends etcode if the wind-down is slow: the groups
+    etcode started go first (a background one, and a foreground one ignoring SIGTERM)."""
+    import subprocess
+
+    mark = process_support.token()
+    script = f"""
+import asyncio, os
+from etcode.tools.background import BackgroundProcesses
+from etcode.ui.tui.hangup import detach_from_terminal
+from etcode.util.process_group import start_process
+
+async def main():
+    registry = BackgroundProcesses()
+    await registry.start(["bash", "-c", "sleep {mark} & sleep {mark}"], command="x", cwd={str(tmp_path)!r}, env=dict(os.environ))
+    await start_process("bash", "-c", "trap '' TERM; sleep {mark}")
+    print("started", flush=True)
+    detach_from_terminal(grace=0.2)
+    await asyncio.Event().wait()  # a wind-down that never ends: only the watchdog ends it
+
+asyncio.run(main())
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130 and "started" in proc.stdout, proc.stderr
     assert not asyncio.run(process_support.survivors(mark, seconds=20))
 
 
@@ -214,6 +267,26 @@ def test_read_only_agents_may_read_them_but_not_kill_them() -> None:
     for name in ("plan", "explore"):
         assert agents[name].tool_enabled("BashOutput") and not agents[name].tool_enabled("KillBash")
     assert agents["build"].tool_enabled("KillBash") and agents["general"].tool_enabled("KillBash")
+
+
+async def test_a_filter_that_backtracks_without_end_is_stopped_off_the_event_loop(tmp_path: Path) -> None:
+    """BashOutput's filter is the model's: ``^(a|aa)+$`` on a line of 38 ``a`` and a ``!``
+    backtracks for minutes. It runs beside the event loop (which goes on meanwhile) and is
+    stopped after ``FILTER_SECONDS``: a one-line error, the output left unread."""
+    registry = BackgroundProcesses()
+    line = "a" * 38 + "!"
+    info = await start(registry, f"printf '{line}\\nok\\n'", tmp_path)
+    await ended(registry, info.id)
+    reading = asyncio.ensure_future(registry.read_new(info.id, r"^(a|aa)+$"))
+    await asyncio.sleep(0)  # the read's first step: on the loop, it would run to its end here
+    await asyncio.sleep(0)
+    assert not reading.done()
+    with pytest.raises(ToolError) as caught:
+        await asyncio.wait_for(reading, 60)
+    assert "filter '^(a|aa)+$' took over" in str(caught.value) and "\n" not in str(caught.value)
+    again = await registry.read_new(info.id)
+    assert again.text == f"{line}\nok\n"
+    await registry.close()
 
 
 async def test_a_read_never_cuts_a_character_or_a_filtered_line(tmp_path: Path) -> None:

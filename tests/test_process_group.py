@@ -35,3 +35,23 @@ async def test_repeated_cancels_during_the_start_still_kill_the_group(
 async def test_a_start_that_fails_raises_its_error() -> None:
     with pytest.raises(FileNotFoundError):
         await start_process("etcode-no-such-program")
+
+
+async def test_kill_all_now_ends_the_groups_still_live_and_only_those() -> None:
+    """Every group started here is registered until seen gone: ``kill_all_now`` SIGKILLs a
+    live one (a shell and its background child, ignoring SIGTERM), and a group that ended
+    is forgotten (its pgid may be someone else's by then)."""
+    from etcode.util import process_group
+
+    mark = token()
+    live = await start_process("sh", "-c", f"trap '' TERM; sleep {mark} & sleep {mark}")
+    ended = await start_process("true")
+    await ended.wait()
+    process_group.forget_if_gone(ended)
+    assert live.pid in process_group._live and ended.pid not in process_group._live
+    while len(live_with(f"sleep\0{mark}")) < 2:
+        await asyncio.sleep(0.01)
+    process_group.kill_all_now()
+    assert await survivors(mark) == []
+    assert live.pid not in process_group._live
+    await live.wait()

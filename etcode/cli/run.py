@@ -254,9 +254,11 @@ async def _run_agent(
         async for event in agent.stream(task, images):
             renderer.handle(event)
     finally:
-        restore()
         agent.on_event = _late_hook_warning  # SessionEnd runs after the stream closed
-        await agent.aclose()
+        try:
+            await agent.aclose()  # a signal meanwhile still stops it (a second one: at once)
+        finally:
+            restore()  # from here on a signal quits at once
     result = agent.last_result
     return exit_code_for(result.stop_reason if result else "error")
 
@@ -354,7 +356,10 @@ STOP_GRACE_SECONDS = 15.0
 def _install_interrupt(agent: Agent) -> Callable[[], None]:
     """First Ctrl-C, SIGTERM or SIGHUP (the terminal closed) stops the turn cleanly: the
     stream ends, running commands are ended, finished steps are saved. A second signal, or
-    a run that has not stopped ``STOP_GRACE_SECONDS`` later, quits at once."""
+    a run that has not stopped ``STOP_GRACE_SECONDS`` later, quits at once. The function
+    returned (called once the session is closed) leaves the event loop's handlers for ones
+    that quit at once, until the process ends: the default would end etcode without
+    killing what it started."""
     loop = asyncio.get_running_loop()
     presses = {"count": 0}
 
@@ -362,10 +367,10 @@ def _install_interrupt(agent: Agent) -> Callable[[], None]:
         with contextlib.suppress(OSError, ValueError):
             sys.stderr.write("\ninterrupted\n")
             sys.stderr.flush()
-        background = sys.modules.get("etcode.tools.background")  # loaded only when one started
-        if background is not None:
-            with contextlib.suppress(Exception):  # nothing may stop the exit
-                background.kill_everything_now()
+        from etcode.util.process_group import kill_all_now
+
+        with contextlib.suppress(Exception):  # nothing may stop the exit
+            kill_all_now()  # background groups, and a foreground command still in its grace
         os._exit(130)
 
     def on_signal() -> None:
@@ -387,5 +392,7 @@ def _install_interrupt(agent: Agent) -> Callable[[], None]:
     def restore() -> None:
         for sig in installed:
             loop.remove_signal_handler(sig)
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(sig, lambda _signum, _frame: quit_now())
 
     return restore

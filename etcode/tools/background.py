@@ -5,24 +5,26 @@ Each process runs in its own process group (``util/process_group.py``, as a fore
 command), its combined output read into a bounded buffer that keeps the tail and counts
 what it skipped. The registry lives in the session's tool state (:func:`of_state`), so the
 tools reach it through their ``ToolContext``; the ``Agent`` owns it (``Agent.background``)
-and closes it with the session: every group is ended, none outlives etcode.
+and closes it with the session: every group is ended, none outlives etcode (an exit that
+cannot wait, or an ``Agent`` nobody closed: ``process_group.kill_all_now``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import builtins
 import contextlib
 import re
 import time
-import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from etcode.contract.tools import ToolError
-from etcode.util.process_group import close_pipes, kill_group, kill_process_group, start_process
+
+if TYPE_CHECKING:
+    import regex
+from etcode.util.process_group import close_pipes, kill_process_group, start_process
 
 #: The key of the registry in a session's tool state (``ToolContext.state``).
 STATE_KEY = "background"
@@ -104,6 +106,10 @@ class _Buffer:
     def _trim(self) -> None:
         excess = len(self.data) - self.limit
         if excess > 0:
+            # The kept tail starts at a character, not inside one (its bytes count as skipped).
+            for _ in range(3):
+                if excess < len(self.data) and self.data[excess] & 0xC0 == 0x80:
+                    excess += 1
             del self.data[:excess]
             self.start += excess
 
@@ -134,6 +140,7 @@ class _Process:
         self.watcher: asyncio.Task[None] | None = None
         self.killing = False
         self.ended = asyncio.Event()
+        self.reading = asyncio.Lock()
         self.on_end: Callable[[], object] | None = None
 
 
@@ -145,27 +152,10 @@ def _clean(data: bytes) -> str:
     return _ANSI.sub("", text).replace("\r\n", "\n")
 
 
-#: Every registry of this process, for :func:`kill_everything_now`.
-_registries: weakref.WeakSet[BackgroundProcesses] = weakref.WeakSet()
-_at_exit: builtins.list[Callable[[], None]] = []
-
-
-def kill_everything_now() -> None:
-    """SIGKILL every running background process group of this etcode at once, without
-    waiting: for an exit that cannot wait for :meth:`BackgroundProcesses.close` (a second
-    Ctrl-C, the interpreter's exit after an ``Agent`` nobody closed)."""
-    for registry in list(_registries):
-        for process in registry._processes.values():
-            if process.proc.returncode is None or process.info.status == "running":
-                kill_group(process.proc.pid)
-
-
 class BackgroundProcesses:
     """A session's background processes (one per ``Agent``); closed with it."""
 
     def __init__(self, max_running: int = DEFAULT_MAX_RUNNING) -> None:
-        if not _at_exit:
-            _at_exit.append(atexit.register(kill_everything_now))  # once per process
         self.max_running = max_running
         self.buffer_bytes = MAX_BUFFER_BYTES
         self._processes: dict[str, _Process] = {}
@@ -175,7 +165,6 @@ class BackgroundProcesses:
         self._exit_notes: dict[str, str] = {}
         self._closed = False
         self._starting = 0
-        _registries.add(self)
 
     # ---- looking -------------------------------------------------------------------
     def list(self) -> list[BackgroundInfo]:
@@ -278,28 +267,32 @@ class BackgroundProcesses:
     async def read_new(self, process_id: str, filter: str | None = None) -> BackgroundOutput:
         """The output since the last read (``filter``: only the lines matching this
         regular expression; the others are dropped). Raises :class:`ToolError` for an
-        unknown id or a bad expression."""
-        pattern: re.Pattern[str] | None = None
-        if filter:
-            try:
-                pattern = re.compile(filter)
-            except re.error as err:
-                raise ToolError(
-                    f"BashOutput: filter {filter!r} is not a regular expression ({err})"
-                ) from None
+        unknown id, a bad expression or one that takes over :data:`FILTER_SECONDS` (the
+        output is left unread then)."""
+        pattern = _compile(filter) if filter else None
         process = self._process(process_id)
-        ended = process.ended.is_set()  # before the take: all its output is in the buffer then
-        chunk, skipped = process.buffer.take()
-        if ended:
-            self._exit_notes.pop(process_id, None)  # this read tells the model
-        else:  # a character cut in two, or a line a filter must see whole, waits for the next read
-            held = _unfinished(chunk, whole_lines=pattern is not None)
-            if held:
-                chunk = chunk[:-held]
-                process.buffer.read_to -= held
-        text = _clean(chunk)
-        if pattern is not None:
-            text = "".join(line for line in text.splitlines(keepends=True) if pattern.search(line))
+        async with process.reading:  # one read at a time: a filtered one waits for its thread
+            ended = process.ended.is_set()  # before the take: all its output is in the buffer then
+            before = process.buffer.read_to
+            chunk, skipped = process.buffer.take()
+            if not ended:  # a character cut in two, or a line a filter must see whole: next read
+                held = _unfinished(chunk, whole_lines=pattern is not None)
+                if held:
+                    chunk = chunk[:-held]
+                    process.buffer.read_to -= held
+            text = _clean(chunk)
+            if pattern is not None:
+                try:  # in a thread, bounded: an expression that backtracks without end must not freeze etcode
+                    text = await asyncio.to_thread(_matching_lines, pattern, text, FILTER_SECONDS)
+                except TimeoutError:
+                    process.buffer.read_to = before
+                    process.buffer.changed.set()
+                    raise ToolError(
+                        f"BashOutput: filter {filter!r} took over {FILTER_SECONDS:g} s on the output "
+                        "and was stopped (the output is left unread): use a simpler expression"
+                    ) from None
+            if ended:
+                self._exit_notes.pop(process_id, None)  # this read tells the model
         return BackgroundOutput(process.info, text, skipped)
 
     def _process(self, process_id: str) -> _Process:
@@ -410,6 +403,32 @@ class BackgroundProcesses:
 
 #: A filtered read holds back an unfinished last line up to this long (then it is read as it is).
 MAX_HELD_LINE = 65536
+#: How long BashOutput's filter may take over one read's lines.
+FILTER_SECONDS = 1.0
+
+
+def _compile(filter: str) -> regex.Pattern[str]:
+    """BashOutput's filter compiled (the ``regex`` package: its matching takes a timeout)."""
+    import regex
+
+    try:
+        return regex.compile(filter)
+    except regex.error as err:
+        raise ToolError(f"BashOutput: filter {filter!r} is not a regular expression ({err})") from None
+
+
+def _matching_lines(pattern: regex.Pattern[str], text: str, seconds: float) -> str:
+    """The lines of ``text`` that ``pattern`` finds something in; raises ``TimeoutError``
+    after ``seconds`` (the matching lets go of the GIL: the event loop runs meanwhile)."""
+    deadline = time.monotonic() + seconds
+    kept: builtins.list[str] = []
+    for line in text.splitlines(keepends=True):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        if pattern.search(line, concurrent=True, timeout=left):
+            kept.append(line)
+    return "".join(kept)
 
 
 def _unfinished(data: bytes, *, whole_lines: bool) -> int:

@@ -16,7 +16,7 @@ from etcode.tools.progress import OutputProgress
 from etcode.tools.summary import plural, shorten
 from etcode.tools.truncate import truncate_output
 from etcode.util.json_types import JsonObject
-from etcode.util.process_group import close_pipes, kill_process_group, start_process
+from etcode.util.process_group import close_pipes, forget_if_gone, kill_process_group, start_process
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -183,6 +183,7 @@ async def _execute_here(
             reader.cancel()
             close_pipes(proc)
         progress.close()
+        forget_if_gone(proc)
     exit_code = proc.returncode if proc.returncode is not None else -1
     return _Run(collector.text().rstrip("\n"), exit_code, timed_out, interrupted)
 

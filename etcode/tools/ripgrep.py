@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from etcode.util.ignore import SEARCH_EXCLUDES, IgnoreMatcher
-from etcode.util.process_group import kill_group, start_process
+from etcode.util.process_group import forget_if_gone, kill_group, start_process
 
 RG_TIMEOUT_SECONDS = 60.0
 
@@ -70,6 +70,7 @@ async def run_rg(
     finally:
         if stopper is not None:
             stopper.cancel()
+    forget_if_gone(proc)
     stdout, stderr = talk.result()
     code = proc.returncode or 0
     if code == 2 and not stdout:

@@ -7,12 +7,15 @@ and whatever the leader had started already (``sleep 30 &``, a server's worker) 
 PID 1 and runs on. :func:`start_process` shields the start instead and, when a cancel
 arrived, kills the whole group before re-raising. After it returns, the caller must enter
 the ``try`` that kills the group (:func:`kill_process_group`) before its next ``await``.
-Every process etcode starts itself goes through here (future hooks too).
+Every process etcode starts itself goes through here (future hooks too), and each group is
+registered until it is seen gone, so an exit that cannot wait for the clean ends
+(:func:`kill_all_now`: a second Ctrl-C, a watchdog, the interpreter's exit) leaves none behind.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import signal
@@ -23,6 +26,12 @@ T = TypeVar("T")
 
 #: How long a group killed after a cancelled start may take to disappear.
 REAP_SECONDS = 5.0
+
+#: The groups started here that may still have live members, by pgid (the leader's pid):
+#: :func:`kill_all_now` ends them. A group leaves it once it is seen gone or is SIGKILLed,
+#: so a pgid the system has reused for someone else's group is never killed.
+_live: dict[int, asyncio.subprocess.Process] = {}
+_at_exit: list[object] = []
 
 
 class ProcessOptions(TypedDict, total=False):
@@ -41,12 +50,53 @@ async def start_process(*argv: str, **kwargs: Unpack[ProcessOptions]) -> asyncio
     against cancellation: if the calling task is cancelled while the process starts, the
     start still completes, the whole new group is SIGKILLed and reaped, and the
     ``CancelledError`` is re-raised. Errors of the start itself (``OSError``) propagate."""
-    creating = asyncio.ensure_future(asyncio.create_subprocess_exec(*argv, start_new_session=True, **kwargs))
+    if not _at_exit:
+        _at_exit.append(atexit.register(kill_all_now))  # an Agent nobody closed: its groups too
+    _forget_ended()
+    creating = asyncio.ensure_future(_create(argv, kwargs))
     try:
         return await asyncio.shield(creating)
     except asyncio.CancelledError:
         await _kill_after_start(creating)
         raise
+
+
+async def _create(argv: tuple[str, ...], options: ProcessOptions) -> asyncio.subprocess.Process:
+    proc = await asyncio.create_subprocess_exec(*argv, start_new_session=True, **options)
+    _live[proc.pid] = proc
+    return proc
+
+
+def kill_all_now() -> None:
+    """SIGKILL every group started here that is still registered, at once and without
+    waiting: for an exit that cannot wait for the clean ends (a second Ctrl-C, the chat's
+    watchdog after SIGHUP, the interpreter's exit after an ``Agent`` nobody closed). Safe
+    from a signal handler or another thread."""
+    for pgid in tuple(_live):
+        kill_group(pgid)
+
+
+def forget_if_gone(proc: asyncio.subprocess.Process) -> None:
+    """The caller is done with ``proc``: if its leader has exited and its group is empty,
+    :func:`kill_all_now` no longer ends it (what a command left running there still is)."""
+    if proc.returncode is None:
+        return
+    try:
+        os.killpg(proc.pid, 0)  # no process at all in it: gone (the common case, no /proc scan)
+    except ProcessLookupError:
+        _live.pop(proc.pid, None)
+        return
+    except PermissionError:
+        pass
+    if not group_alive(proc.pid):
+        _live.pop(proc.pid, None)
+
+
+def _forget_ended() -> None:
+    """Drop the groups whose leader exited and which are empty now (a command that left a
+    child of its own behind stays until the child is gone too)."""
+    for proc in [p for p in _live.values() if p.returncode is not None]:
+        forget_if_gone(proc)
 
 
 async def wait_despite_cancels(future: asyncio.Future[T], seconds: float | None = None) -> None:
@@ -96,6 +146,7 @@ def kill_group(pgid: int) -> None:
     """SIGKILL process group ``pgid`` (a process started in its own session: its pid)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+    _live.pop(pgid, None)
 
 
 async def kill_process_group(proc: asyncio.subprocess.Process, grace: float = 2.0) -> None:
@@ -105,15 +156,16 @@ async def kill_process_group(proc: asyncio.subprocess.Process, grace: float = 2.
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
+        _live.pop(pgid, None)
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + grace
     while loop.time() < deadline:
         if proc.returncode is not None and not group_alive(pgid):
+            _live.pop(pgid, None)
             return
         await asyncio.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
+    kill_group(pgid)
 
 
 def group_alive(pgid: int) -> bool:

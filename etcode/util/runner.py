@@ -72,4 +72,8 @@ def _leave_now(code: int) -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    from etcode.util.process_group import kill_all_now
+
+    with contextlib.suppress(Exception):
+        kill_all_now()  # os._exit skips the atexit hook that would
     os._exit(code)
