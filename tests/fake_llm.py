@@ -125,6 +125,12 @@ class Recorded:
     body: dict[str, Any]
     raw: bytes = b""
 
+    @property
+    def text(self) -> str:
+        """The body as JSON text with its characters as they are (``raw`` escapes "×" as
+        ``\\u00d7`` or not, depending on the httpx version that sent it)."""
+        return json.dumps(self.body, ensure_ascii=False)
+
 
 Entry = Reply | Fault | Callable[[Recorded], Reply | Fault]
 

@@ -320,7 +320,7 @@ def session_with_image(project: Path, llm: FakeLLM) -> tuple[str, ImagePart]:
 
 
 def bodies(llm: FakeLLM) -> list[str]:
-    return [r.raw.decode() for r in llm.requests]
+    return [r.text for r in llm.requests]
 
 
 def test_a_text_only_catalog_model_gets_the_notice_through_the_cli(project: Path, llm: FakeLLM) -> None:

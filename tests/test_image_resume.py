@@ -94,7 +94,7 @@ def test_a_text_only_model_resumed_on_it_gets_the_notice(project: Path, llm: Fak
     proc = etcode("run", "--format", "json", "--session", sid, "and now?", cwd=project)
     ok(proc)
     body = llm.requests[-1].body
-    raw = llm.requests[-1].raw.decode()
+    raw = llm.requests[-1].text
     assert image_parts(body) == 0 and base64.b64encode(shot).decode()[:200] not in raw
     assert "image not sent: model test-model does not take images [image: shot.png 320×200]" in raw
     assert '"warning"' not in proc.stdout

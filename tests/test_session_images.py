@@ -185,7 +185,7 @@ def test_replay_shows_the_images_labels(project: Path, llm: FakeLLM) -> None:
     ok(proc)
     warnings = [json.loads(line) for line in proc.stdout.splitlines() if '"warning"' in line]
     assert any("a stored image is gone" in w["message"] for w in warnings)
-    assert "[image: screenshot.png 1280×720]" in llm.requests[-1].raw.decode()
+    assert "[image: screenshot.png 1280×720]" in llm.requests[-1].text
 
 
 #: Images per stored turn: their cost dwarfs the system prompt's, whatever the formula.
@@ -231,7 +231,7 @@ async def test_compaction_drops_the_oldest_image_first(tmp_path: Path, llm: Fake
     events = [event async for event in agent.stream("What changed?")]
     await agent.aclose()
     assert len(llm.requests) == 1  # no summary request: dropping the oldest images was enough
-    text = llm.requests[-1].raw.decode()
+    text = llm.requests[-1].text
     assert all(f"[image: old-{i}.png 1000×1000]" in text for i in range(PER_TURN))  # their labels
     assert "[image: new-" not in text  # the newer ones are still images
     assert INSTRUCTION_MARK not in text and SUMMARY_HEADER not in text
@@ -256,7 +256,7 @@ async def test_the_summary_request_never_carries_an_image(tmp_path: Path, llm: F
     await agent.aclose()
     summary = llm.requests[-1]
     assert INSTRUCTION_MARK in body_text(summary)
-    assert "[image: a-0.png 1000×1000]" in summary.raw.decode()
+    assert "[image: a-0.png 1000×1000]" in summary.text
     assert image_parts(summary.body) == 0
 
 

@@ -286,7 +286,7 @@ async def test_a_text_only_model_in_the_chat_gets_the_notices(project: Path, llm
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.turn is not None and not app.busy, timeout=30, what="the turn")
     assert len(llm.requests) == 2 and [image_parts(r.body) for r in llm.requests] == [0, 0]
-    last = llm.requests[1].raw.decode()
+    last = llm.requests[1].text
     assert "image not sent: model test-model does not take images [image: pasted.png 12×10]" in last
     assert "image not sent: model test-model does not take images [image: diagram.png 30×20]" in last
     warnings = [e.message for e in seen if isinstance(e, ev.WarningEvent)]
