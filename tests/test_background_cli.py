@@ -430,3 +430,13 @@ def test_sandboxed_processes_die_with_a_killed_etcode(project: Path, llm: FakeLL
             proc.communicate()
     left = asyncio.run(process_support.survivors(mark))
     assert not left, f"sandboxed processes outlived a killed etcode: {left}"
+
+
+def test_max_background_below_one_is_a_config_error(project: Path, llm: FakeLLM) -> None:
+    """0 would offer the tools and then refuse every start: the key says 1 to 64, in one line."""
+    write_config(project, llm, shell={"maxBackground": 0})
+    proc = etcode("run", "start one", cwd=project)
+    assert proc.returncode == 1, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "etcode.json" in line and "shell.maxBackground" in line and "greater than or equal to 1" in line
+    assert llm.requests == []

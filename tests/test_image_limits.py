@@ -46,7 +46,7 @@ async def test_past_the_limit_the_oldest_images_go_as_labels(tmp_path: Path, fam
     assert sent[-2:] == ["new1.png", "new2.png"]  # the newest are sent
     assert sent[0] == "s5.png"  # the five oldest (of limit + 5) are labels
     texts = [m.text for m in request.messages[:10]]
-    assert texts[0] == "shot 0[image: s0.png 8×8]" and texts[8] == "shot 4[image: s4.png 8×8]"
+    assert texts[0] == "shot 0\n[image: s0.png 8×8]" and texts[8] == "shot 4\n[image: s4.png 8×8]"
     # the session keeps every image
     assert sum(len(m.images) for m in loop.messages) == limit + 5
 

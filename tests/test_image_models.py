@@ -104,7 +104,7 @@ def test_replace_images_keeps_the_originals() -> None:
     assert out[2] is plain
     assert out[0].images == [] and out[1].images == []
     assert (
-        out[0].text == "look" + "image not sent: model m does not take images [image: screenshot.png 64×48]"
+        out[0].text == "look\n" + "image not sent: model m does not take images [image: screenshot.png 64×48]"
     )
     assert out[1].tool_results[0].output == (
         "read a.png\nimage not sent: model m does not take images [image: a.png 8×8]"
@@ -335,6 +335,12 @@ def test_a_text_only_catalog_model_gets_the_notice_through_the_cli(project: Path
     body = bodies(llm)[-1]
     assert image.data not in body and "image_url" not in body
     assert "image not sent: model test-model does not take images [image: screenshot.png 64×48]" in body
+    # the notice is a line of its own after the user's words (OpenAI's wire joins the texts)
+    contents = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "user"]
+    assert (
+        "Here is the page:\nimage not sent: model test-model does not take images "
+        "[image: screenshot.png 64×48]"
+    ) in contents
     assert '"warning"' not in proc.stdout
     # the session keeps the image: its bytes are in the store, not lost
     store = SessionStore.open(db_path())

@@ -226,7 +226,7 @@ class ShellConfig(_Strict):
 
     env: ShellEnvConfig = Field(default_factory=ShellEnvConfig)
     #: At most this many background processes (``Bash`` with ``run_in_background``) at once.
-    max_background: int = Field(default=8, ge=0, le=64, alias="maxBackground")
+    max_background: int = Field(default=8, ge=1, le=64, alias="maxBackground")
 
 
 class WorkflowConfig(_Strict):

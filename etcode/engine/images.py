@@ -54,6 +54,8 @@ def replace_images(messages: list[Message], text_for: ImageText) -> list[Message
             if isinstance(part, ImagePart):
                 text = text_for(part)
                 changed = changed or text is not None
+                if text is not None and parts and isinstance(parts[-1], TextPart):
+                    text = "\n" + text  # its own line: OpenAI's wire joins a message's texts
                 parts.append(part if text is None else TextPart(text))
             elif isinstance(part, ToolResultPart) and part.images:
                 kept: list[ImagePart] = []
