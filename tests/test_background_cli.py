@@ -181,7 +181,8 @@ def test_long_output_keeps_its_tail_its_skipped_count_and_the_id(project: Path, 
     assert status.startswith("bash_1 (") and status.endswith(": running")
     count = re.fullmatch(r"\[… ([\d\u202f]+) bytes skipped …\]", skipped)
     assert count and int(count.group(1).replace("\u202f", "")) > 0, skipped
-    assert reads[-1].rstrip().endswith("tail-marker")
+    # (identical reads of the x's may get the loop reminder after them: not the output's)
+    assert reads[-1].split("\n\n<system-reminder>")[0].rstrip().endswith("tail-marker")
     assert all(len(r.encode()) <= 60 * 1024 for r in [started, *reads])
 
 
@@ -440,3 +441,28 @@ def test_max_background_below_one_is_a_config_error(project: Path, llm: FakeLLM)
     (line,) = proc.stderr.strip().splitlines()
     assert "etcode.json" in line and "shell.maxBackground" in line and "greater than or equal to 1" in line
     assert llm.requests == []
+
+
+def test_the_same_call_with_a_new_answer_is_no_loop(project: Path, llm: FakeLLM) -> None:
+    """Polling (BashOutput of a process that prints, ReadFile of a file that changes) asks the
+    same thing and gets a new answer each time: no loop reminder (the detector said "got the
+    same result" after any three identical calls). Three identical answers still get it."""
+    write_config(project, llm)
+    log = project / "server.log"
+    log.write_text("starting 0\n", encoding="utf-8")
+    answers: list[str] = []
+
+    def poll(recorded: Recorded) -> Reply:
+        answers.append(tool_results(recorded)[-1])
+        if len(answers) < 4:  # the log grows between the first reads, then stays as it is
+            log.write_text(f"starting {len(answers)}\n", encoding="utf-8")
+        if len(answers) >= 6:
+            return Reply(text="done")
+        return Reply(calls=[Call("ReadFile", {"file_path": "server.log"})])
+
+    llm.script(Reply(calls=[Call("ReadFile", {"file_path": "server.log"})]), *[poll] * 6)
+    proc = etcode("run", "watch the log", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert ["starting 0" in answers[0], "starting 1" in answers[1], "starting 2" in answers[2]] == [True] * 3
+    assert all("<system-reminder>" not in answer for answer in answers[:4]), answers
+    assert "<system-reminder>" in answers[5]  # "starting 3" three times in a row

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 
 #: (tool name, output) -> the output the model sees.
 OutputFilter = Callable[[str, str], str]
-#: (tool name, raw arguments) -> a note appended to the call's result, or None.
-CallWatcher = Callable[[str, str], "str | None"]
+#: (tool name, raw arguments, output) -> a note appended to the call's result, or None.
+CallWatcher = Callable[[str, str, str], "str | None"]
 #: Notes for the model, taken just before each request (background processes that exited).
 RequestNotes = Callable[[], "list[str]"]
 #: Called after each finished step with the full history.

@@ -1,4 +1,6 @@
-"""Flag a model that repeats the same tool call: three identical consecutive calls."""
+"""Flag a model that repeats the same tool call: three identical consecutive calls that got
+the same answer (a call whose answer changes, like ``BashOutput`` polling a process that
+prints, is no loop)."""
 
 from __future__ import annotations
 
@@ -9,13 +11,14 @@ from etcode.util.json_types import JsonValue
 LOOP_THRESHOLD = 3
 
 
-def _key(name: str, args: JsonValue) -> tuple[int, int]:
-    """A fingerprint of the call (its text is not kept: a WriteFile may carry 200 MB)."""
+def _key(name: str, args: JsonValue, result: str | None) -> tuple[int, int, int | None]:
+    """A fingerprint of the call and its answer (their text is not kept: a WriteFile may
+    carry 200 MB)."""
     try:
         text = name + "\x00" + json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
     except (TypeError, ValueError, RecursionError):
         text = name + "\x00" + repr(args)
-    return len(text), hash(text)
+    return len(text), hash(text), None if result is None else hash(result)
 
 
 class LoopDetector:
@@ -24,12 +27,13 @@ class LoopDetector:
 
     def __init__(self, threshold: int = LOOP_THRESHOLD) -> None:
         self.threshold = threshold
-        self._last: tuple[int, int] | None = None
+        self._last: tuple[int, int, int | None] | None = None
         self._count = 0
 
-    def record(self, name: str, args: JsonValue) -> str | None:
-        """Note a call; the warning text when it repeats the previous ones, else None."""
-        key = _key(name, args)
+    def record(self, name: str, args: JsonValue, result: str | None = None) -> str | None:
+        """Note a call (with its answer, when known); the warning text when it repeats the
+        previous ones, else None."""
+        key = _key(name, args, result)
         if key == self._last:
             self._count += 1
         else:

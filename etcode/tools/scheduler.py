@@ -41,7 +41,7 @@ class ToolScheduler:
         *,
         max_concurrency: int = 10,
         output_filter: OutputFilter | None = None,
-        on_call: Callable[[str, str], str | None] | None = None,
+        on_call: Callable[[str, str, str], str | None] | None = None,
     ) -> None:
         self.registry = registry
         self.make_context = make_context
@@ -185,7 +185,7 @@ class ToolScheduler:
         if self.output_filter is not None:
             output = self.output_filter(call.name, output)
         if self.on_call is not None:
-            note = self.on_call(call.name, json.dumps(raw_args, sort_keys=True))
+            note = self.on_call(call.name, json.dumps(raw_args, sort_keys=True), output)
             if note:
                 output = f"{output}\n\n{note}"
         summary = _safe(lambda: tool.result_summary(raw_args, result), "Error" if result.is_error else "Done")
