@@ -58,13 +58,16 @@ class ServerFacts:
     ``tools`` False when its chat template cannot use tools (None: not said), ``server``
     which kind answered and ``source`` the endpoint that said it. ``images``: whether the
     model takes images (llama.cpp's ``modalities.vision``, Ollama's ``vision`` capability,
-    or False learned when the server refused a request's images); None: not known."""
+    or False learned when the server refused a request's images); None: not known.
+    ``token_ratio``: the server's real prompt tokens per token etcode's estimate counted
+    (learned from ``usage.prompt_tokens``; None: not learned yet)."""
 
     context: int | None = None
     tools: bool | None = None
     server: str = ""
     source: str = ""
     images: bool | None = None
+    token_ratio: float | None = None
 
     def to_dict(self) -> JsonObject:
         return asdict(self)
@@ -81,12 +84,16 @@ class ServerFacts:
         context = data.get("context")
         tools = data.get("tools")
         images = data.get("images")
+        ratio = data.get("token_ratio")
         return cls(
             context if isinstance(context, int) and context > 0 else None,
             tools if isinstance(tools, bool) else None,
             str(data.get("server") or ""),
             str(data.get("source") or ""),
             images if isinstance(images, bool) else None,
+            float(ratio)
+            if isinstance(ratio, int | float) and not isinstance(ratio, bool) and ratio > 0
+            else None,
         )
 
 
@@ -359,7 +366,7 @@ def correct_window(spec: ProviderSpec, context: int) -> None:
     if found and facts is not None and facts.context == context:
         return
     base = facts if facts is not None else ServerFacts(server="", source="")
-    remember(spec, ServerFacts(context, base.tools, base.server, "overflow error", base.images))
+    remember(spec, replace(base, context=context, source="overflow error"))
 
 
 def refuse_images(spec: ProviderSpec) -> None:
