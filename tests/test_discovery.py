@@ -73,9 +73,11 @@ def test_vllm_ollama_lmstudio_answers() -> None:
 
 def test_answers_without_a_window_say_nothing() -> None:
     assert parse_props({"build_info": "b1"}) is None
-    assert parse_models({"data": [{"id": "a"}, {"id": "b"}]}, "c") is None
-    assert parse_ollama_show({"model_info": {}}) is None
     assert parse_models("not json", "m") is None
+    assert parse_models({"data": [{"id": "a"}, {"id": "b"}]}, "a") is None
+    # a list without the model says what it lists instead (a warning names them)
+    unlisted = parse_models({"data": [{"id": "a"}, {"id": "b"}]}, "c")
+    assert unlisted is not None and unlisted.context is None and unlisted.listed == ("a", "b")
 
 
 def test_which_servers_are_asked() -> None:
@@ -102,9 +104,11 @@ async def test_llama_cpp_is_asked_once_and_remembered_on_disk(llm: FakeLLM, isol
     assert next(iter(cache.values()))["facts"]["context"] == 2048
 
     discovery.forget_all()  # a new process: only the disk cache is left
-    again = ServerProbe(local_spec(llm))
-    assert again.ready() == facts
-    assert llm.side_requests == ["GET /props"]  # nobody was asked again
+    again = ServerProbe(local_spec(llm), grace=WAIT)
+    assert again.ready() == facts  # at once, before any request
+    assert llm.side_requests == ["GET /props"]
+    assert await again.settle() == facts  # and asked again in the background (a restart?)
+    assert llm.side_requests == ["GET /props", "GET /props"]
 
 
 async def test_vllm_is_asked_for_its_model_list(llm: FakeLLM) -> None:
@@ -179,3 +183,169 @@ def test_probe_runs_inside_an_event_loop_only_when_needed(llm: FakeLLM) -> None:
 
     assert asyncio.run(begin()) is None
     assert llm.side_requests == []
+
+
+# ---- what is remembered, what is asked again (issue 34) ------------------------------------
+
+LOADING = {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}
+
+
+def llama_props(n_ctx: int) -> dict[str, Any]:
+    return {"default_generation_settings": {"n_ctx": n_ctx}, "chat_template_caps": {"supports_tools": True}}
+
+
+async def test_a_401_is_not_remembered_the_next_run_asks_again(llm: FakeLLM) -> None:
+    """A mistyped key: the server's 401 says nothing about its window. It used to be kept as
+    "the server said nothing" for an hour (no window, no compaction, no tools warning)."""
+    llm.page(
+        "GET /props", {"error": {"message": "Invalid API Key", "type": "authentication_error"}}, status=401
+    )
+    assert await ServerProbe(local_spec(llm), grace=WAIT).settle() is None
+    assert llm.side_requests == ["GET /props"]  # a 401 is not asked again in the run
+    assert discovery.cached(local_spec(llm)) == (False, None)
+    discovery.forget_all()  # the next run, with the key corrected
+    llm.page("GET /props", llama_props(4096))
+    facts = await ServerProbe(local_spec(llm), grace=WAIT).settle()
+    assert facts is not None and facts.context == 4096
+    assert llm.side_requests == ["GET /props", "GET /props"]
+
+
+async def test_a_503_while_loading_is_asked_again_in_the_same_run(
+    llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llama.cpp answers 503 "Loading model" on /props and /v1/models while it loads: the
+    probe keeps asking (a growing pause) and ``ready()`` returns the facts once they come."""
+    monkeypatch.setattr(discovery, "RETRY_FIRST", 0.05)
+    llm.page("GET /props", LOADING, status=503).page("GET /v1/models", LOADING, status=503)
+    probe = ServerProbe(local_spec(llm), grace=0.2)
+    try:
+        assert await probe.settle() is None  # the first request does not wait for the load
+        while len(llm.side_requests) < 2:  # asked again, not remembered
+            await asyncio.sleep(0.02)
+        assert discovery.cached(local_spec(llm)) == (False, None)
+        llm.page("GET /props", llama_props(2048))  # the model is loaded
+        for _ in range(3000):  # the retry comes within a few seconds; 60 s at most
+            if probe.ready() is not None:
+                break
+            await asyncio.sleep(0.02)
+        facts = probe.ready()
+        assert facts is not None and facts.context == 2048
+        assert discovery.cached(local_spec(llm))[1] == facts  # a real answer: remembered
+    finally:
+        await probe.aclose()
+
+
+async def test_the_retries_end_with_the_session(llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(discovery, "RETRY_FIRST", 0.01)
+    llm.page("GET /props", LOADING, status=503).page("GET /v1/models", LOADING, status=503)
+    probe = ServerProbe(local_spec(llm), grace=0)
+    while len(llm.side_requests) < 2:
+        await asyncio.sleep(0.02)
+    await probe.aclose()
+    asked = len(llm.side_requests)
+    await asyncio.sleep(0.3)  # 30 retry pauses' worth: nothing asks any more
+    assert len(llm.side_requests) == asked
+    assert probe.ready() is None
+
+
+async def test_a_404_is_remembered_as_no_such_page(llm: FakeLLM) -> None:
+    """A proxy without /props and /v1/models: a real answer, kept, nobody asked again."""
+    gone = {"error": {"message": "Not Found"}}
+    llm.page("GET /props", gone, status=404).page("GET /v1/models", gone, status=404)
+    await ServerProbe(local_spec(llm), grace=WAIT).settle()
+    assert discovery.cached(local_spec(llm)) == (True, None)
+    probe = ServerProbe(local_spec(llm), grace=WAIT)
+    assert await probe.settle() is None
+    assert llm.side_requests == ["GET /props", "GET /v1/models"]
+
+
+async def test_a_restarted_server_with_a_larger_window_replaces_the_remembered_one(llm: FakeLLM) -> None:
+    llm.page("GET /props", llama_props(2048))
+    await ServerProbe(local_spec(llm), grace=WAIT).settle()
+    llm.page("GET /props", llama_props(8192))  # restarted with -c 8192
+    discovery.forget_all()
+    probe = ServerProbe(local_spec(llm), grace=WAIT)
+    assert probe.ready() is not None and probe.ready().context == 2048  # type: ignore[union-attr]
+    facts = await probe.settle()
+    assert facts is not None and facts.context == 8192
+    discovery.forget_all()
+    assert discovery.cached(local_spec(llm))[1] == facts  # on disk for the next run
+
+
+async def test_an_overflow_window_stays_until_the_server_states_another(llm: FakeLLM) -> None:
+    """/props said 8192, an overflow error proved 4096: a fresh /props saying 8192 again does
+    not undo it (no overflow every run); a restart that states 16384 does."""
+    spec = local_spec(llm)
+    llm.page("GET /props", llama_props(8192))
+    await ServerProbe(spec, grace=WAIT).settle()
+    discovery.correct_window(spec, 4096)
+    discovery.forget_all()
+    kept = await ServerProbe(spec, grace=WAIT).settle()
+    assert kept is not None and (kept.context, kept.source) == (4096, "overflow error")
+    llm.page("GET /props", llama_props(16384))
+    discovery.forget_all()
+    grown = await ServerProbe(spec, grace=WAIT).settle()
+    assert grown is not None and (grown.context, grown.source) == (16384, "/props")
+
+
+def test_a_fresh_answer_keeps_what_only_a_run_learns() -> None:
+    old = ServerFacts(4096, True, "llama.cpp", "/props", images=False, token_ratio=1.18)
+    fresh = ServerFacts(8192, True, "llama.cpp", "/props")
+    assert discovery.renewed(old, fresh) == ServerFacts(
+        8192, True, "llama.cpp", "/props", images=False, token_ratio=1.18
+    )
+    assert discovery.renewed(old, None) == old  # a proxy without the page: the old answer stays
+    assert discovery.renewed(None, fresh) == fresh
+
+
+# ---- Ollama's real window (issue 34) --------------------------------------------------------
+
+
+def ollama_show(parameters: str, trained: int = 32768) -> dict[str, Any]:
+    show = fixture("ollama-show.json")
+    show["parameters"] = parameters
+    show["model_info"] = {"qwen2.context_length": trained}
+    return show
+
+
+def test_ollama_without_num_ctx_runs_its_default_window() -> None:
+    facts = parse_ollama_show(ollama_show('stop "<|im_end|>"'))
+    assert facts is not None and facts.context == discovery.OLLAMA_DEFAULT_CONTEXT == 4096
+    assert facts.trained == 32768  # the warning says what it could be
+    small = parse_ollama_show(ollama_show("", trained=2048))
+    assert small is not None and (small.context, small.trained) == (2048, None)  # nothing lost
+    stated = parse_ollama_show(ollama_show("num_ctx 16384"))
+    assert stated is not None and (stated.context, stated.trained) == (16384, None)
+
+
+async def test_ollama_shows_the_window_of_a_loaded_model_in_api_ps(llm: FakeLLM) -> None:
+    llm.page("POST /api/show", ollama_show('stop "<|im_end|>"'))
+    spec = local_spec(llm, provider="ollama", model="qwen2.5-coder")
+    unloaded = await ServerProbe(spec, grace=WAIT).settle()
+    assert unloaded is not None and (unloaded.context, unloaded.trained) == (4096, 32768)
+    assert llm.side_requests == ["POST /api/show", "GET /api/ps"]
+    ps = {
+        "models": [{"name": "qwen2.5-coder:latest", "model": "qwen2.5-coder:latest", "context_length": 8192}]
+    }
+    llm.page("GET /api/ps", ps)  # loaded with OLLAMA_CONTEXT_LENGTH=8192
+    discovery.forget_all()
+    loaded = await ServerProbe(spec, grace=WAIT).settle()
+    assert loaded is not None and (loaded.context, loaded.source, loaded.trained) == (8192, "/api/ps", 32768)
+
+
+async def test_an_ollama_model_not_pulled_yet_lists_what_is_there_and_is_not_remembered(llm: FakeLLM) -> None:
+    llm.page("POST /api/show", {"error": "model 'qwen3' not found"}, status=404)
+    llm.page("GET /api/tags", {"models": [{"name": "llama3.2:latest"}, {"name": "qwen2.5-coder:7b"}]})
+    spec = local_spec(llm, provider="ollama", model="qwen3")
+    facts = await ServerProbe(spec, grace=WAIT).settle()
+    assert facts is not None and facts.listed == ("llama3.2:latest", "qwen2.5-coder:7b")
+    assert discovery.cached(spec) == (False, None)  # pulled in a minute: asked again
+
+
+def test_which_names_a_server_lists() -> None:
+    gguf = "/models/Qwen2.5-Coder-7B-Instruct-Q4_K_M.gguf"
+    assert discovery.lists_model([gguf], "qwen2.5-coder")  # a short name of the file
+    assert discovery.lists_model([gguf], "Qwen2.5-Coder-7B-Instruct-Q4_K_M")
+    assert not discovery.lists_model([gguf], "gemma-3-270m")
+    facts = parse_props({**llama_props(2048), "model_alias": gguf, "model_path": gguf}, "gemma-3-270m")
+    assert facts is not None and facts.listed == (gguf,)

@@ -260,15 +260,52 @@ def configured_models() -> tuple[list[CatalogModel], str | None]:
         if default and default.startswith(f"{provider}/") and default.split("/", 1)[1] not in ids:
             ids.append(default.split("/", 1)[1])
         entries.extend(catalog.get(provider, model) for model in ids)
-    _ask_servers(config, entries)
+    import asyncio
+
+    asyncio.run(_ask_servers(config, entries, providers))
     return entries, default
 
 
-def _ask_servers(config: Config, entries: list[CatalogModel]) -> None:
-    """Fill the unknown windows the model servers state (all asked at once; answers are
-    cached, so this costs nothing the second time)."""
+#: The source of a model ``etcode models`` lists because its server offers it.
+SERVED = "listed by its server"
+
+
+async def _ask_servers(config: Config, entries: list[CatalogModel], providers: list[str]) -> None:
+    """Fill the unknown windows the model servers state, and add the models a configured
+    local server offers that the config does not name (all asked at once, within
+    ``discovery.SHOW_WAIT``)."""
     import asyncio
 
+    from etcode.provider.discovery import list_all
+
+    listing = _local_servers(config, providers)
+    _, served = await asyncio.gather(_fill_windows(config, entries), list_all(listing))
+    known = {entry.full_id for entry in entries}
+    for spec, names in zip(listing, served, strict=True):
+        for name in names or []:
+            if f"{spec.id}/{name}" not in known:
+                known.add(f"{spec.id}/{name}")
+                entries.append(CatalogModel(spec.id, name, sources=[SERVED]))
+
+
+def _local_servers(config: Config, providers: list[str]) -> list[ProviderSpec]:
+    """One spec per configured provider whose server is worth asking (local, self-hosted)."""
+    from etcode.config.resolve import resolve_model
+    from etcode.provider.discovery import server_kind
+    from etcode.util.errors import EtcodeError
+
+    specs: dict[str, ProviderSpec] = {}
+    for provider in providers:
+        try:
+            spec = resolve_model(config, f"{provider}/any")
+        except EtcodeError:
+            continue
+        if server_kind(spec) is not None:
+            specs.setdefault(spec.base_url, spec)
+    return list(specs.values())
+
+
+async def _fill_windows(config: Config, entries: list[CatalogModel]) -> None:
     from etcode.config.resolve import resolve_model
     from etcode.provider.discovery import ask_all, server_kind
     from etcode.util.errors import EtcodeError
@@ -285,7 +322,7 @@ def _ask_servers(config: Config, entries: list[CatalogModel]) -> None:
             asking.append((entry, spec))
     if not asking:
         return
-    answers = asyncio.run(ask_all([spec for _, spec in asking]))
+    answers = await ask_all([spec for _, spec in asking])
     for (entry, _), facts in zip(asking, answers, strict=True):
         if facts is not None and facts.context:
             entry.context = facts.context
@@ -311,7 +348,7 @@ def print_models_table(entries: list[CatalogModel], default: str | None) -> None
         table.add_column(name, justify="right", no_wrap=True)
     for entry in entries:
         p = entry.price
-        mark = " *" if entry.full_id == default else ""
+        mark = " *" if entry.full_id == default else " +" if SERVED in entry.sources else ""
         stated = any(source.startswith("server") for source in entry.sources)
         table.add_row(
             entry.full_id + mark,
@@ -326,3 +363,5 @@ def print_models_table(entries: list[CatalogModel], default: str | None) -> None
     console.print(table)
     if default:
         console.print("* the default model. Prices in USD per million tokens; ? = unknown.")
+    if any(SERVED in entry.sources for entry in entries):
+        console.print("+ offered by a configured local server, not named in the config.")

@@ -131,6 +131,11 @@ def models(
 
     entries, default = views.configured_models()
     if as_json:
-        views.print_json([{**e.to_dict(), "default": e.full_id == default} for e in entries])
+        views.print_json(
+            [
+                {**e.to_dict(), "default": e.full_id == default, "served": views.SERVED in e.sources}
+                for e in entries
+            ]
+        )
     else:
         views.print_models_table(entries, default)

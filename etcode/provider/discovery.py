@@ -2,14 +2,26 @@
 
 Local servers say it: llama.cpp in ``GET /props`` (``default_generation_settings.n_ctx``, and
 whether its chat template can use tools in ``chat_template_caps``), vLLM in ``GET /v1/models``
-(``max_model_len``), Ollama in ``POST /api/show`` (``num_ctx`` or the model's context length),
-LM Studio in ``GET /api/v0/models/{id}``. One discovery per base URL + model: its answer is
-kept in memory and on disk (``$XDG_CACHE_HOME/etcode/servers.json``, for an hour), so the
-next run asks nobody. A server that answers nothing useful is remembered as such; a server
-that cannot be reached is not (the run itself will say so).
+(``max_model_len``), Ollama in ``POST /api/show`` (``num_ctx``; without one Ollama runs its own
+default window, see :data:`OLLAMA_DEFAULT_CONTEXT`, or the one ``GET /api/ps`` shows loaded),
+LM Studio in ``GET /api/v0/models/{id}``. Answers are kept in memory and on disk
+(``$XDG_CACHE_HOME/etcode/servers.json``, for an hour).
+
+What is remembered: only real answers, and a 404 ("no such endpoint": a proxy without
+``/props`` stays without it). A 401/403 (a mistyped key), a 5xx, a timeout or a server that
+cannot be reached is never remembered: the next run asks again. A 503 (llama.cpp while it
+loads a model), another 5xx, a 429 or a timeout is asked again during the run, with a growing
+pause (:data:`RETRY_FIRST` to :data:`RETRY_MAX` seconds, for at most :data:`RETRY_FOR`), until
+the session ends.
+
+A remembered answer is used at once by the next run, which also asks the (local, cheap)
+server again in the background: a fresh real answer replaces the remembered one, so a server
+restarted with a larger window is seen. A window an overflow error taught is kept while the
+server still states what it stated when that error proved it wrong (``stated``).
 
 :class:`ServerProbe` starts the discovery in the background; the first request waits for it
-at most :data:`GRACE` seconds from its start, then goes ahead without it.
+at most :data:`GRACE` seconds from its start, then goes ahead without it; ``ready()`` returns
+the facts as soon as they come.
 """
 
 from __future__ import annotations
@@ -43,6 +55,15 @@ CONNECT_TIMEOUT = 1.0
 CACHE_TTL = 3600.0
 #: How long a command that shows the window (``etcode models``, ``debug prompt``) waits.
 SHOW_WAIT = 3.0
+#: A transient failure (503 while a model loads, another 5xx, 429, a timeout) is asked again
+#: after this many seconds, doubling up to :data:`RETRY_MAX`, for at most :data:`RETRY_FOR`.
+RETRY_FIRST = 0.5
+RETRY_MAX = 5.0
+RETRY_FOR = 600.0
+#: The window Ollama runs a model with when neither the model (``num_ctx``) nor the server
+#: (``OLLAMA_CONTEXT_LENGTH``) sets one: 4,096 tokens (Ollama's docs/faq; newer versions
+#: give GPUs with 24 GiB of VRAM or more 32k/256k, so this is the safe guess).
+OLLAMA_DEFAULT_CONTEXT = 4096
 #: Larger answers are not read (a hosted service's full model list).
 MAX_BODY = 2 * 1024 * 1024
 CACHE_FILE = "servers.json"
@@ -60,7 +81,12 @@ class ServerFacts:
     model takes images (llama.cpp's ``modalities.vision``, Ollama's ``vision`` capability,
     or False learned when the server refused a request's images); None: not known.
     ``token_ratio``: the server's real prompt tokens per token etcode's estimate counted
-    (learned from ``usage.prompt_tokens``; None: not learned yet)."""
+    (learned from ``usage.prompt_tokens``; None: not learned yet).
+    ``stated``: the window the server stated when an overflow error proved it wrong
+    (``source`` is then ``"overflow error"``). ``trained``: the model's trained window when
+    the server runs it with less without being told to (Ollama without ``num_ctx``).
+    ``listed``: what the server lists when it does not list the model (None: it does, or
+    it was not asked)."""
 
     context: int | None = None
     tools: bool | None = None
@@ -68,9 +94,14 @@ class ServerFacts:
     source: str = ""
     images: bool | None = None
     token_ratio: float | None = None
+    stated: int | None = None
+    trained: int | None = None
+    listed: tuple[str, ...] | None = None
 
     def to_dict(self) -> JsonObject:
-        return asdict(self)
+        data: JsonObject = asdict(self)
+        data["listed"] = list(self.listed) if self.listed is not None else None
+        return data
 
     @property
     def label(self) -> str:
@@ -85,6 +116,7 @@ class ServerFacts:
         tools = data.get("tools")
         images = data.get("images")
         ratio = data.get("token_ratio")
+        listed = data.get("listed")
         return cls(
             context if isinstance(context, int) and context > 0 else None,
             tools if isinstance(tools, bool) else None,
@@ -94,6 +126,9 @@ class ServerFacts:
             float(ratio)
             if isinstance(ratio, int | float) and not isinstance(ratio, bool) and ratio > 0
             else None,
+            _positive(data.get("stated")),
+            _positive(data.get("trained")),
+            tuple(str(name) for name in listed) if isinstance(listed, list) else None,
         )
 
 
@@ -140,8 +175,28 @@ def _positive(value: object) -> int | None:
     return int(value) if isinstance(value, int | float) and value > 0 else None
 
 
-def parse_props(data: JsonValue) -> ServerFacts | None:
-    """llama.cpp's ``GET /props``."""
+def _short(name: str) -> str:
+    """A served model's name as a user writes it: no folder, no ``.gguf``, lower case."""
+    base = name.rsplit("/", 1)[-1].lower()
+    return base[: -len(".gguf")] if base.endswith(".gguf") else base
+
+
+def lists_model(names: list[str] | tuple[str, ...], model: str) -> bool:
+    """Whether a server listing ``names`` serves ``model``: the same name, or a short name
+    of it (``qwen2.5-coder`` for ``/models/Qwen2.5-Coder-7B-Instruct-Q4_K_M.gguf``)."""
+    wanted = _short(model)
+    return not names or any(
+        name == model or _short(name) == wanted or _short(name).startswith(wanted) for name in names
+    )
+
+
+def _listed(names: list[str], model: str) -> tuple[str, ...] | None:
+    names = list(dict.fromkeys(n for n in names if n))
+    return None if lists_model(names, model) else tuple(names)
+
+
+def parse_props(data: JsonValue, model: str = "") -> ServerFacts | None:
+    """llama.cpp's ``GET /props`` (``model_alias``/``model_path``: the model it runs)."""
     if not isinstance(data, dict):
         return None
     settings = data.get("default_generation_settings")
@@ -153,24 +208,43 @@ def parse_props(data: JsonValue) -> ServerFacts | None:
     vision = modalities.get("vision") if isinstance(modalities, dict) else None
     if context is None and not isinstance(tools, bool):
         return None
+    names = [n for n in (data.get("model_alias"), data.get("model_path")) if isinstance(n, str)]
     return ServerFacts(
         context,
         tools if isinstance(tools, bool) else None,
         "llama.cpp",
         "/props",
         vision if isinstance(vision, bool) else None,
+        listed=_listed(names, model) if model else None,
     )
+
+
+def model_names(data: JsonValue) -> list[str]:
+    """The names an OpenAI-style ``GET /v1/models`` lists (``data[].id``), or Ollama's
+    ``GET /api/tags`` (``models[].name``)."""
+    if not isinstance(data, dict):
+        return []
+    entries = data.get("data")
+    key = "id"
+    if not isinstance(entries, list):
+        entries, key = data.get("models"), "name"
+    if not isinstance(entries, list):
+        return []
+    return [e[key] for e in entries if isinstance(e, dict) and isinstance(e.get(key), str)]
 
 
 def parse_models(data: JsonValue, model: str) -> ServerFacts | None:
     """An OpenAI-style ``GET /v1/models`` list: vLLM's ``max_model_len``, llama.cpp's
-    ``meta.n_ctx`` (else ``n_ctx_train``), or a ``context_length``/``context_window``."""
+    ``meta.n_ctx`` (else ``n_ctx_train``), or a ``context_length``/``context_window``; a list
+    without ``model`` says what it lists instead (``listed``)."""
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         return None
     entry = _entry_for(entries, model)
     if entry is None:
-        return None
+        names = model_names(data)
+        listed = _listed(names, model) if names else None
+        return ServerFacts(server="openai-compatible", source="/v1/models", listed=listed) if listed else None
     raw_meta = entry.get("meta")
     meta: JsonObject = raw_meta if isinstance(raw_meta, dict) else {}
     for value, server in (
@@ -198,7 +272,9 @@ def _entry_for(entries: JsonArray, model: str) -> JsonObject | None:
 
 def parse_ollama_show(data: JsonValue) -> ServerFacts | None:
     """Ollama's ``POST /api/show``: ``num_ctx`` from its parameters (the window it runs
-    with), else the model's ``<arch>.context_length``; ``capabilities`` lists ``tools``."""
+    with); without one Ollama runs its default (:data:`OLLAMA_DEFAULT_CONTEXT`, at most the
+    model's ``<arch>.context_length``), and ``trained`` keeps the larger trained window;
+    ``capabilities`` lists ``tools``."""
     if not isinstance(data, dict):
         return None
     context = None
@@ -206,15 +282,38 @@ def parse_ollama_show(data: JsonValue) -> ServerFacts | None:
     if isinstance(parameters, str):
         found = _NUM_CTX.search(parameters)
         context = int(found.group(1)) if found else None
+    trained = None
     info = data.get("model_info")
-    if context is None and isinstance(info, dict):
-        context = next((_positive(v) for k, v in info.items() if k.endswith(".context_length")), None)
+    if isinstance(info, dict):
+        trained = next((_positive(v) for k, v in info.items() if k.endswith(".context_length")), None)
+    source = "/api/show"
+    if context is None:
+        context = min(trained, OLLAMA_DEFAULT_CONTEXT) if trained else OLLAMA_DEFAULT_CONTEXT
+        source = "/api/show, Ollama's default"
     capabilities = data.get("capabilities")
     tools = "tools" in capabilities if isinstance(capabilities, list) else None
     images = "vision" in capabilities if isinstance(capabilities, list) else None
-    if context is None and tools is None:
+    return ServerFacts(
+        context,
+        tools,
+        "ollama",
+        source,
+        images,
+        trained=trained if source != "/api/show" and trained and trained > context else None,
+    )
+
+
+def parse_ollama_ps(data: JsonValue, model: str) -> int | None:
+    """The window Ollama runs ``model`` with now (``GET /api/ps``'s ``context_length``), when
+    it is loaded."""
+    loaded = data.get("models") if isinstance(data, dict) else None
+    if not isinstance(loaded, list):
         return None
-    return ServerFacts(context, tools, "ollama", "/api/show", images)
+    names = {model, f"{model}:latest"}
+    for entry in loaded:
+        if isinstance(entry, dict) and (entry.get("name") in names or entry.get("model") in names):
+            return _positive(entry.get("context_length"))
+    return None
 
 
 def parse_lmstudio(data: JsonValue) -> ServerFacts | None:
@@ -236,22 +335,44 @@ class _NoAnswer(Exception):
     """The server could not be reached (nothing to remember)."""
 
 
+class _Unanswered(Exception):
+    """The server answered with an error that says nothing about it: a 401/403 (a wrong
+    key), a 5xx, a 429, a timeout. Never remembered; ``again``: worth asking again soon
+    (a 503 while a model loads)."""
+
+    def __init__(self, what: str, *, again: bool) -> None:
+        super().__init__(what)
+        self.again = again
+
+
+class _Missing(Exception):
+    """A 404 or 405 at an endpoint: there is no such page (a real answer)."""
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """What one discovery found; ``keep``: worth remembering (False for an Ollama or LM
+    Studio model that is not there yet: it may be pulled in a minute)."""
+
+    facts: ServerFacts | None
+    keep: bool = True
+
+
 async def discover(spec: ProviderSpec, *, transport: AsyncBaseTransport | None = None) -> ServerFacts | None:
-    """Ask the server behind ``spec`` (no cache). None when it is not a server worth
-    asking or it said nothing useful; raises nothing (problems are logged at debug)."""
+    """Ask the server behind ``spec`` once (no cache, no retry). None when it is not a
+    server worth asking, said nothing useful or answered with an error."""
     kind = server_kind(spec)
     if kind is None:
         return None
     try:
-        return await _ask(spec, kind, transport)
-    except _NoAnswer:
-        raise
-    except Exception as err:  # a side request never fails the run
-        log.debug("window discovery for %s failed: %s", spec.full_id, err)
+        return (await _ask(spec, kind, transport)).facts
+    except (_NoAnswer, _Unanswered) as err:
+        log.debug("window discovery for %s: %s", spec.full_id, err)
         return None
 
 
-async def _ask(spec: ProviderSpec, kind: str, transport: AsyncBaseTransport | None) -> ServerFacts | None:
+async def _ask(spec: ProviderSpec, kind: str, transport: AsyncBaseTransport | None) -> _Answer:
+    """One discovery. Raises :class:`_NoAnswer` (unreachable) or :class:`_Unanswered`."""
     import httpx
 
     from etcode.provider.factory import request_headers
@@ -261,30 +382,74 @@ async def _ask(spec: ProviderSpec, kind: str, transport: AsyncBaseTransport | No
     root, base = server_root(spec.base_url), spec.base_url.rstrip("/")
     async with httpx.AsyncClient(timeout=timeout, headers=headers, transport=transport) as client:
         if kind == "ollama":
-            return parse_ollama_show(await _json(client, "POST", f"{root}/api/show", {"model": spec.model}))
+            return await _ask_ollama(client, spec, root)
         if kind == "lmstudio":
-            return parse_lmstudio(
-                await _json(client, "GET", f"{root}/api/v0/models/{quote(spec.model, safe='')}")
-            )
-        props = await _json(client, "GET", f"{root}/props")
-        facts = parse_props(props)
+            try:
+                page = await _json(client, "GET", f"{root}/api/v0/models/{quote(spec.model, safe='')}")
+            except _Missing:
+                return await _not_served(client, f"{base}/models", spec, "lmstudio")
+            return _Answer(parse_lmstudio(page))
+        facts = parse_props(await _page(client, "GET", f"{root}/props"), spec.model)
         if facts is not None and facts.context is not None:
-            return facts
-        listed = parse_models(await _json(client, "GET", f"{base}/models"), spec.model)
+            return _Answer(facts)
+        listed = parse_models(await _page(client, "GET", f"{base}/models"), spec.model)
         if listed is not None and facts is not None:  # llama.cpp's tool caps with the list's window
-            return ServerFacts(listed.context, facts.tools, facts.server, listed.source, facts.images)
-        return listed or facts
+            return _Answer(replace(facts, context=listed.context, source=listed.source))
+        return _Answer(listed or facts)
+
+
+async def _ask_ollama(client: AsyncClient, spec: ProviderSpec, root: str) -> _Answer:
+    """``/api/show``, then (without ``num_ctx``) the window ``/api/ps`` shows loaded."""
+    try:
+        facts = parse_ollama_show(await _json(client, "POST", f"{root}/api/show", {"model": spec.model}))
+    except _Missing:  # no such model (not pulled yet): what the server has instead
+        return await _not_served(client, f"{root}/api/tags", spec, "ollama")
+    if facts is None or facts.source == "/api/show":
+        return _Answer(facts)
+    try:
+        loaded = parse_ollama_ps(await _json(client, "GET", f"{root}/api/ps"), spec.model)
+    except (_Missing, _Unanswered):
+        loaded = None
+    if loaded is not None:
+        trained = facts.trained if facts.trained and facts.trained > loaded else None
+        facts = replace(facts, context=loaded, source="/api/ps", trained=trained)
+    return _Answer(facts)
+
+
+async def _not_served(client: AsyncClient, url: str, spec: ProviderSpec, server: str) -> _Answer:
+    listed = tuple(model_names(await _page(client, "GET", url)))
+    facts = ServerFacts(server=server, source=urlsplit(url).path, listed=listed)
+    return _Answer(facts, keep=False)
+
+
+async def _page(client: AsyncClient, method: str, url: str, body: JsonValue = None) -> JsonValue:
+    """:func:`_json`, with a missing page read as None."""
+    try:
+        return await _json(client, method, url, body)
+    except _Missing:
+        return None
+
+
+#: Statuses that mean "no such page": remembered like an answer.
+_MISSING = frozenset({404, 405})
+#: Statuses worth asking again during the run (a model loading, a busy server).
+_AGAIN = frozenset({408, 425, 429})
 
 
 async def _json(client: AsyncClient, method: str, url: str, body: JsonValue = None) -> JsonValue:
-    """The JSON answer at ``url``; None for an error status or a body that is not JSON.
-    Raises :class:`_NoAnswer` when the server cannot be reached."""
+    """The JSON answer at ``url``; None for a body that is not JSON (or too large).
+    Raises :class:`_Missing` for a 404/405, :class:`_Unanswered` for another error status
+    or a timeout, :class:`_NoAnswer` when the server cannot be reached."""
     import httpx
 
     try:
         async with client.stream(method, url, json=body) as response:
-            if response.status_code >= 400:
-                return None
+            status = response.status_code
+            if status in _MISSING:
+                raise _Missing(f"{status} at {url}")
+            if status >= 400:
+                again = status >= 500 or status in _AGAIN
+                raise _Unanswered(f"{status} at {url}", again=again)
             chunks: list[bytes] = []
             size = 0
             async for chunk in response.aiter_bytes():
@@ -294,6 +459,10 @@ async def _json(client: AsyncClient, method: str, url: str, body: JsonValue = No
                 chunks.append(chunk)
     except (httpx.ConnectError, httpx.ConnectTimeout) as err:
         raise _NoAnswer(str(err)) from err
+    except httpx.TimeoutException as err:
+        raise _Unanswered(f"no answer in time at {url}", again=True) from err
+    except httpx.HTTPError as err:  # the connection dropped mid-answer
+        raise _Unanswered(f"{type(err).__name__} at {url}", again=True) from err
     try:
         return json.loads(b"".join(chunks))
     except ValueError:
@@ -361,12 +530,33 @@ def remember(spec: ProviderSpec, facts: ServerFacts | None, now: float | None = 
 
 
 def correct_window(spec: ProviderSpec, context: int) -> None:
-    """The server stated ``context`` (in an overflow error): keep it for the next run."""
+    """The server stated ``context`` (in an overflow error): keep it for the next runs, with
+    the window the server's own pages stated (``stated``), so that a fresh answer that says
+    the same again does not undo it (:func:`renewed`)."""
     found, facts = cached(spec)
     if found and facts is not None and facts.context == context:
         return
     base = facts if facts is not None else ServerFacts(server="", source="")
-    remember(spec, replace(base, context=context, source="overflow error"))
+    stated = base.stated if base.source == "overflow error" else base.context
+    remember(spec, replace(base, context=context, source="overflow error", stated=stated))
+
+
+def renewed(old: ServerFacts | None, fresh: ServerFacts | None) -> ServerFacts | None:
+    """A fresh answer in place of a remembered one. What the server says now wins (a
+    restart with a larger window); what only a run could learn is kept (the token ratio, a
+    refusal of images the server does not contradict), and so is a window an overflow error
+    taught while the server states what it stated then."""
+    if old is None or fresh is None:
+        return fresh if fresh is not None else old
+    facts = replace(
+        fresh,
+        tools=fresh.tools if fresh.tools is not None else old.tools,
+        images=fresh.images if fresh.images is not None else old.images,
+        token_ratio=fresh.token_ratio if fresh.token_ratio is not None else old.token_ratio,
+    )
+    if old.source == "overflow error" and (fresh.context is None or fresh.context == old.stated):
+        facts = replace(facts, context=old.context, source=old.source, stated=old.stated)
+    return facts
 
 
 def refuse_images(spec: ProviderSpec) -> None:
@@ -396,7 +586,9 @@ def configured_grace() -> float:
 
 
 class ServerProbe:
-    """One window discovery for a spec, begun early (see the module docstring)."""
+    """One window discovery for a spec, begun early (see the module docstring): a
+    remembered answer is there at once (and asked again in the background), a new one as
+    soon as it comes; a transient failure is asked again until :meth:`aclose`."""
 
     def __init__(
         self, spec: ProviderSpec, *, grace: float | None = None, transport: AsyncBaseTransport | None = None
@@ -404,12 +596,13 @@ class ServerProbe:
         self.spec = spec
         self.grace = grace if grace is not None else configured_grace()
         self.started = time.monotonic()
+        #: The notices about these facts already shown this session (each is said once).
+        self.shown: set[str] = set()
         self._facts: ServerFacts | None = None
         self._task: asyncio.Task[ServerFacts | None] | None = None
         found, facts = cached(spec)
-        if found:
-            self._facts = facts
-        else:
+        self._facts = facts
+        if not found or facts is not None:  # a remembered "no such page" is not asked again
             self._task = asyncio.ensure_future(self._run(transport))
 
     @classmethod
@@ -420,24 +613,47 @@ class ServerProbe:
         return cls(spec, grace=grace, transport=transport) if server_kind(spec) is not None else None
 
     async def _run(self, transport: AsyncBaseTransport | None) -> ServerFacts | None:
-        try:
-            facts = await discover(self.spec, transport=transport)
-        except _NoAnswer as err:
-            log.debug("window discovery for %s: no answer (%s)", self.spec.full_id, err)
-            return None
-        remember(self.spec, facts)
+        kind = server_kind(self.spec)
+        if kind is None:
+            return self._facts
+        pause, give_up = RETRY_FIRST, time.monotonic() + RETRY_FOR
+        while True:
+            try:
+                answer = await _ask(self.spec, kind, transport)
+            except _Unanswered as err:
+                if not err.again or time.monotonic() + pause > give_up:
+                    log.debug("window discovery for %s: %s (not remembered)", self.spec.full_id, err)
+                    return self._facts
+                log.debug("window discovery for %s: %s, asking again in %g s", self.spec.full_id, err, pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, RETRY_MAX)
+                continue
+            except _NoAnswer as err:
+                log.debug("window discovery for %s: no answer (%s)", self.spec.full_id, err)
+                return self._facts
+            except Exception as err:  # a side request never fails the run
+                log.debug("window discovery for %s failed: %s", self.spec.full_id, err)
+                return self._facts
+            break
+        found, current = cached(self.spec)  # what this run learned meanwhile (an overflow)
+        facts = renewed(current if found else self._facts, answer.facts)
+        if answer.keep:
+            remember(self.spec, facts)
         return facts
 
     def ready(self) -> ServerFacts | None:
-        """The facts when known by now (never waits)."""
+        """The facts when known by now (never waits): a remembered answer at once, a fresh
+        one as soon as it came."""
         task = self._task
         if task is not None and task.done():
             self._task = None
-            self._facts = None if task.cancelled() or task.exception() else task.result()
+            if not task.cancelled() and task.exception() is None:
+                self._facts = task.result()
         return self._facts
 
     async def settle(self) -> ServerFacts | None:
-        """The facts, waiting for them until ``grace`` seconds after the probe began."""
+        """The facts, waiting for the (fresh) answer until ``grace`` seconds after the probe
+        began."""
         task = self._task
         if task is not None and not task.done():
             left = self.grace - (time.monotonic() - self.started)
@@ -461,3 +677,47 @@ async def ask_all(specs: list[ProviderSpec], wait: float = SHOW_WAIT) -> list[Se
         return list(await asyncio.gather(*(probe.settle() for probe in probes)))
     finally:
         await asyncio.gather(*(probe.aclose() for probe in probes))
+
+
+async def served_models(
+    spec: ProviderSpec, *, transport: AsyncBaseTransport | None = None
+) -> list[str] | None:
+    """The models the server behind ``spec`` offers: Ollama's ``GET /api/tags``, else the
+    OpenAI-style ``GET {baseURL}/models``. None when it is not a server worth asking or it
+    did not say (one request, its own time limits; never raises)."""
+    import httpx
+
+    from etcode.provider.factory import request_headers
+
+    kind = server_kind(spec)
+    if kind is None:
+        return None
+    url = (
+        f"{server_root(spec.base_url)}/api/tags"
+        if kind == "ollama"
+        else f"{spec.base_url.rstrip('/')}/models"
+    )
+    timeout = httpx.Timeout(REQUEST_TIMEOUT, connect=CONNECT_TIMEOUT)
+    headers = request_headers(spec, accept="application/json")
+    try:
+        async with httpx.AsyncClient(timeout=timeout, headers=headers, transport=transport) as client:
+            names = model_names(await _json(client, "GET", url))
+    except Exception as err:  # a side request never fails the command
+        log.debug("model list of %s: %s", spec.full_id, err)
+        return None
+    return list(dict.fromkeys(names))
+
+
+async def list_all(specs: list[ProviderSpec], wait: float = SHOW_WAIT) -> list[list[str] | None]:
+    """:func:`served_models` of each spec, all asked at once, waiting at most ``wait``
+    seconds (a server that has not answered by then counts as silent)."""
+    tasks = [asyncio.ensure_future(served_models(spec)) for spec in specs]
+    if not tasks:
+        return []
+    try:
+        await asyncio.wait(tasks, timeout=wait)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return [t.result() if not t.cancelled() and t.exception() is None else None for t in tasks]

@@ -152,10 +152,44 @@ def _build_error(
     )
 
 
+_CHAT_PATH = "/chat/completions"
+
+
+def wrong_base_url(provider: str, status: int, url: str | None) -> ProviderError | None:
+    """A 404 because the provider's ``baseURL`` already ends in ``/chat/completions`` (etcode
+    adds it: the request went to ``…/chat/completions/chat/completions``): the line that says
+    to end it at ``/v1``, naming the key (and ``<ID>_BASE_URL`` for a well-known provider)."""
+    if status != 404 or not url or not url.split("?", 1)[0].endswith(_CHAT_PATH + _CHAT_PATH):
+        return None
+    from etcode.provider.spec import KNOWN_PROVIDERS
+
+    base = url.split("?", 1)[0][: -len(_CHAT_PATH)]
+    key = f'"baseURL" of provider "{provider}" in etcode.json'
+    if provider in KNOWN_PROVIDERS:
+        key += f" (or {provider.upper()}_BASE_URL)"
+    return ProviderError(
+        f"{provider}: 404 Not Found at {url}: the base URL {base} ends in {_CHAT_PATH}, which etcode "
+        f"adds itself; end it at /v1 ({base[: -len(_CHAT_PATH)]}): {key}",
+        kind="not_found",
+        status=status,
+        provider=provider,
+    )
+
+
 def error_from_response(
-    provider: str, status: int, headers: Mapping[str, str], body: str, *, secret: str | None = None
+    provider: str,
+    status: int,
+    headers: Mapping[str, str],
+    body: str,
+    *,
+    secret: str | None = None,
+    url: str | None = None,
 ) -> ProviderError:
-    """A one-line :class:`ProviderError` for an HTTP error response (never shows ``secret``)."""
+    """A one-line :class:`ProviderError` for an HTTP error response (never shows ``secret``);
+    ``url``: the address asked (a ``baseURL`` ending in ``/chat/completions`` is named)."""
+    wrong = wrong_base_url(provider, status, url)
+    if wrong is not None:
+        return wrong
     try:
         payload: JsonValue = json.loads(body) if body.strip() else None
     except (ValueError, RecursionError):  # not JSON, or nested absurdly deep

@@ -47,7 +47,9 @@ async def open_sse(
         async with client.stream("POST", url, json=body, headers=headers, timeout=timeout) as resp:
             if resp.status_code >= 400:
                 raw = (await resp.aread()).decode("utf-8", errors="replace")
-                raise error_from_response(provider, resp.status_code, resp.headers, raw, secret=secret)
+                raise error_from_response(
+                    provider, resp.status_code, resp.headers, raw, secret=secret, url=url
+                )
             in_body = True
             if resp.headers.get("content-type", "").startswith("application/json"):
                 raw = (await resp.aread()).decode("utf-8", errors="replace")

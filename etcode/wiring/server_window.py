@@ -1,6 +1,8 @@
 """What a model server says about itself, applied to a session: the window it runs with
 (when the catalog does not know it), the lean prompt for a small window, and one warning
-when its chat template cannot use tools.
+when its chat template cannot use tools; once per session, a warning when Ollama runs the
+model with less than it was trained for (no ``num_ctx``), and one when the server does not
+list the model.
 
 The probe starts while the runtime is built (concurrently with the prompt assembly); each
 turn, before the first request, :func:`apply_server_facts` waits for it at most
@@ -44,7 +46,11 @@ async def apply_server_facts(runtime: Runtime, window: ContextWindow | None) -> 
     if window is not None:
         if facts is not None and facts.context and window.learn_window(facts.context, "server"):
             events.append(window.update())
+            if facts.trained and probe is not None and _once(probe.shown, "window"):
+                events.append(WarningEvent(_default_window_warning(runtime.spec, facts)))
         window.on_learn = runtime.remember_window
+    if facts is not None and facts.listed is not None and probe is not None and _once(probe.shown, "listed"):
+        events.append(WarningEvent(_unlisted_warning(runtime.spec, facts)))
     images = runtime.images
     if facts is not None and images is not None and facts.images is not None and images.takes_images is None:
         images.takes_images = facts.images  # the server says (llama.cpp /props, Ollama /api/show)
@@ -56,6 +62,42 @@ async def apply_server_facts(runtime: Runtime, window: ContextWindow | None) -> 
     context = window.budget.context if window is not None else None
     runtime.use_lean(wants_lean(runtime.config.prompt, context))
     return events
+
+
+def _once(shown: set[str], notice: str) -> bool:
+    """True the first time ``notice`` is asked for in a session (a probe's ``shown``)."""
+    if notice in shown:
+        return False
+    shown.add(notice)
+    return True
+
+
+def _default_window_warning(spec: ProviderSpec, facts: ServerFacts) -> str:
+    """Ollama runs the model with less than it was trained for, because nothing set
+    ``num_ctx``: what etcode assumes, and the two ways to raise it (Ollama's OpenAI-compatible
+    endpoint takes no ``num_ctx`` per request, so etcode cannot ask for more itself)."""
+    context, trained = facts.context or 0, facts.trained or 0
+    larger = min(trained, 32_768)
+    how = "its default window" if facts.source != "/api/ps" else "the window it loaded"
+    return (
+        f"Ollama runs {spec.model} with {how} of {context:,} tokens (no num_ctx set), not the "
+        f"{trained:,} it was trained for, and silently drops the start of longer prompts: etcode "
+        f"keeps within {context:,}. To raise it, start Ollama with "
+        f"`OLLAMA_CONTEXT_LENGTH={larger} ollama serve`, or create a model with "
+        f"`PARAMETER num_ctx {larger}` in its Modelfile (`ollama create`); a window set so that "
+        f'etcode cannot see it goes in etcode.json as "limit": {{"context": N}} of the model'
+    )
+
+
+def _unlisted_warning(spec: ProviderSpec, facts: ServerFacts) -> str:
+    listed = facts.listed or ()
+    names = ", ".join(listed[:10]) + (f" and {len(listed) - 10} more" if len(listed) > 10 else "")
+    said = f"it lists {names}" if names else "it lists no model"
+    return (
+        f'the server of provider "{spec.id}" ({spec.base_url}) does not list model "{spec.model}" '
+        f"({facts.source or 'its model list'}: {said}); a one-model server answers with the model "
+        f"it runs whatever the name, others refuse it: set the model to a name it lists"
+    )
 
 
 def _no_tools_warning(spec: ProviderSpec, facts: ServerFacts) -> str:
