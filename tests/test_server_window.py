@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.cli_helpers import etcode, result_line, write_config
-from tests.fake_llm import FakeLLM, Reply
+from tests.fake_llm import Call, FakeLLM, Reply
 from tests.test_fault_matrix import ok
 
 
@@ -58,13 +58,122 @@ def test_a_small_stated_window_is_used_with_the_lean_prompt(project: Path, llm: 
     assert windows == {4096}
 
 
-def test_the_answer_is_remembered_for_the_next_run(project: Path, llm: FakeLLM) -> None:
+def test_the_answer_is_remembered_for_the_next_run(
+    project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next run uses the remembered window at once, even when the server is slow now."""
     llm.page("GET /props", props(4096)).script(Reply(text="one"), Reply(text="two"))
     write_config(project, llm)
     ok(etcode("run", "hello", cwd=project))
+    monkeypatch.delenv("ETCODE_DISCOVERY_WAIT")  # the real grace
+    llm.page("GET /props", props(4096), delay=300)
+    ok(etcode("run", "hello again", cwd=project, timeout=60))
+    assert llm.requests[1].body["max_tokens"] == 1024  # the remembered window, not a default
+
+
+def test_a_restarted_server_with_a_larger_window_is_seen_by_the_next_run(project: Path, llm: FakeLLM) -> None:
+    """Remembered 4,096 (or learned from an overflow); the server restarted with 16,384: the
+    next run asks again and uses the larger window (it used to trust the old one for an hour)."""
+    llm.page("GET /props", props(4096)).script(Reply(text="one"), Reply(text="two"))
+    write_config(project, llm)
+    ok(etcode("run", "hello", cwd=project))
+    llm.page("GET /props", props(16384))
+    proc = etcode("run", "--format", "json", "hello again", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert llm.side_requests == ["GET /props", "GET /props"]
+    assert llm.requests[1].body["max_tokens"] == 4096  # a quarter of 16,384
+    assert {e["context_window"] for e in events(proc) if e["type"] == "usage"} == {16384}
+
+
+def test_a_401_on_discovery_is_not_remembered(project: Path, llm: FakeLLM) -> None:
+    """A mistyped key (a proxy that checks it on /props): the next run (key fixed) gets the window;
+    the 401 used to be kept for an hour as "the server said nothing"."""
+    denied = {"error": {"message": "Invalid API Key", "type": "authentication_error", "code": 401}}
+    llm.page("GET /props", denied, status=401).script(Reply(text="one"), Reply(text="two"))
+    write_config(project, llm)
+    ok(etcode("run", "hello", cwd=project))  # the fake's chat takes any key
+    llm.page("GET /props", props(4096))
     ok(etcode("run", "hello again", cwd=project))
-    assert llm.side_requests == ["GET /props"]  # the second run asked nobody
-    assert llm.requests[1].body["max_tokens"] == 1024
+    assert llm.side_requests == ["GET /props", "GET /props"]
+    assert llm.requests[-1].body["max_tokens"] == 1024
+
+
+def write_ollama_config(project: Path, llm: FakeLLM, model: str = "qwen2.5-coder") -> None:
+    """Provider id ``ollama`` (asked at /api/show) pointing at the fake server."""
+    entry = {"id": "ollama", "baseURL": llm.openai_base_url}
+    config = {"model": f"ollama/{model}", "provider": [entry]}
+    (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
+
+
+def test_ollama_without_num_ctx_gets_its_default_window_and_one_warning(project: Path, llm: FakeLLM) -> None:
+    show = {
+        "parameters": 'stop "<|im_end|>"',
+        "model_info": {"qwen2.context_length": 32768},
+        "capabilities": ["completion", "tools"],
+    }
+    llm.page("POST /api/show", show).script(
+        Reply(calls=[Call("Glob", {"pattern": "*.md"})]), Reply(text="done")
+    )
+    write_ollama_config(project, llm)
+    proc = etcode("run", "--format", "json", "hello", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert {e["context_window"] for e in events(proc) if e["type"] == "usage"} == {4096}  # not 32,768
+    assert llm.requests[0].body["max_tokens"] == 1024
+    warnings = [e["message"] for e in events(proc) if e["type"] == "warning" and "num_ctx" in e["message"]]
+    assert len(warnings) == 1, warnings  # once, not at every step
+    assert "OLLAMA_CONTEXT_LENGTH=32768 ollama serve" in warnings[0]
+    assert "PARAMETER num_ctx 32768" in warnings[0]
+
+
+def test_a_model_the_server_does_not_list_is_warned_about_once(project: Path, llm: FakeLLM) -> None:
+    llm.listed_models = ["gemma-3-270m", "smollm2-135m"]
+    llm.script(Reply(calls=[Call("Glob", {"pattern": "*.md"})]), Reply(text="done"))
+    write_config(project, llm)
+    proc = etcode("run", "hello", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("does not list") == 1, proc.stderr
+    line = next(line for line in proc.stderr.splitlines() if "does not list" in line)
+    assert '"test-model"' in line and "gemma-3-270m, smollm2-135m" in line
+
+
+def test_a_listed_model_gets_no_warning(project: Path, llm: FakeLLM) -> None:
+    llm.listed_models = ["test-model", "other"]
+    llm.script(Reply(text="done"))
+    write_config(project, llm)
+    proc = etcode("run", "hello", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert "does not list" not in proc.stderr
+
+
+def test_a_base_url_ending_in_chat_completions_says_end_it_at_v1(project: Path, llm: FakeLLM) -> None:
+    llm.script(Reply(text="never sent"))
+    entry = {
+        "id": "local",
+        "type": "openai",
+        "baseURL": f"{llm.openai_base_url}/chat/completions",
+        "apiKey": "x",
+    }
+    (project / "etcode.json").write_text(json.dumps({"model": "local/m", "provider": [entry]}))
+    proc = etcode("run", "hello", cwd=project)
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1, proc.stderr
+    assert "end it at /v1" in errors[0] and '"baseURL" of provider "local"' in errors[0]
+    assert f"({llm.openai_base_url})" in errors[0]  # the URL to write
+    assert "Traceback" not in proc.stderr
+
+
+def test_models_lists_what_a_local_server_offers(project: Path, llm: FakeLLM) -> None:
+    llm.listed_models = ["test-model", "qwen2.5-coder-7b", "gemma-3-270m"]
+    write_config(project, llm)
+    listed = etcode("models", "--json", cwd=project)
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["id"]: row for row in json.loads(listed.stdout)}
+    assert rows["fake/qwen2.5-coder-7b"]["served"] and rows["fake/gemma-3-270m"]["served"]
+    assert not rows["fake/test-model"]["served"]  # the configured one, listed once
+    table = etcode("models", cwd=project)
+    assert table.returncode == 0, table.stderr
+    assert "fake/gemma-3-270m +" in table.stdout and "+ offered by a configured local server" in table.stdout
 
 
 def test_a_large_window_keeps_the_full_prompt_and_prompt_lean_forces_it(project: Path, llm: FakeLLM) -> None:
