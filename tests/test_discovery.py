@@ -124,7 +124,7 @@ async def test_ollama_and_lmstudio_use_their_own_endpoints(llm: FakeLLM) -> None
     assert ollama is not None and ollama.context == 8192
     llm.page("GET /api/v0/models/qwen2.5-coder-7b-instruct", fixture("lmstudio-model.json"))
     lmstudio = await ServerProbe(
-        local_spec(llm, provider="lmstudio", model="qwen2.5-coder-7b-instruct")
+        local_spec(llm, provider="lmstudio", model="qwen2.5-coder-7b-instruct"), grace=WAIT
     ).settle()
     assert lmstudio is not None and lmstudio.context == 4096
     assert llm.side_requests == ["POST /api/show", "GET /api/v0/models/qwen2.5-coder-7b-instruct"]

@@ -75,9 +75,11 @@ def test_an_unknown_llama_model_refusing_the_image_is_asked_again(
     project: Path,
     llama: Callable[..., int],  # noqa: F811
 ) -> None:
-    """The server's facts were cached without ``images`` (an older etcode asked it): the model
-    is tried, llama.cpp's 500 refusal is sent again without the image in the same run, one
-    warning, and ``images: false`` joins the cached facts."""
+    """The server's facts were cached without ``images`` (an older etcode asked it): the run
+    asks the server again in the background (issue 34), so ``/props``' ``modalities.vision``
+    usually arrives before the first request and the image is never sent; when it does not
+    (a loaded machine), the model is tried, llama.cpp's 500 refusal is sent again without the
+    image in the same run with one warning. Either way ``images: false`` is cached."""
     port = llama()
     configure(project, port, max_tokens=8)
     first = etcode("run", "--format", "json", "Say hi.", cwd=project, timeout=300)
@@ -105,5 +107,5 @@ def test_an_unknown_llama_model_refusing_the_image_is_asked_again(
     assert not [e for e in events if e["type"] in ("error", "retry")]
     warnings = [e["message"] for e in events if e["type"] == "warning" and "images" in e["message"]]
     facts = json.loads(cache.read_text(encoding="utf-8"))[key]["facts"]
-    assert len(warnings) == 1 and "image input is not supported" in warnings[0], warnings
+    assert len(warnings) <= 1 and all("image input is not supported" in w for w in warnings), warnings
     assert facts["images"] is False

@@ -417,8 +417,10 @@ async def _ask_ollama(client: AsyncClient, spec: ProviderSpec, root: str) -> _An
 
 
 async def _not_served(client: AsyncClient, url: str, spec: ProviderSpec, server: str) -> _Answer:
-    listed = tuple(model_names(await _page(client, "GET", url)))
-    facts = ServerFacts(server=server, source=urlsplit(url).path, listed=listed)
+    page = await _page(client, "GET", url)
+    if page is None:  # no list to show either
+        return _Answer(None, keep=False)
+    facts = ServerFacts(server=server, source=urlsplit(url).path, listed=tuple(model_names(page)))
     return _Answer(facts, keep=False)
 
 
