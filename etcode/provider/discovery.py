@@ -41,6 +41,8 @@ from etcode.provider.spec import KNOWN_PROVIDERS, ProviderSpec
 from etcode.util.json_types import JsonArray, JsonObject, JsonValue
 
 if TYPE_CHECKING:
+    import ssl
+
     from httpx import AsyncBaseTransport, AsyncClient
 
 log = logging.getLogger("etcode.discovery")
@@ -331,6 +333,14 @@ def parse_lmstudio(data: JsonValue) -> ServerFacts | None:
 # ---- asking -------------------------------------------------------------------------
 
 
+def _tls(spec: ProviderSpec) -> ssl.SSLContext:
+    """The process's TLS context (no CA bundle loaded for a plain ``http://`` server: a
+    renewal each run stays cheap)."""
+    from etcode.provider.transport import ssl_context
+
+    return ssl_context(spec.base_url.lower().startswith("https://"))
+
+
 class _NoAnswer(Exception):
     """The server could not be reached (nothing to remember)."""
 
@@ -380,7 +390,9 @@ async def _ask(spec: ProviderSpec, kind: str, transport: AsyncBaseTransport | No
     headers = request_headers(spec, accept="application/json")
     timeout = httpx.Timeout(REQUEST_TIMEOUT, connect=CONNECT_TIMEOUT)
     root, base = server_root(spec.base_url), spec.base_url.rstrip("/")
-    async with httpx.AsyncClient(timeout=timeout, headers=headers, transport=transport) as client:
+    async with httpx.AsyncClient(
+        timeout=timeout, headers=headers, transport=transport, verify=_tls(spec)
+    ) as client:
         if kind == "ollama":
             return await _ask_ollama(client, spec, root)
         if kind == "lmstudio":
@@ -702,7 +714,9 @@ async def served_models(
     timeout = httpx.Timeout(REQUEST_TIMEOUT, connect=CONNECT_TIMEOUT)
     headers = request_headers(spec, accept="application/json")
     try:
-        async with httpx.AsyncClient(timeout=timeout, headers=headers, transport=transport) as client:
+        async with httpx.AsyncClient(
+            timeout=timeout, headers=headers, transport=transport, verify=_tls(spec)
+        ) as client:
             names = model_names(await _json(client, "GET", url))
     except Exception as err:  # a side request never fails the command
         log.debug("model list of %s: %s", spec.full_id, err)
