@@ -283,3 +283,21 @@ async def test_a_turn_started_during_the_warm_up_shares_its_runtime(
         await agent.aclose()
     assert len(built) == 1
     assert windows and set(windows) == {32768}
+
+
+async def test_the_server_warnings_are_said_once_per_session(project: Path, llm: FakeLLM) -> None:
+    """A chat's turns each bring the runtime up to date with the server's facts: the
+    unlisted-model warning is said at the first turn only."""
+    from etcode.api import Agent
+
+    llm.listed_models = ["gemma-3-270m", "smollm2-135m"]
+    llm.script(Reply(text="one"), Reply(text="two"))
+    write_config(project, llm)
+    agent = Agent(directory=project, store=False)
+    told: list[list[str]] = []
+    try:
+        for turn in ("hello", "again"):
+            told.append([e.message async for e in agent.stream(turn) if e.type == "warning"])
+    finally:
+        await agent.aclose()
+    assert [len([m for m in messages if "does not list" in m]) for messages in told] == [1, 0], told
