@@ -201,8 +201,11 @@ def test_window_discovery(project: Path, llama: Callable[..., int]) -> None:
 
     listed = etcode("models", "--json", cwd=project, timeout=120)
     assert listed.returncode == 0, listed.stderr
-    entry = next(e for e in json.loads(listed.stdout) if e["id"] == "local/smollm2")
+    rows = json.loads(listed.stdout)
+    entry = next(e for e in rows if e["id"] == "local/smollm2")
     assert entry["limit"]["context"] == 2048
+    served = [e["id"] for e in rows if e["served"]]  # what the server offers (its /v1/models)
+    assert served and all(i.startswith("local/") and i.endswith(".gguf") for i in served), served
 
     proc = etcode("run", "--format", "json", "Say hi.", cwd=project, timeout=300)
     events = events_of(proc)
@@ -212,6 +215,7 @@ def test_window_discovery(project: Path, llama: Callable[..., int]) -> None:
     warnings = [e["message"] for e in events if e["type"] == "warning"]
     assert len([w for w in warnings if "cannot use tools" in w]) == 1, warnings
     assert any("--chat-template-file" in w for w in warnings)
+    assert not [w for w in warnings if "does not list" in w]  # "smollm2" names its .gguf file
 
 
 def test_overflow_then_compaction_then_success(project: Path, llama: Callable[..., int]) -> None:
