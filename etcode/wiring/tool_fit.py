@@ -186,7 +186,8 @@ def _warning(context: int, kept: list[str], left: list[str], size: int, limit: i
         else "etcode runs without tools, and the model can only answer in text"
     )
     return (
-        f"the {context:,}-token context window is too small for every tool (the system prompt, tools "
-        f"and message take about {size:,} tokens; {limit:,} leave room for the conversation): {what}; "
-        "start the server with a larger window (llama-server -c) to offer them"
+        f"the {context:,}-token context window is too small for every tool: {what} (the system "
+        f"prompt, every tool and the message would take about {size:,} tokens, and {limit:,} leave "
+        "room for the conversation); start the server with a larger window (llama-server -c) to "
+        "offer them all"
     )
