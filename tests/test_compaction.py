@@ -111,8 +111,10 @@ async def test_auto_compaction_with_a_small_configured_window(tmp_path: Path, ll
 
 async def test_overflow_error_compacts_and_retries_the_step_once(tmp_path: Path, llm: FakeLLM) -> None:
     configure(tmp_path, llm)  # no limits known: only the provider can say it is too long
+    # (A window this large changes nothing in the request, so no re-plan comes first.)
     too_long = (
-        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."
+        "This model's maximum context length is 131072 tokens. However, your messages resulted in "
+        "140000 tokens."
     )
     llm.script(
         Reply(text="first answer"),

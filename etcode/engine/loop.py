@@ -159,6 +159,7 @@ class AgentLoop(EventPump):
         if self._steps >= self.settings.limits.max_steps:
             self.emit(ev.StoppedEvent("max_steps", f"Stopped after {self._steps} steps (limit: max steps)."))
             return "max_steps"
+        self._replan()  # a window learned since (a late discovery answer): the request fits it
         await self._auto_compact()
         if self._abort.is_set():
             return None  # interrupted while compacting: the next step says why it stops
@@ -533,12 +534,31 @@ class AgentLoop(EventPump):
                 raise
             if err.window and window.learn_window(err.window, "overflow error"):  # the server said its size
                 self.emit(window.update())
+            if self._replan():  # a smaller request for the window learned (lean, tools fitted)
+                s = self.settings
+                if window.needs_compaction(s.system, s.tools.schemas(), self.messages) is None:
+                    return await self._stream_step_compacting()
             window.check_newest(self.settings.system, self.settings.tools.schemas(), self.messages, err)
             try:
                 compacted = await self._compact(window, "overflow")
             except ProviderError:  # reported as a failed compaction: the overflow ends the run
                 raise err from None
             return await self._stream_step_images() if compacted else None
+
+    def _replan(self) -> bool:
+        """Re-plan the request for what was learned since (``settings.replan``): the system
+        prompt and tools to send from now on. True when they changed (once per change: the
+        same window gives the same plan)."""
+        s = self.settings
+        if s.replan is None:
+            return False
+        before = (list(s.system), s.tools.lean, [t.name for t in s.tools.schemas()])
+        system, events = s.replan(self.messages)
+        for event in events:
+            self.emit(event)
+        if system != s.system:
+            self.settings = replace(s, system=list(system))
+        return before != (self.settings.system, s.tools.lean, [t.name for t in s.tools.schemas()])
 
     async def _compact(self, window: LoopWindow, reason: str, tokens: int | None = None) -> bool:
         """Replace the history by a compacted batch (events: compaction start/done, usage).

@@ -23,6 +23,7 @@ from etcode.contract.tools import (
 from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
+    from etcode.contract.events import Event
     from etcode.engine.images import ImageSupport
     from etcode.engine.interception import Interceptor
     from etcode.engine.seams import LoopWindow, Recorder
@@ -38,6 +39,11 @@ OutputFilter = Callable[[str, str], str]
 CallWatcher = Callable[[str, str, str], "str | None"]
 #: Notes for the model, taken just before each request (background processes that exited).
 RequestNotes = Callable[[], "list[str]"]
+#: Re-plans the request for what was learned since (the server's window, from a late
+#: discovery answer or an overflow error), given the history: brings the tools (the same
+#: registry) up to date and returns the system prompt to use and the events to show. Raises
+#: a ``ProviderError`` when nothing fits the window.
+Replan = Callable[["list[Message]"], "tuple[list[str], list[Event]]"]
 #: Called after each finished step with the full history.
 StepHook = Callable[["list[Message]"], Awaitable[None]]
 
@@ -81,3 +87,5 @@ class LoopSettings:
     images: ImageSupport | None = None
     #: What the model should be told with its next request (a user message before it).
     request_notes: RequestNotes | None = None
+    #: Re-plans the request before each step and after an overflow taught the window.
+    replan: Replan | None = None

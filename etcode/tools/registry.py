@@ -11,12 +11,17 @@ from etcode.tools.base import Tool
 class ToolRegistry:
     """Tools by name, in the order given (the order the model sees them). ``lean``: the
     model sees the short descriptions (``tools/lean.py``); ``offered`` False: it sees none
-    (the server's chat template cannot use tools)."""
+    (the server's chat template cannot use tools); ``left_out``: tools the model is not shown
+    (the window is too small for them: ``wiring/tool_fit.py``), each with what a call of it
+    is answered."""
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self.lean = False
         self.offered = True
+        self.left_out: dict[str, str] = {}
+        #: What the tools were fitted to the window for (``wiring/tool_fit.FitState``).
+        self.fit_state: object = None
         for item in tools:
             self.add(item)
 
@@ -42,7 +47,7 @@ class ToolRegistry:
         """What the model is shown (see ``lean`` and ``offered``)."""
         if not self.offered:
             return []
-        full = [t.schema() for t in self._tools.values()]
+        full = [t.schema() for t in self._tools.values() if t.name not in self.left_out]
         if not self.lean:
             return full
         from etcode.tools.lean import lean_schemas

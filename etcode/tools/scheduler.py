@@ -139,6 +139,9 @@ class ToolScheduler:
     async def execute(self, call: ToolCallPart, started: set[str] | None = None) -> ToolResultPart:
         """Run one call and turn every outcome (including bad input) into a result."""
         tool = self.registry.get(call.name)
+        left_out = self.registry.left_out.get(call.name)
+        if left_out is not None:  # not offered: the window is too small for it
+            return self._early_error(call, left_out)
         if tool is None:
             known = ", ".join(self.registry.names()) or "none"
             return self._early_error(call, f"Unknown tool '{call.name}'. Available tools: {known}.")

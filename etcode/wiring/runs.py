@@ -57,8 +57,10 @@ def loop_settings(
     interceptors: tuple[Interceptor, ...] = (),
 ) -> LoopSettings:
     """What one run of ``agent`` runs with, whole (its session's recorder and window passed in)."""
+    from etcode.engine.window import ContextWindow
     from etcode.tools.loop_detect import LoopDetector
     from etcode.tools.truncate import truncate_for_model
+    from etcode.wiring.tool_fit import replanner
 
     return LoopSettings(
         provider=runtime.provider,
@@ -86,6 +88,10 @@ def loop_settings(
         images=runtime.images,
         # A Task child's processes are its parent session's: the parent's runs are told.
         request_notes=None if agent.parent_session_id else lambda: background_notes(agent.state),
+        # The workflow's role turns keep the plan their run began with.
+        replan=replanner(runtime, window)
+        if isinstance(window, ContextWindow) and runtime.agent_name != WORKFLOW_AGENT
+        else None,
     )
 
 

@@ -100,6 +100,28 @@ def _unlisted_warning(spec: ProviderSpec, facts: ServerFacts) -> str:
     )
 
 
+def apply_late_facts(runtime: Runtime, window: ContextWindow | None) -> list[Event]:
+    """Between the steps of a run (never waits): a discovery answer that came after the turn
+    began (its window, its tools), and the prompt mode for the window known now — also one
+    an overflow error taught. Returns the events to show."""
+    events: list[Event] = []
+    facts = runtime.probe.ready() if runtime.probe is not None else None
+    if (
+        window is not None
+        and facts is not None
+        and facts.context
+        and window.learn_window(facts.context, "server")
+    ):
+        events.append(window.update())
+    if facts is not None and facts.tools is False and runtime.tools.offered and len(runtime.tools):
+        runtime.tools.offered = False
+        events.append(WarningEvent(_no_tools_warning(runtime.spec, facts)))
+    lean = wants_lean(runtime.config.prompt, window.budget.context if window is not None else None)
+    if lean != runtime.tools.lean:
+        runtime.use_lean(lean)
+    return events
+
+
 def _no_tools_warning(spec: ProviderSpec, facts: ServerFacts) -> str:
     hint = (
         "start llama-server with --jinja and a tool-capable --chat-template-file"
