@@ -102,9 +102,14 @@ def test_a_long_message_keeps_the_message_wording(project: Path, llm: FakeLLM) -
     assert llm.requests == []
 
 
-def test_a_window_learned_from_an_overflow_replans_the_same_run(project: Path, llm: FakeLLM) -> None:
+def test_a_window_learned_from_an_overflow_replans_the_same_run(
+    project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """/props answers 503 (the model still loading): the first request goes out full, the
-    server's overflow states 2,048 tokens, and the same run retries lean with fitted tools."""
+    server's overflow states 2,048 tokens, and the same run retries lean with fitted tools.
+    The first request waits for discovery only the usual grace (a 503 is asked again for
+    as long as the run lasts: with a long grace the first request would wait all of it)."""
+    monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "0.3")
     llm.page("GET /props", {"error": {"code": 503, "message": "Loading model"}}, status=503)
     llm.script(Fault(status=400, body=OVERFLOW_2K), Reply(text="4"))
     write_config(project, llm)
