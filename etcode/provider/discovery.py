@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
+from etcode.provider.chat_templates import template_name
 from etcode.provider.spec import KNOWN_PROVIDERS, ProviderSpec
 from etcode.util.json_types import JsonArray, JsonObject, JsonValue
 
@@ -60,7 +61,8 @@ class ServerFacts:
     model takes images (llama.cpp's ``modalities.vision``, Ollama's ``vision`` capability,
     or False learned when the server refused a request's images); None: not known.
     ``token_ratio``: the server's real prompt tokens per token etcode's estimate counted
-    (learned from ``usage.prompt_tokens``; None: not learned yet)."""
+    (learned from ``usage.prompt_tokens``; None: not learned yet). ``template``: the chat
+    template's family as llama.cpp's ``/props`` shows it (``provider.chat_templates``)."""
 
     context: int | None = None
     tools: bool | None = None
@@ -68,6 +70,7 @@ class ServerFacts:
     source: str = ""
     images: bool | None = None
     token_ratio: float | None = None
+    template: str = ""
 
     def to_dict(self) -> JsonObject:
         return asdict(self)
@@ -94,6 +97,7 @@ class ServerFacts:
             float(ratio)
             if isinstance(ratio, int | float) and not isinstance(ratio, bool) and ratio > 0
             else None,
+            str(data.get("template") or ""),
         )
 
 
@@ -153,12 +157,14 @@ def parse_props(data: JsonValue) -> ServerFacts | None:
     vision = modalities.get("vision") if isinstance(modalities, dict) else None
     if context is None and not isinstance(tools, bool):
         return None
+    source = data.get("chat_template")
     return ServerFacts(
         context,
         tools if isinstance(tools, bool) else None,
         "llama.cpp",
         "/props",
         vision if isinstance(vision, bool) else None,
+        template=template_name(source) if isinstance(source, str) else "",
     )
 
 
@@ -367,6 +373,18 @@ def correct_window(spec: ProviderSpec, context: int) -> None:
         return
     base = facts if facts is not None else ServerFacts(server="", source="")
     remember(spec, replace(base, context=context, source="overflow error"))
+
+
+def calibrate(spec: ProviderSpec, ratio: float) -> None:
+    """The server's prompt tokens per token etcode counts (``engine.calibration``, learned
+    from its reported usage): kept with its facts for the next runs, which expire as they
+    would have (the ratio keeps no window alive). Without facts nothing is kept: an entry
+    holding only a ratio would stand for the server's answer and stop the next discovery."""
+    found, facts = cached(spec)
+    hit = _memory.get(cache_key(spec))
+    if not found or facts is None or hit is None or facts.token_ratio == ratio:
+        return
+    remember(spec, replace(facts, token_ratio=ratio), now=hit[0])
 
 
 def refuse_images(spec: ProviderSpec) -> None:

@@ -45,6 +45,7 @@ async def apply_server_facts(runtime: Runtime, window: ContextWindow | None) -> 
         if facts is not None and facts.context and window.learn_window(facts.context, "server"):
             events.append(window.update())
         window.on_learn = runtime.remember_window
+        _calibrate_counts(runtime.spec, window, facts)
     images = runtime.images
     if facts is not None and images is not None and facts.images is not None and images.takes_images is None:
         images.takes_images = facts.images  # the server says (llama.cpp /props, Ollama /api/show)
@@ -58,14 +59,36 @@ async def apply_server_facts(runtime: Runtime, window: ContextWindow | None) -> 
     return events
 
 
+def _calibrate_counts(spec: ProviderSpec, window: ContextWindow, facts: ServerFacts | None) -> None:
+    """Counts scaled to a local or self-hosted server's tokenizer (``engine.calibration``):
+    from the ratio an earlier run kept with its facts, then from each request's usage, kept
+    for the next run. Only a server that described itself (llama.cpp, vLLM, Ollama, LM
+    Studio: ``facts``) is calibrated, from the turn its answer is known: an endpoint that
+    says nothing may be a proxy whose usage is not the prompt's. Hosted providers are not:
+    OpenAI's counts are tiktoken's, the others' windows are large and the meter follows
+    their reported usage."""
+    from etcode.provider import discovery
+
+    if facts is None or discovery.server_kind(spec) is None:
+        return
+    calibration = window.calibration
+    calibration.enabled = True
+    calibration.on_learn = lambda ratio: discovery.calibrate(spec, ratio)
+    if facts.token_ratio:
+        calibration.use(facts.token_ratio)
+
+
 def _no_tools_warning(spec: ProviderSpec, facts: ServerFacts) -> str:
+    """llama.cpp's /props names the template (and, in current builds, jinja is on by default
+    and /props does not say otherwise): the template is what lacks tools, so that is named,
+    not a ``--jinja`` the user may well have given."""
+    template = f"its chat template ({facts.template})" if facts.template else "its chat template"
     hint = (
-        "start llama-server with --jinja and a tool-capable --chat-template-file"
+        "start llama-server with a tool-capable template (--chat-template-file FILE)"
         if facts.server == "llama.cpp"
         else "pick a model that supports tools"
     )
     return (
-        f"{facts.server or 'the server'} reports that {spec.model} cannot use tools (its chat "
-        f"template has no tool support), so etcode runs without them and the model can only answer "
-        f"in text; {hint}"
+        f"{facts.server or 'the server'} reports that {spec.model} cannot use tools ({template} has "
+        f"no tool support), so etcode runs without them and the model can only answer in text; {hint}"
     )
