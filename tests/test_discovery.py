@@ -50,7 +50,9 @@ def local_spec(llm: FakeLLM, provider: str = "local", model: str = "qwen") -> Pr
 
 def test_llama_props_recorded_from_the_real_server() -> None:
     facts = parse_props(fixture("llama-props.json"))
-    assert facts == ServerFacts(2048, False, "llama.cpp", "/props", images=False)  # modalities.vision
+    assert facts == ServerFacts(
+        2048, False, "llama.cpp", "/props", images=False, template="ChatML"
+    )  # modalities.vision
 
 
 def test_llama_models_list_has_the_running_window() -> None:

@@ -194,7 +194,7 @@ async def test_status_bar_has_the_stored_tokens_and_cost_on_resume(project: Path
         await run_turn(pilot, app, "hello")
         live = app.status_bar.info.left().plain
         await app.action_quit()
-    assert "21k tokens (21%)" in live and "$0.0750" in live
+    assert "21k tokens (21% of 100k)" in live and "$0.0750" in live
 
     async def check(pilot, app) -> None:
         await wait_for(pilot, lambda: app.status_bar.info.context_tokens, what="the stored tokens")

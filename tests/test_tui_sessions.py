@@ -162,4 +162,4 @@ async def test_status_bar_shows_context_percent_and_cost(project: Path, llm: Fak
         assert info.context_tokens == 21000
         assert info.cost == pytest.approx(20000 * 3 / 1e6 + 1000 * 15 / 1e6)
         text = info.left().plain
-        assert "21k tokens (21%)" in text and "$0.0750" in text
+        assert "21k tokens (21% of 100k)" in text and "$0.0750" in text

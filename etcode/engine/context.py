@@ -10,6 +10,7 @@ are cached: messages are never changed once in the history.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -139,23 +140,35 @@ class TokenEstimator:
         #: Whether the model takes images (None: sent as images): a text-only model's
         #: requests carry a notice in place of each image, and that is what is counted.
         self.images: ImageSupport | None = None
+        #: The server's real prompt tokens per token counted here (learned from its reported
+        #: usage: ``calibrate``); every count is scaled by it. 1.0: not calibrated.
+        self.ratio = 1.0
         self._messages: dict[int, tuple[Message, int, bool]] = {}
         self._tools: dict[int, tuple[ToolSchema, int]] = {}
         self._system: tuple[tuple[str, ...], int] | None = None
 
-    def text(self, text: str) -> int:
+    def _scaled(self, tokens: int) -> int:
+        return tokens if self.ratio == 1.0 else math.ceil(tokens * self.ratio)
+
+    def _text(self, text: str) -> int:
         return estimate_tokens(text) if self.rough else count_tokens(text, self.model)
 
+    def text(self, text: str) -> int:
+        return self._scaled(self._text(text))
+
     def message(self, message: Message) -> int:
+        return self._scaled(self._message(message))
+
+    def _message(self, message: Message) -> int:
         support = self.images
         notices = support is not None and support.takes_images is False
         cached = self._messages.get(id(message))
         if cached is not None and cached[0] is message and cached[2] == notices:
             return cached[1]
-        tokens = MESSAGE_OVERHEAD + sum(self.text(_part_text(p)) + 1 for p in message.parts)
+        tokens = MESSAGE_OVERHEAD + sum(self._text(_part_text(p)) + 1 for p in message.parts)
         images = message.images
         if images and support is not None and notices:
-            tokens += sum(self.text(support.notice(image)) + 1 for image in images)
+            tokens += sum(self._text(support.notice(image)) + 1 for image in images)
         elif images:
             tokens += sum(self._image(image) for image in images)
         if len(self._messages) > 50_000:
@@ -164,7 +177,10 @@ class TokenEstimator:
         return tokens
 
     def messages(self, messages: list[Message]) -> int:
-        return sum(self.message(m) for m in messages)
+        return self._scaled(self._messages_raw(messages))
+
+    def _messages_raw(self, messages: list[Message]) -> int:
+        return sum(self._message(m) for m in messages)
 
     def _image(self, image: ImagePart) -> int:
         """An image's tokens by the wire format's published formula (OpenAI's for every
@@ -174,26 +190,36 @@ class TokenEstimator:
         return image_tokens(image, self.family)
 
     def system(self, parts: list[str]) -> int:
+        return self._scaled(self._system_raw(parts))
+
+    def _system_raw(self, parts: list[str]) -> int:
         key = tuple(parts)
         if self._system is not None and self._system[0] == key:
             return self._system[1]
-        tokens = sum(self.text(p) for p in parts)
+        tokens = sum(self._text(p) for p in parts)
         self._system = (key, tokens)
         return tokens
 
     def tools(self, schemas: list[ToolSchema]) -> int:
+        return self._scaled(self._tools_raw(schemas))
+
+    def _tools_raw(self, schemas: list[ToolSchema]) -> int:
         total = 0
         for schema in schemas:
             cached = self._tools.get(id(schema))
             if cached is None or cached[0] is not schema:
                 text = f"{schema.name} {schema.description} {json.dumps(schema.parameters)}"
-                cached = (schema, self.text(text) + 8)
+                cached = (schema, self._text(text) + 8)
                 self._tools[id(schema)] = cached
             total += cached[1]
         return total
 
-    def request(self, system: list[str], tools: list[ToolSchema], messages: list[Message]) -> int:
-        return self.system(system) + self.tools(tools) + self.messages(messages)
+    def request(
+        self, system: list[str], tools: list[ToolSchema], messages: list[Message], *, raw: bool = False
+    ) -> int:
+        """The whole request's tokens; ``raw``: as counted, without the calibration ratio."""
+        tokens = self._system_raw(system) + self._tools_raw(tools) + self._messages_raw(messages)
+        return tokens if raw else self._scaled(tokens)
 
 
 class ContextMeter:

@@ -181,7 +181,7 @@ class AgentLoop(EventPump):
         if calls:
             return None
         if end.stop_reason == "max_tokens":  # never a silent truncation
-            self.emit(ev.StoppedEvent("max_tokens", self._cut_notice()))
+            self.emit(ev.StoppedEvent("max_tokens", self._cut_notice(end.usage)))
             return "max_tokens"
         return "end_turn"
 
@@ -245,8 +245,22 @@ class AgentLoop(EventPump):
         window = self.settings.window
         return self.settings.max_tokens or (window.max_output if window is not None else None)
 
-    def _cut_notice(self) -> str:
+    def _cut_notice(self, usage: Usage) -> str:
+        """Why the answer stopped at its limit: the context window filled up (the prompt and
+        the answer reached the known window: llama.cpp stops there with "length", short of
+        ``max_tokens``), else its ``max_tokens``."""
         limit = self.settings.max_tokens or self._sent_max_tokens
+        window = self.settings.window
+        context = window.budget.context if window is not None else None
+        prompt = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+        answer = usage.output_tokens
+        if context and prompt and prompt + answer >= context:
+            size = f" ({prompt:,} tokens of prompt and {answer:,} of answer in a {context:,}-token window)"
+            return (
+                f"The answer was cut off: the context window is full{size}; raising max_tokens "
+                "cannot help. Compact the conversation (/compact in the chat) or start a new one, "
+                "or give the model a larger window (llama-server -c, Ollama num_ctx) or use a larger model."
+            )
         where = f" (max_tokens {limit})" if limit else ""
         return (
             f"The answer was cut off: the model reached its output limit{where}. Raise it (the "
@@ -490,6 +504,10 @@ class AgentLoop(EventPump):
     async def _account(self, end: StreamEnd) -> ev.Event | None:
         """Cost and context size of the call that just ended; stores its usage."""
         window = self.settings.window
+        if window is not None:  # the request as sent: the answer is the last message
+            window.calibrate(
+                end.usage, self.settings.system, self.settings.tools.schemas(), self.messages[:-1]
+            )
         cost, update = window.record(end.usage, self.messages) if window is not None else (None, None)
         await self._record(lambda recorder: recorder.step_finished(self._steps, end.usage, cost))
         return update

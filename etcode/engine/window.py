@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Literal
 
 from etcode.contract.events import CompactionEvent, Event, UsageUpdate
+from etcode.engine.calibration import TokenCalibration
 from etcode.engine.compaction import (
     DEFAULT_KEEP_TURNS,
     NOTHING_OLDER,
@@ -36,6 +39,8 @@ if TYPE_CHECKING:
     from etcode.engine.images import ImageSupport
     from etcode.engine.seams import LoopWindow
 
+log = logging.getLogger("etcode.window")
+
 
 class ContextWindow:
     """The session's budget, meter and compactor, shared by its runs."""
@@ -61,6 +66,9 @@ class ContextWindow:
         self.source: str | None = ", ".join(model.sources) if model.context else None
         #: Told each window a server states (to remember it for the next run).
         self.on_learn: Callable[[int], None] | None = None
+        #: The counts scaled to the server's tokenizer (enabled by the wiring for servers
+        #: whose counts are not tiktoken's; see ``engine.calibration``).
+        self.calibration = TokenCalibration([meter.estimator, meter.rough])
 
     @classmethod
     def build(
@@ -193,6 +201,34 @@ class ContextWindow:
 
     def record(self, usage: Usage, messages: list[Message]) -> tuple[float | None, UsageUpdate]:
         return self.meter.record(usage, messages)
+
+    def calibrate(
+        self, usage: Usage, system: list[str], tools: list[ToolSchema], messages: list[Message]
+    ) -> None:
+        """After a request of ``system``, ``tools`` and ``messages`` (as sent, without its
+        answer): compare the server's prompt size in ``usage`` with etcode's count of it
+        (``engine.calibration``). Requests carrying images teach nothing (their counts
+        follow another formula)."""
+        calibration = self.calibration
+        real = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+        if not calibration.enabled or real <= 0:
+            return
+        estimator = self.meter.estimator
+        support = estimator.images
+        if (support is None or support.takes_images is not False) and any(m.images for m in messages):
+            return
+        counted = estimator.request(system, tools, messages, raw=True)
+        before = calibration.ratio
+        ratio = calibration.observe(real, counted)
+        log.debug(
+            "tokens: the server counted %d, etcode %d (x%.3f = %d, off by %+.1f%%); ratio now %s",
+            real,
+            counted,
+            before,
+            math.ceil(counted * before),
+            100.0 * (math.ceil(counted * before) - real) / real,
+            f"{ratio:.3f}" if ratio is not None else "unchanged",
+        )
 
     def update(self) -> UsageUpdate:
         return self.meter.update()

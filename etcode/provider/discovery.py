@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
+from etcode.provider.chat_templates import template_name
 from etcode.provider.spec import KNOWN_PROVIDERS, ProviderSpec
 from etcode.util.json_types import JsonArray, JsonObject, JsonValue
 
@@ -88,7 +89,8 @@ class ServerFacts:
     (``source`` is then ``"overflow error"``). ``trained``: the model's trained window when
     the server runs it with less without being told to (Ollama without ``num_ctx``).
     ``listed``: what the server lists when it does not list the model (None: it does, or
-    it was not asked)."""
+    it was not asked). ``template``: the chat
+    template's family as llama.cpp's ``/props`` shows it (``provider.chat_templates``)."""
 
     context: int | None = None
     tools: bool | None = None
@@ -99,6 +101,7 @@ class ServerFacts:
     stated: int | None = None
     trained: int | None = None
     listed: tuple[str, ...] | None = None
+    template: str = ""
 
     def to_dict(self) -> JsonObject:
         data: JsonObject = asdict(self)
@@ -131,6 +134,7 @@ class ServerFacts:
             _positive(data.get("stated")),
             _positive(data.get("trained")),
             tuple(str(name) for name in listed) if isinstance(listed, list) else None,
+            str(data.get("template") or ""),
         )
 
 
@@ -211,6 +215,7 @@ def parse_props(data: JsonValue, model: str = "") -> ServerFacts | None:
     if context is None and not isinstance(tools, bool):
         return None
     names = [n for n in (data.get("model_alias"), data.get("model_path")) if isinstance(n, str)]
+    source = data.get("chat_template")
     return ServerFacts(
         context,
         tools if isinstance(tools, bool) else None,
@@ -218,6 +223,7 @@ def parse_props(data: JsonValue, model: str = "") -> ServerFacts | None:
         "/props",
         vision if isinstance(vision, bool) else None,
         listed=_listed(names, model) if model else None,
+        template=template_name(source) if isinstance(source, str) else "",
     )
 
 
@@ -571,6 +577,18 @@ def renewed(old: ServerFacts | None, fresh: ServerFacts | None) -> ServerFacts |
     if old.source == "overflow error" and (fresh.context is None or fresh.context == old.stated):
         facts = replace(facts, context=old.context, source=old.source, stated=old.stated)
     return facts
+
+
+def calibrate(spec: ProviderSpec, ratio: float) -> None:
+    """The server's prompt tokens per token etcode counts (``engine.calibration``, learned
+    from its reported usage): kept with its facts for the next runs, which expire as they
+    would have (the ratio keeps no window alive). Without facts nothing is kept: an entry
+    holding only a ratio would stand for the server's answer and stop the next discovery."""
+    found, facts = cached(spec)
+    hit = _memory.get(cache_key(spec))
+    if not found or facts is None or hit is None or facts.token_ratio == ratio:
+        return
+    remember(spec, replace(facts, token_ratio=ratio), now=hit[0])
 
 
 def refuse_images(spec: ProviderSpec) -> None:

@@ -49,6 +49,7 @@ async def apply_server_facts(runtime: Runtime, window: ContextWindow | None) -> 
             if facts.trained and probe is not None and _once(probe.shown, "window"):
                 events.append(WarningEvent(_default_window_warning(runtime.spec, facts)))
         window.on_learn = runtime.remember_window
+        _calibrate_counts(runtime.spec, window, facts)
     if facts is not None and facts.listed is not None and probe is not None and _once(probe.shown, "listed"):
         events.append(WarningEvent(_unlisted_warning(runtime.spec, facts)))
     images = runtime.images
@@ -122,14 +123,36 @@ def apply_late_facts(runtime: Runtime, window: ContextWindow | None) -> list[Eve
     return events
 
 
+def _calibrate_counts(spec: ProviderSpec, window: ContextWindow, facts: ServerFacts | None) -> None:
+    """Counts scaled to a local or self-hosted server's tokenizer (``engine.calibration``):
+    from the ratio an earlier run kept with its facts, then from each request's usage, kept
+    for the next run. Only a server that described itself (llama.cpp, vLLM, Ollama, LM
+    Studio: ``facts``) is calibrated, from the turn its answer is known: an endpoint that
+    says nothing may be a proxy whose usage is not the prompt's. Hosted providers are not:
+    OpenAI's counts are tiktoken's, the others' windows are large and the meter follows
+    their reported usage."""
+    from etcode.provider import discovery
+
+    if facts is None or discovery.server_kind(spec) is None:
+        return
+    calibration = window.calibration
+    calibration.enabled = True
+    calibration.on_learn = lambda ratio: discovery.calibrate(spec, ratio)
+    if facts.token_ratio:
+        calibration.use(facts.token_ratio)
+
+
 def _no_tools_warning(spec: ProviderSpec, facts: ServerFacts) -> str:
+    """llama.cpp's /props names the template (and, in current builds, jinja is on by default
+    and /props does not say otherwise): the template is what lacks tools, so that is named,
+    not a ``--jinja`` the user may well have given."""
+    template = f"its chat template ({facts.template})" if facts.template else "its chat template"
     hint = (
-        "start llama-server with --jinja and a tool-capable --chat-template-file"
+        "start llama-server with a tool-capable template (--chat-template-file FILE)"
         if facts.server == "llama.cpp"
         else "pick a model that supports tools"
     )
     return (
-        f"{facts.server or 'the server'} reports that {spec.model} cannot use tools (its chat "
-        f"template has no tool support), so etcode runs without them and the model can only answer "
-        f"in text; {hint}"
+        f"{facts.server or 'the server'} reports that {spec.model} cannot use tools ({template} has "
+        f"no tool support), so etcode runs without them and the model can only answer in text; {hint}"
     )

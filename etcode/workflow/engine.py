@@ -512,6 +512,11 @@ class _RoleWindow:
     def record(self, usage: Usage, messages: list[Message]) -> tuple[float | None, ev.UsageUpdate]:
         return self.window.record(usage, [])
 
+    def calibrate(
+        self, usage: Usage, system: list[str], tools: list[ToolSchema], messages: list[Message]
+    ) -> None:
+        self.window.calibrate(usage, system, tools, messages)  # the same model: its counts teach
+
     def add_usage(self, usage: Usage, cost: float | None) -> ev.UsageUpdate:
         return self.window.add_usage(usage, cost)
 

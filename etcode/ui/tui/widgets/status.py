@@ -1,5 +1,5 @@
-"""The status bar: agent, model, background processes running, context used (tokens and %
-of the window), cost, busy.
+"""The status bar: agent, model, background processes running, context used (tokens, % of
+the window and its size: ``1.2k tokens (30% of 4k)``), cost, busy.
 
 A spinner ticks only while a turn runs; idle, nothing is scheduled.
 """
@@ -66,7 +66,8 @@ class StatusInfo:
             text.append(" · ")
             context = f"{format_tokens(self.context_tokens)} tokens"
             if self.context_limit:
-                context += f" ({self.context_tokens * 100 / self.context_limit:.0f}%)"
+                percent = self.context_tokens * 100 / self.context_limit
+                context += f" ({percent:.0f}% of {format_tokens(self.context_limit)})"
             text.append(context)
         if self.cost is not None:
             text.append(f" · ${self.cost:.4f}" if self.cost < 1 else f" · ${self.cost:.2f}")
