@@ -10,6 +10,7 @@ server over HTTP, through the library ``Agent`` and the CLI.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -109,7 +110,7 @@ async def test_a_cut_summary_is_rejected_and_the_history_trimmed(tmp_path: Path,
 
 
 async def test_a_summary_not_shorter_is_rejected(tmp_path: Path, llm: FakeLLM) -> None:
-    events, _ = await third_turn_compacts(tmp_path, llm, Reply(text=long_text("summary", 1800)))
+    events, _ = await third_turn_compacts(tmp_path, llm, Reply(text=long_text("summary", 3000)))
     assert_trimmed_instead(events, llm, "not shorter than what it replaced")
     assert "fact10 about summary" not in body_text(llm.requests[3])
 
@@ -210,3 +211,45 @@ def test_repetition_measure(text: str, junk: bool) -> None:
     from etcode.engine.summary_check import REPEAT_LIMIT, repetition
 
     assert (repetition(text) >= REPEAT_LIMIT) is junk, repetition(text)
+
+
+def small_model(summary_tokens: int) -> Callable[[Recorded], Reply]:
+    """A small model's server: ~340-token answers; a summary of ``summary_tokens``, cut
+    when its ``max_tokens`` is less."""
+
+    def answer(recorded: Recorded) -> Reply:
+        if INSTRUCTION_MARK not in body_text(recorded):
+            turn = sum(1 for m in recorded.body["messages"] if m["role"] == "user")
+            return Reply(text=long_text(f"answer {turn}", 220))
+        limit = recorded.body["max_tokens"]
+        words = min(limit, summary_tokens) * 3 // 4
+        return Reply(
+            text=long_text("the summary", words), stop_reason="max_tokens" if limit < summary_tokens else None
+        )
+
+    return answer
+
+
+@pytest.mark.parametrize("summary_tokens", [350, 150], ids=["long-summaries", "short-summaries"])
+async def test_ten_turns_at_a_4k_window_compact_seldom(
+    tmp_path: Path, llm: FakeLLM, summary_tokens: int
+) -> None:
+    """Ten short turns with long answers in a 4,096-token window (a system prompt of ~1,500
+    tokens): each compaction leaves room for the next turns, so summaries are asked for at
+    most 4 times (before issue 34: 7 when the model's summaries ran long — each one kept,
+    and the next turn compacted again — and 4 when they were short), and the first turn's
+    fact is still in the last request (before: summarised away)."""
+    configure(tmp_path, llm, context=4096, output=1024)
+    llm.script(*[small_model(summary_tokens)] * 40)
+    system = "You are a careful assistant. " + long_text("the rules", 700)
+    agent = Agent(directory=tmp_path, system_prompt=system, builtin_tools=False, store=False, tools=[lookup])
+    results = []
+    for turn in range(1, 11):
+        task = FACT if turn == 1 else f"Question {turn}: tell me more about answer {turn - 1}."
+        results.append(await agent.run(task))
+        assert results[-1].stop_reason == "end_turn", results[-1].error
+    await agent.aclose()
+    summaries = sum(1 for r in llm.requests if INSTRUCTION_MARK in body_text(r))
+    assert summaries <= 4
+    assert FACT in body_text(llm.requests[-1])
+    assert sum(r.compactions for r in results) == summaries

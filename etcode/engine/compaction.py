@@ -71,6 +71,8 @@ TAIL_SHARE = 0.3
 #: compaction that prunes below this share of it needs no summary; a rejected summary's
 #: trimmed history is kept when under it.
 PRUNE_TARGET = 0.7
+#: A rejected summary's trimmed history must come under this share of the room.
+TRIM_TARGET = 0.5
 #: Share of the room the summary may take (its ``max_tokens``), and the user's kept messages.
 SUMMARY_SHARE = 0.25
 USER_SHARE = 0.2
@@ -356,10 +358,17 @@ class Compactor:
         self.estimator = estimator
         self.keep_turns = keep_turns
 
-    def split(self, messages: list[Message]) -> tuple[list[Message], list[Message]]:
-        """(older, tail) of ``messages`` (no announcements) with this session's budget."""
+    def split(
+        self, messages: list[Message], system: list[str] | None = None, tools: list[ToolSchema] | None = None
+    ) -> tuple[list[Message], list[Message]]:
+        """(older, tail) of ``messages`` (no announcements) with this session's budget: the
+        tail takes at most ``TAIL_SHARE`` of the usable window, and of the room the
+        ``system`` prompt and ``tools`` leave (when given)."""
         usable = self.budget.usable
         budget = int(usable * TAIL_SHARE) if usable is not None else None
+        room = self._room(system or [], tools or []) if system is not None else None
+        if budget is not None and room is not None:
+            budget = min(budget, int(room * TAIL_SHARE))
         return split_history(messages, self.keep_turns, budget, self.estimator)
 
     async def compact(
@@ -384,7 +393,7 @@ class Compactor:
             if unimaged is not None:
                 batch, after, dropped = unimaged
                 return CompactionResult(batch, reason, before, after, pruned=dropped)
-        older, tail = self.split(work)
+        older, tail = self.split(work, system, tools)
         if not older:  # nothing but what stays word for word
             return CompactionResult(messages, reason, before, before)
         position = {id(m): i for i, m in enumerate(work)}
@@ -427,9 +436,7 @@ class Compactor:
             done.summary = summary
         else:
             done.rejected = rejected or ""
-            done.messages = self._without_summary(
-                carried, work, older, labelled, tail, split, users, left_out, system, tools
-            )
+            done.messages = self._without_summary(carried, work, older, labelled, tail, split, system, tools)
         done.tokens_after = est.request(system, tools, done.messages)
         return done
 
@@ -457,26 +464,68 @@ class Compactor:
         labelled: list[Message],
         tail: list[Message],
         split: bool,
+        system: list[str],
+        tools: list[ToolSchema],
+    ) -> list[Message]:
+        """The batch when the summary was rejected: the older part trimmed in place, its
+        oldest turns (from the start) replaced by a message keeping only the user's words,
+        as few as bring the request under ``TRIM_TARGET``; all of them when none does."""
+        est = self.estimator
+        target = self._trim_target(system, tools)
+        trimmed = dict(zip(map(id, older), trim_messages(labelled), strict=True))
+        if (
+            target is None
+            or est.request(system, tools, [*carried, *(trimmed.get(id(m), m) for m in work)]) <= target
+        ):
+            return [*carried, *(trimmed.get(id(m), m) for m in work)]
+        room = self._room(system, tools)
+        share = None if room is None else int(room * USER_SHARE)
+        # Turn starts of the older part (before the newest message when its turn was split).
+        before = [m for m in older if not split or work.index(m) < work.index(tail[0])]
+        cuts = [i for i, m in enumerate(before) if i > 0 and m.role == "user"] if not split else []
+        has = has_tail(tail, split)
+        for cut in [*cuts, len(older)]:
+            gone, kept = (older[:cut], older[cut:]) if cut < len(older) else (older, [])
+            users, left_out = kept_users.bounded(earlier_user_texts(labelled[: len(gone)]), share, est.text)
+            stand_in = summary_message(None, True if kept else has, users, left_out)
+            if kept:
+                batch = [*carried, stand_in, *(trimmed[id(m)] for m in kept), *tail]
+            else:
+                batch = self._users_only(
+                    carried, older, tail, split, stand_in, users, left_out, system, tools
+                )
+            if cut == len(older) or est.request(system, tools, batch) <= target:
+                return batch
+        raise AssertionError("unreachable: the last cut always returns")
+
+    def _users_only(
+        self,
+        carried: list[Message],
+        older: list[Message],
+        tail: list[Message],
+        split: bool,
+        stand_in: Message,
         users: list[str],
         left_out: int,
         system: list[str],
         tools: list[ToolSchema],
     ) -> list[Message]:
-        """The batch when the summary was rejected: the older part trimmed in place, when that
-        is under the target; else the user's messages (and an earlier checked summary, when it
-        fits) in place of it."""
-        target = self._target(system, tools)
-        trimmed = dict(zip(map(id, older), trim_messages(labelled), strict=True))
-        candidate = [*carried, *(trimmed.get(id(m), m) for m in work)]
-        if target is None or self.estimator.request(system, tools, candidate) <= target:
-            return candidate
+        """The user's messages in place of all the older part; with the model's text of an
+        earlier (checked) summary when that is under ``TRIM_TARGET`` too."""
         earlier = next((_summary_text(m) for m in reversed(older) if is_summary(m)), None)
-        has = has_tail(tail, split)
         if earlier is not None:
-            batch = _new_batch(carried, tail, summary_message(earlier, has, users, left_out), split)
-            if self.estimator.request(system, tools, batch) <= target:
+            batch = _new_batch(
+                carried, tail, summary_message(earlier, has_tail(tail, split), users, left_out), split
+            )
+            target = self._trim_target(system, tools)
+            if target is None or self.estimator.request(system, tools, batch) <= target:
                 return batch
-        return _new_batch(carried, tail, summary_message(None, has, users, left_out), split)
+        return _new_batch(carried, tail, stand_in, split)
+
+    def _trim_target(self, system: list[str], tools: list[ToolSchema]) -> int | None:
+        room = self._room(system, tools)
+        limit = self.budget.limit
+        return None if room is None or limit is None else limit - room + int(room * TRIM_TARGET)
 
     def _without_old_images(
         self, carried: list[Message], work: list[Message], system: list[str], tools: list[ToolSchema]
