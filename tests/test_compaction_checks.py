@@ -253,3 +253,25 @@ async def test_ten_turns_at_a_4k_window_compact_seldom(
     assert summaries <= 4
     assert FACT in body_text(llm.requests[-1])
     assert sum(r.compactions for r in results) == summaries
+
+
+async def test_a_summary_is_not_held_to_a_short_answer_size(tmp_path: Path, llm: FakeLLM) -> None:
+    """``max_tokens: 32`` for answers keeps a 32-token reserve; the summary request still
+    gets room for a summary (at least 256 tokens), else every summary would come back cut."""
+    configure(tmp_path, llm)
+    config = json.loads((tmp_path / "etcode.json").read_text())
+    config["provider"][0]["options"] = {"max_tokens": 32}
+    (tmp_path / "etcode.json").write_text(json.dumps(config))
+    llm.script(
+        Reply(text=long_text("topic one", 1500), usage=(300, 2000)),
+        Reply(text=long_text("topic two", 1500), usage=(4000, 2000)),
+        Reply(text=SUMMARY),
+        Reply(text="ok"),
+    )
+    agent = Agent(directory=tmp_path, system_prompt=SYSTEM, builtin_tools=False, store=False, tools=[lookup])
+    for task in (FACT, "topic two", "topic three"):
+        await agent.run(task)
+    await agent.aclose()
+    assert [r.body["max_tokens"] for r in llm.requests][:2] == [32, 32]
+    assert INSTRUCTION_MARK in body_text(llm.requests[2]) and llm.requests[2].body["max_tokens"] >= 256
+    assert "SUMMARY-MARKER" in body_text(llm.requests[3])

@@ -412,7 +412,10 @@ class Compactor:
         at = sum(1 for m in older if position[id(m)] < position[id(tail[0])]) if split else len(older)
         max_tokens = self._summary_max_tokens([*carried, *tail], system, tools)
         words = max(int(max_tokens * WORDS_PER_TOKEN), 50)
-        source = self._summary_source(labelled, pruned_older, at, split, system, tools, words)
+        source = self._summary_source(labelled, pruned_older, at, split, system, tools, words, max_tokens)
+        if self.budget.context:  # the answer must fit the window beside its request
+            asked = est.request(system, tools, source) + est.text(summary_instruction(words))
+            max_tokens = max(min(max_tokens, self.budget.context - asked - SUMMARY_FRAMING), 1)
         summary, usage, stop = await self._summary_or_none(
             provider, model, system, tools, source, max_tokens, words
         )
@@ -577,13 +580,16 @@ class Compactor:
         system: list[str],
         tools: list[ToolSchema],
         words: int | None = None,
+        answer: int = 0,
     ) -> list[Message]:
-        """What the summary request carries. It must fit too: its answer comes out of the
-        reserve, so its input gets the usable window (large outputs pruned, then the oldest
-        messages dropped). The kept messages are not in it; where the newest one was, a note
-        says so."""
+        """What the summary request carries. It must fit too, with its ``answer`` (tokens):
+        its input gets the usable window, less what the answer needs beyond the reserve
+        (large outputs pruned, then the oldest messages dropped). The kept messages are not
+        in it; where the newest one was, a note says so."""
         est = self.estimator
         usable = self.budget.usable
+        if usable is not None and self.budget.context:
+            usable = min(usable, self.budget.context - answer - SUMMARY_FRAMING)
         source = _with_note(older, at, split)
         instruction = est.text(summary_instruction(words))
         if usable is not None and est.request(system, tools, source) + instruction > usable:
@@ -591,10 +597,12 @@ class Compactor:
         return source
 
     def _summary_max_tokens(self, kept: list[Message], system: list[str], tools: list[ToolSchema]) -> int:
-        """How long the summary may be: within the reserve and ``SUMMARY_SHARE`` of the room
-        for messages, leaving room for the ``kept`` messages in the usable window."""
+        """How long the summary may be: within the reserve (at least ``SUMMARY_MIN_TOKENS``:
+        a reserve kept for 32-token answers would cut every summary) and ``SUMMARY_SHARE`` of
+        the room for messages, leaving room for the ``kept`` messages in the usable window."""
         usable = self.budget.usable
-        max_tokens = min(self.budget.reserve or SUMMARY_MAX_TOKENS, SUMMARY_MAX_TOKENS)
+        reserve = max(self.budget.reserve or SUMMARY_MAX_TOKENS, SUMMARY_MIN_TOKENS)
+        max_tokens = min(reserve, SUMMARY_MAX_TOKENS)
         room = self._room(system, tools)
         if room is not None:
             max_tokens = min(max_tokens, max(int(room * SUMMARY_SHARE), SUMMARY_MIN_TOKENS))
