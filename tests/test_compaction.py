@@ -117,7 +117,7 @@ async def test_overflow_error_compacts_and_retries_the_step_once(tmp_path: Path,
         "140000 tokens."
     )
     llm.script(
-        Reply(text="first answer"),
+        Reply(text=long_text("topic one", 300)),  # longer than the summary that replaces it
         Fault(status=400, body=too_long),
         Reply(text=SUMMARY),
         Reply(text="answer after compaction"),
@@ -152,7 +152,12 @@ async def test_manual_compact_emits_events_and_the_next_request_uses_the_summary
     tmp_path: Path, llm: FakeLLM
 ) -> None:
     configure(tmp_path, llm)
-    llm.script(Reply(text="answer one"), Reply(text="answer two"), Reply(text=SUMMARY), Reply(text="three"))
+    llm.script(
+        Reply(text=long_text("answer one", 300)),  # longer than the summary that replaces it
+        Reply(text="answer two"),
+        Reply(text=SUMMARY),
+        Reply(text="three"),
+    )
     seen: list[ev.Event] = []
     agent = make_agent(tmp_path, on_event=seen.append)
     await agent.run("question one")
@@ -166,7 +171,8 @@ async def test_manual_compact_emits_events_and_the_next_request_uses_the_summary
     await agent.run("question three")
     await agent.aclose()
     last = llm.requests[-1]
-    assert "SUMMARY-MARKER" in body_text(last) and "question one" not in body_text(last)
+    assert "SUMMARY-MARKER" in body_text(last) and "fact1 about answer one" not in body_text(last)
+    assert "<user_message>\\nquestion one\\n</user_message>" in body_text(last)  # the user's words stay
     assert "question two" in body_text(last) and "answer two" in body_text(last)  # last turn kept verbatim
     assert_system_layer_once(last)
 

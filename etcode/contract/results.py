@@ -42,6 +42,8 @@ class AgentResult:
     error: str | None = None
     #: The run's step-level events (``LoopEvent``: thought, action, observation…), set by ``run``.
     events: list[LoopEvent] = field(default_factory=list)
+    #: Summarising model requests made to compact the history in this run (not in ``steps``).
+    compactions: int = 0
 
     @property
     def content(self) -> str:
@@ -72,6 +74,7 @@ class AgentResult:
             "steps": self.steps,
             "todos": self.todos,
             "stop_reason": self.stop_reason,
+            "compactions": self.compactions,
         }
         if self.error:
             data["error"] = self.error

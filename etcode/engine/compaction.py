@@ -8,14 +8,25 @@ cannot fit the window even alone is never paraphrased: ``MessageTooLongError`` e
 oldest images (all but the newest message's) by their labels, ``[image: NAME W×H]``, one
 message at a time, and stops there when that brings the request well under the limit. Then
 large tool outputs in the older part are pruned; when that alone brings an automatic
-compaction well under the limit, no model call is needed. Otherwise the model summarises the
-(pruned) older part with ``prompts/compaction/summary.txt`` — an anchored summary: goal,
-decisions, done, in progress, next steps, relevant files; an earlier summary is updated rather
-than summarised again. The summary request never carries an image (their labels stand in).
+compaction well under the limit (``PRUNE_TARGET`` of the room the system prompt and tools
+leave), no model call is needed. Otherwise the model summarises the (pruned) older part with
+``prompts/compaction/summary.txt`` — an anchored summary: goal, decisions, done, in progress,
+next steps, relevant files; an earlier summary is updated rather than summarised again. The
+summary request never carries an image (their labels stand in). Its answer is asked for in
+at most ``SUMMARY_SHARE`` of that room, so that the next turns do not compact again at once.
+
+The summary is checked (``summary_check``): one that was cut at its length limit, is not
+shorter than what it replaces, or is mostly repetition is rejected — small models write
+such. Then no model text is kept: the older part stays, trimmed (``trimming``: tool outputs
+and the assistant's text cut to a head, the user's messages whole) when that is under
+``PRUNE_TARGET``; else only the user's messages stand in for it. Either way the user's own
+messages of the older part are kept word for word (``kept_users``, within ``USER_SHARE`` of
+the room, the oldest left out first), the summary's included.
 
 The result is a new batch: the announcements of tools added during the session (carried
-over once), the summary, then the kept turns (when the newest turn itself was cut, the
-newest message comes before the summary, which also covers the first steps of its turn).
+over once), the summary (with the user's earlier messages), then the kept turns (when the
+newest turn itself was cut, the newest message comes before the summary, which also covers
+the first steps of its turn).
 The summary request holds only the older part, never the kept messages. The system prompt and the initial tools are not
 part of any batch: they are added to every request, so they are never lost or repeated.
 """
@@ -26,8 +37,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from etcode.contract.events import CompactionEvent
+from etcode.engine import kept_users
 from etcode.engine.context import ContextBudget, TokenEstimator
 from etcode.engine.images import replace_images
+from etcode.engine.summary_check import rejection
+from etcode.engine.trimming import trim_messages
 from etcode.provider.base import Provider
 from etcode.provider.errors import ContextOverflowError, ProviderError
 from etcode.provider.types import (
@@ -53,8 +67,17 @@ PRUNE_MIN_CHARS = 2_000
 PRUNE_KEEP_CHARS = 300
 #: Share of the usable window the verbatim tail may take.
 TAIL_SHARE = 0.3
-#: An automatic compaction that prunes below this share of the limit needs no summary.
+#: The room for messages is the limit less the system prompt and tools. An automatic
+#: compaction that prunes below this share of it needs no summary; a rejected summary's
+#: trimmed history is kept when under it.
 PRUNE_TARGET = 0.7
+#: A rejected summary's trimmed history must come under this share of the room.
+TRIM_TARGET = 0.5
+#: Share of the room the summary may take (its ``max_tokens``), and the user's kept messages.
+SUMMARY_SHARE = 0.25
+USER_SHARE = 0.2
+#: Words asked for per token of the summary's ``max_tokens`` (English: ~0.75; some margin).
+WORDS_PER_TOKEN = 0.5
 SUMMARY_MAX_TOKENS = 8_192
 #: The least a summary may be given, and what its message adds around it (tokens).
 SUMMARY_MIN_TOKENS = 256
@@ -111,19 +134,55 @@ def announcement(tools: list[ToolSchema]) -> Message:
     return Message.user("\n".join(lines))
 
 
-def summary_message(summary: str, has_tail: bool) -> Message:
+NO_SUMMARY = "(The assistant's answers and the tool results of that part were left out.)"
+
+
+def summary_message(
+    summary: str | None, has_tail: bool, users: list[str] | None = None, left_out: int = 0
+) -> Message:
+    """The message in place of the older part: the user's earlier messages word for word,
+    then the model's ``summary`` (None: no model text was kept)."""
     tail = (
         "The most recent messages follow word for word."
         if has_tail
         else "Continue the work from where the summary leaves off."
     )
-    return Message.user(f"{SUMMARY_HEADER}\n\n<summary>\n{summary.strip()}\n</summary>\n\n{tail}")
+    block = kept_users.render(users or [], left_out)
+    body = f"<summary>\n{summary.strip()}\n</summary>" if summary is not None else NO_SUMMARY
+    parts = [SUMMARY_HEADER, block, body, tail] if block else [SUMMARY_HEADER, body, tail]
+    return Message(
+        "user", [TextPart("\n\n".join(parts))]
+    )  # not Message.user: the user's texts stay as they were
 
 
-def summary_instruction() -> str:
+def summary_instruction(words: int | None = None) -> str:
+    """The summary request's instruction; ``words``: the length to ask for (default: the
+    prompt's own)."""
     from etcode.prompt.templates import load
 
-    return load("compaction/summary.txt")
+    text = load("compaction/summary.txt")
+    if words is not None:
+        text = text.replace("under about 800 words", f"under about {words} words")
+    return text
+
+
+def earlier_user_texts(older: list[Message]) -> list[str]:
+    """The user's own messages of ``older``, oldest first: those an earlier summary kept, then
+    the messages themselves (not notes, summaries or announcements)."""
+    texts: list[str] = []
+    for message in older:
+        if is_summary(message):
+            texts += kept_users.parse(message.text)
+        elif message.role == "user" and not message.text.startswith(NOTE_HEADER) and message.text.strip():
+            texts.append(message.text)
+    return texts
+
+
+def _summary_text(message: Message) -> str | None:
+    """The model's summary an earlier summary message holds, if any."""
+    text = message.text
+    start, end = text.find("\n<summary>\n"), text.rfind("\n</summary>")
+    return text[start + len("\n<summary>\n") : end] if 0 <= start < end else None
 
 
 @dataclass
@@ -140,9 +199,14 @@ class CompactionResult:
     usage: Usage = field(default_factory=Usage)
     #: USD of the summarising call (None: price unknown or no call).
     cost: float | None = None
+    #: Summarising model requests made (0 or 1).
+    requests: int = 0
+    #: Why the model's summary was not kept (empty: it was, or none was asked for).
+    rejected: str = ""
 
     def done_event(self, reason: str) -> CompactionEvent:
         """The ``CompactionEvent`` announcing this finished compaction."""
+        message = f"{self.rejected}; the older history was trimmed instead" if self.rejected else ""
         return CompactionEvent(
             reason,
             "done",
@@ -150,6 +214,7 @@ class CompactionResult:
             tokens_after=self.tokens_after,
             summarized=self.summarized,
             pruned=self.pruned,
+            message=message,
         )
 
 
@@ -267,10 +332,8 @@ def prune_outputs(messages: list[Message], min_chars: int = PRUNE_MIN_CHARS) -> 
     return out, pruned
 
 
-def fallback_summary(messages: list[Message]) -> str:
-    """An outline made without the model (when it cannot summarise)."""
-    users = [m.text.strip() for m in messages if m.role == "user" and m.text.strip() and not is_summary(m)]
-    earlier = [m.text for m in messages if is_summary(m)]
+def _files(messages: list[Message]) -> list[str]:
+    """The paths the tool calls of ``messages`` named, in order."""
     files: list[str] = []
     for message in messages:
         for call in message.tool_calls:
@@ -282,13 +345,7 @@ def fallback_summary(messages: list[Message]) -> str:
                 value = args.get(key)
                 if isinstance(value, str) and value not in files:
                     files.append(value)
-    lines = ["## Goal", (users[0][:500] if users else "(unknown)"), "", "## Requests so far"]
-    lines += [f"- {u[:200]}" for u in users[:20]] or ["- (none)"]
-    if earlier:
-        lines += ["", "## Earlier summary", earlier[-1][:4000]]
-    lines += ["", "## Relevant files"] + ([f"- {f}" for f in files[:50]] or ["- (none)"])
-    lines += ["", "(An automatic outline: the model's summary was not available.)"]
-    return "\n".join(lines)
+    return files
 
 
 class Compactor:
@@ -301,10 +358,17 @@ class Compactor:
         self.estimator = estimator
         self.keep_turns = keep_turns
 
-    def split(self, messages: list[Message]) -> tuple[list[Message], list[Message]]:
-        """(older, tail) of ``messages`` (no announcements) with this session's budget."""
+    def split(
+        self, messages: list[Message], system: list[str] | None = None, tools: list[ToolSchema] | None = None
+    ) -> tuple[list[Message], list[Message]]:
+        """(older, tail) of ``messages`` (no announcements) with this session's budget: the
+        tail takes at most ``TAIL_SHARE`` of the usable window, and of the room the
+        ``system`` prompt and ``tools`` leave (when given)."""
         usable = self.budget.usable
         budget = int(usable * TAIL_SHARE) if usable is not None else None
+        room = self._room(system or [], tools or []) if system is not None else None
+        if budget is not None and room is not None:
+            budget = min(budget, int(room * TAIL_SHARE))
         return split_history(messages, self.keep_turns, budget, self.estimator)
 
     async def compact(
@@ -329,7 +393,7 @@ class Compactor:
             if unimaged is not None:
                 batch, after, dropped = unimaged
                 return CompactionResult(batch, reason, before, after, pruned=dropped)
-        older, tail = self.split(work)
+        older, tail = self.split(work, system, tools)
         if not older:  # nothing but what stays word for word
             return CompactionResult(messages, reason, before, before)
         position = {id(m): i for i, m in enumerate(work)}
@@ -346,16 +410,125 @@ class Compactor:
 
         # Where the newest message was among the older ones (a note says so in the request).
         at = sum(1 for m in older if position[id(m)] < position[id(tail[0])]) if split else len(older)
-        source = self._summary_source(labelled, pruned_older, at, split, system, tools)
         max_tokens = self._summary_max_tokens([*carried, *tail], system, tools)
-        summary, usage = await self._summary_or_outline(
-            provider, model, system, tools, source, max_tokens, older
+        words = max(int(max_tokens * WORDS_PER_TOKEN), 50)
+        source = self._summary_source(labelled, pruned_older, at, split, system, tools, words, max_tokens)
+        if self.budget.context:  # the answer must fit the window beside its request
+            asked = est.request(system, tools, source) + est.text(summary_instruction(words))
+            max_tokens = max(min(max_tokens, self.budget.context - asked - SUMMARY_FRAMING), 1)
+        summary, usage, stop = await self._summary_or_none(
+            provider, model, system, tools, source, max_tokens, words
         )
-        batch = _new_batch(carried, tail, summary, split)
-        after = est.request(system, tools, batch)
-        return CompactionResult(
-            batch, reason, before, after, summarized=len(older), pruned=pruned, summary=summary, usage=usage
+        room = self._room(system, tools)
+        users, left_out = kept_users.bounded(
+            earlier_user_texts(labelled), None if room is None else int(room * USER_SHARE), est.text
         )
+        replaced = est.messages(older) - est.text(kept_users.render(users))
+        rejected = (
+            rejection(summary, stop, est.text(summary), replaced)
+            if summary is not None
+            else "the summary request did not fit the window"
+        )
+        done = CompactionResult(
+            [], reason, before, 0, summarized=len(older), pruned=pruned, usage=usage, requests=1
+        )
+        if rejected is None and summary is not None:
+            done.messages = _new_batch(
+                carried, tail, summary_message(summary, has_tail(tail, split), users, left_out), split
+            )
+            done.summary = summary
+        else:
+            done.rejected = rejected or ""
+            done.messages = self._without_summary(carried, work, older, labelled, tail, split, system, tools)
+        done.tokens_after = est.request(system, tools, done.messages)
+        return done
+
+    def _room(self, system: list[str], tools: list[ToolSchema]) -> int | None:
+        """The tokens the limit leaves for messages beside the system prompt and tools."""
+        limit = self.budget.limit
+        if limit is None:
+            return None
+        return max(limit - self.estimator.system(system) - self.estimator.tools(tools), 0)
+
+    def _target(self, system: list[str], tools: list[ToolSchema]) -> int | None:
+        """The request size a compaction that needs no summary must come under."""
+        room = self._room(system, tools)
+        return (
+            None
+            if room is None or self.budget.limit is None
+            else self.budget.limit - room + int(room * PRUNE_TARGET)
+        )
+
+    def _without_summary(
+        self,
+        carried: list[Message],
+        work: list[Message],
+        older: list[Message],
+        labelled: list[Message],
+        tail: list[Message],
+        split: bool,
+        system: list[str],
+        tools: list[ToolSchema],
+    ) -> list[Message]:
+        """The batch when the summary was rejected: the older part trimmed in place, its
+        oldest turns (from the start) replaced by a message keeping only the user's words,
+        as few as bring the request under ``TRIM_TARGET``; all of them when none does."""
+        est = self.estimator
+        target = self._trim_target(system, tools)
+        trimmed = dict(zip(map(id, older), trim_messages(labelled), strict=True))
+        if (
+            target is None
+            or est.request(system, tools, [*carried, *(trimmed.get(id(m), m) for m in work)]) <= target
+        ):
+            return [*carried, *(trimmed.get(id(m), m) for m in work)]
+        room = self._room(system, tools)
+        share = None if room is None else int(room * USER_SHARE)
+        # Turn starts of the older part (before the newest message when its turn was split).
+        before = [m for m in older if not split or work.index(m) < work.index(tail[0])]
+        cuts = [i for i, m in enumerate(before) if i > 0 and m.role == "user"] if not split else []
+        has = has_tail(tail, split)
+        for cut in [*cuts, len(older)]:
+            gone, kept = (older[:cut], older[cut:]) if cut < len(older) else (older, [])
+            users, left_out = kept_users.bounded(earlier_user_texts(labelled[: len(gone)]), share, est.text)
+            stand_in = summary_message(None, True if kept else has, users, left_out)
+            if kept:
+                batch = [*carried, stand_in, *(trimmed[id(m)] for m in kept), *tail]
+            else:
+                batch = self._users_only(
+                    carried, older, tail, split, stand_in, users, left_out, system, tools
+                )
+            if cut == len(older) or est.request(system, tools, batch) <= target:
+                return batch
+        raise AssertionError("unreachable: the last cut always returns")
+
+    def _users_only(
+        self,
+        carried: list[Message],
+        older: list[Message],
+        tail: list[Message],
+        split: bool,
+        stand_in: Message,
+        users: list[str],
+        left_out: int,
+        system: list[str],
+        tools: list[ToolSchema],
+    ) -> list[Message]:
+        """The user's messages in place of all the older part; with the model's text of an
+        earlier (checked) summary when that is under ``TRIM_TARGET`` too."""
+        earlier = next((_summary_text(m) for m in reversed(older) if is_summary(m)), None)
+        if earlier is not None:
+            batch = _new_batch(
+                carried, tail, summary_message(earlier, has_tail(tail, split), users, left_out), split
+            )
+            target = self._trim_target(system, tools)
+            if target is None or self.estimator.request(system, tools, batch) <= target:
+                return batch
+        return _new_batch(carried, tail, stand_in, split)
+
+    def _trim_target(self, system: list[str], tools: list[ToolSchema]) -> int | None:
+        room = self._room(system, tools)
+        limit = self.budget.limit
+        return None if room is None or limit is None else limit - room + int(room * TRIM_TARGET)
 
     def _without_old_images(
         self, carried: list[Message], work: list[Message], system: list[str], tools: list[ToolSchema]
@@ -395,7 +568,8 @@ class Compactor:
         replaced = {id(m): p for m, p in zip(older, pruned_older, strict=True)}
         candidate = [*carried, *(replaced.get(id(m), m) for m in work)]
         after = self.estimator.request(system, tools, candidate)
-        return (candidate, after) if after <= self.budget.limit * PRUNE_TARGET else None
+        target = self._target(system, tools)
+        return (candidate, after) if target is not None and after <= target else None
 
     def _summary_source(
         self,
@@ -405,30 +579,39 @@ class Compactor:
         split: bool,
         system: list[str],
         tools: list[ToolSchema],
+        words: int | None = None,
+        answer: int = 0,
     ) -> list[Message]:
-        """What the summary request carries. It must fit too: its answer comes out of the
-        reserve, so its input gets the usable window (large outputs pruned, then the oldest
-        messages dropped). The kept messages are not in it; where the newest one was, a note
-        says so."""
+        """What the summary request carries. It must fit too, with its ``answer`` (tokens):
+        its input gets the usable window, less what the answer needs beyond the reserve
+        (large outputs pruned, then the oldest messages dropped). The kept messages are not
+        in it; where the newest one was, a note says so."""
         est = self.estimator
         usable = self.budget.usable
+        if usable is not None and self.budget.context:
+            usable = min(usable, self.budget.context - answer - SUMMARY_FRAMING)
         source = _with_note(older, at, split)
-        instruction = est.text(summary_instruction())
+        instruction = est.text(summary_instruction(words))
         if usable is not None and est.request(system, tools, source) + instruction > usable:
             source = _fit(_with_note(pruned_older, at, split), usable - instruction, est, system, tools)
         return source
 
     def _summary_max_tokens(self, kept: list[Message], system: list[str], tools: list[ToolSchema]) -> int:
-        """How long the summary may be: within the reserve, leaving room for the ``kept``
-        messages in the usable window."""
+        """How long the summary may be: within the reserve (at least ``SUMMARY_MIN_TOKENS``:
+        a reserve kept for 32-token answers would cut every summary) and ``SUMMARY_SHARE`` of
+        the room for messages, leaving room for the ``kept`` messages in the usable window."""
         usable = self.budget.usable
-        max_tokens = min(self.budget.reserve or SUMMARY_MAX_TOKENS, SUMMARY_MAX_TOKENS)
+        reserve = max(self.budget.reserve or SUMMARY_MAX_TOKENS, SUMMARY_MIN_TOKENS)
+        max_tokens = min(reserve, SUMMARY_MAX_TOKENS)
+        room = self._room(system, tools)
+        if room is not None:
+            max_tokens = min(max_tokens, max(int(room * SUMMARY_SHARE), SUMMARY_MIN_TOKENS))
         if usable is not None:
-            room = usable - self.estimator.request(system, tools, kept) - SUMMARY_FRAMING
-            max_tokens = min(max_tokens, max(room, SUMMARY_MIN_TOKENS))
+            left = usable - self.estimator.request(system, tools, kept) - SUMMARY_FRAMING
+            max_tokens = min(max_tokens, max(left, SUMMARY_MIN_TOKENS))
         return max_tokens
 
-    async def _summary_or_outline(
+    async def _summary_or_none(
         self,
         provider: Provider,
         model: str,
@@ -436,57 +619,47 @@ class Compactor:
         tools: list[ToolSchema],
         source: list[Message],
         max_tokens: int,
-        older: list[Message],
-    ) -> tuple[str, Usage]:
-        """The model's summary of ``source``; an outline of ``older`` made without the model
-        when the request is too long or the answer is empty."""
-        usage = Usage()
-        try:
-            summary, usage = await self._summarize(provider, model, system, tools, source, max_tokens)
-        except ContextOverflowError:
-            summary = ""
-        if not summary.strip():
-            summary = fallback_summary(older)
-        return summary, usage
-
-    async def _summarize(
-        self,
-        provider: Provider,
-        model: str,
-        system: list[str],
-        tools: list[ToolSchema],
-        older: list[Message],
-        max_tokens: int,
-    ) -> tuple[str, Usage]:
+        words: int | None = None,
+    ) -> tuple[str | None, Usage, str]:
+        """(the model's summary of ``source``, its usage, its stop reason); None when the
+        request is too long for the window."""
         request = ModelRequest(
             model=model,
             system=system,
-            messages=[*older, Message.user(summary_instruction())],
+            messages=[*source, Message.user(summary_instruction(words))],
             tools=tools,
             max_tokens=max_tokens,
         )
         end: StreamEnd | None = None
-        stream = provider.stream(request)
         try:
-            async for chunk in stream:
-                if isinstance(chunk, StreamEnd):
-                    end = chunk
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            stream = provider.stream(request)
+            try:
+                async for chunk in stream:
+                    if isinstance(chunk, StreamEnd):
+                        end = chunk
+            finally:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+        except ContextOverflowError:
+            return None, Usage(), ""
         if end is None:
-            return "", Usage()
+            return "", Usage(), ""
         text = "".join(p.text for p in end.message.parts if isinstance(p, TextPart))
-        return text, end.usage
+        return text, end.usage, end.stop_reason
 
 
-def _new_batch(carried: list[Message], tail: list[Message], summary: str, split: bool) -> list[Message]:
-    """The announcements, the summary and the tail; when the newest turn was split, its
-    newest message comes first, then the summary."""
+def has_tail(tail: list[Message], split: bool) -> bool:
+    """Whether kept messages follow the summary message in the new batch."""
+    return len(tail) > 1 if split else bool(tail)
+
+
+def _new_batch(carried: list[Message], tail: list[Message], summary: Message, split: bool) -> list[Message]:
+    """The announcements, the summary message and the tail; when the newest turn was split,
+    its newest message comes first, then the summary."""
     if split:
-        return [*carried, tail[0], summary_message(summary, len(tail) > 1), *tail[1:]]
-    return [*carried, summary_message(summary, bool(tail)), *tail]
+        return [*carried, tail[0], summary, *tail[1:]]
+    return [*carried, summary, *tail]
 
 
 def _with_note(older: list[Message], at: int, split: bool) -> list[Message]:

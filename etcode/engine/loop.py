@@ -74,6 +74,8 @@ class AgentLoop(EventPump):
         self._sent_max_tokens: int | None = None
         self._interrupted = False
         self._compacted_at = -1
+        #: Summarising model requests made by this run's compactions.
+        self._compactions = 0
         self._record = SafeRecorder(settings.recorder, self.emit)
         #: An interceptor that failed while tools ran (raised once every call has a result).
         self._intercept_error: InterceptorError | StopRun | None = None
@@ -611,6 +613,7 @@ class AgentLoop(EventPump):
         )
         if result is None:
             return False
+        self._compactions += result.requests
         self._compacted_at = len(result.messages)
         if result.messages is not self.messages:
             self.messages = result.messages
@@ -638,4 +641,5 @@ class AgentLoop(EventPump):
             todos=todos,
             session_id=self.settings.session_id,
             error=error,
+            compactions=self._compactions,
         )

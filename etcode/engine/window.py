@@ -168,7 +168,8 @@ class ContextWindow:
         if usable is not None and base + size > usable:
             raise too_long_error(size, base, self.budget)
         if overflow is not None:
-            older, _ = self.compactor.split([m for m in messages if not is_announcement(m)])
+            work = [m for m in messages if not is_announcement(m)]
+            older, _ = self.compactor.split(work, system, tools)
             if not older:
                 raise too_long_error(size, base, self.budget, server=str(overflow))
 

@@ -222,12 +222,12 @@ class OpenAIProvider(RetryingHTTPProvider):
         }
         if request.tools:
             body["tools"] = to_openai_tools(request)
-        if request.max_tokens is not None:
-            key = "max_completion_tokens" if self.spec.id == "openai" else "max_tokens"
-            body[key] = request.max_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
         body.update({k: v for k, v in self.spec.options.items() if k not in _NOT_BODY})
+        if request.max_tokens is not None:  # the request's own (a summary's) over the options'
+            key = "max_completion_tokens" if self.spec.id == "openai" else "max_tokens"
+            body[key] = request.max_tokens
         body.update(request.extra)
         return body
 

@@ -159,8 +159,9 @@ class PlainRenderer:
 
     def _compaction(self, event: ev.CompactionEvent) -> None:
         if event.phase == "done" and event.tokens_before:
+            why = f" ({event.message})" if event.message else ""
             self._notice(
-                f"⟳ context compacted ({event.reason}): ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens",
+                f"⟳ context compacted ({event.reason}): ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens{why}",
                 DIM,
             )
         elif event.phase == "failed":

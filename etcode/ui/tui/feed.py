@@ -145,8 +145,9 @@ class EventFeed:
     async def _compaction(self, event: ev.CompactionEvent) -> None:
         notice = self.conversation.add_notice
         if event.phase == "done" and event.tokens_before:
+            why = f" ({event.message})" if event.message else ""
             await notice(
-                f"⟳ context compacted ({event.reason}): ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens"
+                f"⟳ context compacted ({event.reason}): ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens{why}"
             )
         elif event.phase == "done" and event.message:
             await notice(event.message)

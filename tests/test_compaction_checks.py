@@ -1,0 +1,277 @@
+"""A model's summary is checked before it replaces the history (issue 34, item 5).
+
+Small models write summaries cut at their ``max_tokens``, longer than what they replace, or
+"I'm happy to continue." over and over. Such a summary is rejected and the older history is
+trimmed instead (no model text kept); the user's own messages stay word for word either way;
+the summarising requests are counted in the result (``compactions``). Against the fake LLM
+server over HTTP, through the library ``Agent`` and the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from etcode import Agent, tool
+from etcode.contract import events as ev
+from tests.cli_helpers import etcode
+from tests.fake_llm import FakeLLM, Recorded, Reply
+
+SYSTEM = "You are TEST-SYSTEM-MARKER, a careful assistant."
+INSTRUCTION_MARK = "is about to be replaced by a summary"  # from prompts/compaction/summary.txt
+SUMMARY = "## Goal\nLearn about topics.\n## Next steps\nAnswer about topic three. SUMMARY-MARKER"
+FACT = "My name is Zorblax and I keep bees on Mars."
+
+
+@tool(read_only=True)
+def lookup(key: str) -> str:
+    """Look up a key in the notes."""
+    return f"value of {key}"
+
+
+def long_text(topic: str, words: int) -> str:
+    return " ".join(f"fact{i} about {topic} number {i * 7 % 13}" for i in range(words // 5))
+
+
+@pytest.fixture
+def llm():
+    with FakeLLM() as server:
+        yield server
+
+
+def configure(project: Path, llm: FakeLLM, context: int = 6000, output: int = 1000) -> None:
+    entry = {
+        "id": "fake",
+        "type": "openai",
+        "baseURL": llm.openai_base_url,
+        "apiKey": "k",
+        "models": {"test-model": {"limit": {"context": context, "output": output}}},
+    }
+    (project / "etcode.json").write_text(json.dumps({"model": "fake/test-model", "provider": [entry]}))
+
+
+def body_text(request: Recorded) -> str:
+    return json.dumps(request.body)
+
+
+async def third_turn_compacts(project: Path, llm: FakeLLM, summary: Reply) -> tuple[list[ev.Event], Agent]:
+    """Two long turns, the first stating a fact, then a third whose request is over the limit
+    of a 6,000-token window: the model is asked for a summary and answers ``summary``."""
+    configure(project, llm)
+    llm.script(
+        Reply(text=long_text("topic one", 900), usage=(300, 1200)),
+        Reply(text=long_text("topic two", 900), usage=(3400, 1200)),
+        summary,
+        Reply(text="Topic three is fine."),
+    )
+    agent = Agent(directory=project, system_prompt=SYSTEM, builtin_tools=False, store=False, tools=[lookup])
+    await agent.run(FACT)
+    await agent.run("Tell me about topic two")
+    assert len(llm.requests) == 2  # no compaction yet
+    events = [event async for event in agent.stream("Tell me about topic three")]
+    await agent.aclose()
+    assert len(llm.requests) == 4 and INSTRUCTION_MARK in body_text(llm.requests[2])
+    assert agent.last_result.text == "Topic three is fine."
+    assert agent.last_result.compactions == 1
+    return events, agent
+
+
+def done_event(events: list[ev.Event]) -> ev.CompactionEvent:
+    done = [e for e in events if isinstance(e, ev.CompactionEvent) and e.phase == "done"]
+    assert len(done) == 1, events
+    return done[0]
+
+
+def assert_trimmed_instead(events: list[ev.Event], llm: FakeLLM, why: str) -> None:
+    """The summary was not kept: the next request holds no model text for the older part,
+    the user's messages word for word, and fits the window."""
+    after = llm.requests[3]
+    text = body_text(after)
+    assert FACT in text and "Tell me about topic two" in text  # the user's own words
+    assert "fact100 about topic one" not in text  # the long answers were trimmed
+    assert "SUMMARY-MARKER" not in text and "happy to continue" not in text
+    assert after.body["messages"][-1] == {"role": "user", "content": "Tell me about topic three"}
+    done = done_event(events)
+    assert why in done.message and "trimmed instead" in done.message
+    assert done.tokens_after < done.tokens_before
+    assert len(after.raw) // 4 < 5000 * 0.9  # under the limit: no compaction at once again
+
+
+async def test_a_cut_summary_is_rejected_and_the_history_trimmed(tmp_path: Path, llm: FakeLLM) -> None:
+    events, _ = await third_turn_compacts(tmp_path, llm, Reply(text=SUMMARY, stop_reason="max_tokens"))
+    assert_trimmed_instead(events, llm, "cut off")
+    # The trimmed history keeps its turns in order (roles valid): each long answer's head.
+    roles = [m["role"] for m in llm.requests[3].body["messages"]]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert "trimmed by compaction" in body_text(llm.requests[3])
+
+
+async def test_a_summary_not_shorter_is_rejected(tmp_path: Path, llm: FakeLLM) -> None:
+    events, _ = await third_turn_compacts(tmp_path, llm, Reply(text=long_text("summary", 3000)))
+    assert_trimmed_instead(events, llm, "not shorter than what it replaced")
+    assert "fact10 about summary" not in body_text(llm.requests[3])
+
+
+async def test_a_repetitive_summary_is_rejected(tmp_path: Path, llm: FakeLLM) -> None:
+    junk = " ".join(["I'm happy to continue."] * 40)
+    events, _ = await third_turn_compacts(tmp_path, llm, Reply(text=junk))
+    assert_trimmed_instead(events, llm, "mostly repetition")
+
+
+async def test_a_good_summary_is_kept_with_the_users_messages(tmp_path: Path, llm: FakeLLM) -> None:
+    events, agent = await third_turn_compacts(tmp_path, llm, Reply(text=SUMMARY))
+    after = llm.requests[3]
+    text = body_text(after)
+    assert "SUMMARY-MARKER" in text and "fact1 about topic one" not in text
+    first = after.body["messages"][1]["content"]  # the summary message: the user's words first
+    assert first.index(f"<user_message>\n{FACT}\n</user_message>") < first.index("SUMMARY-MARKER")
+    assert done_event(events).message == ""
+    # The summary request was asked for a length that fits the window, and says so.
+    assert llm.requests[2].body["max_tokens"] <= 1000
+    assert "under about 800 words" not in body_text(llm.requests[2])
+
+
+async def test_the_users_messages_survive_a_second_compaction(tmp_path: Path, llm: FakeLLM) -> None:
+    """The kept messages are read back from the earlier summary: the first turn's fact is
+    still there after the next compaction."""
+    configure(tmp_path, llm)
+    llm.script(
+        Reply(text=long_text("topic one", 900), usage=(300, 1200)),
+        Reply(text=long_text("topic two", 900), usage=(3400, 1200)),
+        Reply(text=SUMMARY),
+        Reply(text=long_text("topic three", 900), usage=(3000, 1200)),
+        Reply(text=long_text("topic four", 900), usage=(4600, 1200)),
+        Reply(text="## Goal\nTopics.\nSECOND-SUMMARY"),
+        Reply(text="done"),
+    )
+    agent = Agent(directory=tmp_path, system_prompt=SYSTEM, builtin_tools=False, store=False, tools=[lookup])
+    for task in (FACT, "Tell me about topic two", "topic three", "topic four", "topic five"):
+        await agent.run(task)
+    await agent.aclose()
+    summaries = [i for i, r in enumerate(llm.requests) if INSTRUCTION_MARK in body_text(r)]
+    assert summaries == [2, 5]
+    last = body_text(llm.requests[-1])
+    assert "SECOND-SUMMARY" in last and json.dumps(f"<user_message>\n{FACT}\n</user_message>")[1:-1] in last
+    assert last.count(FACT) == 1
+
+
+def test_compactions_are_counted_in_the_json_result_line(tmp_path: Path, llm: FakeLLM) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    configure(project, llm, context=12000, output=1000)  # the build agent's prompt and tools: ~6k
+    llm.script(
+        Reply(text=long_text("topic one", 2500), usage=(9000, 1500)),
+        Reply(text="I'm happy to continue. " * 30),
+        Reply(text="ok"),
+    )
+    first = etcode("run", "--format", "json", FACT, cwd=project)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout.splitlines()[-1])["compactions"] == 0
+    proc = etcode("run", "--format", "json", "-c", "and now topic two", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    result = lines[-1]
+    assert result["type"] == "result" and result["compactions"] == 1 and result["steps"] == 1
+    done = [e for e in lines if e["type"] == "compaction" and e["phase"] == "done"]
+    assert len(done) == 1 and "mostly repetition" in done[0]["message"]
+    assert FACT in body_text(llm.requests[2])
+    # The plain output says why too.
+    assert "mostly repetition" in etcode_plain_line(done[0])
+
+
+def etcode_plain_line(event: dict) -> str:
+    """The plain renderer's line for a compaction event."""
+    import io
+
+    from etcode.ui.plain import PlainRenderer
+
+    out = io.StringIO()
+    renderer = PlainRenderer(out=out, err=out)
+    fields = {k: v for k, v in event.items() if k not in ("type", "version")}
+    renderer.handle(ev.CompactionEvent(**fields))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("text", "junk"),
+    [
+        (" ".join(["I'm happy to continue."] * 12), True),
+        ("continue " * 80, True),
+        ("## Goal\nok.\n" * 10, True),
+        (SUMMARY, False),
+        ("\n".join(f"- note {i}: the lighthouse lamp was checked at {i} o'clock." for i in range(40)), False),
+        (long_text("the project", 400), False),
+    ],
+    ids=["happy-to-continue", "one-word", "one-section", "summary", "notes", "facts"],
+)
+def test_repetition_measure(text: str, junk: bool) -> None:
+    from etcode.engine.summary_check import REPEAT_LIMIT, repetition
+
+    assert (repetition(text) >= REPEAT_LIMIT) is junk, repetition(text)
+
+
+def small_model(summary_tokens: int) -> Callable[[Recorded], Reply]:
+    """A small model's server: ~340-token answers; a summary of ``summary_tokens``, cut
+    when its ``max_tokens`` is less."""
+
+    def answer(recorded: Recorded) -> Reply:
+        if INSTRUCTION_MARK not in body_text(recorded):
+            turn = sum(1 for m in recorded.body["messages"] if m["role"] == "user")
+            return Reply(text=long_text(f"answer {turn}", 220))
+        limit = recorded.body["max_tokens"]
+        words = min(limit, summary_tokens) * 3 // 4
+        return Reply(
+            text=long_text("the summary", words), stop_reason="max_tokens" if limit < summary_tokens else None
+        )
+
+    return answer
+
+
+@pytest.mark.parametrize("summary_tokens", [350, 150], ids=["long-summaries", "short-summaries"])
+async def test_ten_turns_at_a_4k_window_compact_seldom(
+    tmp_path: Path, llm: FakeLLM, summary_tokens: int
+) -> None:
+    """Ten short turns with long answers in a 4,096-token window (a system prompt of ~1,500
+    tokens): each compaction leaves room for the next turns, so summaries are asked for at
+    most 4 times (before issue 34: 7 when the model's summaries ran long — each one kept,
+    and the next turn compacted again — and 4 when they were short), and the first turn's
+    fact is still in the last request (before: summarised away)."""
+    configure(tmp_path, llm, context=4096, output=1024)
+    llm.script(*[small_model(summary_tokens)] * 40)
+    system = "You are a careful assistant. " + long_text("the rules", 700)
+    agent = Agent(directory=tmp_path, system_prompt=system, builtin_tools=False, store=False, tools=[lookup])
+    results = []
+    for turn in range(1, 11):
+        task = FACT if turn == 1 else f"Question {turn}: tell me more about answer {turn - 1}."
+        results.append(await agent.run(task))
+        assert results[-1].stop_reason == "end_turn", results[-1].error
+    await agent.aclose()
+    summaries = sum(1 for r in llm.requests if INSTRUCTION_MARK in body_text(r))
+    assert summaries <= 4
+    assert FACT in body_text(llm.requests[-1])
+    assert sum(r.compactions for r in results) == summaries
+
+
+async def test_a_summary_is_not_held_to_a_short_answer_size(tmp_path: Path, llm: FakeLLM) -> None:
+    """``max_tokens: 32`` for answers keeps a 32-token reserve; the summary request still
+    gets room for a summary (at least 256 tokens), else every summary would come back cut."""
+    configure(tmp_path, llm)
+    config = json.loads((tmp_path / "etcode.json").read_text())
+    config["provider"][0]["options"] = {"max_tokens": 32}
+    (tmp_path / "etcode.json").write_text(json.dumps(config))
+    llm.script(
+        Reply(text=long_text("topic one", 1500), usage=(300, 2000)),
+        Reply(text=long_text("topic two", 1500), usage=(4000, 2000)),
+        Reply(text=SUMMARY),
+        Reply(text="ok"),
+    )
+    agent = Agent(directory=tmp_path, system_prompt=SYSTEM, builtin_tools=False, store=False, tools=[lookup])
+    for task in (FACT, "topic two", "topic three"):
+        await agent.run(task)
+    await agent.aclose()
+    assert [r.body["max_tokens"] for r in llm.requests][:2] == [32, 32]
+    assert INSTRUCTION_MARK in body_text(llm.requests[2]) and llm.requests[2].body["max_tokens"] >= 256
+    assert "SUMMARY-MARKER" in body_text(llm.requests[3])
