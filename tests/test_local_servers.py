@@ -95,12 +95,28 @@ def test_llama_overflow_compacts_and_the_run_succeeds(project: Path, llm: FakeLL
     assert "how do I build it?" in json.dumps(retried)
 
 
-def test_llama_overflow_with_nothing_to_compact_is_one_clear_line(project: Path, llm: FakeLLM) -> None:
+def test_llama_overflow_replans_the_request_for_the_window_it_states(project: Path, llm: FakeLLM) -> None:
+    """The full prompt overflows the 4,096 tokens the server states: the same run retries at
+    once with the lean prompt and the tools fitted to that window, and answers."""
     write_config(project, llm, api_key="x")
-    llm.script(Fault(status=400, body=overflow_body()))
+    llm.script(Fault(status=400, body=overflow_body()), Reply(text="done"))
+    proc = etcode("run", "explain this", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "done"
+    first, second = (r.body for r in llm.requests)
+    assert len(json.dumps(second)) < len(json.dumps(first)) / 2  # lean and fitted
+
+
+def test_llama_overflow_with_nothing_to_compact_is_one_clear_line(project: Path, llm: FakeLLM) -> None:
+    """A window the prompt cannot fit even lean and without tools (512 tokens): one line
+    naming that window, and nothing doomed sent again."""
+    write_config(project, llm, api_key="x")
+    body = overflow_body()
+    body["error"]["n_ctx"] = 512
+    body["error"]["message"] = body["error"]["message"].replace("(4096 tokens)", "(512 tokens)")
+    llm.script(Fault(status=400, body=body))
     line = error_line(etcode("run", "explain this", cwd=project))
-    # the window the server stated is used: the prompt alone does not fit 4,096 tokens
-    assert "4,096-token window" in line
+    assert "512-token window" in line
     assert "***" not in line
     assert len(llm.requests) == 1  # nothing doomed was sent again
 

@@ -249,6 +249,13 @@ class ContextMeter:
         self._anchor_index = -1
         self.context_tokens = tokens
 
+    def forget_report(self) -> None:
+        """The system prompt or the tools changed (re-planned for a window learned): the last
+        report describes another request, so the next size is estimated whole (the status
+        bar keeps the last figure until the next report)."""
+        self._anchor = None
+        self._anchor_index = -1
+
     def restore(self, tokens: int | None, messages: list[Message]) -> None:
         """A resumed session: ``tokens`` is the size last reported for ``messages`` up to
         their last assistant message."""

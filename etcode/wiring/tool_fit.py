@@ -53,12 +53,19 @@ def replanner(runtime: Runtime, window: ContextWindow | None) -> Replan:
     answer), the prompt mode for the window known now, and the tools fitted to it."""
     from etcode.wiring.server_window import apply_late_facts
 
+    def plan() -> tuple[list[str], bool, list[str]]:
+        return list(runtime.system), runtime.tools.lean, [t.name for t in runtime.tools.schemas()]
+
     def replan(messages: list[Message]) -> tuple[list[str], list[Event]]:
+        before = plan()
         events = apply_late_facts(runtime, window)
         mcp = {tool.name for tool in runtime.mcp.tools()} if runtime.mcp is not None else set()
         events += fit_tools(
             runtime.tools, window, runtime.system, messages, agent=runtime.agent_name, mcp_names=mcp
         )
+        if window is not None and plan() != before:
+            # The last reported size was of the request before: the next one is estimated whole.
+            window.meter.forget_report()
         return runtime.system, events
 
     return replan
