@@ -81,3 +81,6 @@ class LoopSettings:
     images: ImageSupport | None = None
     #: What the model should be told with its next request (a user message before it).
     request_notes: RequestNotes | None = None
+    #: The environment block (working directory, date): joined to the first user message of
+    #: each request, after the stable system text and tools (``etcode.engine.environment``).
+    environment: str | None = None
