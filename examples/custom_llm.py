@@ -31,7 +31,9 @@ class RuleBasedLLM(BaseLLMClient):
             return LLMResponse(
                 content=f"That text has {last['content']} words.", tool_calls=[], usage=usage, raw=None
             )
-        call = ToolCall(id="call_1", name="word_count", arguments={"text": last["content"]})
+        # the first user message starts with etcode's <env> block (folder, date): skip it
+        text = last["content"].rsplit("</env>\n\n", 1)[-1]
+        call = ToolCall(id="call_1", name="word_count", arguments={"text": text})
         return LLMResponse(content=None, tool_calls=[call], usage=usage, raw=None)
 
 

@@ -135,6 +135,23 @@ class Recorded:
 Entry = Reply | Fault | Callable[[Recorded], Reply | Fault]
 
 
+#: The environment block etcode joins to the front of a request's first user message.
+ENV_BLOCK = re.compile(r"\AYou are powered by the model named .*?</env>\n\n", re.DOTALL)
+
+
+def without_environment(content: Any) -> Any:
+    """A user message's content without the environment block at its start (the user's
+    words as they were sent); a content list loses a text part that is only that block."""
+    if isinstance(content, str):
+        return ENV_BLOCK.sub("", content, count=1)
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        first = content[0]
+        if first.get("type") == "text" and ENV_BLOCK.match(first.get("text", "")):
+            rest = ENV_BLOCK.sub("", first["text"], count=1)
+            return ([{**first, "text": rest}] if rest else []) + content[1:]
+    return content
+
+
 def image_parts(body: dict[str, Any]) -> int:
     """The images a request body carries, in either wire's shape: OpenAI ``image_url`` parts,
     Anthropic ``image`` blocks (a ``tool_result``'s included)."""

@@ -11,7 +11,7 @@ from etcode import Agent
 from etcode.engine.title import TITLE_PROMPT, title_from_text
 from etcode.session.store import SessionStore
 from etcode.util.paths import data_dir
-from tests.fake_llm import Call, FakeLLM, Recorded, Reply
+from tests.fake_llm import Call, FakeLLM, Recorded, Reply, without_environment
 
 
 @pytest.fixture
@@ -37,7 +37,9 @@ async def test_library_default_writes_nothing_to_disk(tmp_path: Path, llm: FakeL
     await agent.run("second")
     await agent.aclose()
     assert not (data_dir() / "etcode.db").exists()
-    assert [m["content"] for m in llm.requests[1].body["messages"] if m["role"] == "user"] == [
+    assert [
+        without_environment(m["content"]) for m in llm.requests[1].body["messages"] if m["role"] == "user"
+    ] == [
         "first",
         "second",
     ]

@@ -12,7 +12,7 @@ import pytest
 
 from etcode import Agent, AgentResult, LoopLimits, RetryConfig, Tool, ToolResult, tool
 from etcode.session import events as ev
-from tests.fake_llm import Call, FakeLLM, Reply
+from tests.fake_llm import Call, FakeLLM, Reply, without_environment
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -123,7 +123,11 @@ async def test_successive_runs_continue_the_conversation(llm: FakeLLM, tmp_path:
     result = await agent.run("two")
     await agent.aclose()
     assert result.text == "second"
-    contents = [m.get("content") for m in llm.requests[1].body["messages"] if m["role"] != "system"]
+    contents = [
+        without_environment(m.get("content"))
+        for m in llm.requests[1].body["messages"]
+        if m["role"] != "system"
+    ]
     assert contents[:3] == ["one", "first", "two"]
 
 

@@ -10,12 +10,12 @@ from typing import Any
 
 from etcode import Agent
 from etcode.contract.events import WarningEvent
-from tests.fake_llm import FakeLLM, Reply
+from tests.fake_llm import FakeLLM, Reply, without_environment
 from tests.project_support import git_init
 
 
 def last_user_text(body: dict[str, Any]) -> str:
-    content = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+    content = without_environment([m for m in body["messages"] if m["role"] == "user"][-1]["content"])
     return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
 
 

@@ -15,7 +15,7 @@ import pytest
 from etcode import Agent, AgentResult, LoopLimits, RetryConfig, tool
 from etcode.config.resolve import spec_from_arguments
 from etcode.util.errors import ConfigError
-from tests.fake_llm import Call, FakeLLM, Reply
+from tests.fake_llm import Call, FakeLLM, Reply, without_environment
 
 
 @tool
@@ -196,7 +196,11 @@ def test_messages_continue_an_earlier_conversation(llm: FakeLLM, project: Path) 
     other = Agent("openai/m", "k", llm.openai_base_url, directory=project, store=False)
     second = other.run("And tomorrow?", messages=first.messages)
     assert second.content == "Rain tomorrow."
-    sent = [(m["role"], m.get("content")) for m in llm.requests[1].body["messages"] if m["role"] != "system"]
+    sent = [
+        (m["role"], without_environment(m.get("content")))
+        for m in llm.requests[1].body["messages"]
+        if m["role"] != "system"
+    ]
     assert sent == [("user", "Weather today?"), ("assistant", "It is sunny."), ("user", "And tomorrow?")]
 
 

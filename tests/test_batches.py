@@ -15,7 +15,7 @@ import pytest
 
 from etcode import Agent, tool
 from etcode.engine.compaction import ANNOUNCE_HEADER
-from tests.fake_llm import FakeLLM, Recorded, Reply
+from tests.fake_llm import FakeLLM, Recorded, Reply, without_environment
 
 SYSTEM = "You are TEST-SYSTEM-MARKER, a careful assistant."
 SUMMARY = "## Goal\nTesting batches. SUMMARY-MARKER"
@@ -63,7 +63,7 @@ def tool_names(request: Recorded) -> list[str]:
 
 
 def user_texts(request: Recorded) -> list[str]:
-    return [m["content"] for m in request.body["messages"] if m["role"] == "user"]
+    return [without_environment(m["content"]) for m in request.body["messages"] if m["role"] == "user"]
 
 
 def assert_system_layer(request: Recorded, initial: tuple[str, ...] = ("lookup",)) -> None:

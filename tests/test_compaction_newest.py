@@ -18,7 +18,7 @@ from etcode.engine.compaction import SUMMARY_HEADER, split_history
 from etcode.engine.context import TokenEstimator
 from etcode.provider.types import Message, TextPart, ToolCallPart, ToolResultPart
 from tests.cli_helpers import etcode, result_line, write_config
-from tests.fake_llm import Call, FakeLLM, Fault, Reply
+from tests.fake_llm import Call, FakeLLM, Fault, Reply, without_environment
 
 INSTRUCTION_MARK = "is about to be replaced by a summary"  # from prompts/compaction/summary.txt
 SUMMARY = "## Goal\nLearn about topics.\n## Next steps\nRead the pasted log. SUMMARY-MARKER"
@@ -45,7 +45,7 @@ def body_text(request) -> str:
 
 
 def user_contents(request) -> list[str]:
-    return [m["content"] for m in request.body["messages"] if m["role"] == "user"]
+    return [without_environment(m["content"]) for m in request.body["messages"] if m["role"] == "user"]
 
 
 def configure(project: Path, llm: FakeLLM, context: int | None = 16000, output: int = 1000) -> None:
@@ -94,7 +94,7 @@ def test_resumed_run_keeps_a_large_piped_message_verbatim(project: Path, llm: Fa
     llm.script(Reply(text="fine"))
     assert run(project, "-c", "and the worker?").returncode == 0
     resumed = llm.requests[4]
-    assert resumed.body["messages"][1]["content"].startswith(SUMMARY_HEADER)
+    assert without_environment(resumed.body["messages"][1]["content"]).startswith(SUMMARY_HEADER)
     assert user_contents(resumed)[-2:] == [f"why does this fail?\n\n{log}", "and the worker?"]
     assert resumed.body["messages"][-2] == {"role": "assistant", "content": "The log shows retries."}
     assert "fact1 about topic one" not in body_text(resumed)

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import etcode, write_config
-from tests.fake_llm import Call, FakeLLM, Reply
+from tests.fake_llm import Call, FakeLLM, Reply, without_environment
 from tests.project_support import git_init
 
 
 def user_text(llm: FakeLLM, index: int = 0) -> str:
     """The last user message of request ``index`` as text."""
     messages = llm.requests[index].body["messages"]
-    content = [m for m in messages if m["role"] == "user"][-1]["content"]
+    content = without_environment([m for m in messages if m["role"] == "user"][-1]["content"])
     if isinstance(content, list):
         return "".join(part.get("text", "") for part in content)
     return str(content)

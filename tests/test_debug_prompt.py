@@ -48,13 +48,13 @@ def test_json_parts_subprocess(project: Path, tmp_path: Path) -> None:
     out = run_cli(["--json", "--model", "anthropic/claude-sonnet-4"], project / "pkg", clean_env(tmp_path))
     assert out.returncode == 0, out.stderr
     parts = json.loads(out.stdout)["parts"]
-    assert [p["layer"] for p in parts] == ["provider", "environment", "instructions", "instructions"]
+    assert [p["layer"] for p in parts] == ["provider", "instructions", "instructions", "environment"]
     assert parts[0]["source"] == "provider/anthropic.txt"
-    assert parts[1]["source"] is None
-    assert "The exact model ID is anthropic/claude-sonnet-4." in parts[1]["text"]
-    assert f"Working directory: {(project / 'pkg').resolve()}" in parts[1]["text"]
-    assert "Is directory a git repo: yes" in parts[1]["text"]
-    assert [p["source"] for p in parts[2:]] == [
+    assert parts[3]["source"] is None
+    assert "The exact model ID is anthropic/claude-sonnet-4." in parts[3]["text"]
+    assert f"Working directory: {(project / 'pkg').resolve()}" in parts[3]["text"]
+    assert "Is directory a git repo: yes" in parts[3]["text"]
+    assert [p["source"] for p in parts[1:3]] == [
         str(project / "AGENTS.md"),
         str(project / "pkg" / "AGENTS.md"),
     ]
@@ -69,7 +69,7 @@ def test_model_from_env_then_default(project: Path, tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     parts = json.loads(out.stdout)["parts"]
     assert parts[0]["source"] == "provider/default.txt"
-    assert "You are powered by the model named default." in parts[1]["text"]
+    assert "You are powered by the model named default." in parts[-1]["text"]
 
 
 def test_model_from_config_and_agent(project: Path, tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_model_from_config_and_agent(project: Path, tmp_path: Path) -> None:
     assert parts[0]["source"] == "provider/gemini.txt"
     parts = json.loads(run_cli(["--json", "--agent", "reviewer"], project, env).stdout)["parts"]
     assert parts[0]["layer"] == "agent" and parts[0]["text"].rstrip().endswith("Review only.")
-    assert "The exact model ID is openai/o3." in parts[1]["text"]
+    assert "The exact model ID is openai/o3." in parts[-1]["text"]
 
 
 def test_unknown_agent_is_usage_error(project: Path, tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_text_output_with_rules(project: Path, monkeypatch: pytest.MonkeyPatch, 
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].startswith("── agent · agent/plan.txt ──")
-    assert any(line.startswith("── environment ──") for line in lines)
+    assert any(line.startswith("── environment · sent in the first user message ──") for line in lines)
     assert any(line.startswith(f"── instructions · {project / 'AGENTS.md'} ──") for line in lines)
     assert "Instructions from: " + str(project / "AGENTS.md") in result.output
     assert lines[-1] == "─" * 72

@@ -25,7 +25,7 @@ from etcode import (
     ToolCall,
     tool,
 )
-from tests.fake_llm import Call, FakeLLM, Reply
+from tests.fake_llm import Call, FakeLLM, Reply, without_environment
 
 
 @tool
@@ -177,7 +177,11 @@ def test_custom_llm_pattern(project: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.chdir(project)
     agent = Agent(llm=EchoLLM(model="my-custom-model"))
     result = agent.run("你好")
-    assert result.content == "[my-custom-model] got: 你好"
+    # the only user message: the environment block, then the user's words
+    assert result.content.startswith(
+        "[my-custom-model] got: You are powered by the model named my-custom-model."
+    )
+    assert without_environment(result.content.removeprefix("[my-custom-model] got: ")) == "你好"
     assert result.total_tokens == TokenUsage(10, 20, 30)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.cli_helpers import etcode, write_config
-from tests.fake_llm import Call, FakeLLM, Fault, Reply
+from tests.fake_llm import Call, FakeLLM, Fault, Reply, without_environment
 from tests.test_fault_matrix import error_line, ok, roles, stored, tool_outputs
 
 GUARD = 60  # seconds: only a hang reaches it
@@ -36,7 +36,7 @@ def user_text(body: dict[str, Any]) -> str:
     """The first user message's text in a recorded OpenAI request."""
     for message in body["messages"]:
         if message["role"] == "user":
-            content = message["content"]
+            content = without_environment(message["content"])
             return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
     raise AssertionError("no user message")
 

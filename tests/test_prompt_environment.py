@@ -12,7 +12,7 @@ from etcode.agent import AgentInfo, get_agent
 from etcode.prompt import hooks
 from etcode.prompt.instruction import InstructionPrompt
 from etcode.prompt.parts import PromptPart
-from etcode.prompt.system import SystemPrompt, format_date, split_model_id
+from etcode.prompt.system import SystemPrompt, format_date, split_environment, split_model_id
 
 NOW = datetime(2026, 11, 21, 23, 59)
 
@@ -54,15 +54,18 @@ def test_split_model_id_and_date() -> None:
     assert format_date(datetime(2026, 1, 5)) == "Mon Jan 05 2026"
 
 
-async def test_build_order_provider_environment_instructions(tmp_path: Path) -> None:
+async def test_build_order_provider_instructions_environment(tmp_path: Path) -> None:
+    """What changes per folder and day comes last, and is split off the system text."""
     (tmp_path / ".git").mkdir()
     (tmp_path / "AGENTS.md").write_text("Use tabs.\n")
     instructions = InstructionPrompt(tmp_path, tmp_path, global_dir=tmp_path / "no-global")
     parts = await SystemPrompt.build(get_agent("build"), "openai/gpt-4.1", instructions, now=NOW)
-    assert [p.layer for p in parts] == ["provider", "environment", "instructions"]
+    assert [p.layer for p in parts] == ["provider", "instructions", "environment"]
     assert parts[0].source == "provider/openai.txt"
-    assert "Is directory a git repo: yes" in parts[1].text
-    assert parts[2].text == f"Instructions from: {tmp_path / 'AGENTS.md'}\nUse tabs."
+    assert "Is directory a git repo: yes" in parts[2].text
+    assert parts[1].text == f"Instructions from: {tmp_path / 'AGENTS.md'}\nUse tabs."
+    system, environment = split_environment(parts)
+    assert system == [parts[0].text, parts[1].text] and environment == parts[2].text
 
 
 async def test_build_builtin_agent_prompt_replaces_provider(tmp_path: Path) -> None:
@@ -102,8 +105,8 @@ async def test_build_system_prompt_wins_and_directory_override(tmp_path: Path) -
     )
     assert parts[0].layer == "agent" and parts[0].source is None
     assert parts[0].text.startswith("You are helper,") and "Only answer questions." in parts[0].text
-    assert f"Working directory: {elsewhere.resolve()}" in parts[1].text
-    assert "Is directory a git repo: no" in parts[1].text
+    assert f"Working directory: {elsewhere.resolve()}" in parts[-1].text
+    assert "Is directory a git repo: no" in parts[-1].text
     blank = await SystemPrompt.build(None, "gpt-4o", instructions, system_prompt="  ", now=NOW)
     assert blank[0].layer == "provider"
 

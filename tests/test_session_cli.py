@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from tests.cli_helpers import etcode, result_line, write_config
-from tests.fake_llm import Call, FakeLLM, Reply
+from tests.fake_llm import Call, FakeLLM, Reply, without_environment
 
 
 def on_a_terminal(argv: list[str], cwd: Path, timeout: float = 60) -> tuple[int, str]:
@@ -53,7 +53,7 @@ def on_a_terminal(argv: list[str], cwd: Path, timeout: float = 60) -> tuple[int,
 
 
 def user_texts(body: dict) -> list[str]:
-    return [m["content"] for m in body["messages"] if m["role"] == "user"]
+    return [without_environment(m["content"]) for m in body["messages"] if m["role"] == "user"]
 
 
 def test_continue_resumes_the_latest_session(project: Path, llm: FakeLLM) -> None:

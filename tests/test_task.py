@@ -13,7 +13,7 @@ from etcode.agent.registry import builtin_agents
 from etcode.contract import events as ev
 from etcode.provider.types import ToolCallPart
 from etcode.wiring.agent_access import is_read_only_agent
-from tests.fake_llm import Call, FakeLLM, Recorded, Reply
+from tests.fake_llm import Call, FakeLLM, Recorded, Reply, without_environment
 
 
 @pytest.fixture
@@ -66,7 +66,11 @@ async def test_task_runs_a_child_session_and_returns_its_answer(llm: FakeLLM, tm
     child_tools = _tools(child)
     assert "ReadFile" in child_tools and "Grep" in child_tools
     assert not {"WriteFile", "Edit", "Task", "TodoWrite"} & set(child_tools)
-    assert child.body["messages"][-1] == {"role": "user", "content": "Find where the config is loaded."}
+    last = child.body["messages"][-1]
+    assert (
+        last["role"] == "user" and f"Working directory: {tmp_path.resolve()}" in last["content"]
+    )  # its own env
+    assert without_environment(last["content"]) == "Find where the config is loaded."
     assert "where is the config loaded?" not in json.dumps(child.body["messages"])
     tool_message = llm.requests[2].body["messages"][-1]
     assert tool_message["content"] == "The config is loaded in etcode/config/loader.py:194."
@@ -96,7 +100,7 @@ async def test_child_tool_calls_are_reported_as_subagent_events(llm: FakeLLM, tm
 
 
 def _answer_children(recorded: Recorded) -> Reply:
-    prompt = recorded.body["messages"][-1]["content"]
+    prompt = without_environment(recorded.body["messages"][-1]["content"])
     return Reply(text=f"report for: {prompt}", chunk_size=4, delay=0.02)
 
 

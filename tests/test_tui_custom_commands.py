@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from etcode.ui.tui.widgets.messages import HelpMessage, Notice, UserMessage
-from tests.fake_llm import Call, FakeLLM, Reply
+from tests.fake_llm import Call, FakeLLM, Reply, without_environment
 from tests.tui_support import SIZE, make_app, ready, run_turn, submit, wait_for
 
 COMMIT = """---
@@ -40,7 +40,7 @@ def setup(project: Path, llm: FakeLLM, **extra: object) -> None:
 
 def last_user_text(llm: FakeLLM) -> str:
     messages = llm.requests[-1].body["messages"]
-    return str([m for m in messages if m["role"] == "user"][-1]["content"])
+    return str(without_environment([m for m in messages if m["role"] == "user"][-1]["content"]))
 
 
 def texts(app, kind) -> list[str]:

@@ -399,6 +399,8 @@ async def test_follow_up_requests_see_the_earlier_turns(llm: FakeLLM, tmp_path: 
     await agent.aclose()
     assert first.text == "Added --json." and second.text == "Documented."
     planner = llm.requests[3].body["messages"][-1]["content"]
+    assert planner.startswith("You are powered by the model named m.")  # the environment block first
+    planner = planner.split("</env>\n\n", 1)[1]
     assert planner.startswith(
         "Earlier in this conversation:\nuser: add a --json flag\n\nassistant: Added --json."
     )

@@ -21,7 +21,7 @@ from etcode.session.store import SessionStore
 from etcode.util.errors import ConfigError
 from etcode.workflow import requests
 from tests.cli_helpers import etcode, result_line, write_config
-from tests.fake_llm import Call, FakeLLM, Fault, Recorded, Reply
+from tests.fake_llm import Call, FakeLLM, Fault, Recorded, Reply, without_environment
 from tests.test_workflow import plan, report, role_of, verdict
 
 PRICE = {"input": 1.0, "output": 2.0}  # USD per million tokens
@@ -224,7 +224,7 @@ def test_workflow_role_and_subagent_usage_count_in_the_session(project: Path, ll
     write_config(project, llm, provider={"models": {"test-model": {"cost": PRICE}}})
 
     def child(request: Recorded) -> Reply:
-        assert request.body["messages"][-1]["content"] == "List the files."
+        assert without_environment(request.body["messages"][-1]["content"]) == "List the files."
         return Reply(text="Two files.", usage=(40, 4))
 
     llm.script(

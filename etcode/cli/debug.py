@@ -66,7 +66,9 @@ def prompt(
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
         return
     for part in parts:
-        typer.echo(_rule(part.layer, part.source))
+        # the environment block is sent at the start of the first user message, after the tools
+        where = "sent in the first user message" if part.layer == "environment" else part.source
+        typer.echo(_rule(part.layer, where))
         typer.echo(part.text.rstrip("\n"))
     context, source = window["window"]["context"], window["window"]["source"]
     size = f"{context:,} tokens ({source})" if context else "unknown"

@@ -279,11 +279,14 @@ class AgentLoop(EventPump):
         return not self._interrupted and deadline is not None and time.monotonic() >= deadline
 
     def _request(self) -> ModelRequest:
+        from etcode.engine.environment import with_environment
+
         s = self.settings
+        messages = s.images.prepare(self.messages) if s.images is not None else self.messages
         return ModelRequest(
             model=s.model,
             system=s.system,
-            messages=s.images.prepare(self.messages) if s.images is not None else self.messages,
+            messages=with_environment(messages, s.environment),
             tools=s.tools.schemas(),
             max_tokens=self._max_tokens(),
             temperature=s.temperature,
@@ -518,14 +521,21 @@ class AgentLoop(EventPump):
         window = self.settings.window
         if window is None:
             return
+        system = self._counted_system()
         if window.auto:  # a newest message that cannot fit ends the run: nothing doomed is sent
-            window.check_newest(self.settings.system, self.settings.tools.schemas(), self.messages)
+            window.check_newest(system, self.settings.tools.schemas(), self.messages)
         if len(self.messages) <= self._compacted_at + 1:
             return
-        tokens = window.needs_compaction(self.settings.system, self.settings.tools.schemas(), self.messages)
+        tokens = window.needs_compaction(system, self.settings.tools.schemas(), self.messages)
         if tokens is not None:
             with contextlib.suppress(ProviderError):  # reported as a failed compaction; the run goes on
                 await self._compact(window, "auto", tokens)
+
+    def _counted_system(self) -> list[str]:
+        """The system texts and the environment block: what the estimates count."""
+        from etcode.engine.environment import counted_system
+
+        return counted_system(self.settings.system, self.settings.environment)
 
     async def _stream_step_images(self) -> StreamEnd | None:
         """``_stream_step``; when the server refused the request's images (a model not known to
@@ -556,9 +566,9 @@ class AgentLoop(EventPump):
                 self.emit(window.update())
             if self._replan():  # a smaller request for the window learned (lean, tools fitted)
                 s = self.settings
-                if window.needs_compaction(s.system, s.tools.schemas(), self.messages) is None:
+                if window.needs_compaction(self._counted_system(), s.tools.schemas(), self.messages) is None:
                     return await self._stream_step_compacting()
-            window.check_newest(self.settings.system, self.settings.tools.schemas(), self.messages, err)
+            window.check_newest(self._counted_system(), self.settings.tools.schemas(), self.messages, err)
             try:
                 compacted = await self._compact(window, "overflow")
             except ProviderError:  # reported as a failed compaction: the overflow ends the run

@@ -89,3 +89,6 @@ class LoopSettings:
     request_notes: RequestNotes | None = None
     #: Re-plans the request before each step and after an overflow taught the window.
     replan: Replan | None = None
+    #: The environment block (working directory, date): joined to the first user message of
+    #: each request, after the stable system text and tools (``etcode.engine.environment``).
+    environment: str | None = None

@@ -1,7 +1,10 @@
-"""The system prompt: provider (or agent) layer, environment layer, instruction layer.
+"""The system prompt: provider (or agent) layer, instruction layer, environment layer.
 
 ``SystemPrompt.build(agent, model, instructions)`` assembles the parts in that order and
-then lets ``system.prompt.transform`` hooks edit them. Nothing here prints or reads
+then lets ``system.prompt.transform`` hooks edit them. The environment part (working
+directory, date) is the one that changes per folder and day: it is not sent as system text
+but joined to the first user message of each request (:func:`split_environment`), so the
+system text and the tools, sent before it, are the same cached prefix everywhere. Nothing here prints or reads
 secrets; warnings go to the ``on_warning`` callback and the ``etcode.prompt`` logger.
 """
 
@@ -164,7 +167,7 @@ class SystemPrompt:
         lean: bool = False,
         extra: Sequence[PromptPart] = (),
     ) -> list[PromptPart]:
-        """Agent prompt (else provider prompt), environment, instructions; then the hooks.
+        """Agent prompt (else provider prompt), instructions, extra, environment; then the hooks.
 
         ``agent`` (an ``AgentInfo``) may be None. A ``system_prompt`` (the Python API's)
         wins over the agent's prompt and is wrapped like a custom agent's, naming the
@@ -175,7 +178,8 @@ class SystemPrompt:
         warnings not yet reported are passed to ``on_warning``. Nothing here is fatal.
         ``lean``: the short provider prompt (:meth:`lean_provider`) instead of the family's,
         for small windows; an agent's own prompt is kept either way. ``extra``: parts put
-        after the instructions, before the hooks (the list of skills).
+        after the instructions, before the environment (the list of skills). The environment
+        part comes last: :func:`split_environment` takes it out of the system text.
         """
         from etcode.prompt.hooks import apply_transforms
 
@@ -188,9 +192,9 @@ class SystemPrompt:
         parts = [first]
         git = is_git if is_git is not None else (instructions.worktree / ".git").exists()
         where = directory if directory is not None else instructions.directory
-        parts.append(SystemPrompt.environment(model_full_id, where, git, now))
         parts.extend(await instructions.system())
         parts.extend(extra)
+        parts.append(SystemPrompt.environment(model_full_id, where, git, now))
         parts, hook_warnings = await apply_transforms(parts, transforms)
         instructions.warnings.extend(hook_warnings)
         for message in instructions.take_warnings():
@@ -203,3 +207,13 @@ class SystemPrompt:
     def texts(parts: Sequence[PromptPart]) -> list[str]:
         """The part texts, as the provider request's system blocks."""
         return [part.text for part in parts]
+
+
+def split_environment(parts: Sequence[PromptPart]) -> tuple[list[str], str | None]:
+    """The system texts without the environment layer, and that layer's text (None when
+    there is none). The environment changes per folder and day: sent in the first user
+    message (``etcode.engine.environment``), it leaves the system text and the tools a
+    prefix a server's prompt cache serves in every folder."""
+    system = [part.text for part in parts if part.layer != "environment"]
+    env = "\n\n".join(part.text for part in parts if part.layer == "environment" and part.text.strip())
+    return system, env or None

@@ -11,7 +11,7 @@ sent back.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 
 from etcode.provider.errors import StreamParseError
 from etcode.provider.http_errors import error_from_payload
@@ -230,6 +230,16 @@ class OpenAIProvider(RetryingHTTPProvider):
             body[key] = request.max_tokens
         body.update(request.extra)
         return body
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
+        """Stream one answer; with tools offered, calls a model wrote as text in its answer
+        (a template that did not parse them) come back as tool calls (``text_tool_calls``)."""
+        chunks = super().stream(request)
+        if not request.tools:
+            return chunks
+        from etcode.provider.text_tool_calls import recovering
+
+        return recovering(chunks, [tool.name for tool in request.tools], request.model or self.spec.model)
 
     def new_state(self) -> OpenAIStream:
         return OpenAIStream(self.id, self.spec.api_key)

@@ -406,6 +406,7 @@ class AgentSession:
         if not history or self.window is None:
             emit(ev.CompactionEvent(reason, "done", message="nothing to compact"))
             return history
+        from etcode.engine.environment import counted_system
         from etcode.engine.window import compact_with_events
 
         system, tools = runtime.system, runtime.tools.schemas()
@@ -428,7 +429,7 @@ class AgentSession:
             tools=tools,
             emit=emit,
             store=store,
-            tokens_before=self.window.estimate(system, tools, history),
+            tokens_before=self.window.estimate(counted_system(system, runtime.environment), tools, history),
         )
         return result.messages if result is not None else history
 

@@ -86,6 +86,7 @@ def loop_settings(
         window=window,
         interceptors=interceptors,
         images=runtime.images,
+        environment=runtime.environment,
         # A Task child's processes are its parent session's: the parent's runs are told.
         request_notes=None if agent.parent_session_id else lambda: background_notes(agent.state),
         # The workflow's role turns keep the plan their run began with.

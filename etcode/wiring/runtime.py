@@ -71,6 +71,8 @@ class Runtime:
     lean_system: list[str] | None = None
     #: The system prompt as assembled (``system`` is this or ``lean_system``).
     full_system: list[str] = field(default_factory=list)
+    #: The environment block (working directory, date), sent in the first user message.
+    environment: str | None = None
     #: Extra request-body fields (the ``Agent``'s model keywords: ``top_p``, ``seed``…).
     extra: JsonObject = field(default_factory=dict)
     #: Builds the Task tool's child agents (None: this runtime starts no subagents).
@@ -181,7 +183,7 @@ class Runtime:
             skills = await _skills_for(agent, config, instance, agent_info, parent, warnings)
             if skills is not None:
                 _add_skill_tool(tools, skills)
-            system, lean_system = await _system_prompt(
+            system, lean_system, environment = await _system_prompt(
                 agent, agent_info, spec, instance, instructions, warnings, config, skills
             )
             if mcp_start is not None:
@@ -220,6 +222,7 @@ class Runtime:
                 probe=probe,
                 lean_system=lean_system,
                 full_system=list(system),
+                environment=environment,
                 extra=extra,
                 skills=skills,
                 images=_image_support(catalog, spec, probe),
@@ -509,10 +512,11 @@ async def _system_prompt(
     warnings: list[str],
     config: Config,
     skills: SkillSet | None = None,
-) -> tuple[list[str], list[str] | None]:
-    """The system prompt's texts, and the same with the lean provider layer and the lean list
-    of skills (None when neither applies: an agent's or the caller's own prompt, no skills)."""
-    from etcode.prompt.system import SystemPrompt
+) -> tuple[list[str], list[str] | None, str | None]:
+    """The system prompt's texts, the same with the lean provider layer and the lean list
+    of skills (None when neither applies: an agent's or the caller's own prompt, no skills),
+    and the environment block (sent in the first user message, not in the system text)."""
+    from etcode.prompt.system import SystemPrompt, split_environment
 
     listed = lean_listed = None
     offered = skills.for_model() if skills else None
@@ -533,7 +537,7 @@ async def _system_prompt(
         extra=[listed] if listed is not None else (),
     )
     warnings.extend(instructions.warnings)
-    texts = [part.text for part in parts]
+    texts, environment = split_environment(parts)
     lean = list(texts)
     if listed is not None and lean_listed is not None and listed.text in lean:  # (a hook may change it)
         lean[lean.index(listed.text)] = lean_listed.text
@@ -541,7 +545,7 @@ async def _system_prompt(
     if parts and parts[0].layer == "provider" and parts[0].text == provider.text:
         lean[0] = SystemPrompt.lean_provider(agent.name).text
     # Not the provider layer, or a hook changed it: kept as it is.
-    return texts, (lean if lean != texts else None)
+    return texts, (lean if lean != texts else None), environment
 
 
 def _permission_service(

@@ -51,6 +51,7 @@ class FitState:
 def replanner(runtime: Runtime, window: ContextWindow | None) -> Replan:
     """The loop's ``replan`` for ``runtime``: what the server said since (a late discovery
     answer), the prompt mode for the window known now, and the tools fitted to it."""
+    from etcode.engine.environment import counted_system
     from etcode.wiring.server_window import apply_late_facts
 
     def plan() -> tuple[list[str], bool, list[str]]:
@@ -60,9 +61,8 @@ def replanner(runtime: Runtime, window: ContextWindow | None) -> Replan:
         before = plan()
         events = apply_late_facts(runtime, window)
         mcp = {tool.name for tool in runtime.mcp.tools()} if runtime.mcp is not None else set()
-        events += fit_tools(
-            runtime.tools, window, runtime.system, messages, agent=runtime.agent_name, mcp_names=mcp
-        )
+        counted = counted_system(runtime.system, runtime.environment)  # the environment is sent too
+        events += fit_tools(runtime.tools, window, counted, messages, agent=runtime.agent_name, mcp_names=mcp)
         if window is not None and plan() != before:
             # The last reported size was of the request before: the next one is estimated whole.
             window.meter.forget_report()

@@ -402,7 +402,7 @@ class WorkflowRun(EventPump):
         await self._record(lambda recorder: recorder.checkpoint(self.messages))
 
     def _system(self, role: str) -> list[str]:
-        base = self.base.system[1:]  # environment and instructions (the first part is the agent/provider's)
+        base = self.base.system[1:]  # instructions (the first part is the agent/provider's)
         parts = [self.prompts.get(role)]
         if role == "executor":
             from etcode.prompt import templates
