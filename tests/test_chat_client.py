@@ -37,6 +37,7 @@ from etcode.provider.types import (
     ToolSchema,
 )
 from etcode.testing import ScriptedModel, TestModel, arguments_for_schema, call, reply
+from tests.fake_llm import without_environment
 
 FAST = RetryConfig(max_retries=2, initial_delay=0.001, max_delay=0.001)
 
@@ -112,7 +113,8 @@ def test_plain_text_answer_with_run_sync(project: Path) -> None:
     assert result.text == "Hello from my model."
     assert result.stop_reason == "end_turn"
     messages, _, _ = client.calls[0]
-    assert messages[0]["role"] == "system" and messages[-1] == {"role": "user", "content": "say hello"}
+    assert messages[0]["role"] == "system" and messages[-1]["role"] == "user"
+    assert without_environment(messages[-1]["content"]) == "say hello"  # the <env> block leads it
 
 
 async def test_plain_text_answer(project: Path) -> None:
@@ -122,7 +124,9 @@ async def test_plain_text_answer(project: Path) -> None:
     messages, tools, kwargs = client.calls[0]
     system = [m for m in messages if m["role"] == "system"]
     assert len(system) == 1 and messages[0] is system[0]
-    assert messages[1:] == [{"role": "user", "content": "say hello"}]
+    assert [m["role"] for m in messages[1:]] == ["user"]
+    assert without_environment(messages[1]["content"]) == "say hello"
+    assert "<env>" in messages[1]["content"]  # the environment block, after the stable system text
     assert kwargs["temperature"] == 0.2 and kwargs["top_p"] == 0.5
     assert "model" not in kwargs
 

@@ -290,7 +290,8 @@ async def test_an_automatic_compaction_runs_pre_compact(
     recorder = script(project, "record.py", RECORDER)
     user_hooks(project, {"PreCompact": on("auto", recorder), "SessionStart": on("", recorder)})
     too_long = (
-        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."
+        # A window over 16k: a smaller one is first met by re-planning the request (lean, tools fitted).
+        "This model's maximum context length is 32768 tokens. However, your messages resulted in 40000 tokens."
     )
     llm.script(
         Reply(text="first answer"),
@@ -427,7 +428,8 @@ async def test_an_interrupted_pre_compact_hook_does_not_hold_the_run(
 
     write_config(project, llm)
     too_long = (
-        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."
+        # A window over 16k: a smaller one is first met by re-planning the request (lean, tools fitted).
+        "This model's maximum context length is 32768 tokens. However, your messages resulted in 40000 tokens."
     )
     llm.script(
         Reply(text="first answer"),
