@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.cli_helpers import etcode, result_line, write_config
-from tests.fake_llm import Call, FakeLLM, Reply
+from tests.fake_llm import Call, FakeLLM, Recorded, Reply
 from tests.test_fault_matrix import ok
 
 
@@ -123,6 +124,36 @@ def test_ollama_without_num_ctx_gets_its_default_window_and_one_warning(project:
     assert len(warnings) == 1, warnings  # once, not at every step
     assert "OLLAMA_CONTEXT_LENGTH=32768 ollama serve" in warnings[0]
     assert "PARAMETER num_ctx 32768" in warnings[0]
+
+
+def test_ollamas_default_window_learned_after_the_grace_is_still_warned_about(
+    project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/api/show answers only after the first request went out (Ollama loading the model:
+    503 until then): the 4,096 window is applied between the steps, and its warning with it."""
+    monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "0")
+    show = {
+        "parameters": 'stop "<|im_end|>"',
+        "model_info": {"qwen2.context_length": 32768},
+        "capabilities": ["completion", "tools"],
+    }
+    llm.page("POST /api/show", {"error": "loading"}, status=503)
+
+    def answered_meanwhile(request: Recorded) -> Reply:
+        llm.page("POST /api/show", show)
+        deadline = time.monotonic() + 60
+        while "GET /api/ps" not in llm.side_requests and time.monotonic() < deadline:
+            time.sleep(0.02)  # the probe's next try read /api/show and asks what is loaded
+        return Reply(calls=[Call("Glob", {"pattern": "*.md"})])
+
+    llm.script(answered_meanwhile, Reply(text="done"))
+    write_ollama_config(project, llm)
+    proc = etcode("run", "--format", "json", "hello", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert 4096 in {e["context_window"] for e in events(proc) if e["type"] == "usage"}
+    assert llm.requests[1].body["max_tokens"] == 1024  # the second step ran within it
+    warnings = [e["message"] for e in events(proc) if e["type"] == "warning" and "num_ctx" in e["message"]]
+    assert len(warnings) == 1, warnings
 
 
 def test_a_model_the_server_does_not_list_is_warned_about_once(project: Path, llm: FakeLLM) -> None:
