@@ -207,6 +207,31 @@ def test_models_lists_what_a_local_server_offers(project: Path, llm: FakeLLM) ->
     assert "fake/gemma-3-270m +" in table.stdout and "+ offered by a configured local server" in table.stdout
 
 
+def test_models_lists_an_ollama_model_once_with_the_window_a_run_learned(project: Path, llm: FakeLLM) -> None:
+    """Ollama lists ``qwen2.5-coder:latest`` for the configured ``qwen2.5-coder``: one row. A
+    model it offers shows the window discovery learned in a run with it, else ``?``."""
+    tags = [{"name": "qwen2.5-coder:latest"}, {"name": "llama3.2:latest"}, {"name": "gemma3:270m"}]
+    llm.page("GET /api/tags", {"models": tags})
+    llm.page("POST /api/show", {"parameters": "num_ctx 8192", "capabilities": ["tools"]})
+    write_ollama_config(project, llm)
+    llm.script(Reply(text="hi"))
+    ok(etcode("run", "--model", "ollama/llama3.2", "hello", cwd=project))
+    listed = etcode("models", "--json", cwd=project)
+    assert listed.returncode == 0, listed.stderr
+    ids = [row["id"] for row in json.loads(listed.stdout)]
+    assert ids == ["ollama/qwen2.5-coder", "ollama/llama3.2:latest", "ollama/gemma3:270m"]
+    table = etcode("models", cwd=project)
+    assert table.returncode == 0, table.stderr
+    rows = {
+        line.split()[0]: line.split()[2] for line in table.stdout.splitlines() if line.startswith("ollama/")
+    }
+    assert rows == {
+        "ollama/qwen2.5-coder": "8,192",
+        "ollama/llama3.2:latest": "8,192",
+        "ollama/gemma3:270m": "?",
+    }
+
+
 def test_a_large_window_keeps_the_full_prompt_and_prompt_lean_forces_it(project: Path, llm: FakeLLM) -> None:
     llm.page("GET /props", props(131072)).script(Reply(text="a"), Reply(text="b"))
     write_config(project, llm)
