@@ -156,6 +156,32 @@ def test_ollamas_default_window_learned_after_the_grace_is_still_warned_about(
     assert len(warnings) == 1, warnings
 
 
+def test_a_model_the_server_does_not_list_is_warned_about_when_the_answer_comes_late(
+    project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llama.cpp loading (/props 503) until the first request is in: the list comes between
+    the steps, and its warning with it."""
+    monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "0")
+    llm.listed_models = ["gemma-3-270m", "smollm2-135m"]
+    llm.page("GET /props", {"error": {"message": "Loading model"}}, status=503)
+
+    def answered_meanwhile(request: Recorded) -> Reply:
+        llm.page("GET /props", {"error": {"message": "Not Found"}}, status=404)
+        deadline = time.monotonic() + 60
+        while "GET /v1/models" not in llm.side_requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return Reply(calls=[Call("Glob", {"pattern": "*.md"})])
+
+    llm.script(answered_meanwhile, Reply(text="done"))
+    write_config(project, llm)
+    proc = etcode("run", "--format", "json", "hello", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [
+        e["message"] for e in events(proc) if e["type"] == "warning" and "does not list" in e["message"]
+    ]
+    assert len(warnings) == 1 and "gemma-3-270m, smollm2-135m" in warnings[0], warnings
+
+
 def test_a_model_the_server_does_not_list_is_warned_about_once(project: Path, llm: FakeLLM) -> None:
     llm.listed_models = ["gemma-3-270m", "smollm2-135m"]
     llm.script(Reply(calls=[Call("Glob", {"pattern": "*.md"})]), Reply(text="done"))
