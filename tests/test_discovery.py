@@ -290,14 +290,91 @@ async def test_an_overflow_window_stays_until_the_server_states_another(llm: Fak
     assert grown is not None and (grown.context, grown.source) == (16384, "/props")
 
 
-def test_a_fresh_answer_keeps_what_only_a_run_learns() -> None:
-    old = ServerFacts(4096, True, "llama.cpp", "/props", images=False, token_ratio=1.18)
-    fresh = ServerFacts(8192, True, "llama.cpp", "/props")
-    assert discovery.renewed(old, fresh) == ServerFacts(
-        8192, True, "llama.cpp", "/props", images=False, token_ratio=1.18
+def test_a_fresh_answer_keeps_what_only_a_run_learns_for_an_hour() -> None:
+    learned = 1_000_000.0
+    old = ServerFacts(
+        4096, True, "llama.cpp", "/props", images=False, token_ratio=1.18, ratio_at=learned, images_at=learned
     )
+    fresh = ServerFacts(8192, True, "llama.cpp", "/props")
+    assert discovery.renewed(old, fresh, now=learned + 60) == ServerFacts(
+        8192, True, "llama.cpp", "/props", images=False, token_ratio=1.18, ratio_at=learned, images_at=learned
+    )
+    assert discovery.renewed(old, fresh, now=learned + discovery.CACHE_TTL + 1) == fresh  # expired
     assert discovery.renewed(old, None) == old  # a proxy without the page: the old answer stays
     assert discovery.renewed(None, fresh) == fresh
+
+
+async def test_an_answer_that_says_nothing_new_does_not_keep_the_old_one_alive(
+    llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/props said 4096, then the server became a proxy without it: each run still uses the
+    old answer while it is fresh, but the renewal does not save it again with a new time, so
+    an hour after it was given it is gone."""
+    spec = local_spec(llm)
+    llm.page("GET /props", {**llama_props(4096), "chat_template_caps": {"supports_tools": False}})
+    await ServerProbe(spec, grace=WAIT).settle()
+    gone = {"error": {"message": "Not Found"}}
+    llm.page("GET /props", gone, status=404).page("GET /v1/models", gone, status=404)
+    start = time.time()
+    seen = []
+    for run in (1, 2):  # one run every 50 minutes
+        monkeypatch.setattr(discovery.time, "time", lambda at=start + run * 3000: at)
+        discovery.forget_all()
+        facts = await ServerProbe(spec, grace=WAIT).settle()
+        seen.append(facts.context if facts is not None else None)
+    assert seen == [4096, None]
+
+
+@pytest.mark.parametrize("learn", ["images", "overflow"])
+async def test_what_a_run_learned_expires_although_the_server_answers_every_run(
+    llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, learn: str
+) -> None:
+    """A refusal of images, a window an overflow error taught: renewed with each run's fresh
+    answer, but only for an hour from when they were learned."""
+    spec = local_spec(llm, model="qwen")
+    llm.page("GET /v1/models", {"object": "list", "data": [{"id": "qwen", "max_model_len": 32768}]})  # vLLM
+    await ServerProbe(spec, grace=WAIT).settle()
+    if learn == "images":
+        discovery.refuse_images(spec)
+    else:
+        discovery.correct_window(spec, 16384)
+    start = time.time()
+    seen = []
+    for run in (1, 2):
+        monkeypatch.setattr(discovery.time, "time", lambda at=start + run * 3000: at)
+        discovery.forget_all()
+        facts = await ServerProbe(spec, grace=WAIT).settle()
+        assert facts is not None
+        seen.append(facts.images if learn == "images" else facts.context)
+    assert seen == ([False, None] if learn == "images" else [16384, 32768])
+
+
+async def test_lm_studio_without_api_v0_that_lists_the_model_gets_no_warning(llm: FakeLLM) -> None:
+    """An older LM Studio (no /api/v0): /v1/models lists the model, so it is served."""
+    llm.listed_models = ["qwen2.5-coder-7b-instruct"]
+    spec = local_spec(llm, provider="lmstudio", model="qwen2.5-coder-7b-instruct")
+    facts = await ServerProbe(spec, grace=WAIT).settle()
+    assert facts is None or facts.listed is None, facts
+    assert llm.side_requests == [
+        "GET /api/v0/models/qwen2.5-coder-7b-instruct",
+        "GET /props",
+        "GET /v1/models",
+    ]
+    llm.listed_models = ["qwen2.5-coder-7b-instruct", "llama-3.2-3b-instruct"]
+    other = local_spec(llm, provider="lmstudio", model="gemma-3-4b")  # not there: still said
+    unlisted = await ServerProbe(other, grace=WAIT).settle()
+    assert unlisted is not None and unlisted.listed == tuple(llm.listed_models)
+    assert discovery.cached(other) == (False, None)  # it may be loaded in a minute
+
+
+async def test_a_llama_server_on_port_1234_is_asked_its_props(
+    llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(discovery, "_LMSTUDIO_PORT", llm.port)  # as if started with --port 1234
+    llm.page("GET /props", llama_props(4096))
+    llm.listed_models = ["qwen"]
+    facts = await ServerProbe(local_spec(llm, model="qwen"), grace=WAIT).settle()
+    assert facts is not None and (facts.context, facts.server, facts.listed) == (4096, "llama.cpp", None)
 
 
 # ---- Ollama's real window (issue 34) --------------------------------------------------------

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.cli_helpers import etcode, result_line, write_config
-from tests.fake_llm import Call, FakeLLM, Reply
+from tests.fake_llm import Call, FakeLLM, Recorded, Reply
 from tests.test_fault_matrix import ok
 
 
@@ -125,6 +126,62 @@ def test_ollama_without_num_ctx_gets_its_default_window_and_one_warning(project:
     assert "PARAMETER num_ctx 32768" in warnings[0]
 
 
+def test_ollamas_default_window_learned_after_the_grace_is_still_warned_about(
+    project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/api/show answers only after the first request went out (Ollama loading the model:
+    503 until then): the 4,096 window is applied between the steps, and its warning with it."""
+    monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "0")
+    show = {
+        "parameters": 'stop "<|im_end|>"',
+        "model_info": {"qwen2.context_length": 32768},
+        "capabilities": ["completion", "tools"],
+    }
+    llm.page("POST /api/show", {"error": "loading"}, status=503)
+
+    def answered_meanwhile(request: Recorded) -> Reply:
+        llm.page("POST /api/show", show)
+        deadline = time.monotonic() + 60
+        while "GET /api/ps" not in llm.side_requests and time.monotonic() < deadline:
+            time.sleep(0.02)  # the probe's next try read /api/show and asks what is loaded
+        return Reply(calls=[Call("Glob", {"pattern": "*.md"})])
+
+    llm.script(answered_meanwhile, Reply(text="done"))
+    write_ollama_config(project, llm)
+    proc = etcode("run", "--format", "json", "hello", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert 4096 in {e["context_window"] for e in events(proc) if e["type"] == "usage"}
+    assert llm.requests[1].body["max_tokens"] == 1024  # the second step ran within it
+    warnings = [e["message"] for e in events(proc) if e["type"] == "warning" and "num_ctx" in e["message"]]
+    assert len(warnings) == 1, warnings
+
+
+def test_a_model_the_server_does_not_list_is_warned_about_when_the_answer_comes_late(
+    project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llama.cpp loading (/props 503) until the first request is in: the list comes between
+    the steps, and its warning with it."""
+    monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "0")
+    llm.listed_models = ["gemma-3-270m", "smollm2-135m"]
+    llm.page("GET /props", {"error": {"message": "Loading model"}}, status=503)
+
+    def answered_meanwhile(request: Recorded) -> Reply:
+        llm.page("GET /props", {"error": {"message": "Not Found"}}, status=404)
+        deadline = time.monotonic() + 60
+        while "GET /v1/models" not in llm.side_requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return Reply(calls=[Call("Glob", {"pattern": "*.md"})])
+
+    llm.script(answered_meanwhile, Reply(text="done"))
+    write_config(project, llm)
+    proc = etcode("run", "--format", "json", "hello", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [
+        e["message"] for e in events(proc) if e["type"] == "warning" and "does not list" in e["message"]
+    ]
+    assert len(warnings) == 1 and "gemma-3-270m, smollm2-135m" in warnings[0], warnings
+
+
 def test_a_model_the_server_does_not_list_is_warned_about_once(project: Path, llm: FakeLLM) -> None:
     llm.listed_models = ["gemma-3-270m", "smollm2-135m"]
     llm.script(Reply(calls=[Call("Glob", {"pattern": "*.md"})]), Reply(text="done"))
@@ -174,6 +231,31 @@ def test_models_lists_what_a_local_server_offers(project: Path, llm: FakeLLM) ->
     table = etcode("models", cwd=project)
     assert table.returncode == 0, table.stderr
     assert "fake/gemma-3-270m +" in table.stdout and "+ offered by a configured local server" in table.stdout
+
+
+def test_models_lists_an_ollama_model_once_with_the_window_a_run_learned(project: Path, llm: FakeLLM) -> None:
+    """Ollama lists ``qwen2.5-coder:latest`` for the configured ``qwen2.5-coder``: one row. A
+    model it offers shows the window discovery learned in a run with it, else ``?``."""
+    tags = [{"name": "qwen2.5-coder:latest"}, {"name": "llama3.2:latest"}, {"name": "gemma3:270m"}]
+    llm.page("GET /api/tags", {"models": tags})
+    llm.page("POST /api/show", {"parameters": "num_ctx 8192", "capabilities": ["tools"]})
+    write_ollama_config(project, llm)
+    llm.script(Reply(text="hi"))
+    ok(etcode("run", "--model", "ollama/llama3.2", "hello", cwd=project))
+    listed = etcode("models", "--json", cwd=project)
+    assert listed.returncode == 0, listed.stderr
+    ids = [row["id"] for row in json.loads(listed.stdout)]
+    assert ids == ["ollama/qwen2.5-coder", "ollama/llama3.2:latest", "ollama/gemma3:270m"]
+    table = etcode("models", cwd=project)
+    assert table.returncode == 0, table.stderr
+    rows = {
+        line.split()[0]: line.split()[2] for line in table.stdout.splitlines() if line.startswith("ollama/")
+    }
+    assert rows == {
+        "ollama/qwen2.5-coder": "8,192",
+        "ollama/llama3.2:latest": "8,192",
+        "ollama/gemma3:270m": "?",
+    }
 
 
 def test_a_large_window_keeps_the_full_prompt_and_prompt_lean_forces_it(project: Path, llm: FakeLLM) -> None:

@@ -185,6 +185,39 @@ async def test_tables_keep_their_borders_in_a_resumed_session(project: Path, llm
     await resumed(project, check)
 
 
+async def test_status_bar_names_the_window_as_people_do(project: Path, llm: FakeLLM) -> None:
+    """A 131,072-token window is "128k", not "131.1k"."""
+    write_priced_config(project, llm)
+    config = json.loads((project / "etcode.json").read_text(encoding="utf-8"))
+    config["provider"][0]["models"]["test-model"]["limit"]["context"] = 131072
+    (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
+    llm.script(Reply(text="Hi.", usage=(13107, 10)))
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_turn(pilot, app, "hello")
+        live = app.status_bar.info.left().plain
+        await app.action_quit()
+    assert "(10% of 128k)" in live, live
+
+
+def test_window_sizes_read_as_whole_k_or_m() -> None:
+    from etcode.ui.tui.widgets.status import format_window
+
+    sizes = (2048, 4096, 8192, 131072, 200000, 1000000, 1048576, 12345, 1500000)
+    assert [format_window(n) for n in sizes] == [
+        "2k",
+        "4k",
+        "8k",
+        "128k",
+        "200k",
+        "1M",
+        "1M",
+        "12.3k",
+        "1.5M",
+    ]
+
+
 async def test_status_bar_has_the_stored_tokens_and_cost_on_resume(project: Path, llm: FakeLLM) -> None:
     write_priced_config(project, llm)
     llm.script(Reply(text="Hi.", usage=(20000, 1000)))

@@ -275,17 +275,36 @@ async def _ask_servers(config: Config, entries: list[CatalogModel], providers: l
     local server offers that the config does not name (all asked at once, within
     ``discovery.SHOW_WAIT``)."""
     import asyncio
+    from dataclasses import replace
 
-    from etcode.provider.discovery import list_all
+    from etcode.provider.discovery import cached, list_all, server_kind
 
     listing = _local_servers(config, providers)
     _, served = await asyncio.gather(_fill_windows(config, entries), list_all(listing))
-    known = {entry.full_id for entry in entries}
+    known = {_same_model(entry.provider, entry.id, listing) for entry in entries}
     for spec, names in zip(listing, served, strict=True):
+        ollama = server_kind(spec) == "ollama"
         for name in names or []:
-            if f"{spec.id}/{name}" not in known:
-                known.add(f"{spec.id}/{name}")
-                entries.append(CatalogModel(spec.id, name, sources=[SERVED]))
+            key = (spec.id, name.removesuffix(":latest") if ollama else name)
+            if key in known:
+                continue
+            known.add(key)
+            entry = CatalogModel(spec.id, name, sources=[SERVED])
+            # a window discovery knows from a run (not asked here: one request per model)
+            facts = cached(replace(spec, model=name))[1] or cached(replace(spec, model=key[1]))[1]
+            if facts is not None and facts.context:
+                entry.context = facts.context
+                entry.sources.append(facts.label)
+            entries.append(entry)
+
+
+def _same_model(provider: str, model: str, listing: list[ProviderSpec]) -> tuple[str, str]:
+    """A model as the servers' lists are matched against it: Ollama's ``name`` and
+    ``name:latest`` are one model."""
+    from etcode.provider.discovery import server_kind
+
+    ollama = any(spec.id == provider and server_kind(spec) == "ollama" for spec in listing)
+    return provider, model.removesuffix(":latest") if ollama else model
 
 
 def _local_servers(config: Config, providers: list[str]) -> list[ProviderSpec]:

@@ -16,8 +16,14 @@ the session ends.
 
 A remembered answer is used at once by the next run, which also asks the (local, cheap)
 server again in the background: a fresh real answer replaces the remembered one, so a server
-restarted with a larger window is seen. A window an overflow error taught is kept while the
-server still states what it stated when that error proved it wrong (``stated``).
+restarted with a larger window is seen; an answer that says nothing new (an error, a page
+gone) is not saved again, so the remembered one expires an hour after it was given. What a run
+learned (a window an overflow error taught, kept while the server still states what it stated
+when that error proved it wrong: ``stated``; the token ratio; a refusal of images) is carried
+into the renewed answer for an hour from when it was learned, not for ever.
+
+A server on LM Studio's port (1234) is asked LM Studio's ``/api/v0`` first; without it (an
+older LM Studio, a llama.cpp started with ``--port 1234``), as any OpenAI-compatible server.
 
 :class:`ServerProbe` starts the discovery in the background; the first request waits for it
 at most :data:`GRACE` seconds from its start, then goes ahead without it; ``ready()`` returns
@@ -90,7 +96,10 @@ class ServerFacts:
     the server runs it with less without being told to (Ollama without ``num_ctx``).
     ``listed``: what the server lists when it does not list the model (None: it does, or
     it was not asked). ``template``: the chat
-    template's family as llama.cpp's ``/props`` shows it (``provider.chat_templates``)."""
+    template's family as llama.cpp's ``/props`` shows it (``provider.chat_templates``).
+    ``ratio_at``, ``images_at``, ``overflow_at``: when a run learned the token ratio, a
+    refusal of images, a window from an overflow error (``time.time()``); a renewal carries
+    them forward only for :data:`CACHE_TTL` from then (:func:`renewed`)."""
 
     context: int | None = None
     tools: bool | None = None
@@ -102,6 +111,9 @@ class ServerFacts:
     trained: int | None = None
     listed: tuple[str, ...] | None = None
     template: str = ""
+    ratio_at: float | None = None
+    images_at: float | None = None
+    overflow_at: float | None = None
 
     def to_dict(self) -> JsonObject:
         data: JsonObject = asdict(self)
@@ -135,6 +147,9 @@ class ServerFacts:
             _positive(data.get("trained")),
             tuple(str(name) for name in listed) if isinstance(listed, list) else None,
             str(data.get("template") or ""),
+            _moment(data.get("ratio_at")),
+            _moment(data.get("images_at")),
+            _moment(data.get("overflow_at")),
         )
 
 
@@ -142,8 +157,8 @@ class ServerFacts:
 
 
 def server_kind(spec: ProviderSpec) -> str | None:
-    """``"ollama"``, ``"lmstudio"`` or ``"openai-compatible"`` (llama.cpp, vLLM and the
-    like) for a server worth asking; None for the Anthropic wire and the hosted providers
+    """``"ollama"``, ``"lmstudio"`` (its ``/api/v0`` first, then as ``"openai-compatible"``)
+    or ``"openai-compatible"`` (llama.cpp, vLLM and the like) for a server worth asking; None for the Anthropic wire and the hosted providers
     etcode knows (their catalog entries hold the limits)."""
     if spec.type != "openai" or not spec.base_url:
         return None
@@ -179,6 +194,10 @@ def _positive(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     return int(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def _moment(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _short(name: str) -> str:
@@ -404,16 +423,23 @@ async def _ask(spec: ProviderSpec, kind: str, transport: AsyncBaseTransport | No
         if kind == "lmstudio":
             try:
                 page = await _json(client, "GET", f"{root}/api/v0/models/{quote(spec.model, safe='')}")
-            except _Missing:
-                return await _not_served(client, f"{base}/models", spec, "lmstudio")
+            except _Missing:  # not there (yet), an LM Studio without /api/v0, or another server on 1234
+                answer = await _ask_openai_compatible(client, spec, root, base)
+                unlisted = answer.facts is not None and answer.facts.listed is not None
+                return replace(answer, keep=False) if unlisted else answer  # it may be loaded in a minute
             return _Answer(parse_lmstudio(page))
-        facts = parse_props(await _page(client, "GET", f"{root}/props"), spec.model)
-        if facts is not None and facts.context is not None:
-            return _Answer(facts)
-        listed = parse_models(await _page(client, "GET", f"{base}/models"), spec.model)
-        if listed is not None and facts is not None:  # llama.cpp's tool caps with the list's window
-            return _Answer(replace(facts, context=listed.context, source=listed.source))
-        return _Answer(listed or facts)
+        return await _ask_openai_compatible(client, spec, root, base)
+
+
+async def _ask_openai_compatible(client: AsyncClient, spec: ProviderSpec, root: str, base: str) -> _Answer:
+    """llama.cpp's ``/props``, then the ``/models`` list (vLLM's window, or what it lists)."""
+    facts = parse_props(await _page(client, "GET", f"{root}/props"), spec.model)
+    if facts is not None and facts.context is not None:
+        return _Answer(facts)
+    listed = parse_models(await _page(client, "GET", f"{base}/models"), spec.model)
+    if listed is not None and facts is not None:  # llama.cpp's tool caps with the list's window
+        return _Answer(replace(facts, context=listed.context, source=listed.source))
+    return _Answer(listed or facts)
 
 
 async def _ask_ollama(client: AsyncClient, spec: ProviderSpec, root: str) -> _Answer:
@@ -421,7 +447,7 @@ async def _ask_ollama(client: AsyncClient, spec: ProviderSpec, root: str) -> _An
     try:
         facts = parse_ollama_show(await _json(client, "POST", f"{root}/api/show", {"model": spec.model}))
     except _Missing:  # no such model (not pulled yet): what the server has instead
-        return await _not_served(client, f"{root}/api/tags", spec, "ollama")
+        return await _not_served(client, f"{root}/api/tags", spec)
     if facts is None or facts.source == "/api/show":
         return _Answer(facts)
     try:
@@ -434,12 +460,17 @@ async def _ask_ollama(client: AsyncClient, spec: ProviderSpec, root: str) -> _An
     return _Answer(facts)
 
 
-async def _not_served(client: AsyncClient, url: str, spec: ProviderSpec, server: str) -> _Answer:
+async def _not_served(client: AsyncClient, url: str, spec: ProviderSpec) -> _Answer:
+    """Ollama has no such model: what its ``/api/tags`` lists instead (nothing when it lists
+    the model after all, or an empty list: "it lists no model"). Never remembered."""
     page = await _page(client, "GET", url)
     if page is None:  # no list to show either
         return _Answer(None, keep=False)
-    facts = ServerFacts(server=server, source=urlsplit(url).path, listed=tuple(model_names(page)))
-    return _Answer(facts, keep=False)
+    names = model_names(page)
+    listed = _listed(names, spec.model) if names else ()
+    if listed is None:
+        return _Answer(None, keep=False)
+    return _Answer(ServerFacts(server="ollama", source=urlsplit(url).path, listed=listed), keep=False)
 
 
 async def _page(client: AsyncClient, method: str, url: str, body: JsonValue = None) -> JsonValue:
@@ -558,24 +589,38 @@ def correct_window(spec: ProviderSpec, context: int) -> None:
         return
     base = facts if facts is not None else ServerFacts(server="", source="")
     stated = base.stated if base.source == "overflow error" else base.context
-    remember(spec, replace(base, context=context, source="overflow error", stated=stated))
+    remember(
+        spec,
+        replace(base, context=context, source="overflow error", stated=stated, overflow_at=time.time()),
+    )
 
 
-def renewed(old: ServerFacts | None, fresh: ServerFacts | None) -> ServerFacts | None:
+def renewed(
+    old: ServerFacts | None, fresh: ServerFacts | None, now: float | None = None
+) -> ServerFacts | None:
     """A fresh answer in place of a remembered one. What the server says now wins (a
-    restart with a larger window); what only a run could learn is kept (the token ratio, a
-    refusal of images the server does not contradict), and so is a window an overflow error
-    taught while the server states what it stated then."""
+    restart with a larger window); what only a run could learn is kept for
+    :data:`CACHE_TTL` from when it was learned (the token ratio, a refusal of images the
+    server does not contradict), and so is a window an overflow error taught while the
+    server states what it stated then."""
     if old is None or fresh is None:
         return fresh if fresh is not None else old
-    facts = replace(
-        fresh,
-        tools=fresh.tools if fresh.tools is not None else old.tools,
-        images=fresh.images if fresh.images is not None else old.images,
-        token_ratio=fresh.token_ratio if fresh.token_ratio is not None else old.token_ratio,
-    )
-    if old.source == "overflow error" and (fresh.context is None or fresh.context == old.stated):
-        facts = replace(facts, context=old.context, source=old.source, stated=old.stated)
+    now = time.time() if now is None else now
+
+    def young(at: float | None) -> bool:
+        return at is not None and now - at < CACHE_TTL
+
+    facts = replace(fresh, tools=fresh.tools if fresh.tools is not None else old.tools)
+    if fresh.images is None and (old.images_at is None or young(old.images_at)):
+        # what the server said before, or a refusal a run learned within the hour
+        facts = replace(facts, images=old.images, images_at=old.images_at)
+    if fresh.token_ratio is None and young(old.ratio_at):
+        facts = replace(facts, token_ratio=old.token_ratio, ratio_at=old.ratio_at)
+    overflow = old.source == "overflow error" and young(old.overflow_at)
+    if overflow and (fresh.context is None or fresh.context == old.stated):
+        facts = replace(
+            facts, context=old.context, source=old.source, stated=old.stated, overflow_at=old.overflow_at
+        )
     return facts
 
 
@@ -588,19 +633,20 @@ def calibrate(spec: ProviderSpec, ratio: float) -> None:
     hit = _memory.get(cache_key(spec))
     if not found or facts is None or hit is None or facts.token_ratio == ratio:
         return
-    remember(spec, replace(facts, token_ratio=ratio), now=hit[0])
+    remember(spec, replace(facts, token_ratio=ratio, ratio_at=time.time()), now=hit[0])
 
 
 def refuse_images(spec: ProviderSpec) -> None:
     """The server refused a request's images: ``images: false`` is kept with its facts, so
     the next runs send the notice in their place at once. It expires with them
     (:data:`CACHE_TTL`): the model behind a server's name may change, and one refused request
-    an hour is cheap."""
+    an hour is cheap: the renewal of the server's answer keeps it only that long from now
+    (``images_at``)."""
     found, facts = cached(spec)
     if found and facts is not None and facts.images is False:
         return
     base = facts if facts is not None else ServerFacts()
-    remember(spec, replace(base, images=False))
+    remember(spec, replace(base, images=False, images_at=time.time()))
 
 
 def forget_all() -> None:
@@ -668,7 +714,10 @@ class ServerProbe:
                 return self._facts
             break
         found, current = cached(self.spec)  # what this run learned meanwhile (an overflow)
-        facts = renewed(current if found else self._facts, answer.facts)
+        old = current if found else self._facts
+        if answer.facts is None and old is not None:  # nothing new: the old answer expires as it would
+            return old
+        facts = renewed(old, answer.facts)
         if answer.keep:
             remember(self.spec, facts)
         return facts

@@ -6,8 +6,8 @@ list the model.
 
 The probe starts while the runtime is built (concurrently with the prompt assembly); each
 turn, before the first request, :func:`apply_server_facts` waits for it at most
-``discovery.GRACE`` seconds from its start. A later answer is used from the next turn on
-(and by the next run, from the disk cache).
+``discovery.GRACE`` seconds from its start. A later answer is used between the steps of the
+run (:func:`apply_late_facts`, with its warnings), and by the next run from the disk cache.
 """
 
 from __future__ import annotations
@@ -46,12 +46,9 @@ async def apply_server_facts(runtime: Runtime, window: ContextWindow | None) -> 
     if window is not None:
         if facts is not None and facts.context and window.learn_window(facts.context, "server"):
             events.append(window.update())
-            if facts.trained and probe is not None and _once(probe.shown, "window"):
-                events.append(WarningEvent(_default_window_warning(runtime.spec, facts)))
         window.on_learn = runtime.remember_window
         _calibrate_counts(runtime.spec, window, facts)
-    if facts is not None and facts.listed is not None and probe is not None and _once(probe.shown, "listed"):
-        events.append(WarningEvent(_unlisted_warning(runtime.spec, facts)))
+    events.extend(_fact_warnings(runtime, window, facts))
     images = runtime.images
     if facts is not None and images is not None and facts.images is not None and images.takes_images is None:
         images.takes_images = facts.images  # the server says (llama.cpp /props, Ollama /api/show)
@@ -62,6 +59,22 @@ async def apply_server_facts(runtime: Runtime, window: ContextWindow | None) -> 
         events.append(WarningEvent(_no_tools_warning(runtime.spec, facts)))
     context = window.budget.context if window is not None else None
     runtime.use_lean(wants_lean(runtime.config.prompt, context))
+    return events
+
+
+def _fact_warnings(runtime: Runtime, window: ContextWindow | None, facts: ServerFacts | None) -> list[Event]:
+    """The once-a-session warnings about ``facts``, whenever they came (at the start of a
+    turn or between its steps): Ollama runs the model with less than it was trained for
+    (while that window is the one in force), and the server does not list the model."""
+    probe = runtime.probe
+    if facts is None or probe is None:
+        return []
+    events: list[Event] = []
+    in_force = window is not None and window.source == "server" and window.budget.context == facts.context
+    if facts.trained and in_force and _once(probe.shown, "window"):
+        events.append(WarningEvent(_default_window_warning(runtime.spec, facts)))
+    if facts.listed is not None and _once(probe.shown, "listed"):
+        events.append(WarningEvent(_unlisted_warning(runtime.spec, facts)))
     return events
 
 
@@ -114,6 +127,7 @@ def apply_late_facts(runtime: Runtime, window: ContextWindow | None) -> list[Eve
         and window.learn_window(facts.context, "server")
     ):
         events.append(window.update())
+    events.extend(_fact_warnings(runtime, window, facts))
     if facts is not None and facts.tools is False and runtime.tools.offered and len(runtime.tools):
         runtime.tools.offered = False
         events.append(WarningEvent(_no_tools_warning(runtime.spec, facts)))

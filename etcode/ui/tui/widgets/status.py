@@ -25,6 +25,16 @@ def format_tokens(count: int) -> str:
     return f"{count / 1_000_000:.1f}M"
 
 
+def format_window(count: int) -> str:
+    """A window size as people name it: whole ``k`` (or ``M``) for a power of two or a round
+    number (``4k`` for 4,096, ``128k`` for 131,072, ``200k``, ``1M`` for 1,000,000 or
+    1,048,576), else :func:`format_tokens`."""
+    for unit, suffix in ((1_048_576, "M"), (1_000_000, "M"), (1024, "k"), (1000, "k")):
+        if count >= unit and count % unit == 0 and (suffix == "M" or count < 1_000_000):
+            return f"{count // unit}{suffix}"
+    return format_tokens(count)
+
+
 def fit_line(left: Text, right: Text, width: int) -> Text:
     """``left`` and ``right`` on one line of ``width`` cells, never wrapped or cut off at
     the edge: when both do not fit, ``right`` keeps its first part (``⠋ working``, ``/help``)
@@ -67,7 +77,7 @@ class StatusInfo:
             context = f"{format_tokens(self.context_tokens)} tokens"
             if self.context_limit:
                 percent = self.context_tokens * 100 / self.context_limit
-                context += f" ({percent:.0f}% of {format_tokens(self.context_limit)})"
+                context += f" ({percent:.0f}% of {format_window(self.context_limit)})"
             text.append(context)
         if self.cost is not None:
             text.append(f" · ${self.cost:.4f}" if self.cost < 1 else f" · ${self.cost:.2f}")
