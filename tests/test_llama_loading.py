@@ -92,3 +92,27 @@ def test_a_props_answer_after_one_503_comes_before_the_first_request(
         assert tool_names(only) >= CORE and "Task" not in tool_names(only)
         fitted = [e["message"] for e in events if e["type"] == "warning" and "too small" in e["message"]]
         assert len(fitted) == 1, fitted
+
+
+def test_a_props_answer_after_the_grace_still_fits_the_same_run(
+    project: Path,
+    llama_tools: Callable[[int], int],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``/props`` answers 503 once and the first request waits only the default grace
+    (0.3 s, less than discovery's 0.5 s pause): it goes out full, and whichever comes first —
+    the server's overflow or discovery's answer — fits the retry to 2,048 tokens: the run
+    answers with at most one request refused and no compaction."""
+    monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "0.3")
+    with llama_proxy(llama_tools(2048)) as (port, bodies, controls):
+        controls.props_status, controls.props_left = 503, 1
+        controls.max_tokens_cap = 16
+        configure(project, port, max_tokens=48)
+        proc = etcode("run", "--format", "json", QUESTION, cwd=project, timeout=280)
+        events = events_of(proc)
+        assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
+        assert events[-1]["stop_reason"] == "end_turn", events[-1]
+        sent = chat_bodies(bodies)
+        assert 1 <= len(sent) <= 2, [len(json.dumps(b)) for b in sent]
+        assert "Task" not in tool_names(sent[-1]) and tool_names(sent[-1]) >= CORE
+        assert not [e for e in events if e["type"] == "compaction"]
