@@ -9,6 +9,7 @@ import pytest
 
 # A hung async test prints its tasks' stacks before pytest-timeout fails it.
 from tests.hangs import pytest_timeout_set_timer  # noqa: F401  (hook)
+from tests.llama_servers import llama, llama_servers, llama_tools  # noqa: F401  (fixtures)
 
 # Skips name what is missing; ETCODE_REQUIRE makes them failures; every run counts them.
 from tests.require import (  # noqa: F401  (hooks)

@@ -8,13 +8,16 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.cli_helpers import etcode
-from tests.test_llama_server import TOOL, _unavailable, configure, tool
+from tests.llama_servers import LLAMA_TEST, LLAMA_TIMEOUT
+from tests.test_llama_server import configure
+
+pytestmark = LLAMA_TEST
 
 #: ``[etcode.window] tokens: the server counted N, etcode M (xR = E, off by P%)``
 LOGGED = re.compile(
@@ -27,17 +30,10 @@ def patient_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "60")
 
 
-@pytest.fixture(scope="module")
-def tools_server() -> Iterator[int]:
+@pytest.fixture
+def tools_server(llama_tools: Callable[[int], int]) -> int:
     """A llama-server with the tool-capable template and an 8k window."""
-    if not TOOL.is_file() or tool("path").returncode != 0:
-        _unavailable("llama-server is not built (../shared/tools/llama-server build)")
-    proc = tool("start", LLAMA_CTX="8192", LLAMA_TOOLS="1")
-    if proc.returncode != 0:
-        _unavailable(f"llama-server did not start: {proc.stderr.strip()[-300:]}")
-    port = int(proc.stdout.strip().splitlines()[-1])
-    yield port
-    tool("stop", str(port))
+    return llama_tools(8192)
 
 
 def logged(stderr: str) -> list[tuple[int, int, float]]:
@@ -49,7 +45,7 @@ def test_the_first_run_learns_the_ratio_and_the_next_is_within_a_few_percent(
     project: Path, tools_server: int
 ) -> None:
     configure(project, tools_server, max_tokens=8)
-    first = etcode("run", "--debug", "Say hi.", cwd=project, timeout=300)
+    first = etcode("run", "--debug", "Say hi.", cwd=project, timeout=LLAMA_TIMEOUT)
     assert "Traceback" not in first.stderr
     ((real, estimate, error),) = logged(first.stderr)
     assert error < -8, (real, estimate)  # tiktoken's count, uncalibrated: well short
@@ -57,6 +53,6 @@ def test_the_first_run_learns_the_ratio_and_the_next_is_within_a_few_percent(
     (entry,) = cache.values()
     assert entry["facts"]["token_ratio"] == pytest.approx(real / (estimate / 1.0), rel=0.02)
 
-    second = etcode("run", "--debug", "What is two plus two?", cwd=project, timeout=300)
+    second = etcode("run", "--debug", "What is two plus two?", cwd=project, timeout=LLAMA_TIMEOUT)
     ((real, estimate, error),) = logged(second.stderr)
     assert abs(error) <= 3, (real, estimate, error)

@@ -17,7 +17,10 @@ from pathlib import Path
 
 from tests.cli_helpers import etcode
 from tests.llama_proxy import llama_proxy
-from tests.test_llama_server import configure, events_of, llama, patient_probe  # noqa: F401
+from tests.llama_servers import LLAMA_TEST, LLAMA_TIMEOUT
+from tests.test_llama_server import configure, events_of, patient_probe  # noqa: F401  (fixture)
+
+pytestmark = LLAMA_TEST
 
 FACT = "My name is Zorblax."
 
@@ -31,7 +34,7 @@ def notes(first: int, count: int) -> str:
 
 def test_a_first_turn_fact_survives_compaction_word_for_word(
     project: Path,
-    llama: Callable[..., int],  # noqa: F811
+    llama: Callable[..., int],
 ) -> None:
     with llama_proxy(llama(4096)) as (port, bodies, controls):
         controls.max_tokens_cap = 48  # the summary may ask for ~380: minutes on a busy CPU
@@ -44,7 +47,7 @@ def test_a_first_turn_fact_survives_compaction_word_for_word(
         runs = []
         for n, task in enumerate(turns):
             args = ["run", "--format", "json", *(["--continue"] if n else []), task]
-            proc = etcode(*args, cwd=project, timeout=280)
+            proc = etcode(*args, cwd=project, timeout=LLAMA_TIMEOUT)
             events = events_of(proc)
             assert events and events[-1]["type"] == "result", proc.stderr[-2000:]
             assert events[-1]["stop_reason"] in ("end_turn", "max_tokens"), events[-1]

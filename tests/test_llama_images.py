@@ -19,16 +19,19 @@ from etcode.provider.images import image_from_bytes
 from etcode.provider.types import ImagePart, Message, TextPart
 from etcode.session.store import SessionStore
 from tests.cli_helpers import etcode
+from tests.llama_servers import LLAMA_TEST, LLAMA_TIMEOUT
 from tests.test_fault_matrix import db_path
 from tests.test_image_models import png
-from tests.test_llama_server import configure, events_of, llama, patient_probe  # noqa: F401  (fixtures)
+from tests.test_llama_server import configure, events_of, patient_probe  # noqa: F401  (fixture)
+
+pytestmark = LLAMA_TEST
 
 
 def shot() -> ImagePart:
     return image_from_bytes(png(64, 48), "screenshot.png")
 
 
-def test_llama_refuses_an_image_in_a_way_etcode_tells_apart(llama: Callable[..., int]) -> None:  # noqa: F811
+def test_llama_refuses_an_image_in_a_way_etcode_tells_apart(llama: Callable[..., int]) -> None:
     port = llama()
     image = shot()
     content = [
@@ -44,9 +47,9 @@ def test_llama_refuses_an_image_in_a_way_etcode_tells_apart(llama: Callable[...,
     assert ImageSupport("smollm2").refused(err, [Message("user", [TextPart("see"), image])])
 
 
-def test_a_text_only_llama_model_gets_the_notice_at_once(project: Path, llama: Callable[..., int]) -> None:  # noqa: F811
+def test_a_text_only_llama_model_gets_the_notice_at_once(project: Path, llama: Callable[..., int]) -> None:
     configure(project, llama(), max_tokens=8)
-    first = etcode("run", "--format", "json", "Say hi.", cwd=project, timeout=300)
+    first = etcode("run", "--format", "json", "Say hi.", cwd=project, timeout=LLAMA_TIMEOUT)
     assert events_of(first)[-1]["type"] == "result", first.stderr
     store = SessionStore.open(db_path())
     try:
@@ -58,7 +61,9 @@ def test_a_text_only_llama_model_gets_the_notice_at_once(project: Path, llama: C
         )
     finally:
         store.close()
-    proc = etcode("run", "--format", "json", "-c", "What is wrong with it?", cwd=project, timeout=300)
+    proc = etcode(
+        "run", "--format", "json", "-c", "What is wrong with it?", cwd=project, timeout=LLAMA_TIMEOUT
+    )
     events = events_of(proc)
     result = events[-1]
     assert result["type"] == "result" and result["stop_reason"] in ("end_turn", "max_tokens"), proc.stdout[
@@ -73,7 +78,7 @@ def test_a_text_only_llama_model_gets_the_notice_at_once(project: Path, llama: C
 
 def test_an_unknown_llama_model_refusing_the_image_is_asked_again(
     project: Path,
-    llama: Callable[..., int],  # noqa: F811
+    llama: Callable[..., int],
 ) -> None:
     """The server's facts were cached without ``images`` (an older etcode asked it): the run
     asks the server again in the background (issue 34), so ``/props``' ``modalities.vision``
@@ -82,7 +87,7 @@ def test_an_unknown_llama_model_refusing_the_image_is_asked_again(
     image in the same run with one warning. Either way ``images: false`` is cached."""
     port = llama()
     configure(project, port, max_tokens=8)
-    first = etcode("run", "--format", "json", "Say hi.", cwd=project, timeout=300)
+    first = etcode("run", "--format", "json", "Say hi.", cwd=project, timeout=LLAMA_TIMEOUT)
     assert events_of(first)[-1]["type"] == "result", first.stderr
     cache = Path(os.environ["XDG_CACHE_HOME"]) / "etcode" / "servers.json"
     data = json.loads(cache.read_text(encoding="utf-8"))
@@ -99,7 +104,9 @@ def test_an_unknown_llama_model_refusing_the_image_is_asked_again(
         )
     finally:
         store.close()
-    proc = etcode("run", "--format", "json", "-c", "What is wrong with it?", cwd=project, timeout=300)
+    proc = etcode(
+        "run", "--format", "json", "-c", "What is wrong with it?", cwd=project, timeout=LLAMA_TIMEOUT
+    )
     events = events_of(proc)
     assert events[-1]["type"] == "result" and events[-1]["stop_reason"] in ("end_turn", "max_tokens"), (
         proc.stdout

@@ -22,8 +22,11 @@ import pytest
 
 from tests.cli_helpers import etcode
 from tests.llama_proxy import llama_proxy
+from tests.llama_servers import LLAMA_TEST, LLAMA_TIMEOUT
 from tests.test_llama_server import configure, events_of
-from tests.test_llama_small_windows import QUESTION, llama_tools  # noqa: F401
+from tests.test_llama_small_windows import QUESTION
+
+pytestmark = LLAMA_TEST
 
 CORE = {"ReadFile", "Edit", "WriteFile", "Bash", "Grep"}
 
@@ -38,7 +41,7 @@ def chat_bodies(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_a_run_started_while_the_model_loads_answers_after_the_overflow(
     project: Path,
-    llama_tools: Callable[[int], int],  # noqa: F811
+    llama_tools: Callable[[int], int],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``/props`` answers 503 the whole run: the full first request overflows 2,048 tokens,
@@ -49,7 +52,7 @@ def test_a_run_started_while_the_model_loads_answers_after_the_overflow(
         controls.props_status = 503
         controls.max_tokens_cap = 16
         configure(project, port, max_tokens=48)
-        proc = etcode("run", "--format", "json", QUESTION, cwd=project, timeout=280)
+        proc = etcode("run", "--format", "json", QUESTION, cwd=project, timeout=LLAMA_TIMEOUT)
         events = events_of(proc)
         assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
         result = events[-1]
@@ -70,7 +73,7 @@ def test_a_run_started_while_the_model_loads_answers_after_the_overflow(
 
 def test_a_props_answer_after_one_503_comes_before_the_first_request(
     project: Path,
-    llama_tools: Callable[[int], int],  # noqa: F811
+    llama_tools: Callable[[int], int],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``/props`` answers 503 once, then the server's own answer: discovery's retry brings
@@ -81,7 +84,7 @@ def test_a_props_answer_after_one_503_comes_before_the_first_request(
         controls.props_status, controls.props_left = 503, 1
         controls.max_tokens_cap = 16
         configure(project, port, max_tokens=48)
-        proc = etcode("run", "--format", "json", QUESTION, cwd=project, timeout=280)
+        proc = etcode("run", "--format", "json", QUESTION, cwd=project, timeout=LLAMA_TIMEOUT)
         events = events_of(proc)
         assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
         result = events[-1]
@@ -96,7 +99,7 @@ def test_a_props_answer_after_one_503_comes_before_the_first_request(
 
 def test_a_props_answer_after_the_grace_still_fits_the_same_run(
     project: Path,
-    llama_tools: Callable[[int], int],  # noqa: F811
+    llama_tools: Callable[[int], int],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``/props`` answers 503 once and the first request waits only the default grace
@@ -108,7 +111,7 @@ def test_a_props_answer_after_the_grace_still_fits_the_same_run(
         controls.props_status, controls.props_left = 503, 1
         controls.max_tokens_cap = 16
         configure(project, port, max_tokens=48)
-        proc = etcode("run", "--format", "json", QUESTION, cwd=project, timeout=280)
+        proc = etcode("run", "--format", "json", QUESTION, cwd=project, timeout=LLAMA_TIMEOUT)
         events = events_of(proc)
         assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
         assert events[-1]["stop_reason"] == "end_turn", events[-1]

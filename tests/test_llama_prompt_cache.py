@@ -6,30 +6,23 @@ working directory sat early in the system text and only ~210 of ~2,640 tokens we
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.cli_helpers import etcode
-from tests.test_llama_server import TOOL, result_of, tool
-from tests.test_llama_server import _unavailable as unavailable
+from tests.llama_servers import LLAMA_TEST, LLAMA_TIMEOUT
+from tests.test_llama_server import result_of
+
+pytestmark = LLAMA_TEST
 
 
-@pytest.fixture(scope="module")
-def tools_server() -> Iterator[int]:
+@pytest.fixture
+def tools_server(llama_tools: Callable[[int], int]) -> int:
     """A llama-server with a tool-capable template (Qwen2.5's: system text, then tools)."""
-    if not TOOL.is_file():
-        unavailable(f"{TOOL} is missing")
-    if tool("path").returncode != 0:
-        unavailable("llama-server is not built (../shared/tools/llama-server build)")
-    proc = tool("start", LLAMA_CTX="4096", LLAMA_TOOLS="1")
-    if proc.returncode != 0:
-        unavailable(f"llama-server did not start: {proc.stderr.strip()[-300:]}")
-    port = int(proc.stdout.strip().splitlines()[-1])
-    yield port
-    tool("stop", str(port))
+    return llama_tools(4096)
 
 
 def ask_in(folder: Path, port: int) -> dict[str, Any]:
@@ -43,7 +36,7 @@ def ask_in(folder: Path, port: int) -> dict[str, Any]:
     }
     config = {"model": "local/smollm2", "max_steps": 1, "provider": [provider]}
     (folder / "etcode.json").write_text(json.dumps(config))
-    proc = etcode("run", "--format", "json", "What is 2+2?", cwd=folder, timeout=280)
+    proc = etcode("run", "--format", "json", "What is 2+2?", cwd=folder, timeout=LLAMA_TIMEOUT)
     result = result_of(proc)
     assert result["type"] == "result", proc.stderr[-2000:]
     return dict(result["usage"])

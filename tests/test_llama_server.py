@@ -2,7 +2,8 @@
 
 The server comes from ``../shared/tools/llama-server`` (built once per machine; ``.ci/run``
 builds it when missing and sets ``ETCODE_REQUIRE=all``, so in CI these tests fail rather
-than skip when it cannot start: ``tests/require.py``). Each test starts its own server only when its window differs.
+than skip when it cannot start: ``tests/require.py``). The servers are shared by the session,
+one per window and template (``tests/llama_servers.py``).
 """
 
 from __future__ import annotations
@@ -12,63 +13,23 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.cli_helpers import etcode
-from tests.require import missing
+from tests.llama_servers import CACHE, LLAMA_TEST, LLAMA_TIMEOUT
 from tests.test_fault_matrix import error_line
 
-TOOL = Path(__file__).resolve().parents[2] / "shared" / "tools" / "llama-server"
-#: The build cache, fixed at import: each test gets its own XDG_CACHE_HOME (conftest).
-CACHE = os.environ.get("ETCODE_LLAMA_CACHE") or str(
-    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "etcode-dev" / "llama"
-)
-
-
-def tool(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(TOOL), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "ETCODE_LLAMA_CACHE": CACHE, **env},
-    )
+pytestmark = LLAMA_TEST
 
 
 @pytest.fixture(autouse=True)
 def patient_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     """The server's answer must count on a loaded CI machine too (the grace is 0.3 s)."""
     monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "60")
-
-
-def _unavailable(what: str) -> None:
-    missing("llama", what)
-
-
-@pytest.fixture(scope="module")
-def llama() -> Iterator[Callable[..., int]]:
-    """``llama(ctx=8192)`` → the port of a running llama-server with that window."""
-    if not TOOL.is_file():
-        _unavailable(f"{TOOL} is missing")
-    if tool("path").returncode != 0:
-        _unavailable("llama-server is not built (../shared/tools/llama-server build)")
-    ports: dict[int, int] = {}
-
-    def start(ctx: int = 8192) -> int:
-        if ctx not in ports:
-            proc = tool("start", LLAMA_CTX=str(ctx))
-            if proc.returncode != 0:
-                _unavailable(f"llama-server did not start: {proc.stderr.strip()[-300:]}")
-            ports[ctx] = int(proc.stdout.strip().splitlines()[-1])
-        return ports[ctx]
-
-    yield start
-    for port in ports.values():
-        tool("stop", str(port))
 
 
 def configure(
@@ -103,7 +64,9 @@ def result_of(proc: subprocess.CompletedProcess) -> dict[str, Any]:
 
 def test_a_short_answer_with_usage(project: Path, llama: Callable[..., int]) -> None:
     configure(project, llama(), max_tokens=48)
-    proc = etcode("run", "--format", "json", "Say hello in one short sentence.", cwd=project, timeout=300)
+    proc = etcode(
+        "run", "--format", "json", "Say hello in one short sentence.", cwd=project, timeout=LLAMA_TIMEOUT
+    )
     result = result_of(proc)
     assert result["type"] == "result"
     assert result["stop_reason"] in ("end_turn", "max_tokens")
@@ -115,7 +78,7 @@ def test_a_short_answer_with_usage(project: Path, llama: Callable[..., int]) -> 
 
 def test_a_cut_answer_says_so_and_exits_1(project: Path, llama: Callable[..., int]) -> None:
     configure(project, llama(), max_tokens=4)
-    proc = etcode("run", "Write a long story about a lighthouse keeper.", cwd=project, timeout=300)
+    proc = etcode("run", "Write a long story about a lighthouse keeper.", cwd=project, timeout=LLAMA_TIMEOUT)
     assert proc.returncode == 1, proc.stderr
     assert "The answer was cut off" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -132,7 +95,7 @@ def test_overflow_names_the_servers_window(project: Path, llama: Callable[..., i
         settings={"prompt": "full"},
         max_tokens=16,
     )
-    line = error_line(etcode("run", "hello", cwd=project, timeout=300))
+    line = error_line(etcode("run", "hello", cwd=project, timeout=LLAMA_TIMEOUT))
     assert "512-token window" in line
     assert "***" not in line
 
@@ -141,7 +104,7 @@ def test_a_small_discovered_window_gets_the_lean_prompt(project: Path, llama: Ca
     """Discovered, the 512-token window is known before the first request: the lean prompt
     fits it and the run answers."""
     configure(project, llama(512), max_tokens=16)
-    proc = etcode("run", "--format", "json", "hello", cwd=project, timeout=300)
+    proc = etcode("run", "--format", "json", "hello", cwd=project, timeout=LLAMA_TIMEOUT)
     result = result_of(proc)
     assert result["stop_reason"] in ("end_turn", "max_tokens"), proc.stdout[-2000:]
     assert result["result"].strip()
@@ -207,7 +170,7 @@ def test_window_discovery(project: Path, llama: Callable[..., int]) -> None:
     served = [e["id"] for e in rows if e["served"]]  # what the server offers (its /v1/models)
     assert served and all(i.startswith("local/") and i.endswith(".gguf") for i in served), served
 
-    proc = etcode("run", "--format", "json", "Say hi.", cwd=project, timeout=300)
+    proc = etcode("run", "--format", "json", "Say hi.", cwd=project, timeout=LLAMA_TIMEOUT)
     events = events_of(proc)
     windows = {e["context_window"] for e in events if e["type"] == "usage"}
     assert windows == {2048}, windows
@@ -226,12 +189,23 @@ def test_overflow_then_compaction_then_success(project: Path, llama: Callable[..
     configure(project, port, models={"smollm2": {"limit": {"context": 8192}}}, max_tokens=24)
     notes = "\n".join(f"- note {i}: the lighthouse lamp was checked at {i} o'clock." for i in range(60))
     first = etcode(
-        "run", "--format", "json", f"Remember these notes.\n{notes}\nReply OK.", cwd=project, timeout=300
+        "run",
+        "--format",
+        "json",
+        f"Remember these notes.\n{notes}\nReply OK.",
+        cwd=project,
+        timeout=LLAMA_TIMEOUT,
     )
     assert result_of(first)["stop_reason"] in ("end_turn", "max_tokens"), first.stdout[-2000:]
     more = "\n".join(f"- note {i}: the lighthouse lamp was checked at {i} o'clock." for i in range(60, 100))
     second = etcode(
-        "run", "--format", "json", "--continue", f"More notes.\n{more}\nReply OK.", cwd=project, timeout=300
+        "run",
+        "--format",
+        "json",
+        "--continue",
+        f"More notes.\n{more}\nReply OK.",
+        cwd=project,
+        timeout=LLAMA_TIMEOUT,
     )
     events = events_of(second)
     compactions = [e for e in events if e["type"] == "compaction"]

@@ -3,18 +3,21 @@ chat template (``LLAMA_TOOLS=1``) and a small window: the tools are fitted to it
 window answers with tools offered and a 1k window answers without them (issue 34, item 1).
 
 One request per test, a few tokens each (SmolLM2-135M on CPU); each window is a server of
-its own, stopped at the end of the module.
+its own (``tests/llama_servers.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.cli_helpers import etcode
-from tests.test_llama_server import TOOL, _unavailable, configure, events_of, result_of, tool
+from tests.llama_servers import LLAMA_TEST, LLAMA_TIMEOUT
+from tests.test_llama_server import configure, events_of, result_of
+
+pytestmark = LLAMA_TEST
 
 QUESTION = "Reply with just the number: what is 2+2?"
 
@@ -23,29 +26,6 @@ QUESTION = "Reply with just the number: what is 2+2?"
 def patient_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     """The server's answer must count on a loaded CI machine too (the grace is 0.3 s)."""
     monkeypatch.setenv("ETCODE_DISCOVERY_WAIT", "60")
-
-
-@pytest.fixture(scope="module")
-def llama_tools() -> Iterator[Callable[[int], int]]:
-    """``llama_tools(ctx)`` → the port of a running llama-server with that window and the
-    tool-capable chat template."""
-    if not TOOL.is_file():
-        _unavailable(f"{TOOL} is missing")
-    if tool("path").returncode != 0:
-        _unavailable("llama-server is not built (../shared/tools/llama-server build)")
-    ports: dict[int, int] = {}
-
-    def start(ctx: int) -> int:
-        if ctx not in ports:
-            proc = tool("start", LLAMA_CTX=str(ctx), LLAMA_TOOLS="1")
-            if proc.returncode != 0:
-                _unavailable(f"llama-server did not start: {proc.stderr.strip()[-300:]}")
-            ports[ctx] = int(proc.stdout.strip().splitlines()[-1])
-        return ports[ctx]
-
-    yield start
-    for port in ports.values():
-        tool("stop", str(port))
 
 
 def prompt_tokens(result: dict) -> int:
@@ -60,7 +40,7 @@ def test_a_2k_window_answers_with_the_tools_that_fit(
     """Lean prompt and 11 tools do not fit 2,048 tokens: the tools left out are named once,
     the core set is offered, and the question is answered."""
     configure(project, llama_tools(2048), max_tokens=48)
-    proc = etcode("run", "--format", "json", QUESTION, cwd=project, timeout=280)
+    proc = etcode("run", "--format", "json", QUESTION, cwd=project, timeout=LLAMA_TIMEOUT)
     events = events_of(proc)
     result = events[-1]
     assert proc.returncode == 0, proc.stderr + proc.stdout[-2000:]
@@ -76,7 +56,7 @@ def test_a_2k_window_answers_with_the_tools_that_fit(
 def test_a_1k_window_answers_without_tools(project: Path, llama_tools: Callable[[int], int]) -> None:
     """Not even the core tools fit 1,024 tokens: the run says so once and answers in text."""
     configure(project, llama_tools(1024), max_tokens=48)
-    proc = etcode("run", "--format", "json", QUESTION, cwd=project, timeout=280)
+    proc = etcode("run", "--format", "json", QUESTION, cwd=project, timeout=LLAMA_TIMEOUT)
     events = events_of(proc)
     result = result_of(proc)
     assert proc.returncode == 0, proc.stderr + proc.stdout[-2000:]
