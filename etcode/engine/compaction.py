@@ -18,8 +18,9 @@ at most ``SUMMARY_SHARE`` of that room, so that the next turns do not compact ag
 The summary is checked (``summary_check``): an answer that calls a tool, a summary that was
 cut at its length limit, is not shorter than what it replaces, or is mostly repetition is
 rejected — small models write such. When the system prompt and tools leave the summary
-request no room for any older message, no summary is asked for. Then no model text is kept: the older part stays, trimmed (``trimming``: tool outputs
-and the assistant's text cut to a head, the user's messages whole) when that is under
+request no room for any older message, no summary is asked for. Then no model text is kept:
+the older part stays, trimmed (``trimming``: tool outputs and the assistant's text cut to a
+head, the user's messages whole) when that is under
 ``PRUNE_TARGET``; else only the user's messages stand in for it. Either way the user's own
 messages of the older part are kept word for word (``kept_users``, within ``USER_SHARE`` of
 the room: the first always, then the newest, those between left out and counted), the
@@ -434,8 +435,8 @@ class Compactor:
         if self.budget.context:  # the answer must fit the window beside its request
             asked = est.request(system, tools, source) + est.text(summary_instruction(words))
             max_tokens = max(min(max_tokens, self.budget.context - asked - SUMMARY_FRAMING), 1)
-        asked = any(not _is_note(m) for m in source)
-        if asked:
+        has_older = any(not _is_note(m) for m in source)
+        if has_older:
             summary, usage, stop = await self._summary_or_none(
                 provider, model, system, tools, source, max_tokens, words
             )
@@ -449,7 +450,7 @@ class Compactor:
         replaced = est.messages(older) - est.text(kept_users.render(users, left_out))
         if summary is not None:
             rejected = rejection(summary, stop, est.text(summary), replaced)
-        elif asked:
+        elif has_older:
             rejected = "the summary request did not fit the window"
         else:
             rejected = "no older message fit the summary request"
@@ -461,7 +462,7 @@ class Compactor:
             summarized=len(older),
             pruned=pruned,
             usage=usage,
-            requests=int(asked),
+            requests=int(has_older),
         )
         if rejected is None and summary is not None:
             done.messages = _new_batch(
