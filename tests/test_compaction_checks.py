@@ -17,8 +17,9 @@ import pytest
 
 from etcode import Agent, tool
 from etcode.contract import events as ev
+from etcode.engine import kept_users
 from tests.cli_helpers import etcode
-from tests.fake_llm import FakeLLM, Recorded, Reply
+from tests.fake_llm import Call, FakeLLM, Recorded, Reply
 
 SYSTEM = "You are TEST-SYSTEM-MARKER, a careful assistant."
 INSTRUCTION_MARK = "is about to be replaced by a summary"  # from prompts/compaction/summary.txt
@@ -79,6 +80,12 @@ async def third_turn_compacts(project: Path, llm: FakeLLM, summary: Reply) -> tu
     return events, agent
 
 
+def alternates(request: Recorded) -> bool:
+    """No two user messages in a row in a request (tool results answer the assistant)."""
+    seen = [m["role"] for m in request.body["messages"] if m["role"] != "system"]
+    return all(not (x == "user" and y == "user") for x, y in zip(seen, seen[1:], strict=False))
+
+
 def done_event(events: list[ev.Event]) -> ev.CompactionEvent:
     done = [e for e in events if isinstance(e, ev.CompactionEvent) and e.phase == "done"]
     assert len(done) == 1, events
@@ -94,6 +101,7 @@ def assert_trimmed_instead(events: list[ev.Event], llm: FakeLLM, why: str) -> No
     assert "fact100 about topic one" not in text  # the long answers were trimmed
     assert "SUMMARY-MARKER" not in text and "happy to continue" not in text
     assert after.body["messages"][-1] == {"role": "user", "content": "Tell me about topic three"}
+    assert all(alternates(r) for r in llm.requests)
     done = done_event(events)
     assert why in done.message and "trimmed instead" in done.message
     assert done.tokens_after < done.tokens_before
@@ -121,13 +129,78 @@ async def test_a_repetitive_summary_is_rejected(tmp_path: Path, llm: FakeLLM) ->
     assert_trimmed_instead(events, llm, "mostly repetition")
 
 
+async def test_a_tool_call_is_not_taken_for_a_summary(tmp_path: Path, llm: FakeLLM) -> None:
+    """Small models call a tool when asked for the summary (the request keeps the tools, for
+    the prompt cache): the answer is rejected, its text never kept as the summary."""
+    call = Reply(text="Let me look that up.", calls=[Call("lookup", {"key": "topics"})])
+    events, _ = await third_turn_compacts(tmp_path, llm, call)
+    assert_trimmed_instead(events, llm, "called a tool instead of writing the summary")
+    assert "Let me look that up." not in body_text(llm.requests[3])
+    tools = [[t["function"]["name"] for t in r.body["tools"]] for r in llm.requests[1:3]]
+    assert tools[0] == tools[1] and "lookup" in tools[0]  # the same tools: the prompt cache's prefix
+
+
+def answers_and_summaries(answer_words: int) -> Callable[[Recorded], Reply]:
+    """Answers of ``answer_words`` words; a good summary when asked for one."""
+
+    def reply(recorded: Recorded) -> Reply:
+        if INSTRUCTION_MARK in body_text(recorded):
+            return Reply(text=SUMMARY)
+        return Reply(text=long_text("the answer", answer_words))
+
+    return reply
+
+
+async def test_no_summary_is_asked_for_when_no_older_message_fits_its_request(
+    tmp_path: Path, llm: FakeLLM
+) -> None:
+    """A system prompt that leaves no room for any older message in the summary request: no
+    model call (it would summarise nothing but a note), the history is trimmed instead."""
+    configure(tmp_path, llm, context=4096, output=1024)
+    llm.script(*[answers_and_summaries(700)] * 4)
+    system = "You are a careful assistant. " + long_text("the rules", 1400)
+    agent = Agent(directory=tmp_path, system_prompt=system, builtin_tools=False, store=False, tools=[lookup])
+    await agent.run(FACT)
+    events = [event async for event in agent.stream("Question 2: and then?")]
+    await agent.aclose()
+    assert not [r for r in llm.requests if INSTRUCTION_MARK in body_text(r)]
+    done = done_event(events)
+    assert "no older message fit the summary request" in done.message
+    assert done.tokens_after < done.tokens_before
+    assert agent.last_result.compactions == 0
+    assert FACT in body_text(llm.requests[-1]) and "trimmed by compaction" in body_text(llm.requests[-1])
+
+
+async def test_a_compaction_that_would_grow_the_request_is_not_kept(tmp_path: Path, llm: FakeLLM) -> None:
+    """``/compact`` of two short turns: the summary and its framing are larger than what they
+    replace, so the history stays as it was (the request counted, nothing kept)."""
+    configure(tmp_path, llm)
+    llm.script(Reply(text="Fine."), Reply(text="Also fine."), Reply(text=SUMMARY), Reply(text="ok"))
+    events: list[ev.Event] = []
+    agent = Agent(directory=tmp_path, system_prompt=SYSTEM, builtin_tools=False, store=False, tools=[lookup])
+    await agent.run(FACT)
+    await agent.run("and then?")
+    history = list(agent.history)
+    await agent.compact(on_event=events.append)
+    assert INSTRUCTION_MARK in body_text(llm.requests[2])
+    assert agent.history == history
+    done = done_event(events)
+    assert done.tokens_after == done.tokens_before
+    assert done.message.endswith("; the history was kept as it was"), done.message
+    await agent.run("and now?")
+    await agent.aclose()
+    assert "SUMMARY-MARKER" not in body_text(llm.requests[-1])
+
+
 async def test_a_good_summary_is_kept_with_the_users_messages(tmp_path: Path, llm: FakeLLM) -> None:
     events, agent = await third_turn_compacts(tmp_path, llm, Reply(text=SUMMARY))
     after = llm.requests[3]
     text = body_text(after)
     assert "SUMMARY-MARKER" in text and "fact1 about topic one" not in text
     first = after.body["messages"][1]["content"]  # the summary message: the user's words first
-    assert first.index(f"<user_message>\n{FACT}\n</user_message>") < first.index("SUMMARY-MARKER")
+    assert first.index(f'<user_message chars="{len(FACT)}">\n{FACT}\n</user_message>') < first.index(
+        "SUMMARY-MARKER"
+    )
     assert done_event(events).message == ""
     # The summary request was asked for a length that fits the window, and says so.
     assert llm.requests[2].body["max_tokens"] <= 1000
@@ -154,7 +227,10 @@ async def test_the_users_messages_survive_a_second_compaction(tmp_path: Path, ll
     summaries = [i for i, r in enumerate(llm.requests) if INSTRUCTION_MARK in body_text(r)]
     assert summaries == [2, 5]
     last = body_text(llm.requests[-1])
-    assert "SECOND-SUMMARY" in last and json.dumps(f"<user_message>\n{FACT}\n</user_message>")[1:-1] in last
+    assert (
+        "SECOND-SUMMARY" in last
+        and json.dumps(f'<user_message chars="{len(FACT)}">\n{FACT}\n</user_message>')[1:-1] in last
+    )
     assert last.count(FACT) == 1
 
 
@@ -275,3 +351,46 @@ async def test_a_summary_is_not_held_to_a_short_answer_size(tmp_path: Path, llm:
     assert [r.body["max_tokens"] for r in llm.requests][:2] == [32, 32]
     assert INSTRUCTION_MARK in body_text(llm.requests[2]) and llm.requests[2].body["max_tokens"] >= 256
     assert "SUMMARY-MARKER" in body_text(llm.requests[3])
+
+
+@pytest.mark.parametrize("rules", [700, 1000], ids=["1.1k-system", "1.6k-system"])
+async def test_the_first_message_stays_at_a_4k_window(tmp_path: Path, llm: FakeLLM, rules: int) -> None:
+    """Ten turns of ~25-token messages at a 4,096-token window beside a system prompt of
+    1.1k or 1.6k tokens: the user's kept messages are bounded, and the first one (who they
+    are) stays word for word while the middle ones go, counted (before: the oldest went first)."""
+    configure(tmp_path, llm, context=4096, output=1024)
+    llm.script(*[small_model(150)] * 40)
+    system = "You are a careful assistant. " + long_text("the rules", rules)
+    agent = Agent(directory=tmp_path, system_prompt=system, builtin_tools=False, store=False, tools=[lookup])
+    for turn in range(1, 11):
+        task = (
+            FACT
+            if turn == 1
+            else f"Question {turn}: please tell me a little more about what you said in answer {turn - 1}, "
+            "and keep it short."
+        )
+        result = await agent.run(task)
+        assert result.stop_reason == "end_turn", result.error
+    await agent.aclose()
+    assert FACT in body_text(llm.requests[-1])
+    last = json.loads(body_text(llm.requests[-1]))["messages"]
+    kept = next(m["content"] for m in last if kept_users.INTRO in m["content"])
+    texts, left_out = kept_users.parse(kept[kept.index(kept_users.INTRO) - 1 :])
+    assert texts[0] == FACT
+    assert all(alternates(r) for r in llm.requests)  # the summary requests and the fallback's too
+    asked = {f"Question {turn}:" for turn in range(2, 11)}
+    present = {q for q in asked if any(q in m["content"] for m in last if m["role"] == "user")}
+    assert left_out == len(asked) - len(present)  # every message left out is counted
+
+
+def test_kept_messages_read_back_whole_with_tags_in_their_text() -> None:
+    """A user's text holding the block's own tags reads back whole, and the count of those
+    left out is carried to the next compaction."""
+    texts = ["my name is Zorblax", "it chokes on\n</user_message>\n<user_message>\ninside", "use tabs"]
+    block = "[etcode] header\n" + kept_users.render(texts, 3) + "\n\n<summary>\nS\n</summary>"
+    assert kept_users.parse(block) == (texts, 3)
+    kept, left_out = kept_users.bounded(
+        [*texts, "four", "five"], 40, lambda t: len(t.split()), 3
+    )  # words as tokens
+    assert kept == ["my name is Zorblax", "use tabs", "four", "five"]  # the first, then the newest
+    assert left_out == 3 + 1

@@ -44,6 +44,12 @@ def body_text(request) -> str:
     return json.dumps(request.body)
 
 
+def alternates(request) -> bool:
+    """No two user messages in a row in a request (tool results answer the assistant)."""
+    seen = [m["role"] for m in request.body["messages"] if m["role"] != "system"]
+    return all(not (x == "user" and y == "user") for x, y in zip(seen, seen[1:], strict=False))
+
+
 def user_contents(request) -> list[str]:
     return [without_environment(m["content"]) for m in request.body["messages"] if m["role"] == "user"]
 
@@ -85,7 +91,11 @@ def test_resumed_run_keeps_a_large_piped_message_verbatim(project: Path, llm: Fa
     assert "LOGLINE-00000" not in body_text(summarize)  # not something to summarise
     assert "why does this fail?" not in body_text(summarize)
     users = user_contents(after)
-    assert users[-1] == f"why does this fail?\n\n{log}"  # word for word, last
+    assert alternates(summarize) and alternates(after)
+    # word for word, last (joined to the summary before it: user and assistant alternate)
+    assert users[-1].endswith(
+        f"</summary>\n\nThe most recent messages follow word for word.\n\nwhy does this fail?\n\n{log}"
+    )
     assert users[0].startswith(SUMMARY_HEADER) and "SUMMARY-MARKER" in users[0]
     assert "fact1 about topic one" not in body_text(after)
     assert body_text(after).count("LOGLINE-00264") == 1
@@ -95,7 +105,8 @@ def test_resumed_run_keeps_a_large_piped_message_verbatim(project: Path, llm: Fa
     assert run(project, "-c", "and the worker?").returncode == 0
     resumed = llm.requests[4]
     assert without_environment(resumed.body["messages"][1]["content"]).startswith(SUMMARY_HEADER)
-    assert user_contents(resumed)[-2:] == [f"why does this fail?\n\n{log}", "and the worker?"]
+    kept, newest = user_contents(resumed)[-2:]
+    assert kept.endswith(f"word for word.\n\nwhy does this fail?\n\n{log}") and newest == "and the worker?"
     assert resumed.body["messages"][-2] == {"role": "assistant", "content": "The log shows retries."}
     assert "fact1 about topic one" not in body_text(resumed)
 
@@ -135,7 +146,8 @@ def test_overflow_from_the_server_keeps_the_newest_message(project: Path, llm: F
     assert result_line(proc)["result"] == "retried answer"
     summarize, retried = llm.requests[2], llm.requests[3]
     assert INSTRUCTION_MARK in body_text(summarize) and "LOGLINE-00000" not in body_text(summarize)
-    assert user_contents(retried)[-1] == f"read this\n\n{log}"
+    assert alternates(summarize) and alternates(retried)  # an overflow's compaction too
+    assert user_contents(retried)[-1].endswith(f"word for word.\n\nread this\n\n{log}")
     assert "SUMMARY-MARKER" in body_text(retried) and "fact1 about topic one" not in body_text(retried)
 
 
@@ -206,7 +218,9 @@ async def test_compaction_inside_a_turn_keeps_the_task_and_whole_steps(project: 
     summarize, after = llm.requests[3], llm.requests[4]
     assert INSTRUCTION_MARK in body_text(summarize) and "part 1 line 0" in body_text(summarize)
     assert "TASK-MARKER" not in body_text(summarize)
-    assert task in user_contents(after)  # the task, word for word
+    assert alternates(summarize) and alternates(after)  # the newest turn split: newest, summary
+    # the task, word for word, then the summary of its first steps (one user message)
+    assert user_contents(after)[0].startswith(f"{task}\n\n{SUMMARY_HEADER}")
     messages = after.body["messages"]
     assert messages[-1]["role"] == "tool" and "part 3 line 59" in messages[-1]["content"]
     assert messages[-2]["role"] == "assistant" and messages[-2]["tool_calls"]  # call and result together

@@ -92,7 +92,7 @@ async def test_one_environment_block_across_a_multi_step_turn_and_after_compacti
     folder = configure(tmp_path / "proj", llm)
     llm.script(
         Reply(calls=[Call("ReadFile", {"file_path": str(folder / "notes.txt")})]),
-        Reply(text="It says 42."),
+        Reply(text="It says 42. " + "Here is why, at length. " * 200),  # a summary is shorter
         Reply(text="Second turn."),
         Reply(text=SUMMARY),
         Reply(text="After compaction."),
@@ -113,11 +113,36 @@ async def test_one_environment_block_across_a_multi_step_turn_and_after_compacti
         text = json.dumps(body)
         assert text.count("<env>") == 1, text[:400]
         assert f"Working directory: {folder.resolve()}" in first_user_text(body)
-    for body in chats[:3]:
+    for body in chats:  # after compaction too: the summary joins the user message next to it
         assert alternates(body), roles(body)
     assert roles(bodies[1]) == ["user", "assistant", "tool"]
     # after compaction the block adds no message either: the request holds the history's
-    assert len(roles(bodies[4])) == len(history) - 1  # (the last answer came after it)
+    # (the last answer came after it; the summary is joined to the user message after it)
+    assert len(roles(bodies[4])) == len(history) - 2
     assert "SUMMARY-MARKER" in json.dumps(bodies[4])
     assert without_environment(first_user_text(bodies[4])) != first_user_text(bodies[4])
     assert "<env>" not in stored  # joined at request time, never kept in the session
+
+
+async def test_roles_alternate_after_a_manual_compaction(llm: FakeLLM, tmp_path: Path) -> None:
+    """After ``/compact`` the summary (a user message) comes before the newest user message:
+    they are sent joined, as chat templates such as Gemma's refuse two user turns in a row."""
+    folder = configure(tmp_path / "proj", llm)
+    llm.script(
+        Reply(text="Here is a long explanation. " * 200),
+        Reply(text="Second turn."),
+        Reply(text=SUMMARY),
+        Reply(text="After."),
+    )
+    agent = Agent(directory=folder, store=False)
+    try:
+        await agent.arun("my name is Zorblax")
+        await agent.arun("and again?")
+        await agent.compact()
+        await agent.arun("what is my name?")
+    finally:
+        await agent.aclose()
+    summary_request, after = llm.requests[2].body, llm.requests[3].body
+    assert "SUMMARY-MARKER" in json.dumps(after)
+    for body in (summary_request, after):
+        assert alternates(body), roles(body)

@@ -15,18 +15,22 @@ next steps, relevant files; an earlier summary is updated rather than summarised
 summary request never carries an image (their labels stand in). Its answer is asked for in
 at most ``SUMMARY_SHARE`` of that room, so that the next turns do not compact again at once.
 
-The summary is checked (``summary_check``): one that was cut at its length limit, is not
-shorter than what it replaces, or is mostly repetition is rejected — small models write
-such. Then no model text is kept: the older part stays, trimmed (``trimming``: tool outputs
-and the assistant's text cut to a head, the user's messages whole) when that is under
+The summary is checked (``summary_check``): an answer that calls a tool, a summary that was
+cut at its length limit, is not shorter than what it replaces, or is mostly repetition is
+rejected — small models write such. When the system prompt and tools leave the summary
+request no room for any older message, no summary is asked for. Then no model text is kept:
+the older part stays, trimmed (``trimming``: tool outputs and the assistant's text cut to a
+head, the user's messages whole) when that is under
 ``PRUNE_TARGET``; else only the user's messages stand in for it. Either way the user's own
 messages of the older part are kept word for word (``kept_users``, within ``USER_SHARE`` of
-the room, the oldest left out first), the summary's included.
+the room: the first always, then the newest, those between left out and counted), the
+summary's included. A new batch whose request would not be smaller than the history's is
+not kept (``CompactionResult.unchanged``).
 
 The result is a new batch: the announcements of tools added during the session (carried
 over once), the summary (with the user's earlier messages), then the kept turns (when the
 newest turn itself was cut, the newest message comes before the summary, which also covers
-the first steps of its turn).
+the first steps of its turn). Both are user messages: a request joins them (``alternation``).
 The summary request holds only the older part, never the kept messages. The system prompt and the initial tools are not
 part of any batch: they are added to every request, so they are never lost or repeated.
 """
@@ -38,9 +42,10 @@ from dataclasses import dataclass, field, replace
 
 from etcode.contract.events import CompactionEvent
 from etcode.engine import kept_users
+from etcode.engine.alternation import alternating
 from etcode.engine.context import ContextBudget, TokenEstimator
 from etcode.engine.images import replace_images
-from etcode.engine.summary_check import rejection
+from etcode.engine.summary_check import CALLED, rejection
 from etcode.engine.trimming import trim_messages
 from etcode.provider.base import Provider
 from etcode.provider.errors import ContextOverflowError, ProviderError
@@ -169,13 +174,22 @@ def summary_instruction(words: int | None = None) -> str:
 def earlier_user_texts(older: list[Message]) -> list[str]:
     """The user's own messages of ``older``, oldest first: those an earlier summary kept, then
     the messages themselves (not notes, summaries or announcements)."""
+    return earlier_users(older)[0]
+
+
+def earlier_users(older: list[Message]) -> tuple[list[str], int]:
+    """(:func:`earlier_user_texts`, how many of the user's messages an earlier summary had
+    already left out)."""
     texts: list[str] = []
+    dropped = 0
     for message in older:
         if is_summary(message):
-            texts += kept_users.parse(message.text)
+            kept, left_out = kept_users.parse(message.text)
+            texts += kept
+            dropped += left_out
         elif message.role == "user" and not message.text.startswith(NOTE_HEADER) and message.text.strip():
             texts.append(message.text)
-    return texts
+    return texts, dropped
 
 
 def _summary_text(message: Message) -> str | None:
@@ -203,10 +217,15 @@ class CompactionResult:
     requests: int = 0
     #: Why the model's summary was not kept (empty: it was, or none was asked for).
     rejected: str = ""
+    #: The new batch would have made the request larger: the history was kept as it was.
+    unchanged: bool = False
 
     def done_event(self, reason: str) -> CompactionEvent:
         """The ``CompactionEvent`` announcing this finished compaction."""
-        message = f"{self.rejected}; the older history was trimmed instead" if self.rejected else ""
+        instead = (
+            "the history was kept as it was" if self.unchanged else "the older history was trimmed instead"
+        )
+        message = f"{self.rejected}; {instead}" if self.rejected else ""
         return CompactionEvent(
             reason,
             "done",
@@ -416,21 +435,34 @@ class Compactor:
         if self.budget.context:  # the answer must fit the window beside its request
             asked = est.request(system, tools, source) + est.text(summary_instruction(words))
             max_tokens = max(min(max_tokens, self.budget.context - asked - SUMMARY_FRAMING), 1)
-        summary, usage, stop = await self._summary_or_none(
-            provider, model, system, tools, source, max_tokens, words
-        )
+        has_older = any(not _is_note(m) for m in source)
+        if has_older:
+            summary, usage, stop = await self._summary_or_none(
+                provider, model, system, tools, source, max_tokens, words
+            )
+        else:  # the system prompt and tools leave no room for any older message: nothing to ask
+            summary, usage, stop = None, Usage(), ""
         room = self._room(system, tools)
+        texts, dropped = earlier_users(labelled)
         users, left_out = kept_users.bounded(
-            earlier_user_texts(labelled), None if room is None else int(room * USER_SHARE), est.text
+            texts, None if room is None else int(room * USER_SHARE), est.text, dropped
         )
-        replaced = est.messages(older) - est.text(kept_users.render(users))
-        rejected = (
-            rejection(summary, stop, est.text(summary), replaced)
-            if summary is not None
-            else "the summary request did not fit the window"
-        )
+        replaced = est.messages(older) - est.text(kept_users.render(users, left_out))
+        if summary is not None:
+            rejected = rejection(summary, stop, est.text(summary), replaced)
+        elif has_older:
+            rejected = "the summary request did not fit the window"
+        else:
+            rejected = "no older message fit the summary request"
         done = CompactionResult(
-            [], reason, before, 0, summarized=len(older), pruned=pruned, usage=usage, requests=1
+            [],
+            reason,
+            before,
+            0,
+            summarized=len(older),
+            pruned=pruned,
+            usage=usage,
+            requests=int(has_older),
         )
         if rejected is None and summary is not None:
             done.messages = _new_batch(
@@ -441,6 +473,10 @@ class Compactor:
             done.rejected = rejected or ""
             done.messages = self._without_summary(carried, work, older, labelled, tail, split, system, tools)
         done.tokens_after = est.request(system, tools, done.messages)
+        original = est.request(system, tools, messages)
+        if done.tokens_after >= original:  # never keep a compaction that grew the request
+            done.messages, done.tokens_after, done.summary, done.unchanged = messages, before, "", True
+            done.rejected = done.rejected or "the summary did not make the request smaller"
         return done
 
     def _room(self, system: list[str], tools: list[ToolSchema]) -> int | None:
@@ -489,7 +525,8 @@ class Compactor:
         has = has_tail(tail, split)
         for cut in [*cuts, len(older)]:
             gone, kept = (older[:cut], older[cut:]) if cut < len(older) else (older, [])
-            users, left_out = kept_users.bounded(earlier_user_texts(labelled[: len(gone)]), share, est.text)
+            texts, dropped = earlier_users(labelled[: len(gone)])
+            users, left_out = kept_users.bounded(texts, share, est.text, dropped)
             stand_in = summary_message(None, True if kept else has, users, left_out)
             if kept:
                 batch = [*carried, stand_in, *(trimmed[id(m)] for m in kept), *tail]
@@ -626,7 +663,7 @@ class Compactor:
         request = ModelRequest(
             model=model,
             system=system,
-            messages=[*source, Message.user(summary_instruction(words))],
+            messages=alternating([*source, Message.user(summary_instruction(words))]),
             tools=tools,
             max_tokens=max_tokens,
         )
@@ -646,6 +683,8 @@ class Compactor:
         if end is None:
             return "", Usage(), ""
         text = "".join(p.text for p in end.message.parts if isinstance(p, TextPart))
+        if end.message.tool_calls:  # small models call a tool instead: that is no summary
+            return text, end.usage, CALLED
         return text, end.usage, end.stop_reason
 
 
@@ -665,6 +704,11 @@ def _new_batch(carried: list[Message], tail: list[Message], summary: Message, sp
 def _with_note(older: list[Message], at: int, split: bool) -> list[Message]:
     """``older`` with, when the newest turn was split, a note where the newest message was."""
     return [*older[:at], Message.user(NEWEST_LEFT_OUT), *older[at:]] if split else older
+
+
+def _is_note(message: Message) -> bool:
+    """A note etcode added to a request (not a message of the conversation)."""
+    return message.role == "user" and message.text.startswith(NOTE_HEADER) and not is_summary(message)
 
 
 def _unique(messages: Iterable[Message]) -> list[Message]:

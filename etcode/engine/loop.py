@@ -279,6 +279,7 @@ class AgentLoop(EventPump):
         return not self._interrupted and deadline is not None and time.monotonic() >= deadline
 
     def _request(self) -> ModelRequest:
+        from etcode.engine.alternation import alternating
         from etcode.engine.environment import with_environment
 
         s = self.settings
@@ -286,7 +287,7 @@ class AgentLoop(EventPump):
         return ModelRequest(
             model=s.model,
             system=s.system,
-            messages=with_environment(messages, s.environment),
+            messages=alternating(with_environment(messages, s.environment)),
             tools=s.tools.schemas(),
             max_tokens=self._max_tokens(),
             temperature=s.temperature,

@@ -1,6 +1,7 @@
 """Whether a model's summary may replace the history: small models often write junk.
 
-A summary is rejected when it was cut (the request stopped at its ``max_tokens``), when it
+A summary is rejected when the answer called a tool (small models do, offered the tools the
+request keeps for the prompt cache), when it was cut (the request stopped at its ``max_tokens``), when it
 is not shorter than what it replaces (in tokens), or when it is mostly repetition
 (:func:`repetition`: the share of its text in sentences that repeat an earlier one, or in
 word 6-grams seen before, whichever is larger). A rejected summary is never kept: the
@@ -16,6 +17,8 @@ REPEAT_LIMIT = 0.5
 NGRAM = 6
 #: Stop reasons of a request cut at its ``max_tokens`` (providers' vocabularies).
 CUT_REASONS = frozenset({"max_tokens", "length", "max_output_tokens"})
+#: The stop reason the compactor gives an answer that called a tool (whatever its text).
+CALLED = "tool_call"
 
 _UNITS = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w+")
@@ -49,6 +52,8 @@ def repetition(text: str) -> float:
 def rejection(summary: str, stop_reason: str, tokens: int, replaced: int) -> str | None:
     """Why ``summary`` (``tokens`` long, ending with ``stop_reason``) may not replace history
     of ``replaced`` tokens, in a few words; None when it may."""
+    if stop_reason == CALLED:
+        return "the model called a tool instead of writing the summary"
     if not summary.strip():
         return "the summary was empty"
     if stop_reason in CUT_REASONS:

@@ -294,8 +294,12 @@ async def compact_with_events(
         emit(CompactionEvent(reason, "failed", tokens_before=tokens_before or 0, message=str(failure)))
         raise failure
     result = work.result()
-    if result.messages is messages:
-        emit(CompactionEvent(reason, "done", message=NOTHING_OLDER))
+    if result.messages is messages:  # nothing older, or a batch that would have grown
+        emit(
+            result.done_event(reason)
+            if result.unchanged
+            else CompactionEvent(reason, "done", message=NOTHING_OLDER)
+        )
         return result
     await store(result)
     emit(result.done_event(reason))
