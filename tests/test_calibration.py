@@ -120,6 +120,36 @@ def test_a_server_counting_as_etcode_does_teaches_a_ratio_of_one(project: Path, 
     assert facts.get("token_ratio", 1.0) == pytest.approx(1.0, abs=0.01)
 
 
+async def test_the_ratio_is_kept_off_the_event_loop(
+    project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ratio learned is written to servers.json in a thread (never on the event loop),
+    and the write is finished when the session closes."""
+    import threading
+
+    from etcode import Agent
+    from etcode.provider import discovery
+
+    writers: list[threading.Thread] = []
+    original = discovery.calibrate
+
+    def spy(spec: Any, ratio: float) -> None:
+        writers.append(threading.current_thread())
+        original(spec, ratio)
+
+    monkeypatch.setattr(discovery, "calibrate", spy)
+    llm.page("GET /props", props(WINDOW)).script(larger("Hello there."))
+    write_config(project, llm)
+    agent = Agent(directory=project, store=False)
+    try:
+        await agent.arun("hello")
+    finally:
+        await agent.aclose()
+    assert writers and threading.main_thread() not in writers
+    facts = stored_facts(Path(os.environ["XDG_CACHE_HOME"]))
+    assert facts["token_ratio"] == pytest.approx(RATIO, abs=0.01)
+
+
 def test_a_hosted_provider_is_not_calibrated(project: Path, llm: FakeLLM) -> None:
     """A server etcode does not ask about itself (the Anthropic wire) keeps tiktoken's counts:
     nothing is learned or stored."""

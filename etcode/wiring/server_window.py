@@ -49,7 +49,7 @@ async def apply_server_facts(runtime: Runtime, window: ContextWindow | None) -> 
             if facts.trained and probe is not None and _once(probe.shown, "window"):
                 events.append(WarningEvent(_default_window_warning(runtime.spec, facts)))
         window.on_learn = runtime.remember_window
-        _calibrate_counts(runtime.spec, window, facts)
+        _calibrate_counts(runtime, window, facts)
     if facts is not None and facts.listed is not None and probe is not None and _once(probe.shown, "listed"):
         events.append(WarningEvent(_unlisted_warning(runtime.spec, facts)))
     images = runtime.images
@@ -123,21 +123,22 @@ def apply_late_facts(runtime: Runtime, window: ContextWindow | None) -> list[Eve
     return events
 
 
-def _calibrate_counts(spec: ProviderSpec, window: ContextWindow, facts: ServerFacts | None) -> None:
+def _calibrate_counts(runtime: Runtime, window: ContextWindow, facts: ServerFacts | None) -> None:
     """Counts scaled to a local or self-hosted server's tokenizer (``engine.calibration``):
     from the ratio an earlier run kept with its facts, then from each request's usage, kept
     for the next run. Only a server that described itself (llama.cpp, vLLM, Ollama, LM
     Studio: ``facts``) is calibrated, from the turn its answer is known: an endpoint that
     says nothing may be a proxy whose usage is not the prompt's. Hosted providers are not:
     OpenAI's counts are tiktoken's, the others' windows are large and the meter follows
-    their reported usage."""
+    their reported usage. The ratio is kept off the event loop (``Runtime.keep_later``)."""
     from etcode.provider import discovery
 
+    spec = runtime.spec
     if facts is None or discovery.server_kind(spec) is None:
         return
     calibration = window.calibration
     calibration.enabled = True
-    calibration.on_learn = lambda ratio: discovery.calibrate(spec, ratio)
+    calibration.on_learn = lambda ratio: runtime.keep_later(lambda: discovery.calibrate(spec, ratio))
     if facts.token_ratio:
         calibration.use(facts.token_ratio)
 
