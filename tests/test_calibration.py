@@ -67,11 +67,14 @@ def test_the_ratio_is_learned_kept_and_used_by_the_next_run(project: Path, llm: 
     """Run 1 learns ~1.18 from the server's usage and keeps it with the /props facts. Run 2's
     new message is sized so that its tiktoken count stays under the compaction limit and
     its calibrated count does not: the run compacts before its request, and the estimate it
-    reports is the calibrated one."""
+    reports is the calibrated one. (Run 1's notes make the history an eighth of the limit:
+    the system prompt, tools and newest message alone stay in the room the tools are fitted
+    to, so run 2 keeps every tool and compacts.)"""
     llm.page("GET /props", props(WINDOW))
     write_config(project, llm, compaction={"threshold": 0.5})
     llm.script(larger("Hello there."))
-    first = etcode("run", "--format", "json", "hello", cwd=project)
+    line = "The lighthouse keeper wrote the weather into the log at every watch, wind and sea.\n"
+    first = etcode("run", "--format", "json", "Keep these notes.\n" + line * 60, cwd=project)
     assert first.returncode == 0, first.stderr
     facts = stored_facts(Path(os.environ["XDG_CACHE_HOME"]))
     assert facts["context"] == WINDOW
@@ -82,9 +85,8 @@ def test_the_ratio_is_learned_kept_and_used_by_the_next_run(project: Path, llm: 
     # the compaction limit: half the usable window (threshold 0.5), the reserve a quarter
     limit = int((WINDOW - WINDOW // 4) * 0.5)
     estimator = TokenEstimator(MODEL)
-    line = "The lighthouse keeper wrote the weather into the log at every watch, wind and sea.\n"
     text = "Read these notes.\n"
-    while context + estimator.message(Message.user(text + line)) < 0.95 * limit:
+    while context + estimator.message(Message.user(text + line)) < 0.99 * limit:
         text += line
     plain = estimator.message(Message.user(text))
     assert context + plain < limit < context + RATIO * plain * 0.97  # only the calibrated count is over
@@ -95,6 +97,57 @@ def test_the_ratio_is_learned_kept_and_used_by_the_next_run(project: Path, llm: 
     starts = [e for e in events(second) if e["type"] == "compaction" and e["phase"] == "start"]
     assert [e["reason"] for e in starts] == ["auto"], second.stdout[-3000:]
     assert starts[0]["tokens_before"] == pytest.approx(context + ratio * plain, rel=0.01)
+
+
+def exact(text: str) -> Any:
+    def reply(recorded: Recorded) -> Reply:
+        return Reply(text=text, usage=(counted(recorded.body), 5))
+
+    return reply
+
+
+def test_a_server_counting_as_etcode_does_teaches_a_ratio_of_one(project: Path, llm: FakeLLM) -> None:
+    """Calibration counts the request as sent, the environment block in its first user
+    message too: a server reporting exactly etcode's count of the body teaches 1.0 (the
+    block left out taught ~1.04, kept for later runs, where the block was then counted)."""
+    llm.page("GET /props", props(WINDOW))
+    write_config(project, llm)
+    llm.script(exact("Hello there."))
+    proc = etcode("run", "--format", "json", "hello", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert "<env>" in json.dumps(llm.requests[-1].body)
+    facts = stored_facts(Path(os.environ["XDG_CACHE_HOME"]))
+    assert facts.get("token_ratio", 1.0) == pytest.approx(1.0, abs=0.01)
+
+
+async def test_the_ratio_is_kept_off_the_event_loop(
+    project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ratio learned is written to servers.json in a thread (never on the event loop),
+    and the write is finished when the session closes."""
+    import threading
+
+    from etcode import Agent
+    from etcode.provider import discovery
+
+    writers: list[threading.Thread] = []
+    original = discovery.calibrate
+
+    def spy(spec: Any, ratio: float) -> None:
+        writers.append(threading.current_thread())
+        original(spec, ratio)
+
+    monkeypatch.setattr(discovery, "calibrate", spy)
+    llm.page("GET /props", props(WINDOW)).script(larger("Hello there."))
+    write_config(project, llm)
+    agent = Agent(directory=project, store=False)
+    try:
+        await agent.arun("hello")
+    finally:
+        await agent.aclose()
+    assert writers and threading.main_thread() not in writers
+    facts = stored_facts(Path(os.environ["XDG_CACHE_HOME"]))
+    assert facts["token_ratio"] == pytest.approx(RATIO, abs=0.01)
 
 
 def test_a_hosted_provider_is_not_calibrated(project: Path, llm: FakeLLM) -> None:

@@ -122,6 +122,11 @@ async def test_one_environment_block_across_a_multi_step_turn_and_after_compacti
     assert "SUMMARY-MARKER" in json.dumps(bodies[4])
     assert without_environment(first_user_text(bodies[4])) != first_user_text(bodies[4])
     assert "<env>" not in stored  # joined at request time, never kept in the session
+    # The summary request is counted with the block and sends it as every request does: in its
+    # first user message, after the same system text and tools (the prefix a cache serves).
+    summary = bodies[3]
+    assert system_and_tools(summary, "openai") == system_and_tools(bodies[0], "openai")
+    assert json.dumps(summary).count("<env>") == 1 and "<env>" in first_user_text(summary)
 
 
 async def test_roles_alternate_after_a_manual_compaction(llm: FakeLLM, tmp_path: Path) -> None:

@@ -121,3 +121,68 @@ def test_each_family_its_own_format() -> None:
     assert (
         recover(end_of("<tool_call>{}</tool_call>"), [], "qwen2.5").message.tool_calls == []
     )  # no tools offered
+
+
+def test_prose_and_examples_about_the_markup_stay_the_answer() -> None:
+    names = ["ReadFile", "Bash", "Grep"]
+    answers = {
+        "qwen2.5": (
+            "Hermes-style models wrap each call in `<tool_call>` tags; the server parses them.",
+            'To call a tool, the model writes:\n\n```\n<tool_call>\n{"name": "Bash", "arguments": '
+            '{"command": "rm -rf build"}}\n</tool_call>\n```\n\nThe server then parses it.',
+            'Example:\n<tool_call>{"name": "Bash", "arguments": {}}</tool_call>\nThat is the form.',
+            "A line may start with the tag:\n<tool_call> opens a call, and the server reads it.\nDone.",
+        ),
+        "llama-3.2-1b": (
+            '{"name": "Bash", "description": "runs a command"}',
+            'Here is the call:\n```json\n{"name": "Grep", "parameters": {"pattern": "x"}}\n```',
+            '{"name": "Bash", "parameters": "ls"}',
+        ),
+        "mistral-small": ("Mistral models write `[TOOL_CALLS]` first, then the JSON.",),
+    }
+    for model, texts in answers.items():
+        for text in texts:
+            end = recover(end_of(text), names, model)
+            assert (end.message.tool_calls, end.message.text, end.stop_reason) == ([], text, "end_turn"), text
+
+
+def test_the_call_block_that_ends_the_answer_is_recovered() -> None:
+    names = ["Bash", "Grep"]
+    text = (
+        "I'll look first.\n<tool_call>\n"
+        '{"name": "Bash", "arguments": {"command": "ls"}}\n</tool_call>\n'
+        '<tool_call>{"name": "Grep", "arguments": {"pattern": "x"}}</tool_call><|im_end|>\n'
+    )
+    end = recover(end_of(text), names, "smollm2")
+    assert [(c.name, c.parsed_arguments()) for c in end.message.tool_calls] == [
+        ("Bash", {"command": "ls"}),
+        ("Grep", {"pattern": "x"}),
+    ]
+    assert end.message.text == "I'll look first." and end.stop_reason == "tool_use"
+    # An unclosed tag as the last block (a stop word ate the closing one) is still a call,
+    [cut] = recover(
+        end_of('<tool_call>\n{"name": "Bash", "arguments": {"command": "ls"}}'), names, "qwen"
+    ).message.tool_calls
+    assert (cut.name, cut.parsed_arguments()) == ("Bash", {"command": "ls"})
+    # and a malformed block still comes back as a call the scheduler answers with an error.
+    [bad] = recover(end_of("Checking.\n<tool_call>\n</tool_call>"), names, "qwen").message.tool_calls
+    assert bad.name == NO_NAME
+
+
+async def test_prose_about_tool_call_tags_is_the_answer(llm: FakeLLM, tmp_path: Path) -> None:
+    folder = configure(tmp_path / "p", llm, "qwen2.5-0.5b-instruct")
+    prose = "Hermes-style models wrap each call in `<tool_call>` tags; the server parses them."
+    llm.script(Reply(text=prose), Reply(text="Sorry."))
+    result = await run(folder, "how do hermes models format tool calls?")
+    assert len(llm.requests) == 1 and result.text == prose
+
+
+async def test_a_hosted_service_parses_its_own_calls(llm: FakeLLM, tmp_path: Path) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    provider = {"id": "groq", "type": "openai", "baseURL": llm.openai_base_url, "apiKey": "k"}
+    (folder / "etcode.json").write_text(json.dumps({"model": "groq/qwen-qwq-32b", "provider": [provider]}))
+    text = '<tool_call>\n{"name": "Bash", "arguments": {"command": "ls"}}\n</tool_call>'
+    llm.script(Reply(text=text), Reply(text="Sorry."))
+    result = await run(folder, "show me a tool call")
+    assert len(llm.requests) == 1 and result.text == text

@@ -10,7 +10,11 @@ new history's first user message gets it) and adds no message: roles still alter
 
 from __future__ import annotations
 
-from etcode.provider.types import Message, TextPart
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+from etcode.provider.base import Provider
+from etcode.provider.types import Message, ModelRequest, StreamChunk, TextPart
 
 
 def with_environment(messages: list[Message], environment: str | None) -> list[Message]:
@@ -30,3 +34,25 @@ def counted_system(system: list[str], environment: str | None) -> list[str]:
     """The system texts with the environment, for the context estimates (it is sent, only
     in another place)."""
     return [*system, environment] if environment else system
+
+
+class EnvironmentJoined:
+    """``provider`` for a request built with :func:`counted_system` (a summary's: its room
+    and size counted with the environment), sent as every request carries the environment:
+    joined to the first user message, after the system text and tools a prompt cache serves."""
+
+    def __init__(self, provider: Provider, environment: str | None) -> None:
+        self.provider = provider
+        self.environment = environment
+        self.id = provider.id
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
+        env = self.environment
+        if env and request.system and request.system[-1] == env:
+            request = replace(
+                request, system=request.system[:-1], messages=with_environment(request.messages, env)
+            )
+        return self.provider.stream(request)
+
+    async def aclose(self) -> None:
+        """Nothing of its own: the provider is closed by its owner."""

@@ -72,6 +72,7 @@ class AgentLoop(EventPump):
         self._usage = Usage()
         self._steps = 0
         self._sent_max_tokens: int | None = None
+        self._sent: ModelRequest | None = None  # the last request sent: what calibration counts
         self._interrupted = False
         self._compacted_at = -1
         #: Summarising model requests made by this run's compactions.
@@ -298,6 +299,7 @@ class AgentLoop(EventPump):
         """Stream one model answer. Returns None when interrupted (partial text is kept)."""
         request = self._request()
         self._sent_max_tokens = request.max_tokens
+        self._sent = request
         stream = self.settings.provider.stream(request).__aiter__()
         partial: list[str] = []
         abort_wait = asyncio.create_task(self._abort.wait())
@@ -509,11 +511,9 @@ class AgentLoop(EventPump):
 
     async def _account(self, end: StreamEnd) -> ev.Event | None:
         """Cost and context size of the call that just ended; stores its usage."""
-        window = self.settings.window
-        if window is not None:  # the request as sent: the answer is the last message
-            window.calibrate(
-                end.usage, self.settings.system, self.settings.tools.schemas(), self.messages[:-1]
-            )
+        window, sent = self.settings.window, self._sent
+        if window is not None and sent is not None:  # the request as sent (its environment too)
+            window.calibrate(end.usage, sent.system, sent.tools, sent.messages)
         cost, update = window.record(end.usage, self.messages) if window is not None else (None, None)
         await self._record(lambda recorder: recorder.step_finished(self._steps, end.usage, cost))
         return update
@@ -594,6 +594,7 @@ class AgentLoop(EventPump):
     async def _compact(self, window: LoopWindow, reason: str, tokens: int | None = None) -> bool:
         """Replace the history by a compacted batch (events: compaction start/done, usage).
         Returns False when the user interrupted it (the history is then unchanged)."""
+        from etcode.engine.environment import EnvironmentJoined
         from etcode.engine.window import compact_with_events
 
         s = self.settings
@@ -613,9 +614,10 @@ class AgentLoop(EventPump):
             window,
             self.messages,
             reason=reason,
-            provider=s.provider,
+            # counted with the environment (the room, tokens_after), sent as every request is
+            provider=EnvironmentJoined(s.provider, s.environment),
             model=s.model,
-            system=s.system,
+            system=self._counted_system(),
             tools=s.tools.schemas(),
             emit=self.emit,
             store=store,

@@ -18,7 +18,7 @@ from etcode.provider.http_errors import error_from_payload
 from etcode.provider.http_provider import RetryingHTTPProvider
 from etcode.provider.openai_format import messages_to_openai, system_message, tools_to_openai
 from etcode.provider.shapes import as_dict, as_index, as_list, as_str, as_tokens
-from etcode.provider.spec import ProviderSpec
+from etcode.provider.spec import ProviderSpec, hosted
 from etcode.provider.sse import SSEEvent
 from etcode.provider.types import (
     Message,
@@ -232,10 +232,12 @@ class OpenAIProvider(RetryingHTTPProvider):
         return body
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
-        """Stream one answer; with tools offered, calls a model wrote as text in its answer
-        (a template that did not parse them) come back as tool calls (``text_tool_calls``)."""
+        """Stream one answer; with tools offered to a local or self-hosted server, calls a
+        model wrote as text in its answer (a template that did not parse them) come back as
+        tool calls (``text_tool_calls``). A hosted service etcode knows parses its models'
+        calls itself: there such text is the answer (prose or an example about tool calls)."""
         chunks = super().stream(request)
-        if not request.tools:
+        if not request.tools or hosted(self.spec):
             return chunks
         from etcode.provider.text_tool_calls import recovering
 

@@ -107,6 +107,13 @@ class ProviderSpec:
         return f"{self.id}/{self.model}"
 
 
+def hosted(spec: ProviderSpec) -> bool:
+    """A hosted service etcode knows (a catalog provider that needs a key): not a local or
+    self-hosted server (``discovery.server_kind`` asks none of them either)."""
+    known = KNOWN_PROVIDERS.get(spec.id)
+    return known is not None and known.needs_key
+
+
 def _ollama_host(value: str) -> str | None:
     """Ollama's own ``OLLAMA_HOST`` (``host``, ``host:port``, ``http://host:port``) as an
     OpenAI-compatible base URL, read as the ``ollama`` command reads it: scheme ``http``

@@ -5,11 +5,16 @@ parse it: Hermes, Qwen and SmolLM2 ``<tool_call>{"name": …, "arguments": …}<
 Llama 3 a bare ``{"name": …, "parameters": …}`` (maybe after ``<|python_tag|>``), Mistral
 ``[TOOL_CALLS][{…}]`` or ``[TOOL_CALLS]name[ARGS]{…}``. One recogniser per model family
 (the ``<tool_call>`` tags for every family: fine-tunes of any base use them), applied only
-when tools were offered and no structured call came. A call in explicit markup is always
-recovered: one that cannot be read (bad JSON, no name) or names a tool not offered becomes a
-call the scheduler answers with an error, so the model is told and can try again. A bare
-JSON object counts only when it names an offered tool (else it is an answer). The markup is
-taken out of the stored answer's text.
+when tools were offered and no structured call came (and only for a local or self-hosted
+server: ``OpenAIProvider.stream``). The markup counts only as the answer's call block, never
+as prose or an example about it: a tag starts a line outside any code fence, the blocks run
+to the end of the answer (only whitespace or an end token after them; prose before them is
+fine, as Hermes models write "I'll check.\n<tool_call>…"), an unclosed tag only as the last
+block and before a JSON object. Such a block is always recovered: one that cannot be read
+(bad JSON, no name) or names a tool not offered becomes a call the scheduler answers with an
+error, so the model is told and can try again. A bare JSON object counts only when it is the
+whole answer, names an offered tool and holds its ``parameters``/``arguments`` object (else
+it is an answer). The markup is taken out of the stored answer's text.
 """
 
 from __future__ import annotations
@@ -28,10 +33,17 @@ Family = Literal["hermes", "llama", "mistral"]
 #: listing the tools (a plain identifier: servers check the names sent back).
 NO_NAME = "tool_call_without_name"
 
-_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
+#: A tag that starts a line (only spaces before it on that line).
+_LINE_TAG = re.compile(r"^[ \t]*<tool_call>", re.MULTILINE)
+#: A code fence's opening or closing line.
+_FENCE_LINE = re.compile(r"^[ \t]*(?:```|~~~)", re.MULTILINE)
+#: What a server may leave after the last block: end-of-turn tokens.
+_END_TOKENS = re.compile(r"(?:<\|[a-z_]+\|>|</s>|\s)*\Z")
 _FENCE = re.compile(r"\A```(?:json)?\s*(.*?)\s*```\Z", re.DOTALL)
 _NAME = re.compile(r'"name"\s*:\s*"([^"\\]{1,200})"')
 _MISTRAL = "[TOOL_CALLS]"
+_MISTRAL_LINE = re.compile(r"^[ \t]*\[TOOL_CALLS\]", re.MULTILINE)
 _MISTRAL_NAMED = re.compile(r"\s*([A-Za-z_][\w.-]*)(?:\[CALL_ID\][\w-]*)?\[ARGS\]")
 _PYTHON_TAG = "<|python_tag|>"
 _MISTRAL_NAMES = ("mistral", "mixtral", "devstral", "codestral", "ministral", "magistral")
@@ -84,19 +96,54 @@ def _decode(raw: str) -> ToolCallPart:
         return ToolCallPart(_new_id(), match.group(1) if match else NO_NAME, text or "{")
 
 
+def _in_fence(text: str, at: int) -> bool:
+    """Whether position ``at`` lies inside a code fence (an odd number of fence lines before)."""
+    return len(_FENCE_LINE.findall(text, 0, at)) % 2 == 1
+
+
+def _blocks(text: str, at: int) -> list[str] | None:
+    """The bodies of the ``<tool_call>`` blocks from ``at`` to the end of ``text`` (the last
+    may be unclosed: a stop word ate it), or None when anything but whitespace or an end
+    token stands between or after them."""
+    bodies: list[str] = []
+    rest = text[at:]
+    while True:
+        rest = rest.lstrip()
+        if not rest.startswith(_OPEN):
+            return bodies if bodies and _END_TOKENS.match(rest) else None
+        rest = rest[len(_OPEN) :]
+        end = rest.find(_CLOSE)
+        if end < 0:  # the last block, unclosed: a call only when a JSON object follows
+            body = _END_TOKENS.sub("", rest).strip()
+            if body and not body.startswith(("{", "```")):
+                return None
+            bodies.append(body)
+            return bodies
+        bodies.append(rest[:end].strip())
+        rest = rest[end + len(_CLOSE) :]
+
+
 def tagged(text: str, names: Sequence[str]) -> tuple[str, list[ToolCallPart]] | None:
-    """``<tool_call>…</tool_call>`` blocks (the last may be unclosed: a stop word ate it)."""
-    found = list(_TAG.finditer(text))
-    if not found:
-        return None
-    return _TAG.sub("", text).strip(), [_decode(match.group(1)) for match in found]
+    """The ``<tool_call>…</tool_call>`` blocks that end the answer, each starting a line
+    outside a code fence; the text before them is kept."""
+    for match in _LINE_TAG.finditer(text):
+        if _in_fence(text, match.start()):
+            continue
+        bodies = _blocks(text, match.start())
+        if bodies is not None:
+            return text[: match.start()].strip(), [_decode(body) for body in bodies]
+    return None
 
 
 def mistral(text: str, names: Sequence[str]) -> tuple[str, list[ToolCallPart]] | None:
     """``[TOOL_CALLS][{…}, …]`` (v3) or ``[TOOL_CALLS]name[ARGS]{…}`` (v11 on), repeated."""
-    at = text.find(_MISTRAL)
+    at = next(
+        (m.start() for m in _MISTRAL_LINE.finditer(text) if not _in_fence(text, m.start())),
+        -1,
+    )
     if at < 0:
         return None
+    at = text.index(_MISTRAL, at)
     before, rest = text[:at], text[at:]
     decoder = json.JSONDecoder()
     calls: list[ToolCallPart] = []
@@ -118,11 +165,11 @@ def mistral(text: str, names: Sequence[str]) -> tuple[str, list[ToolCallPart]] |
 
 
 def bare_json(text: str, names: Sequence[str]) -> tuple[str, list[ToolCallPart]] | None:
-    """The whole answer one JSON object naming an offered tool (Llama 3's form)."""
+    """The whole answer one JSON object naming an offered tool with its ``parameters`` (or
+    ``arguments``) object (Llama 3's form, maybe after ``<|python_tag|>``)."""
     body = text.strip()
     if body.startswith(_PYTHON_TAG):
-        body = body[len(_PYTHON_TAG) :]
-    body = _unfenced(body)
+        body = body[len(_PYTHON_TAG) :].strip()
     if not body.startswith("{"):
         return None
     try:
@@ -131,7 +178,8 @@ def bare_json(text: str, names: Sequence[str]) -> tuple[str, list[ToolCallPart]]
         return None
     if not isinstance(value, dict) or value.get("name") not in names:
         return None
-    if not isinstance(value.get("parameters", value.get("arguments", {})), (dict, str)):
+    args = value.get("parameters", value.get("arguments"))
+    if not isinstance(args, dict):
         return None
     return "", [_call_of(value, body)]
 

@@ -406,10 +406,10 @@ class AgentSession:
         if not history or self.window is None:
             emit(ev.CompactionEvent(reason, "done", message="nothing to compact"))
             return history
-        from etcode.engine.environment import counted_system
+        from etcode.engine.environment import EnvironmentJoined, counted_system
         from etcode.engine.window import compact_with_events
 
-        system, tools = runtime.system, runtime.tools.schemas()
+        system, tools = counted_system(runtime.system, runtime.environment), runtime.tools.schemas()
 
         async def store(result: CompactionResult) -> None:
             if self._created:
@@ -423,13 +423,13 @@ class AgentSession:
             self.window,
             history,
             reason=reason,
-            provider=runtime.provider,
+            provider=EnvironmentJoined(runtime.provider, runtime.environment),  # sent as every request
             model=runtime.spec.model,
-            system=system,
+            system=system,  # counted with the environment: the room, tokens_after
             tools=tools,
             emit=emit,
             store=store,
-            tokens_before=self.window.estimate(counted_system(system, runtime.environment), tools, history),
+            tokens_before=self.window.estimate(system, tools, history),
         )
         return result.messages if result is not None else history
 

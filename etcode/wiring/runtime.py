@@ -4,6 +4,7 @@ definition, tools, system prompt and permissions. Built once per Agent, on first
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Unpack
@@ -82,6 +83,8 @@ class Runtime:
     skills: SkillSet | None = None
     #: Whether the model takes images (the catalog's word, the server's, or a refusal's).
     images: ImageSupport | None = None
+    #: The last write to the server cache begun off the event loop (``keep_later``).
+    _cache_write: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
     def directory(self) -> Path:
@@ -99,7 +102,26 @@ class Runtime:
         from etcode.provider.discovery import correct_window, server_kind
 
         if server_kind(self.spec) is not None:
-            correct_window(self.spec, context)
+            spec = self.spec
+            self.keep_later(lambda: correct_window(spec, context))
+
+    def keep_later(self, write: Callable[[], None]) -> None:
+        """Run ``write`` (a write to the server cache, ``servers.json``) in a thread, never
+        on the event loop: one after the other, the last awaited by :meth:`aclose`. Without
+        a running loop (no session going) it runs now."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            write()
+            return
+        previous = self._cache_write
+
+        async def in_turn() -> None:
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
+            await asyncio.to_thread(write)
+
+        self._cache_write = loop.create_task(in_turn())
 
     def take_warnings(self) -> list[Event]:
         items: list[Event] = [WarningEvent(w) for w in self.warnings]
@@ -107,6 +129,9 @@ class Runtime:
         return items
 
     async def aclose(self) -> None:
+        if self._cache_write is not None:  # a short file write: finished, not cut
+            write, self._cache_write = self._cache_write, None
+            await asyncio.gather(write, return_exceptions=True)
         if self.probe is not None:
             probe, self.probe = self.probe, None
             await probe.aclose()

@@ -47,7 +47,7 @@ async def apply_server_facts(runtime: Runtime, window: ContextWindow | None) -> 
         if facts is not None and facts.context and window.learn_window(facts.context, "server"):
             events.append(window.update())
         window.on_learn = runtime.remember_window
-        _calibrate_counts(runtime.spec, window, facts)
+        _calibrate_counts(runtime, window, facts)
     events.extend(_fact_warnings(runtime, window, facts))
     images = runtime.images
     if facts is not None and images is not None and facts.images is not None and images.takes_images is None:
@@ -137,21 +137,22 @@ def apply_late_facts(runtime: Runtime, window: ContextWindow | None) -> list[Eve
     return events
 
 
-def _calibrate_counts(spec: ProviderSpec, window: ContextWindow, facts: ServerFacts | None) -> None:
+def _calibrate_counts(runtime: Runtime, window: ContextWindow, facts: ServerFacts | None) -> None:
     """Counts scaled to a local or self-hosted server's tokenizer (``engine.calibration``):
     from the ratio an earlier run kept with its facts, then from each request's usage, kept
     for the next run. Only a server that described itself (llama.cpp, vLLM, Ollama, LM
     Studio: ``facts``) is calibrated, from the turn its answer is known: an endpoint that
     says nothing may be a proxy whose usage is not the prompt's. Hosted providers are not:
     OpenAI's counts are tiktoken's, the others' windows are large and the meter follows
-    their reported usage."""
+    their reported usage. The ratio is kept off the event loop (``Runtime.keep_later``)."""
     from etcode.provider import discovery
 
+    spec = runtime.spec
     if facts is None or discovery.server_kind(spec) is None:
         return
     calibration = window.calibration
     calibration.enabled = True
-    calibration.on_learn = lambda ratio: discovery.calibrate(spec, ratio)
+    calibration.on_learn = lambda ratio: runtime.keep_later(lambda: discovery.calibrate(spec, ratio))
     if facts.token_ratio:
         calibration.use(facts.token_ratio)
 

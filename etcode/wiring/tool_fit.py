@@ -11,7 +11,9 @@ prompt and the newest message fit the usable window; otherwise :func:`nothing_fi
 one-line error (before any request).
 
 The set is chosen once per window size (and prompt mode): within a session it stays the same
-from turn to turn (prompt caching), unless the window changes. A model that calls a tool left
+from turn to turn (prompt caching), unless the window changes or the token ratio learned from
+the server (``engine.calibration``) moves by :data:`RATIO_STEP` — a first run fits with
+tiktoken's counts, and SmolLM2's real ones are ~18% larger. A model that calls a tool left
 out gets an error result saying so (``ToolRegistry.left_out``), never a crash.
 """
 
@@ -37,14 +39,18 @@ CORE_TOOLS = ("ReadFile", "Edit", "WriteFile", "Bash", "Grep", "Skill")
 DROP_ORDER = ("Task", "WebFetch", "ReadManyFiles", "ListFiles", "Glob", "TodoWrite")
 #: The share of the compaction limit kept for the conversation (1/8).
 CONVERSATION_SHARE = 8
+#: The tools are fitted again when the calibration ratio moved this much since.
+RATIO_STEP = 0.05
 
 
 @dataclass
 class FitState:
     """What the session's tools were fitted for (kept on its registry): the window, the
-    prompt mode and the tools, so the set stays the same until one of them changes."""
+    prompt mode, the tools and the token ratio, so the set stays the same until one of them
+    changes (the ratio by :data:`RATIO_STEP`)."""
 
     key: tuple[object, ...] | None = None
+    ratio: float = 1.0
     warned: frozenset[str] = field(default_factory=frozenset)
 
 
@@ -101,8 +107,10 @@ def fit_tools(
     state = _state(tools)
     context = window.budget.context if window is not None else None
     key = (context, tools.lean, tools.offered, tuple(tools.names()))
-    if key == state.key:
+    ratio = window.compactor.estimator.ratio if window is not None else 1.0
+    if key == state.key and abs(ratio - state.ratio) < RATIO_STEP:
         return []
+    state.ratio = ratio
     tools.left_out = {}
     limit = room(window) if window is not None else None
     if window is None or limit is None or not tools.offered or not len(tools):
