@@ -14,6 +14,7 @@ import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,3 +80,14 @@ def llama_tools(llama_servers: Callable[..., int]) -> Callable[[int], int]:
     """``llama_tools(ctx)`` → the port of a running llama-server with that window and the
     tool-capable chat template."""
     return lambda ctx: llama_servers(ctx, tools=True)
+
+
+def assert_answered(proc: subprocess.CompletedProcess[str], result: dict[str, Any]) -> None:
+    """``etcode run --format json``'s result line says the model answered: text, and the end
+    of a turn (exit 0) or an answer cut at the few tokens a test allows (exit 1: a small
+    model rambles, and whether it stops in time changes with every word of the prompt);
+    never an error."""
+    assert result.get("type") == "result", proc.stderr[-2000:] + proc.stdout[-2000:]
+    assert result["stop_reason"] in ("end_turn", "max_tokens"), result
+    assert proc.returncode == (0 if result["stop_reason"] == "end_turn" else 1), proc.stderr[-2000:]
+    assert result["result"].strip(), result

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import etcode
-from tests.llama_servers import LLAMA_TEST, LLAMA_TIMEOUT
+from tests.llama_servers import LLAMA_TEST, LLAMA_TIMEOUT, assert_answered
 from tests.test_llama_server import configure, events_of, result_of
 
 pytestmark = LLAMA_TEST
@@ -43,8 +43,7 @@ def test_a_2k_window_answers_with_the_tools_that_fit(
     proc = etcode("run", "--format", "json", QUESTION, cwd=project, timeout=LLAMA_TIMEOUT)
     events = events_of(proc)
     result = events[-1]
-    assert proc.returncode == 0, proc.stderr + proc.stdout[-2000:]
-    assert result["type"] == "result" and result["stop_reason"] == "end_turn"
+    assert_answered(proc, result)
     assert "4" in result["result"]
     fitted = [e["message"] for e in events if e["type"] == "warning" and "too small" in e["message"]]
     assert len(fitted) == 1, fitted
@@ -59,8 +58,7 @@ def test_a_1k_window_answers_without_tools(project: Path, llama_tools: Callable[
     proc = etcode("run", "--format", "json", QUESTION, cwd=project, timeout=LLAMA_TIMEOUT)
     events = events_of(proc)
     result = result_of(proc)
-    assert proc.returncode == 0, proc.stderr + proc.stdout[-2000:]
-    assert result["stop_reason"] == "end_turn" and result["result"].strip()
+    assert_answered(proc, result)
     warnings = [e["message"] for e in events if e["type"] == "warning"]
     assert len([w for w in warnings if "runs without tools" in w]) == 1, warnings
     assert prompt_tokens(result) < 1024 - 48

@@ -76,6 +76,20 @@ def test_a_2k_window_gets_the_core_tools_and_one_warning(project: Path, llm: Fak
     assert "Tool not available" in result["content"] and "2,048-token" in result["content"]
 
 
+def test_the_core_set_stays_while_it_fits_the_window_without_room_to_spare(
+    project: Path, llm: FakeLLM
+) -> None:
+    """A compaction threshold of a half leaves the conversation no room beside the core set
+    at 2,048 tokens; the core set still fits the usable window, so it is kept (without tools
+    a coding agent can only talk), rather than every tool left out."""
+    llm.page("GET /props", props(2048)).script(counting("4", []))
+    write_config(project, llm, compaction={"threshold": 0.5})
+    proc = etcode("run", "--format", "json", "what is 2+2", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert tool_names(llm.requests[0].body) == CORE
+    assert not any("runs without tools" in w for w in warnings_of(proc)), warnings_of(proc)
+
+
 def test_a_4k_window_keeps_every_tool(project: Path, llm: FakeLLM) -> None:
     llm.page("GET /props", props(4096)).script(Reply(text="4"))
     write_config(project, llm)

@@ -3,12 +3,14 @@ leave room for the conversation, tools are left out in a fixed order, down to th
 (``ReadFile``, ``Edit``, ``WriteFile``, ``Bash``, ``Grep``, and ``Skill`` when skills exist),
 and below that none at all — with one warning naming what was left out.
 
-The rule (:func:`fits`): the system prompt, the tools offered and the user's newest message
+The rule (:func:`fit_tools`): the system prompt, the tools offered and the user's newest message
 must stay within the compaction limit (the usable window — the window less the room kept for
 the answer — times the compaction threshold) and leave an eighth of it for the conversation.
-When even no tools leave that room, the run goes on without tools as long as the system
-prompt and the newest message fit the usable window; otherwise :func:`nothing_fits` is the
-one-line error (before any request).
+When even the core set does not leave that room, it is still kept while it fits the usable
+window (a coding agent without tools can only talk; compaction makes what room it can);
+below that the run goes on without tools as long as the system prompt and the newest
+message fit the usable window; otherwise :func:`nothing_fits` is the one-line error (before
+any request).
 
 The set is chosen once per window size (and prompt mode): within a session it stays the same
 from turn to turn (prompt caching), unless the window changes or the token ratio learned from
@@ -136,6 +138,8 @@ def fit_tools(
             name = order.pop(0)
             kept.remove(name)
             left.append(name)
+        elif base + est.tools([offered[n] for n in kept]) <= (window.budget.usable or 0):
+            break  # the core set fits the window, if not with room to spare: a coding agent needs it
         else:  # not even the core set: no tools at all
             left.extend(kept)
             kept = []
