@@ -394,3 +394,30 @@ def test_kept_messages_read_back_whole_with_tags_in_their_text() -> None:
     )  # words as tokens
     assert kept == ["my name is Zorblax", "use tabs", "four", "five"]  # the first, then the newest
     assert left_out == 3 + 1
+
+
+async def test_a_compaction_refused_for_growth_is_not_asked_again_in_the_run(
+    tmp_path: Path, llm: FakeLLM
+) -> None:
+    """A large system prompt: the second turn's steps are over the limit, but the first turn
+    is all there is to summarise, and its summary would grow the request. The history is kept
+    as it was — and the run does not ask for another summary at its next step (each one a
+    slow request on a CPU); the summary request's tokens count in the run's usage."""
+    configure(tmp_path, llm)
+    big = SYSTEM + "\n" + long_text("the house rules", 2000)
+    llm.script(
+        Reply(text="ok"),
+        Reply(text="Looking.", calls=[Call("lookup", {"key": "a"})], usage=(4400, 200)),
+        Reply(text=SUMMARY, usage=(60, 40)),
+        Reply(text="Looking again.", calls=[Call("lookup", {"key": "b"})], usage=(4400, 200)),
+        Reply(text="done", usage=(4400, 20)),
+    )
+    agent = Agent(directory=tmp_path, system_prompt=big, builtin_tools=False, store=False, tools=[lookup])
+    await agent.run("hi")
+    result = await agent.run("look a and b up")
+    await agent.aclose()
+    assert result.text == "done", [r.body["messages"][-1] for r in llm.requests]
+    assert len(llm.requests) == 5
+    assert sum(INSTRUCTION_MARK in body_text(r) for r in llm.requests) == 1
+    assert result.compactions == 1
+    assert result.usage.input_tokens >= 3 * 4400 + 60  # the summary request's tokens counted

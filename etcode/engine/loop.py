@@ -633,6 +633,11 @@ class AgentLoop(EventPump):
             self._usage.add(result.usage)
             if window.budget.exceeded(result.tokens_after):  # it cannot help: do not repeat it
                 self._compacted_at = 1 << 30
+        elif result.unchanged:  # a summary that would have grown the request: not again this run
+            self._compacted_at = 1 << 30
+            if result.usage.input_tokens or result.usage.output_tokens:  # its request was paid for
+                self._usage.add(result.usage)
+                await self._record(lambda recorder: recorder.step_finished(0, result.usage, result.cost))
         return True
 
     def _make_result(self, stop_reason: str, error: str | None) -> AgentResult:
