@@ -103,7 +103,10 @@ def test_real_etcode_in_tmux(project: Path, llm: FakeLLM, monkeypatch: pytest.Mo
         assert "● ReadFile (notes.txt)" in screen
         assert "└ " in screen and "executing" not in screen
         assert "fake/test-model" in screen  # the status bar
-        assert re.search(r"tokens \(\d+%\)", screen), (screen, llm.side_requests)  # of the stated window
+        assert re.search(r"tokens \(\d+% of \d+k\)", screen), (
+            screen,
+            llm.side_requests,
+        )  # of the stated window
         tmux.run("send-keys", "-t", "chat", "C-c")
         tmux.run("send-keys", "-t", "chat", "C-c")
         deadline = time.monotonic() + 15

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from etcode.ui.tui.widgets.messages import HelpMessage, Notice, UserMessage
-from tests.fake_llm import FakeLLM, Reply
+from tests.fake_llm import FakeLLM, Reply, without_environment
 from tests.tui_support import SIZE, ProjectSpec, make_app, ready, run_turn, submit, wait_for
 
 PROJECT = ProjectSpec()  # etcode.json for the fake LLM server
@@ -53,7 +53,7 @@ async def test_skills_lists_them_and_sends_one_by_hand(project: Path, llm: FakeL
     )
     sent = llm.requests[0].body["messages"][-1]
     assert sent["role"] == "user"
-    head, _, attached = sent["content"].partition("\n\n")
+    head, _, attached = without_environment(sent["content"]).partition("\n\n")
     assert head == "/skills internal-comms a 3P update for the platform team"
     assert attached.startswith('<file path=".claude/skills/internal-comms/SKILL.md">\n')
     assert 'The user chose the skill "internal-comms" with /skills: follow it' in attached
