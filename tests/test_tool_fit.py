@@ -190,3 +190,23 @@ def test_a_ratio_learned_on_the_first_run_refits_the_tools(project: Path, llm: F
     assert "Task" not in tool_names(second) and tool_names(second) >= CORE
     [fitted] = [w for w in warnings_of(proc) if "too small for every tool" in w]
     assert "left out Task" in fitted
+
+
+def test_at_2k_a_tool_step_reaches_the_model(project: Path, llm: FakeLLM) -> None:
+    """A 2k window with SmolLM2's real counts (1.18 times etcode's): the core tools leave
+    little room, and a compaction is due at the tool steps — but the turn's own calls and
+    their results are what the model needs next: they reach its next request."""
+    (project / "a.txt").write_text("".join(f"line {i}: the lamp is lit\n" for i in range(20)))
+    llm.page("GET /props", props(2048)).script(
+        counting("Reading.", [Call("ReadFile", {"file_path": "a.txt"})], ratio=1.18),
+        counting("Searching.", [Call("Grep", {"pattern": "lamp"})], ratio=1.18),
+        counting("The lamp is lit.", [], ratio=1.18),
+    )
+    write_config(project, llm)
+    proc = etcode("run", "--format", "json", "what does a.txt say?", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    second = json.dumps(llm.requests[1].body)
+    compactions = [e for e in events(proc) if e["type"] == "compaction"]
+    assert "line 19: the lamp is lit" in second, compactions
+    third = json.dumps(llm.requests[2].body)
+    assert "lamp" in third and "Grep" in third  # the last step too

@@ -270,7 +270,8 @@ def split_history(
 
     The tail always holds the user's newest message. Then, within ``budget_tokens`` (which
     the newest message counts against): its turn's steps, the latest first, whole (a tool
-    call stays with its results); when the whole turn fits, earlier whole turns, up to
+    call stays with its results) — the latest one even when it alone is over the budget (the
+    model goes on from its results: a small window must not lose them); when the whole turn fits, earlier whole turns, up to
     ``keep_turns`` turns in all. When the newest turn does not fit, its first steps go to
     the older part and the tail begins with the newest message; otherwise the tail is the
     end of the history. The older part is empty only when there is nothing to summarise
@@ -284,6 +285,9 @@ def split_history(
         return _split_latest_steps(messages, budget_tokens, estimator, valid)
     rest = None if budget_tokens is None else budget_tokens - estimator.message(messages[pin])
     steps = _fitting(messages, pin + 1, rest, estimator, valid)
+    latest = max((i for i in valid if i > pin), default=None)
+    if latest is not None and steps > latest:
+        steps = latest  # the turn's latest step stays whole: the model goes on from its results
     if steps == pin + 1:  # the whole newest turn fits: add earlier whole turns that fit
         cut = _whole_turns_start(messages, pin, keep_turns, budget_tokens, estimator)
         if cut == 0:
