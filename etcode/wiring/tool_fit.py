@@ -70,7 +70,7 @@ def replanner(runtime: Runtime, window: ContextWindow | None) -> Replan:
         events = apply_late_facts(runtime, window)
         mcp = {tool.name for tool in runtime.mcp.tools()} if runtime.mcp is not None else set()
         counted = counted_system(runtime.system, runtime.environment)  # the environment is sent too
-        events += fit_tools(runtime.tools, window, counted, messages, agent=runtime.agent_name, mcp_names=mcp)
+        events += fit_tools(runtime.tools, window, counted, messages, mcp_names=mcp)
         if window is not None and plan() != before:
             # The last reported size was of the request before: the next one is estimated whole.
             window.meter.forget_report()
@@ -100,7 +100,6 @@ def fit_tools(
     system: list[str],
     messages: list[Message],
     *,
-    agent: str,
     mcp_names: set[str] | None = None,
 ) -> list[Event]:
     """Leave out of ``tools`` what the window cannot hold (see the module); the warning to
@@ -144,7 +143,7 @@ def fit_tools(
             left.extend(kept)
             kept = []
     if not kept:
-        _check_base(window, est.system(system), full, newest, base - est.system(system), agent)
+        _check_base(window, est.system(system), full, newest, base - est.system(system))
     reason = _why(context or 0, len(kept), left)
     tools.left_out = dict.fromkeys(left, reason)
     state.key = key
@@ -166,27 +165,25 @@ def _named(schemas: list[ToolSchema]) -> dict[str, ToolSchema]:
     return {schema.name: schema for schema in schemas}
 
 
-def _check_base(
-    window: ContextWindow, system: int, tools: int, newest: Message | None, size: int, agent: str
-) -> None:
+def _check_base(window: ContextWindow, system: int, tools: int, newest: Message | None, size: int) -> None:
     """Without tools, the system prompt and the newest message must fit the usable window."""
     usable = window.budget.usable or 0
     if system + size <= usable:
         return
     if newest is not None and size > system:  # the message is the big part: today's words
         raise too_long_error(size, system, window.budget)
-    raise nothing_fits(system, tools, window, agent)
+    raise nothing_fits(system, tools, window)
 
 
-def nothing_fits(system: int, tools: int, window: ContextWindow, agent: str) -> MessageTooLongError:
+def nothing_fits(system: int, tools: int, window: ContextWindow) -> MessageTooLongError:
     """One line: what does not fit (the system prompt, the tools) and the fixes."""
     budget = window.budget
     usable, context = budget.usable or 0, budget.context or 0
     return MessageTooLongError(
-        f"the system prompt does not fit the model's context window: it has {system:,} tokens "
-        f"(and the tools {tools:,} more), over the {usable:,} usable of the {context:,}-token window "
-        f"({context - usable:,} kept for the answer); start the server with a larger window "
-        f"(llama-server -c), turn tools off with agent.{agent}.tools in etcode.json, or use a larger model"
+        f"the system prompt does not fit the model's context window: it has {system:,} tokens, over "
+        f"the {usable:,} usable of the {context:,}-token window ({context - usable:,} kept for the "
+        f"answer), with every tool already left out (they would take {tools:,} more); start the "
+        "server with a larger window (llama-server -c) or use a larger model"
     )
 
 
@@ -206,7 +203,7 @@ def _warning(context: int, kept: list[str], left: list[str], size: int, limit: i
     )
     return (
         f"the {context:,}-token context window is too small for every tool: {what} (the system "
-        f"prompt, every tool and the message would take about {size:,} tokens, and {limit:,} leave "
-        "room for the conversation); start the server with a larger window (llama-server -c) to "
-        "offer them all"
+        f"prompt, every tool and the message would take about {size:,} tokens, over the {limit:,} "
+        "that leave room for the conversation); start the server with a larger window "
+        "(llama-server -c) to offer them all"
     )
