@@ -63,7 +63,18 @@ def tool_names(request: Recorded) -> list[str]:
 
 
 def user_texts(request: Recorded) -> list[str]:
-    return [without_environment(m["content"]) for m in request.body["messages"] if m["role"] == "user"]
+    """The user messages' texts; an announcement sent joined with the user message after it
+    (user and assistant alternate on the wire) counts as the two messages it was."""
+    texts: list[str] = []
+    for message in request.body["messages"]:
+        if message["role"] != "user":
+            continue
+        content = without_environment(message["content"])
+        if content.startswith(ANNOUNCE_HEADER) and "\n\n" in content:
+            texts.extend(content.split("\n\n", 1))
+        else:
+            texts.append(content)
+    return texts
 
 
 def assert_system_layer(request: Recorded, initial: tuple[str, ...] = ("lookup",)) -> None:
@@ -126,7 +137,8 @@ async def test_several_batches_in_a_row_never_duplicate(project: Path, llm: Fake
     llm.script(
         Reply(text="a"),
         Reply(text="b"),
-        Reply(text="c"),
+        # long enough that its summary is shorter (a summary that grows the request is not kept)
+        Reply(text=" ".join(f"point {i} of the third answer" for i in range(120))),
         Reply(text="d"),
         Reply(text=SUMMARY),
         Reply(text="e"),
