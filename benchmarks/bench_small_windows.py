@@ -48,26 +48,13 @@ if (SHARED / "tiktoken").is_dir():
 from etcode.engine.context import TokenEstimator  # noqa: E402
 from etcode.provider.types import Message, TextPart, ToolSchema  # noqa: E402
 from tests.llama_proxy import llama_proxy  # noqa: E402
+from tests.llama_servers import tool  # noqa: E402  (the tests' llama-server helper)
 
-TOOL = SHARED / "tools" / "llama-server"
-CACHE = os.environ.get("ETCODE_LLAMA_CACHE") or str(
-    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "etcode-dev" / "llama"
-)
 WINDOWS = (1024, 2048, 4096, 8192)
 QUESTION = "what is 2+2"
 CAP = 16
 TURNS = 10
 RUN_TIMEOUT = 600
-
-
-def tool(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(TOOL), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "ETCODE_LLAMA_CACHE": CACHE, **env},
-    )
 
 
 def note(turn: int) -> str:

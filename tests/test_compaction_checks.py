@@ -15,26 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from etcode import Agent, tool
+from etcode import Agent
 from etcode.contract import events as ev
 from etcode.engine import kept_users
 from tests.cli_helpers import etcode
 from tests.fake_llm import Call, FakeLLM, Recorded, Reply
+from tests.test_compaction import INSTRUCTION_MARK, SUMMARY, SYSTEM, long_text, lookup
 
-SYSTEM = "You are TEST-SYSTEM-MARKER, a careful assistant."
-INSTRUCTION_MARK = "is about to be replaced by a summary"  # from prompts/compaction/summary.txt
-SUMMARY = "## Goal\nLearn about topics.\n## Next steps\nAnswer about topic three. SUMMARY-MARKER"
 FACT = "My name is Zorblax and I keep bees on Mars."
-
-
-@tool(read_only=True)
-def lookup(key: str) -> str:
-    """Look up a key in the notes."""
-    return f"value of {key}"
-
-
-def long_text(topic: str, words: int) -> str:
-    return " ".join(f"fact{i} about {topic} number {i * 7 % 13}" for i in range(words // 5))
 
 
 @pytest.fixture
