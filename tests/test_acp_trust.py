@@ -125,6 +125,12 @@ async def test_refusing_in_the_editor_fails_the_prompt_and_sends_nothing(
         # the next prompt asks again; allowed for this session only
         assert (await _prompt(conn, session_id, "now yes")).stop_reason == "end_turn"
         assert len(client.permission_requests) == 2 and client.message_text() == "allowed once"
+        # The MCP command was started; wait until it wrote (a loaded CPU may not have run it yet:
+        # closing the session ends its process group).
+        for _ in range(1200):
+            if canary.exists():
+                break
+            await asyncio.sleep(0.05)
     # "allow once" was not remembered: loading the session again replays it without a
     # question, and its next prompt asks again
     ran = canary.read_text(encoding="utf-8")  # the MCP command ran in the allowed session

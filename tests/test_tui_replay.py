@@ -113,8 +113,9 @@ async def test_internal_messages_replay_as_notices(project: Path, llm: FakeLLM) 
 
 async def test_turns_before_a_compaction_are_shown(project: Path, llm: FakeLLM) -> None:
     llm.script(
-        Reply(text="one " * 50),
-        Reply(text="two " * 50),
+        # long enough that a summary is shorter (one that would grow the request is not kept)
+        Reply(text=" ".join(f"point {i} of the first answer" for i in range(80))),
+        Reply(text=" ".join(f"point {i} of the second answer" for i in range(80))),
         Reply(text="three " * 50),
         Reply(text="## Goal\nCount.\n## Next steps\nNone."),  # the summary
     )
