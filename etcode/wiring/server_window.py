@@ -36,18 +36,37 @@ def wants_lean(prompt_mode: str | None, context: int | None) -> bool:
 
 
 async def apply_server_facts(runtime: Runtime, window: ContextWindow | None) -> list[Event]:
-    """Bring ``runtime`` and ``window`` up to date with what the server said so far:
-    the window size (and a ``UsageUpdate`` so the status bar shows it), the tools (not
-    offered when the server's chat template drops them, with a warning once), and the
-    prompt mode. Returns the events to show."""
-    events: list[Event] = []
+    """Bring ``runtime`` and ``window`` up to date with what the server said so far (waiting
+    for it at most the probe's grace): the window size (and a ``UsageUpdate`` so the status
+    bar shows it), the counts calibrated to its tokenizer, the tools (not offered when the
+    server's chat template drops them, with a warning once), and the prompt mode. Returns
+    the events to show."""
     probe = runtime.probe
     facts = await probe.settle() if probe is not None else None
     if window is not None:
-        if facts is not None and facts.context and window.learn_window(facts.context, "server"):
-            events.append(window.update())
         window.on_learn = runtime.remember_window
         _calibrate_counts(runtime, window, facts)
+    return _apply_facts(runtime, window, facts)
+
+
+def apply_late_facts(runtime: Runtime, window: ContextWindow | None) -> list[Event]:
+    """Between the steps of a run (never waits): a discovery answer that came after the turn
+    began, and the prompt mode for the window known now — also one an overflow error
+    taught. Returns the events to show."""
+    return _apply_facts(runtime, window, runtime.probe.ready() if runtime.probe is not None else None)
+
+
+def _apply_facts(runtime: Runtime, window: ContextWindow | None, facts: ServerFacts | None) -> list[Event]:
+    """What :func:`apply_server_facts` and :func:`apply_late_facts` share: ``facts``'
+    window, warnings, image support and tools, then the prompt mode for the window."""
+    events: list[Event] = []
+    if (
+        window is not None
+        and facts is not None
+        and facts.context
+        and window.learn_window(facts.context, "server")
+    ):
+        events.append(window.update())
     events.extend(_fact_warnings(runtime, window, facts))
     images = runtime.images
     if facts is not None and images is not None and facts.images is not None and images.takes_images is None:
@@ -112,29 +131,6 @@ def _unlisted_warning(spec: ProviderSpec, facts: ServerFacts) -> str:
         f"({facts.source or 'its model list'}: {said}); a one-model server answers with the model "
         f"it runs whatever the name, others refuse it: set the model to a name it lists"
     )
-
-
-def apply_late_facts(runtime: Runtime, window: ContextWindow | None) -> list[Event]:
-    """Between the steps of a run (never waits): a discovery answer that came after the turn
-    began (its window, its tools), and the prompt mode for the window known now — also one
-    an overflow error taught. Returns the events to show."""
-    events: list[Event] = []
-    facts = runtime.probe.ready() if runtime.probe is not None else None
-    if (
-        window is not None
-        and facts is not None
-        and facts.context
-        and window.learn_window(facts.context, "server")
-    ):
-        events.append(window.update())
-    events.extend(_fact_warnings(runtime, window, facts))
-    if facts is not None and facts.tools is False and runtime.tools.offered and len(runtime.tools):
-        runtime.tools.offered = False
-        events.append(WarningEvent(_no_tools_warning(runtime.spec, facts)))
-    lean = wants_lean(runtime.config.prompt, window.budget.context if window is not None else None)
-    if lean != runtime.tools.lean:
-        runtime.use_lean(lean)
-    return events
 
 
 def _calibrate_counts(runtime: Runtime, window: ContextWindow, facts: ServerFacts | None) -> None:
