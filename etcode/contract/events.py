@@ -318,6 +318,7 @@ class EventType(StrEnum):
     ERROR = "error"
     LOOP_END = "loop_end"
     TODO_UPDATE = "todo_update"  # the same string as etcode.tools.todo.TODO_UPDATE
+    REASONING = "reasoning"  # the model's thinking of one step (never sent back to it)
 
 
 @dataclass
