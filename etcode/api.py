@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Unpack, cast
 from etcode.contract.events import Event, SessionStart, StepStart
 from etcode.contract.results import AgentResult, LoopLimits
 from etcode.prompt.system import DEFAULT_NAME
+from etcode.provider.reasoning import Reasoning, reasoning_setting
 from etcode.provider.spec import CUSTOM_PROVIDER, RetryConfig
 from etcode.provider.types import Message
 from etcode.tools.base import Tool, ToolResult, tool
@@ -159,9 +160,17 @@ class Agent:
         trust: bool | None = False,
         skills: str | Path | Iterable[str | Path] | None = None,
         commands: bool = True,
+        reasoning: Reasoning = None,
+        thinking_level: Reasoning = None,
+        emit_reasoning_events: bool = True,
         **llm_kwargs: JsonValue,
     ) -> None:
         _check_keywords(llm_kwargs)
+        #: The thinking asked of the model (``"low"``/``"medium"``/``"high"``, a token budget,
+        #: None: the config's ``reasoning``); ``thinking_level`` is the design's name for it.
+        self.reasoning = reasoning_setting(reasoning, thinking_level)
+        #: REASONING events in ``run_stream``/``arun_stream`` (and ``AgentResult.events``).
+        self.emit_reasoning_events = emit_reasoning_events
         if llm is not None:
             if provider is not None:
                 raise TypeError("Agent: pass llm= or provider=, not both")
@@ -311,7 +320,7 @@ class Agent:
         from etcode.provider.chat_client import messages_to_openai
 
         self._adopt(messages)
-        async for event in loop_events(self.stream(task, images), task):
+        async for event in loop_events(self.stream(task, images), task, reasoning=self.emit_reasoning_events):
             if event.type == EventType.LOOP_END and self._current is not None:
                 finished = self._current.result
                 if finished is not None:  # the conversation in OpenAI Chat format, as the design has it

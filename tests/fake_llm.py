@@ -41,6 +41,7 @@ __all__ = [
     "FakeLLM",
     "Fault",
     "Recorded",
+    "Recording",
     "Reply",
     "anthropic_events",
     "openai_events",
@@ -132,7 +133,22 @@ class Recorded:
         return json.dumps(self.body, ensure_ascii=False)
 
 
-Entry = Reply | Fault | Callable[[Recorded], Reply | Fault]
+@dataclass
+class Recording:
+    """A real server's answer replayed byte for byte: ``body`` is the SSE stream as it was
+    received (sent back in HTTP chunks, whatever the request's path)."""
+
+    body: bytes
+
+    @classmethod
+    def from_file(cls, path: Any) -> Recording:
+        """A ``curl -i -N`` capture: the status line and headers, a blank line, the body."""
+        data = open(path, "rb").read()  # noqa: PTH123, SIM115 - a test helper
+        head, sep, body = data.partition(b"\r\n\r\n")
+        return cls(body if sep and head.startswith(b"HTTP/") else data)
+
+
+Entry = Reply | Fault | Recording | Callable[[Recorded], Reply | Fault]
 
 
 #: The environment block etcode joins to the front of a request's first user message.
@@ -514,6 +530,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(400, obj, {})
             elif isinstance(entry, Fault):
                 self._fault(fmt, entry, recorded)
+            elif isinstance(entry, Recording):
+                self._send_events([entry.body], 0.0, cut=False)
             else:
                 self._stream(fmt, entry, recorded)
         except (BrokenPipeError, ConnectionResetError):
@@ -759,11 +777,11 @@ class FakeLLM:
         data = [{"id": n, "object": "model", "created": 1686935002, "owned_by": "fake"} for n in names]
         return 200, {"object": "list", "data": data}, 0.0
 
-    def _take(self, recorded: Recorded) -> Reply | Fault | None:
+    def _take(self, recorded: Recorded) -> Reply | Fault | Recording | None:
         with self._lock:
             self.requests.append(recorded)
             entry = self._queue.popleft() if self._queue else None
-        if entry is not None and not isinstance(entry, Reply | Fault):
+        if entry is not None and not isinstance(entry, Reply | Fault | Recording):
             entry = entry(recorded)
         return entry
 

@@ -133,8 +133,9 @@ async def test_dropped_events_neither_appear_nor_split_a_thought() -> None:
             done("one thought"),
         ]
     )
-    assert [e.type for e in out] == [T.LOOP_START, T.THOUGHT, T.LOOP_END]
-    assert out[1].data["content"] == "one thought"
+    # the thinking, even in the middle of the text, is the step's one REASONING before its THOUGHT
+    assert [e.type for e in out] == [T.LOOP_START, T.REASONING, T.THOUGHT, T.LOOP_END]
+    assert (out[1].data["content"], out[2].data["content"]) == ("hmm", "one thought")
 
 
 async def test_durations_are_non_negative_and_matched_by_call_id() -> None:
@@ -256,6 +257,7 @@ def test_event_type_and_loop_event_match_the_design() -> None:
         "error",
         "loop_end",
         "todo_update",
+        "reasoning",
     ]
     event = LoopEvent.observation(3, "search", "found", 0.5, summary="1 hit")
     assert event.to_dict() == {

@@ -9,6 +9,7 @@ attribute names are snake_case and also accepted on input. Unknown keys are erro
 from __future__ import annotations
 
 import difflib
+import json
 import types
 from pathlib import Path
 from typing import Literal, Union, get_args, get_origin
@@ -313,6 +314,9 @@ class Config(_Strict):
     #: Tool calls run from one model answer; the rest are answered "not run".
     max_tool_calls: int = Field(default=64, ge=1)
     timeout: float | None = Field(default=None, gt=0, description="loop wall-clock limit in s")
+    #: How hard the model thinks: "low", "medium", "high", a token budget, or "off" (the
+    #: model's default), sent as each provider's own field (``provider/reasoning.py``).
+    reasoning: JsonValue = None
 
     _sources: list[Path] = PrivateAttr(default_factory=list)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -323,6 +327,18 @@ class Config(_Strict):
     _without: dict[Path, list[Loc]] = PrivateAttr(default_factory=dict)
     _folders: tuple[Path, Path] | None = PrivateAttr(default=None)
     _trusted: bool = PrivateAttr(default=False)
+
+    @field_validator("reasoning")
+    @classmethod
+    def _reasoning_setting(cls, value: JsonValue) -> JsonValue:
+        ok = value in (None, "off", "low", "medium", "high") or (
+            isinstance(value, int) and not isinstance(value, bool) and value > 0
+        )
+        if not ok:
+            raise ValueError(
+                f'expected "off", "low", "medium", "high" or a token budget (a positive integer), got {json.dumps(value)}'
+            )
+        return value
 
     @field_validator("permission")
     @classmethod

@@ -377,3 +377,7 @@ class LoopEvent(Event):
     @classmethod
     def todo_update(cls, step: int, todos: list[JsonObject], **extra: JsonValue) -> LoopEvent:
         return cls(EventType.TODO_UPDATE, step, {**extra, "todos": todos})
+
+    @classmethod
+    def reasoning(cls, step: int, content: str, **extra: JsonValue) -> LoopEvent:
+        return cls(EventType.REASONING, step, {**extra, "content": content})

@@ -52,12 +52,20 @@ class AgentResult:
 
     @property
     def total_tokens(self) -> TokenUsage:
-        """Token use of the whole run in the design's shape (prompt, completion, total)."""
+        """Token use of the whole run in the design's shape: prompt (cached included),
+        completion (thinking included), total, and ``reasoning_tokens``/``cached_tokens``
+        (None when no answer of the run reported any)."""
         from etcode.provider.chat_client import TokenUsage
 
         used = self.usage
         prompt = used.input_tokens + used.cache_read_tokens + used.cache_write_tokens
-        return TokenUsage(prompt, used.output_tokens, prompt + used.output_tokens)
+        return TokenUsage(
+            prompt,
+            used.output_tokens,
+            prompt + used.output_tokens,
+            reasoning_tokens=used.reasoning_tokens or None,
+            cached_tokens=used.cache_read_tokens or None,
+        )
 
     @property
     def is_error(self) -> bool:

@@ -3,7 +3,8 @@
 ``loop_events(agent.stream(task), task)`` turns etcode's events (text deltas, tool calls,
 usage, retries...) into :class:`~etcode.contract.events.LoopEvent` s (events of the same
 vocabulary, :mod:`etcode.contract.events`): one ``thought`` per step, an ``action`` and an
-``observation`` per tool call, and ``loop_start``/``loop_end`` around the run. The
+``observation`` per tool call, a ``reasoning`` per step whose model thought aloud, and
+``loop_start``/``loop_end`` around the run. The
 design's data keys are all there; some events carry more (marked ``+``).
 
 ======================  ===================  ==============================================
@@ -17,6 +18,11 @@ TextDeltaEvent          THOUGHT              content: the step's text, one event
                                              event; whitespace-only text is dropped
 RoleTextDelta           THOUGHT              content, +role (the workflow's planner,
                                              executor, verifier); a new role flushes
+ReasoningDeltaEvent     REASONING            content: the step's thinking (reasoning_content,
+                                             Anthropic thinking), one event per step, sent
+                                             right before that step's THOUGHT (or first
+                                             ACTION); whitespace-only is dropped; none
+                                             with ``reasoning=False``
 ToolCallStart           ACTION               tool, args (the params), +summary, +call_id
 ToolResultEvent         OBSERVATION          tool, result (the output the model saw),
                                              duration (monotonic seconds since its ACTION),
@@ -31,7 +37,7 @@ StoppedEvent            (on LOOP_END)        +stop_message on LOOP_END (see belo
 DoneEvent               LOOP_END             stop_reason, content (the final text),
                                              messages=[], +steps, +usage, +todos, +error,
                                              +stop_message
-anything else           (dropped)            usage, progress, reasoning, subagents,
+anything else           (dropped)            usage, progress, subagents,
                                              compaction, workflow phases and verdicts
 ======================  ===================  ==============================================
 
@@ -58,22 +64,27 @@ __all__ = ["loop_events"]
 class _Converter:
     """The state of one conversion: the step, the text not yet sent, the running calls."""
 
-    def __init__(self, task: str) -> None:
+    def __init__(self, task: str, reasoning: bool = True) -> None:
         self.task = task
         self.step = 0
+        self.emit_reasoning = reasoning
+        self.reasoning: list[str] = []  # the step's thinking not yet sent
         self.text: list[str] = []
         self.role: str | None = None  # whose text is buffered (None: the agent's own)
         self.started: dict[str, float] = {}  # call_id -> monotonic time of its ACTION
         self.stop_message = ""
 
     def flush(self) -> list[LoopEvent]:
-        """The buffered text as one THOUGHT (none if it is only whitespace)."""
+        """The buffered thinking as one REASONING and text as one THOUGHT (none of either
+        if it is only whitespace)."""
+        thinking, self.reasoning = "".join(self.reasoning), []
+        out = [LoopEvent.reasoning(self.step, thinking)] if thinking.strip() else []
         content = "".join(self.text)
         role, self.text, self.role = self.role, [], None
         if not content.strip():
-            return []
+            return out
         extra = {"role": role} if role is not None else {}
-        return [LoopEvent.thought(self.step, content, **extra)]
+        return [*out, LoopEvent.thought(self.step, content, **extra)]
 
     def buffer(self, text: str, role: str | None) -> list[LoopEvent]:
         out = self.flush() if self.text and role != self.role else []
@@ -87,6 +98,10 @@ class _Converter:
             return self.buffer(event.text, None)
         if isinstance(event, ev.RoleTextDelta):
             return self.buffer(event.text, event.role)
+        if isinstance(event, ev.ReasoningDeltaEvent):
+            if self.emit_reasoning:
+                self.reasoning.append(event.text)
+            return []
         if isinstance(event, ev.StepStart):
             out = self.flush()
             self.step += 1
@@ -154,9 +169,12 @@ class _Converter:
         )
 
 
-async def loop_events(native: AsyncIterator[ev.Event], task: str) -> AsyncIterator[LoopEvent]:
-    """The step-level events of ``native`` (``Agent.stream(task)``), as they happen."""
-    converter = _Converter(task)
+async def loop_events(
+    native: AsyncIterator[ev.Event], task: str, *, reasoning: bool = True
+) -> AsyncIterator[LoopEvent]:
+    """The step-level events of ``native`` (``Agent.stream(task)``), as they happen
+    (``reasoning=False``: no REASONING events)."""
+    converter = _Converter(task, reasoning)
     async for event in native:
         for made in converter.convert(event):
             yield made

@@ -317,6 +317,8 @@ class AnthropicProvider(RetryingHTTPProvider):
         budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
         if isinstance(budget, int) and budget >= body["max_tokens"]:
             body["max_tokens"] = budget + DEFAULT_MAX_TOKENS  # the API requires max_tokens > budget
+        if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+            body.pop("temperature", None)  # the API refuses any temperature but 1 with thinking
         return body
 
     def new_state(self) -> AnthropicStream:

@@ -38,6 +38,8 @@ from etcode.provider.types import (
     Message,
     ModelRequest,
     Part,
+    ReasoningDelta,
+    ReasoningPart,
     StreamChunk,
     StreamEnd,
     TextDelta,
@@ -64,19 +66,30 @@ _MAX_MESSAGE = 300
 DEFAULT_TIMEOUT = 600.0
 
 
+def _add_optional(a: int | None, b: int | None) -> int | None:
+    """None + None stays None (neither reported it); otherwise None counts as 0."""
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
 @dataclass
 class TokenUsage:
-    """Tokens one answer (or a whole run) used."""
+    """Tokens one answer (or a whole run) used. ``prompt_tokens`` includes the cached ones
+    (``cached_tokens``, read from a prompt cache); ``completion_tokens`` includes the
+    thinking (``reasoning_tokens``). Both are None when not reported."""
 
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
+            _add_optional(self.reasoning_tokens, other.reasoning_tokens),
+            _add_optional(self.cached_tokens, other.cached_tokens),
         )
 
     @classmethod
@@ -95,13 +108,16 @@ class ToolCall:
 
 @dataclass
 class LLMResponse:
-    """One answer of a client: text and/or tool calls, the usage, and the raw response."""
+    """One answer of a client: text and/or tool calls, the usage, the raw response and the
+    model's thinking (``reasoning_content``: a ``REASONING`` event and a reasoning part of
+    the answer's message, never sent back to the model by this adapter)."""
 
     content: str | None
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: TokenUsage = field(default_factory=TokenUsage.zero)
     #: Whatever the client got from its model (kept for the caller, never read by etcode).
     raw: object = None
+    reasoning_content: str | None = None
 
     @property
     def has_tool_calls(self) -> bool:
@@ -123,6 +139,19 @@ class BaseLLMClient(ABC):
         A message with images has a list ``content`` of ``text`` and ``image_url`` parts
         (``data:`` URLs); a tool's images come in such a user message after the turn's
         ``tool`` messages. Without images every ``content`` is a string."""
+
+
+def _usage(usage: object) -> Usage:
+    """A client's ``TokenUsage`` (or an object or dict of its fields) as etcode counts it:
+    ``input_tokens`` without the cached ones, as the built-in adapters count."""
+    prompt = as_tokens(field_of(usage, "prompt_tokens")) or 0
+    cached = as_tokens(field_of(usage, "cached_tokens")) or 0
+    return Usage(
+        input_tokens=max(0, prompt - cached),
+        output_tokens=as_tokens(field_of(usage, "completion_tokens")) or 0,
+        cache_read_tokens=cached,
+        reasoning_tokens=as_tokens(field_of(usage, "reasoning_tokens")) or 0,
+    )
 
 
 def _one_line(text: str) -> str:
@@ -207,6 +236,12 @@ class ChatClientProvider(Provider):
             raise self._bad(f"returned content of type {type(content).__name__}, not a str")
         out: list[StreamChunk] = []
         parts: list[Part] = []
+        reasoning = getattr(response, "reasoning_content", None)
+        if reasoning is not None and not isinstance(reasoning, str):
+            raise self._bad(f"returned reasoning_content of type {type(reasoning).__name__}, not a str")
+        if reasoning:
+            out.append(ReasoningDelta(reasoning))
+            parts.append(ReasoningPart(reasoning))
         if content:
             out.append(TextDelta(content))
             parts.append(TextPart(content))
@@ -218,15 +253,8 @@ class ChatClientProvider(Provider):
             out.append(ToolCallStarted(index, call.id, call.name))
             out.append(ToolCallArgsDelta(index, call.arguments))
             parts.append(call)
-        usage = getattr(response, "usage", None)
-        prompt, completion = (
-            as_tokens(field_of(usage, "prompt_tokens")) or 0,
-            as_tokens(field_of(usage, "completion_tokens")) or 0,
-        )
         stop = "tool_use" if raw_calls else "end_turn"
-        out.append(
-            StreamEnd(Message("assistant", parts), Usage(input_tokens=prompt, output_tokens=completion), stop)
-        )
+        out.append(StreamEnd(Message("assistant", parts), _usage(getattr(response, "usage", None)), stop))
         return out
 
     def _call(self, raw: object, index: int) -> ToolCallPart:

@@ -78,6 +78,10 @@ def default_render(event: LoopEvent) -> str:
         return f"task: {_first_line(str(data.get('task', '')))}"
     if kind == EventType.THOUGHT:
         return str(data.get("content", "")).strip()
+    if kind == EventType.REASONING:  # the step's thinking: its first line (all of it is in data)
+        text = str(data.get("content", "")).strip()
+        first = _first_line(text)
+        return f"thinking: {first}{' …' if first != text else ''}"
     if kind == EventType.ACTION:
         summary = data.get("summary") or _args_text(data.get("args"))
         return f"● {data.get('tool', '')} ({summary})" if summary else f"● {data.get('tool', '')}"

@@ -191,7 +191,7 @@ class Runtime:
             if parent is None
             else None
         )
-        extra = _request_extra(agent, spec)
+        extra = _request_extra(agent, spec, config)
         retry = agent.retry or _retry_config(config)
         owns_provider = agent.provider is None
         if agent.provider is not None:
@@ -367,14 +367,24 @@ def _resolve_spec(agent: AgentSettings, config: Config, agent_info: AgentInfo) -
     return resolve_model(config, model)
 
 
-def _request_extra(agent: AgentSettings, spec: ProviderSpec) -> JsonObject:
+def _request_extra(agent: AgentSettings, spec: ProviderSpec, config: Config) -> JsonObject:
     """The agent's model keywords for the request body: checked against the provider's wire
-    format, or passed as they are to a provider or client of the caller's own."""
+    format, or passed as they are to a provider or client of the caller's own; then the
+    fields of its ``reasoning`` (else the config's) that no explicit option already sets."""
     if agent.provider is not None:
-        return dict(agent.llm_kwargs)
-    from etcode.provider.options import request_options
+        extra = dict(agent.llm_kwargs)
+    else:
+        from etcode.provider.options import request_options
 
-    return request_options(spec.type, spec.id, agent.llm_kwargs)
+        extra = request_options(spec.type, spec.id, agent.llm_kwargs)
+    setting = agent.reasoning if agent.reasoning is not None else config.reasoning
+    if setting is None:
+        return extra
+    from etcode.provider.reasoning import parse_reasoning, reasoning_fields
+
+    level = parse_reasoning(setting)
+    wire, provider_id = (spec.type, spec.id) if agent.provider is None else ("openai", spec.id)
+    return {**extra, **reasoning_fields(level, wire, provider_id, {**spec.options, **extra})}
 
 
 def _claude_agent_warnings(instance: InstanceInfo) -> list[str]:

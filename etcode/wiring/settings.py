@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from etcode.contract.results import AgentResult, LoopLimits
     from etcode.permission.service import Asker
     from etcode.provider.base import Provider
+    from etcode.provider.reasoning import Reasoning
     from etcode.provider.spec import RetryConfig
     from etcode.tools.base import Tool
 
@@ -42,6 +43,7 @@ class ChildSettings(TypedDict, total=False):
     provider: Provider | None
     asker: Asker | None
     llm_kwargs: JsonObject
+    reasoning: Reasoning
 
 
 class AgentSettings(Protocol):
@@ -85,6 +87,12 @@ class AgentSettings(Protocol):
 
     @property
     def llm_kwargs(self) -> JsonObject: ...
+    @property
+    def reasoning(self) -> Reasoning:
+        """The provider-neutral thinking setting (``provider/reasoning.py``); None: the
+        config's ``reasoning``, if any."""
+        ...
+
     @property
     def temperature(self) -> float | None: ...
     @property

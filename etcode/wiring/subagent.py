@@ -105,6 +105,7 @@ class SubagentSpawner:
             provider=runtime.provider if same_provider else None,
             asker=parent.asker,
             llm_kwargs=parent.llm_kwargs if same_provider else {},
+            reasoning=parent.reasoning,
         )
         self.children.append(child)
         return child
