@@ -100,6 +100,10 @@ class Agent:
       lists them all).
     - ``commands``: a task ``/name args`` naming a custom command runs its prompt (as
       ``etcode run /name args``); ``False`` sends every task as it is.
+    - ``reasoning``: how hard the model thinks (``"low"``/``"medium"``/``"high"``, a token
+      budget, ``"off"``; None: the config's ``reasoning``), sent as the provider's own field
+      (``etcode.provider.reasoning``); ``thinking_level`` is the design's name for it. The
+      thinking comes back as ``REASONING`` step events unless ``emit_reasoning_events=False``.
 
     Successive runs continue the same conversation (``reset()`` starts over). ``run`` returns
     the result from ordinary code and an awaitable inside ``async`` code; ``run_sync``,

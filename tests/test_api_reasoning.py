@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from etcode import Agent, BaseLLMClient, EventType, LLMResponse, Renderer, TokenUsage, ToolCall
+from etcode import Agent, BaseLLMClient, Event, EventType, LLMResponse, Renderer, TokenUsage, ToolCall
 from etcode.provider.types import ReasoningPart
 from etcode.util.errors import ConfigError
 from etcode.util.json_types import JsonObject, JsonValue
@@ -200,6 +200,12 @@ def test_an_explicit_wire_option_wins(llm: FakeLLM, project: Path) -> None:
           store=False, reasoning="high", thinking={"type": "enabled", "budget_tokens": 3000}).run_sync("hi")  # fmt: skip
     assert llm.requests[0].body["reasoning_effort"] == "minimal"
     assert llm.requests[1].body["thinking"] == {"type": "enabled", "budget_tokens": 3000}
+    # llama.cpp's own budget field, accepted as a model keyword of your own server
+    llm.script(Reply(text="ok"))
+    Agent("local/qwen3", "k", llm.openai_base_url, directory=project, store=False,
+          reasoning=9000, thinking_budget_tokens=500).run_sync("hi")  # fmt: skip
+    body = llm.requests[2].body
+    assert body["thinking_budget_tokens"] == 500 and "reasoning_effort" not in body
 
 
 def test_bad_settings_are_one_clear_error(project: Path) -> None:
@@ -216,6 +222,8 @@ def test_the_renderer_shows_a_steps_thinking(llm: FakeLLM, project: Path) -> Non
     agent = Agent("openai/o4-mini", "k", llm.openai_base_url, directory=project, store=False)
     lines = [Renderer().render(e) for e in agent.run_stream("2+2?")]
     assert lines[1] == "thinking: Two plus two. …"
+    # the design's factory
+    assert Event.reasoning(2, "hm").to_dict()["type"] == "reasoning" == EventType.REASONING
 
 
 def test_the_config_key_reaches_the_request_and_an_agent_overrides_it(llm: FakeLLM, project: Path) -> None:

@@ -32,6 +32,7 @@ LOCAL_SERVER_OPTIONS = frozenset(
         "mirostat_tau", "mirostat_eta", "n_probs", "grammar", "json_schema", "cache_prompt",
         "dynatemp_range", "dry_multiplier", "xtc_probability", "repetition_penalty",
         "chat_template_kwargs", "samplers", "keep_alive", "options",
+        "reasoning_format", "thinking_budget_tokens", "reasoning_budget_tokens",
     }
 )  # fmt: skip
 
