@@ -138,6 +138,36 @@ async def test_dropped_events_neither_appear_nor_split_a_thought() -> None:
     assert (out[1].data["content"], out[2].data["content"]) == ("hmm", "one thought")
 
 
+async def test_each_steps_thinking_is_one_reasoning_before_its_actions() -> None:
+    native = [
+        start(),
+        ev.StepStart(1),
+        ev.ReasoningDeltaEvent("Look "),
+        ev.ReasoningDeltaEvent("first."),
+        call("a", "Read"),
+        result("a", "Read"),
+        finish(1),
+        ev.StepStart(2),
+        ev.ReasoningDeltaEvent("  \n"),  # whitespace only: dropped
+        ev.TextDeltaEvent("done"),
+        finish(2),
+        ev.StepStart(3),
+        ev.ReasoningDeltaEvent("cut short"),  # a stream that ends here keeps it
+    ]
+    out = await convert(native)
+    assert [(e.type, e.step) for e in out] == [
+        (T.LOOP_START, 0),
+        (T.REASONING, 1),
+        (T.ACTION, 1),
+        (T.OBSERVATION, 1),
+        (T.THOUGHT, 2),
+        (T.REASONING, 3),
+    ]
+    assert [e.data["content"] for e in out if e.type == T.REASONING] == ["Look first.", "cut short"]
+    quiet = [event async for event in loop_events(_native(native), "t", reasoning=False)]
+    assert T.REASONING not in [e.type for e in quiet] and len(quiet) == 4
+
+
 async def test_durations_are_non_negative_and_matched_by_call_id() -> None:
     out = await convert(
         [
