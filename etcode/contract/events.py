@@ -147,6 +147,22 @@ class StoppedEvent(Event):
 
 
 @dataclass
+class SoftLimitEvent(Event):
+    """The run reached its soft step limit: the model was told to wrap up (``prompt``, added
+    to the conversation) and the run goes on. ``reason`` is ``step_limit``."""
+
+    reason: str
+    prompt: str
+    steps: int
+    type: Literal["soft_limit"] = field(init=False, default="soft_limit")
+
+    @property
+    def message(self) -> str:
+        """The line a front end shows."""
+        return f"soft step limit: {self.steps} steps taken; the model was asked to wrap up"
+
+
+@dataclass
 class ErrorEvent(Event):
     message: str
     kind: str = "error"

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from etcode.contract import events as ev
-from etcode.contract.results import AgentResult, LoopLimits
+from etcode.contract.results import AgentResult
 from etcode.engine import interception
 from etcode.engine.interception import BLOCKED, InterceptorError, StopRun
 from etcode.engine.loop import AgentLoop
@@ -361,11 +361,7 @@ class WorkflowRun(EventPump):
             self.base,
             system=self._system(role),
             tools=tools if tools is not None else ToolRegistry(),
-            limits=LoopLimits(
-                max_steps=self.base.limits.max_steps,
-                timeout=remaining,
-                max_tool_calls=self.base.limits.max_tool_calls,
-            ),
+            limits=replace(self.base.limits, timeout=remaining),
             on_step=None,
             recorder=_RoleRecorder(self) if self._record.recorder is not None else None,
             window=_RoleWindow(self.base.window) if self.base.window is not None else None,
