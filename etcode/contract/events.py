@@ -159,7 +159,8 @@ class SoftLimitEvent(Event):
     @property
     def message(self) -> str:
         """The line a front end shows."""
-        return f"soft step limit: {self.steps} steps taken; the model was asked to wrap up"
+        steps = f"{self.steps} step{'' if self.steps == 1 else 's'}"
+        return f"soft step limit: {steps} taken; the model was asked to wrap up"
 
 
 @dataclass
