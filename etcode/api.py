@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Unpack, cast
 
 from etcode.contract.events import Event, SessionStart, StepStart
-from etcode.contract.results import AgentResult, LoopLimits
+from etcode.contract.results import AgentResult
+from etcode.engine.limits import LoopLimits
 from etcode.prompt.system import DEFAULT_NAME
 from etcode.provider.reasoning import Reasoning, reasoning_setting
 from etcode.provider.spec import CUSTOM_PROVIDER, RetryConfig
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from etcode.session.snapshots import UndoReport
     from etcode.session.store import SessionStore, StoredMessage
     from etcode.tools.background import BackgroundProcesses
+    from etcode.wiring.run_limits import LimitDefaults
     from etcode.wiring.runtime import Runtime
     from etcode.wiring.settings import ChildSettings
 
@@ -194,6 +196,10 @@ class Agent:
         self.name = name
         self.agent_name = agent
         self.limits = limits
+        #: Whose defaults a run without ``limits`` takes where the config sets none: the
+        #: design's (``"api"``) or the front ends' (``"cli"``: 50 steps, hard; see
+        #: ``etcode.wiring.run_limits``).
+        self.limit_defaults: LimitDefaults = "api"
         self.retry = retry
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -519,6 +525,7 @@ class Agent:
         llm_kwargs = settings.pop("llm_kwargs", {})
         child = Agent(store=store if store is not None else False, **settings, **llm_kwargs)
         child.parent_session_id = self.session_id
+        child.limit_defaults = self.limit_defaults
         # Its background processes are this session's: listed, polled, limited and ended with it.
         child.state["background"] = self.background
         child._runtime = await build_runtime(child, parent=parent, make_child=child.make_child)

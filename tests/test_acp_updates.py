@@ -51,3 +51,13 @@ def test_a_subagents_hook_and_warning_reach_the_editor(tmp_path: Path) -> None:
     assert "general subagent: disk full" in thought.content.text
     started = ev.ToolCallStart("child_1", "Bash", {}, "")
     assert updates_of(ev.SubagentEvent("task_1", "general", "ses_x", started.to_dict()), tmp_path) == []
+
+
+def test_a_soft_step_limit_is_a_thought_line_and_a_token_limit_ends_with_max_tokens(tmp_path: Path) -> None:
+    from etcode.acp.server import STOP_REASONS
+    from etcode.acp.updates import updates_of
+    from etcode.contract import events as ev
+
+    [thought] = updates_of(ev.SoftLimitEvent("step_limit", "wrap up", 4), tmp_path)
+    assert "[etcode] soft step limit: 4 steps taken" in thought.content.text
+    assert STOP_REASONS["token_limit"] == "max_tokens"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from etcode.contract import events as ev
-from etcode.contract.results import LoopLimits
+from etcode.engine.limits import LoopLimits
 from etcode.engine.loop import AgentLoop
 from etcode.engine.settings import LoopSettings
 from etcode.provider.errors import ProviderError
@@ -187,7 +187,7 @@ async def test_bad_calls_become_error_results_and_the_loop_goes_on(tmp_path: Pat
 
 async def test_max_steps(tmp_path: Path) -> None:
     provider = ScriptedProvider(*[Answer("again", [("shout", {"text": "x"})]) for _ in range(5)])
-    loop = make_loop(tmp_path, provider, shout, limits=LoopLimits(max_steps=2))
+    loop = make_loop(tmp_path, provider, shout, limits=LoopLimits(max_steps=2, step_limit_mode="hard"))
     events = await collect(loop)
     assert loop.result.stop_reason == "max_steps"
     assert loop.result.steps == 2

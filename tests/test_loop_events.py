@@ -417,7 +417,9 @@ def test_default_lines_follow_etcodes_display() -> None:
         1, "max_steps", steps=1, stop_message="Stopped after 1 steps (limit: max steps)."
     )
     assert r.render(end) == "end (max_steps, 1 step): Stopped after 1 steps (limit: max steps)."
-    assert r.render(LoopEvent.soft_limit(1, "step_limit", "hurry")) == "limit: step_limit"
+    assert r.render(LoopEvent.soft_limit(1, "step_limit", "hurry")) == (
+        "warning: soft step limit (step_limit): the model was asked to wrap up"
+    )
 
 
 def test_a_tool_rule_beats_an_event_rule_beats_the_default() -> None:

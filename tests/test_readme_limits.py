@@ -54,7 +54,7 @@ def test_64_calls_of_one_answer_run_and_the_65th_is_answered_not_run(project: Pa
 
 async def test_the_library_s_loop_runs_64_calls_of_one_answer_and_not_65(tmp_path: Path) -> None:
     """contract/results.py LoopLimits.max_tool_calls (the Python API's default)."""
-    from etcode.contract.results import LoopLimits
+    from etcode.engine.limits import LoopLimits
     from etcode.engine.loop import AgentLoop
     from etcode.engine.settings import LoopSettings
     from etcode.provider.types import Message

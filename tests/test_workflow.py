@@ -434,3 +434,29 @@ async def test_interrupt_stops_the_workflow(llm: FakeLLM, tmp_path: Path) -> Non
     assert agent.last_result is not None and agent.last_result.stop_reason == "interrupted"
     assert any(isinstance(e, ev.StoppedEvent) and e.reason == "interrupted" for e in events)
     assert len(llm.requests) == 1
+
+
+async def test_the_token_budget_is_the_whole_workflows(llm: FakeLLM, tmp_path: Path) -> None:
+    """``LoopLimits.max_tokens`` counts every role's answers: spent by the planner and the
+    executor together, the workflow stops before the next turn with ``token_limit``."""
+    import dataclasses
+
+    from etcode import LoopLimits
+
+    llm.script(
+        dataclasses.replace(plan(("1", "Write it", "high"), ("2", "Check it", "low")), usage=(10, 60)),
+        dataclasses.replace(report("wrote it", completed=True), usage=(10, 60)),
+        report("checked", completed=True),
+        verdict(True, summary="never reached"),
+    )
+    agent = Agent(
+        "fake/m", base_url=llm.openai_base_url, api_key="k", agent="workflow", directory=tmp_path,
+        limits=LoopLimits(max_tokens=100),
+    )  # fmt: skip
+    events = [event async for event in agent.stream("write and check")]
+    await agent.aclose()
+    result = agent.last_result
+    assert result is not None and (result.stop_reason, result.is_error) == ("token_limit", True)
+    assert [role_of(r) for r in llm.requests] == ["planner", "executor"]
+    stopped = [e for e in events if isinstance(e, ev.StoppedEvent)]
+    assert [e.reason for e in stopped] == ["token_limit"] and "max_tokens 100" in stopped[0].message

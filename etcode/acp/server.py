@@ -69,6 +69,7 @@ STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn",
     "max_tokens": "max_tokens",
     "max_steps": "max_turn_requests",
+    "token_limit": "max_tokens",  # the run's budget of output tokens (LoopLimits.max_tokens)
     "max_tool_calls": "max_turn_requests",
     "interrupted": "cancelled",
     "blocked": "refusal",  # a hook refused the prompt or stopped the run

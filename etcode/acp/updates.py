@@ -234,7 +234,7 @@ def updates_of(event: ev.Event, directory: Path) -> list[Update]:
         return [tool_end(event.call_id, event.name, event.is_error, event.summary, event.output, event.data)]
     if isinstance(event, ev.TodoUpdate):
         return [plan_of(event.todos)]
-    if isinstance(event, ev.WarningEvent):
+    if isinstance(event, ev.WarningEvent | ev.SoftLimitEvent):
         return [helpers.update_agent_thought_text(f"\n[etcode] {event.message}\n")]
     if isinstance(event, ev.HookRun):
         return [hook_call(event)]

@@ -240,14 +240,11 @@ async def _run_agent(
         trust=None,  # checked above (_check_trust)
         commands=False,  # expanded above (_custom_command), with the command's agent and model
     )
+    agent.limit_defaults = "cli"
     if options.max_steps is not None:
-        from etcode.contract.results import LoopLimits
+        from etcode.wiring.run_limits import run_limits
 
-        agent.limits = LoopLimits(
-            max_steps=options.max_steps,
-            timeout=config.timeout,
-            max_tool_calls=config.max_tool_calls,
-        )
+        agent.limits = run_limits(config, options.max_steps, defaults="cli")
     renderer = _renderer(options.output_format)
     restore = _install_interrupt(agent)
     try:

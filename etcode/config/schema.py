@@ -124,6 +124,21 @@ class SnapshotConfig(_Strict):
     max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=0, alias="maxFileBytes")
 
 
+class LimitsConfig(_Strict):
+    """The loop's limits besides ``max_steps`` (``etcode.engine.limits.LoopLimits``). A key
+    left out takes the default of what runs: ``etcode run``, the chat and ``etcode acp``
+    stop hard at their step limit and have no token budget; the Python API warns softly and
+    stops at 200,000 output tokens. ``max_tokens``: the whole run's output tokens (null:
+    no budget); ``soft_limit_interval``: steps between two reminders after the first
+    (default: ``max_steps``); ``doom_loop_threshold``: identical calls in a row before the
+    model is told it is looping."""
+
+    step_limit_mode: Literal["soft", "hard"] | None = None
+    soft_limit_interval: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    doom_loop_threshold: int = Field(default=3, ge=2)
+
+
 class RetrySettings(_Strict):
     max_retries: int = Field(default=2, ge=0)
 
@@ -307,7 +322,10 @@ class Config(_Strict):
     #: are ``[REDACTED]`` in tool output (``security/secret_values.py``); relative to the project.
     secret_files: list[str] = Field(default_factory=list)
     retry: RetrySettings = Field(default_factory=RetrySettings)
-    max_steps: int = Field(default=50, ge=1)
+    #: Model calls of a run (null: no limit). Left out: 50 for the front ends, none for the
+    #: Python API (``etcode.wiring.run_limits``).
+    max_steps: int | None = Field(default=50, ge=1)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
     #: The provider prompt and tool descriptions: "lean" (short, for small local models),
     #: "full", or "auto" (lean when the model's window is 16k tokens or less).
     prompt: Literal["auto", "full", "lean"] = "auto"

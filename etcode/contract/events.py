@@ -147,6 +147,23 @@ class StoppedEvent(Event):
 
 
 @dataclass
+class SoftLimitEvent(Event):
+    """The run reached its soft step limit: the model was told to wrap up (``prompt``, added
+    to the conversation) and the run goes on. ``reason`` is ``step_limit``."""
+
+    reason: str
+    prompt: str
+    steps: int
+    type: Literal["soft_limit"] = field(init=False, default="soft_limit")
+
+    @property
+    def message(self) -> str:
+        """The line a front end shows."""
+        steps = f"{self.steps} step{'' if self.steps == 1 else 's'}"
+        return f"soft step limit: {steps} taken; the model was asked to wrap up"
+
+
+@dataclass
 class ErrorEvent(Event):
     message: str
     kind: str = "error"

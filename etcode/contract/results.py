@@ -13,19 +13,10 @@ if TYPE_CHECKING:
     from etcode.provider.chat_client import TokenUsage
 
 
-@dataclass
-class LoopLimits:
-    """When the loop stops on its own: after ``max_steps`` model calls, or after
-    ``timeout`` seconds of wall-clock time (None: no limit). One answer's tool calls beyond
-    ``max_tool_calls`` are not run (the model is told)."""
-
-    max_steps: int = 50
-    timeout: float | None = None
-    max_tool_calls: int = 64
-
-
-#: Why a run ended. ``end_turn``: the model finished; the others stop it early.
-STOP_REASONS = ("end_turn", "max_tokens", "max_steps", "timeout", "interrupted", "error")
+#: Why a run ended. ``end_turn``: the model finished; the others stop it early
+#: (``token_limit``: the run spent ``LoopLimits.max_tokens``, its budget of output tokens).
+#: The loop's limits themselves are ``etcode.engine.limits.LoopLimits``.
+STOP_REASONS = ("end_turn", "max_tokens", "max_steps", "token_limit", "timeout", "interrupted", "error")
 
 
 @dataclass

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 from etcode.contract import events as ev
 from etcode.contract.results import AgentResult
 from etcode.contract.tools import ToolContext
+from etcode.engine.limits import TOKEN_LIMIT, LimitChecker
 from etcode.engine.pump import EventPump
 from etcode.engine.seams import LoopWindow, SafeRecorder
 from etcode.engine.settings import LoopSettings
@@ -50,6 +51,20 @@ T = TypeVar("T")
 _STOP_MESSAGES = {"interrupted": "Interrupted by the user.", "timeout": "Stopped: time limit reached."}
 
 
+def _estimated_tokens(message: Message) -> int:
+    """An answer's output tokens when the provider reported none (a client of the user's
+    that counts nothing): about four characters a token, at least one, so that a budget
+    still ends a run that has no step limit."""
+    size = len(message.text) + sum(len(call.name) + len(call.arguments) for call in message.tool_calls)
+    return max(1, size // 4)
+
+
+def _not_run(call: ToolCallPart) -> ToolResultPart:
+    """The answer to a call made when the tools were turned off (a hard limit's last step)."""
+    note = "Not run: the step limit was reached and the tools are turned off."
+    return ToolResultPart(call.id, call.name, note, is_error=True, summary="Not run")
+
+
 def describe_unexpected(err: BaseException) -> str:
     """One line for an exception nobody planned for (the traceback goes to --debug)."""
     if isinstance(err, EtcodeError):
@@ -71,6 +86,8 @@ class AgentLoop(EventPump):
         super().__init__()
         self._usage = Usage()
         self._steps = 0
+        self._limits = LimitChecker(settings.limits)
+        self._tools_off = False  # this step is a hard step limit's last: no tools
         self._sent_max_tokens: int | None = None
         self._sent: ModelRequest | None = None  # the last request sent: what calibration counts
         self._interrupted = False
@@ -159,7 +176,7 @@ class AgentLoop(EventPump):
         reason when the run stops, None when it goes on."""
         if self._abort.is_set():
             return self._abort_reason(deadline)
-        if self._steps >= self.settings.limits.max_steps:
+        if self._limits.is_last_step(self._steps):  # a step past a hard limit's last (never reached)
             self.emit(ev.StoppedEvent("max_steps", f"Stopped after {self._steps} steps (limit: max steps)."))
             return "max_steps"
         self._replan()  # a window learned since (a late discovery answer): the request fits it
@@ -168,25 +185,59 @@ class AgentLoop(EventPump):
             return None  # interrupted while compacting: the next step says why it stops
         self._steps += 1
         self._add_request_notes()
+        self._tools_off = self._limits.is_last_step(self._steps)
+        if self._tools_off:  # the hard limit's last step: a summary in text, no tools
+            self.messages.append(Message.user(self.settings.limits.hard_limit_prompt))
         self.emit(ev.StepStart(self._steps))
         end = await self._stream_step_compacting()
         if end is None:  # interrupted while streaming
             return self._abort_reason(deadline)
         self._usage.add(end.usage)
+        self._limits.add_tokens(end.usage.output_tokens or _estimated_tokens(end.message))
         usage_event = await self._account(end)
         calls = end.message.tool_calls
-        if calls:
+        if calls and self._tools_off:
+            self.messages.append(Message("tool", [_not_run(call) for call in calls]))
+        elif calls:
             await self._run_calls(calls)
         self.emit(ev.StepFinish(self._steps, end.usage.to_dict(), end.stop_reason))
         if usage_event is not None:
             self.emit(usage_event)
         await self._persist()
+        if self._tools_off:
+            self.emit(
+                ev.StoppedEvent(
+                    "max_steps",
+                    f"Stopped after {self._steps} steps (limit: max steps); the last answer was asked "
+                    "for without tools.",
+                )
+            )
+            return "max_steps"
         if calls:
-            return None
+            return self._after_tools()
         if end.stop_reason == "max_tokens":  # never a silent truncation
             self.emit(ev.StoppedEvent("max_tokens", self._cut_notice(end.usage)))
             return "max_tokens"
         return "end_turn"
+
+    def _after_tools(self) -> str | None:
+        """The run's budget and soft step limit after a step whose tools ran: the stop reason
+        when the budget is spent, else None (a soft limit reached: the model told to wrap up)."""
+        limits = self._limits
+        if limits.over_budget():
+            self.emit(
+                ev.StoppedEvent(
+                    TOKEN_LIMIT,
+                    f"Stopped after {self._steps} steps: the run's answers used {limits.tokens:,} output "
+                    f"tokens (limit: max_tokens {limits.limits.max_tokens:,} for the run).",
+                )
+            )
+            return TOKEN_LIMIT
+        prompt = limits.soft_prompt(self._steps)
+        if prompt is not None:
+            self.messages.append(Message.user(prompt))
+            self.emit(ev.SoftLimitEvent("step_limit", prompt, self._steps))
+        return None
 
     def _add_request_notes(self) -> None:
         """What the session has to tell the model before this request (a background
@@ -293,6 +344,7 @@ class AgentLoop(EventPump):
             max_tokens=self._max_tokens(),
             temperature=s.temperature,
             extra=dict(s.extra),
+            tools_off=self._tools_off,
         )
 
     async def _stream_step(self) -> StreamEnd | None:

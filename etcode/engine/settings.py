@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from etcode.contract.results import LoopLimits
 from etcode.contract.tools import (
     PermissionCheck,
     PermissionDecide,
@@ -20,6 +19,7 @@ from etcode.contract.tools import (
     decide_allow,
     no_instructions,
 )
+from etcode.engine.limits import LoopLimits
 from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:

@@ -33,6 +33,8 @@ ErrorEvent              ERROR                error, fatal=True, +kind
 WarningEvent            ERROR                error, fatal=False, +kind="warning"
 RetryEvent              ERROR                error ("retrying in 2.0s (attempt 1): ..."),
                                              fatal=False, +kind="retry", +attempt, +delay
+SoftLimitEvent          SOFT_LIMIT           reason ("step_limit"), prompt (the text the
+                                             model was given), +steps; the run goes on
 StoppedEvent            (on LOOP_END)        +stop_message on LOOP_END (see below)
 DoneEvent               LOOP_END             stop_reason, content (the final text),
                                              messages=[], +steps, +usage, +todos, +error,
@@ -41,12 +43,12 @@ anything else           (dropped)            usage, progress, subagents,
                                              compaction, workflow phases and verdicts
 ======================  ===================  ==============================================
 
-No etcode event becomes ``SOFT_LIMIT``: in the design a soft limit warns the model and the
-run goes on, while etcode's ``StoppedEvent`` (max steps, time limit, interrupt, an answer
-cut at max tokens) means the run has ended. Its message therefore rides on ``LOOP_END``
-as ``stop_message``, beside ``stop_reason`` (etcode's: ``end_turn``, ``max_tokens``,
-``max_steps``, ``timeout``, ``interrupted``, ``error``), as the design does for its hard
-limits. ``messages`` is empty here; ``Agent.arun_stream`` fills in the conversation.
+``SOFT_LIMIT`` is a soft step limit (``LoopLimits(step_limit_mode="soft")``): the model
+was told to wrap up and the run goes on. etcode's ``StoppedEvent`` (a hard step limit, the
+token budget, the time limit, an interrupt, an answer cut at max tokens) means the run has
+ended: its message rides on ``LOOP_END`` as ``stop_message``, beside ``stop_reason``
+(etcode's: ``end_turn``, ``max_tokens``, ``max_steps``, ``token_limit``, ``timeout``,
+``interrupted``, ``error``), as the design does for its hard limits. ``messages`` is empty here; ``Agent.arun_stream`` fills in the conversation.
 """
 
 from __future__ import annotations
@@ -148,6 +150,8 @@ class _Converter:
         if isinstance(event, ev.HookRun) and event.outcome != "ok":  # a hook that blocked or failed
             text = f"{ev.hook_title(event)}: {ev.hook_result(event)}"
             return LoopEvent.error(step, text, fatal=False, kind="hook", hook_event=event.event)
+        if isinstance(event, ev.SoftLimitEvent):
+            return LoopEvent.soft_limit(step, event.reason, event.prompt, steps=event.steps)
         if isinstance(event, ev.StoppedEvent):
             self.stop_message = event.message
             return None

@@ -307,6 +307,8 @@ class AnthropicProvider(RetryingHTTPProvider):
             body["system"] = system
         if request.tools:
             body["tools"] = to_anthropic_tools(request)
+            if request.tools_off:  # the API wants tools defined while the history has tool blocks
+                body["tool_choice"] = {"type": "none"}
         if request.temperature is not None:
             body["temperature"] = request.temperature
         body.update({k: v for k, v in self.spec.options.items() if k not in _NOT_BODY})

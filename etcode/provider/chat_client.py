@@ -186,7 +186,7 @@ class ChatClientProvider(Provider):
         from etcode.provider.retry import stream_with_retries
 
         messages = system_message(request.system) + messages_to_openai(request.messages)
-        tools = tools_to_openai(request.tools) or None
+        tools = None if request.tools_off else tools_to_openai(request.tools) or None
         kwargs: JsonObject = {}
         if request.temperature is not None:
             kwargs["temperature"] = request.temperature

@@ -220,7 +220,7 @@ class OpenAIProvider(RetryingHTTPProvider):
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        if request.tools:
+        if request.tools and not request.tools_off:
             body["tools"] = to_openai_tools(request)
         if request.temperature is not None:
             body["temperature"] = request.temperature
@@ -237,7 +237,7 @@ class OpenAIProvider(RetryingHTTPProvider):
         tool calls (``text_tool_calls``). A hosted service etcode knows parses its models'
         calls itself: there such text is the answer (prose or an example about tool calls)."""
         chunks = super().stream(request)
-        if not request.tools or hosted(self.spec):
+        if not request.tools or request.tools_off or hosted(self.spec):
             return chunks
         from etcode.provider.text_tool_calls import recovering
 

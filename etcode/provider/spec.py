@@ -72,19 +72,47 @@ def provider_of(model_id: str) -> str | None:
     return next((provider for pattern, provider in _FAMILIES if pattern.match(lowered)), None)
 
 
-@dataclass
+@dataclass(init=False)
 class RetryConfig:
     """How failed requests are retried (as the official SDKs do).
 
     Retried: 408, 409, 429 (not ``insufficient_quota``), 5xx, 529 and connection errors,
     honouring ``retry-after-ms``/``retry-after`` and ``x-should-retry``. The delay grows
-    exponentially from ``initial_delay`` up to ``max_delay`` with up to 25% jitter.
+    exponentially from ``initial_delay`` up to ``max_delay`` with up to 25% jitter; a
+    server's ``retry-after`` longer than ``max_retry_after`` is not waited for.
+    ``base_delay`` is the agent-loop design's name of ``initial_delay`` (either keyword
+    works, not both). Defaults: 2 retries, 0.5 s, 8 s, 60 s (the design's: 3, 1.0 s, 30 s).
     """
 
     max_retries: int = 2
     initial_delay: float = 0.5
     max_delay: float = 8.0
     max_retry_after: float = 60.0
+
+    def __init__(
+        self,
+        max_retries: int = 2,
+        initial_delay: float | None = None,
+        max_delay: float = 8.0,
+        max_retry_after: float = 60.0,
+        *,
+        base_delay: float | None = None,
+    ) -> None:
+        if initial_delay is not None and base_delay is not None:
+            raise TypeError("RetryConfig: pass initial_delay or base_delay (the same setting), not both")
+        self.max_retries = max_retries
+        self.initial_delay = next((d for d in (initial_delay, base_delay) if d is not None), 0.5)
+        self.max_delay = max_delay
+        self.max_retry_after = max_retry_after
+
+    @property
+    def base_delay(self) -> float:
+        """The design's name of :attr:`initial_delay`."""
+        return self.initial_delay
+
+    @base_delay.setter
+    def base_delay(self, value: float) -> None:
+        self.initial_delay = value
 
 
 @dataclass

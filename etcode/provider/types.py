@@ -216,6 +216,10 @@ class ModelRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     extra: JsonObject = field(default_factory=dict)
+    #: The model must answer in text (a hard step limit's last step): the tools stay only
+    #: where the wire needs them for the history's calls (Anthropic, with ``tool_choice``
+    #: ``none``); elsewhere none are sent.
+    tools_off: bool = False
 
 
 # ---- stream chunks yielded by ``Provider.stream`` ---------------------------------

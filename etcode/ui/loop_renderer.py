@@ -93,7 +93,9 @@ def default_render(event: LoopEvent) -> str:
     if kind == EventType.ERROR:
         return f"{'error' if data.get('fatal') else 'warning'}: {data.get('error', '')}"
     if kind == EventType.SOFT_LIMIT:
-        return f"limit: {data.get('reason', '')}"
+        steps = data.get("steps")
+        after = f" after {steps} steps" if isinstance(steps, int) else ""
+        return f"warning: soft step limit{after} ({data.get('reason', '')}): the model was asked to wrap up"
     if kind == EventType.LOOP_END:
         return _end(data)
     return f"[{EventType(kind).value}] {data}"

@@ -118,6 +118,8 @@ class PlainRenderer:
             self._notice(f"warning: {event.message}", YELLOW)
         elif isinstance(event, ev.ErrorEvent):
             self._notice(f"error: {event.message}", RED)
+        elif isinstance(event, ev.SoftLimitEvent):
+            self._notice(f"warning: {event.message}", YELLOW)
         elif isinstance(event, ev.StoppedEvent):
             self._notice(event.message, YELLOW)
         elif isinstance(event, ev.CompactionEvent):

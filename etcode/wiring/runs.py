@@ -80,7 +80,7 @@ def loop_settings(
         state=agent.state,
         shell_env=_shell_env(runtime.config, runtime.spec),
         sandbox=runtime.sandbox,
-        on_call=LoopDetector().record,
+        on_call=LoopDetector(runtime.limits.doom_loop_threshold).record,
         output_filter=truncate_for_model,
         recorder=recorder,
         window=window,

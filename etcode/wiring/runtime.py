@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Unpack
 
 from etcode.contract.events import Event, WarningEvent
-from etcode.contract.results import LoopLimits
+from etcode.engine.limits import LoopLimits
 from etcode.instance import Instance, InstanceInfo, describe
 from etcode.provider.spec import ProviderSpec, RetryConfig
 from etcode.tools.registry import ToolRegistry, builtin_tools
 from etcode.util.json_types import JsonObject
+from etcode.wiring.run_limits import run_limits
 from etcode.wiring.sandbox_choice import sandbox_policy
 
 if TYPE_CHECKING:
@@ -214,11 +215,7 @@ class Runtime:
             if mcp_start is not None:
                 await mcp_start
             _add_mcp_tools(tools, mcp, agent_info, warnings, owned=parent is None)
-            limits = agent.limits or LoopLimits(
-                max_steps=agent_info.steps or config.max_steps,
-                timeout=config.timeout,
-                max_tool_calls=config.max_tool_calls,
-            )
+            limits = agent.limits or run_limits(config, agent_info.steps, defaults=agent.limit_defaults)
             permission = _permission_service(
                 config, agent_info, agent.asker, instance, _mcp_rules(tools, mcp)
             )

@@ -19,12 +19,14 @@ from etcode.util.json_types import JsonObject
 if TYPE_CHECKING:
     from etcode.config.schema import Config
     from etcode.contract.events import Event
-    from etcode.contract.results import AgentResult, LoopLimits
+    from etcode.contract.results import AgentResult
+    from etcode.engine.limits import LoopLimits
     from etcode.permission.service import Asker
     from etcode.provider.base import Provider
     from etcode.provider.reasoning import Reasoning
     from etcode.provider.spec import RetryConfig
     from etcode.tools.base import Tool
+    from etcode.wiring.run_limits import LimitDefaults
 
 
 class ChildSettings(TypedDict, total=False):
@@ -67,6 +69,8 @@ class AgentSettings(Protocol):
     def retry(self) -> RetryConfig | None: ...
     @property
     def limits(self) -> LoopLimits | None: ...
+    @property
+    def limit_defaults(self) -> LimitDefaults: ...
     @property
     def asker(self) -> Asker | None: ...
     @property

@@ -25,9 +25,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from etcode.contract import events as ev
-from etcode.contract.results import AgentResult, LoopLimits
+from etcode.contract.results import AgentResult
 from etcode.engine import interception
 from etcode.engine.interception import BLOCKED, InterceptorError, StopRun
+from etcode.engine.limits import TOKEN_LIMIT
 from etcode.engine.loop import AgentLoop
 from etcode.engine.pump import EventPump
 from etcode.engine.seams import LoopWindow, SafeRecorder
@@ -165,6 +166,14 @@ class WorkflowRun(EventPump):
                     else "Stopped: time limit reached."
                 )
                 self.emit(ev.StoppedEvent(stop.reason, message))
+            elif stop.reason == TOKEN_LIMIT:
+                self.emit(
+                    ev.StoppedEvent(
+                        TOKEN_LIMIT,
+                        f"Stopped: the workflow's answers used {self._usage.output_tokens:,} output tokens "
+                        f"(limit: max_tokens {self.base.limits.max_tokens:,} for the run).",
+                    )
+                )
         if text:
             self.emit(ev.TextDeltaEvent(text))
         messages = self.messages
@@ -357,15 +366,15 @@ class WorkflowRun(EventPump):
             remaining = self._deadline - time.monotonic()
             if remaining <= 0:
                 raise _Stop("timeout")
+        budget = self.base.limits.max_tokens  # the whole workflow's: what its turns left of it
+        left = None if budget is None else budget - self._usage.output_tokens
+        if left is not None and left <= 0:
+            raise _Stop(TOKEN_LIMIT)
         settings = replace(
             self.base,
             system=self._system(role),
             tools=tools if tools is not None else ToolRegistry(),
-            limits=LoopLimits(
-                max_steps=self.base.limits.max_steps,
-                timeout=remaining,
-                max_tool_calls=self.base.limits.max_tool_calls,
-            ),
+            limits=replace(self.base.limits, timeout=remaining, max_tokens=left),
             on_step=None,
             recorder=_RoleRecorder(self) if self._record.recorder is not None else None,
             window=_RoleWindow(self.base.window) if self.base.window is not None else None,
@@ -387,7 +396,7 @@ class WorkflowRun(EventPump):
         self._limit_hit = result.stop_reason == "max_steps"
         if result.stop_reason == BLOCKED:
             raise StopRun(self._blocked or "stopped by a hook")
-        if result.stop_reason in ("interrupted", "timeout", "error"):
+        if result.stop_reason in ("interrupted", "timeout", "error", TOKEN_LIMIT):
             reason = "interrupted" if self._interrupted else result.stop_reason
             raise _Stop(reason, result.error)
         return result.text

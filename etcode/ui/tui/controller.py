@@ -61,7 +61,7 @@ class AgentHost:
         """A new Agent with the TUI's settings, kept in the session store."""
         from etcode.api import Agent
 
-        return Agent(
+        agent = Agent(
             model=self.model,
             agent=self.agent_name,
             config=self.config,
@@ -75,6 +75,8 @@ class AgentHost:
             store=self.open_store(),
             on_event=self.on_event,
         )
+        agent.limit_defaults = "cli"  # the front ends' step limit (etcode.wiring.run_limits)
+        return agent
 
     def open_store(self) -> SessionStore:
         """The session store, opened on first use."""

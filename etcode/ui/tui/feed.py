@@ -125,6 +125,10 @@ class EventFeed:
         await self.conversation.add_notice(f"error: {event.message}", "error")
 
     @_show.register
+    async def _soft_limit(self, event: ev.SoftLimitEvent) -> None:
+        await self.conversation.add_notice(f"warning: {event.message}", "warning")
+
+    @_show.register
     async def _stopped(self, event: ev.StoppedEvent) -> None:
         await self.conversation.add_notice(event.message, "stopped")
 

@@ -1,0 +1,308 @@
+"""Issue 33, item 4: the agent-loop design's limits through the public API, over real HTTP
+against the fake LLM server (a client of the test's own where the provider reports no
+usage): ``LoopLimits`` (a soft step limit that warns and goes on, a hard one whose last step
+answers without tools, the run's token budget, the doom-loop threshold), ``RetryConfig``'s
+``base_delay``, and the same settings in ``etcode.json`` for ``etcode run``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from etcode import Agent, EventType, LoopLimits, RetryConfig, tool
+from etcode.provider.chat_client import BaseLLMClient, LLMResponse, ToolCall
+from etcode.util.errors import ConfigError
+from etcode.util.json_types import JsonObject, JsonValue
+from tests.cli_helpers import etcode, write_config
+from tests.fake_llm import Call, FakeLLM, Fault, Reply
+
+ADDED: list[tuple[int, int]] = []
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    ADDED.append((a, b))
+    return a + b
+
+
+def adds(count: int, **reply: Any) -> list[Reply]:
+    """``count`` answers that each call ``add`` (different arguments: no doom loop)."""
+    return [Reply(calls=[Call("add", {"a": 1, "b": i})], **reply) for i in range(count)]
+
+
+def make_agent(llm: FakeLLM, project: Path, wire: str = "openai", **kwargs: Any) -> Agent:
+    base = llm.openai_base_url if wire == "openai" else llm.anthropic_base_url
+    return Agent(
+        f"{wire}/test-model",
+        "k",
+        base,
+        tools=[add],
+        builtin_tools=False,
+        directory=project,
+        store=False,
+        **kwargs,
+    )
+
+
+def user_texts(body: dict[str, Any]) -> list[str]:
+    """The text of each user message of an OpenAI Chat or Anthropic request."""
+    texts = []
+    for message in body["messages"]:
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            texts.append(content)
+        else:
+            texts.append("".join(part.get("text", "") for part in content if isinstance(part, dict)))
+    return texts
+
+
+# ---- LoopLimits itself ----------------------------------------------------------------
+
+
+def test_loop_limits_defaults_are_the_designs() -> None:
+    limits = LoopLimits()
+    assert (limits.max_steps, limits.step_limit_mode, limits.max_tokens, limits.doom_loop_threshold) == (
+        None,
+        "soft",
+        200_000,
+        3,
+    )
+    assert (limits.soft_limit_interval, limits.timeout, limits.max_tool_calls) == (None, None, 64)
+    assert (
+        "{current_steps}" in limits.soft_limit_prompt and "tools are turned off" in limits.hard_limit_prompt
+    )
+    assert LoopLimits(max_steps=10).effective_soft_interval == 10
+    assert LoopLimits(max_steps=10, soft_limit_interval=5).effective_soft_interval == 5
+    # the design's positional order, then etcode's own fields
+    assert LoopLimits(20, "hard", 50_000, 5).max_tokens == 50_000
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"step_limit_mode": "sometimes"}, "LoopLimits.step_limit_mode"),
+        ({"max_steps": 0}, "LoopLimits.max_steps"),
+        ({"max_tokens": -1}, "LoopLimits.max_tokens"),
+        ({"doom_loop_threshold": 1}, "LoopLimits.doom_loop_threshold"),
+        ({"soft_limit_interval": 0}, "LoopLimits.soft_limit_interval"),
+    ],
+)
+def test_a_bad_limit_is_one_line_naming_the_field(kwargs: dict[str, Any], named: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        LoopLimits(**kwargs)
+    assert str(info.value).startswith(named + ":") and "\n" not in str(info.value)
+
+
+# ---- the soft step limit ----------------------------------------------------------------
+
+
+def test_a_soft_limit_tells_the_model_to_wrap_up_and_the_run_goes_on(llm: FakeLLM, project: Path) -> None:
+    llm.script(*adds(5), Reply(text="all added"))
+    agent = make_agent(llm, project, limits=LoopLimits(max_steps=2, soft_limit_interval=3))
+    events = list(agent.run_stream("add things"))
+    soft = [e for e in events if e.type == EventType.SOFT_LIMIT]
+    assert [e.step for e in soft] == [2, 5]  # at max_steps, then every soft_limit_interval steps
+    assert soft[0].data["reason"] == "step_limit" and soft[0].data["steps"] == 2
+    assert "You have taken 2 steps" in str(soft[0].data["prompt"])
+    end = events[-1]
+    assert end.type == EventType.LOOP_END and end.data["stop_reason"] == "end_turn"
+    assert end.data["content"] == "all added" and end.data["steps"] == 6
+    # the prompt went to the model with the next request, as a user message
+    assert any("You have taken 2 steps" in text for text in user_texts(llm.requests[2].body))
+    assert not any("You have taken" in text for text in user_texts(llm.requests[1].body))
+    assert any("You have taken 5 steps" in text for text in user_texts(llm.requests[5].body))
+
+
+def test_a_library_agent_without_limits_has_no_step_limit(llm: FakeLLM, project: Path) -> None:
+    llm.script(*adds(55), Reply(text="done"))
+    result = make_agent(llm, project).run_sync("keep adding")
+    assert (result.stop_reason, result.steps, result.text) == ("end_turn", 56, "done")
+    assert not [e for e in result.events if e.type == EventType.SOFT_LIMIT]
+
+
+def test_a_library_agent_takes_the_configs_step_limit_softly(llm: FakeLLM, project: Path) -> None:
+    """``max_steps`` in etcode.json, no ``limits`` block: the Python API's soft mode (the
+    CLI's hard stop for the same file: ``test_the_cli_stops_hard_at_its_configured_step_limit``)."""
+    write_config(project, llm, max_steps=2)
+    llm.script(*adds(3), Reply(text="done"))
+    agent = Agent(tools=[add], builtin_tools=False, directory=project, store=False)
+    result = agent.run_sync("add")
+    assert (result.stop_reason, result.steps) == ("end_turn", 4)
+    assert [e.step for e in result.events if e.type == EventType.SOFT_LIMIT] == [2]
+
+
+# ---- the hard step limit ----------------------------------------------------------------
+
+
+def test_a_hard_limit_asks_for_a_last_answer_without_tools(llm: FakeLLM, project: Path) -> None:
+    llm.script(*adds(1), Reply(text="Summary: added 1+0; nothing left."))
+    agent = make_agent(llm, project, limits=LoopLimits(max_steps=2, step_limit_mode="hard"))
+    result = agent.run_sync("add")
+    assert (result.stop_reason, result.steps, result.is_error) == ("max_steps", 2, True)
+    assert result.text == "Summary: added 1+0; nothing left."
+    first, last = (r.body for r in llm.requests)
+    assert "tools" in first and "tools" not in last
+    assert "step limit of this task is reached" in user_texts(last)[-1]
+    end = result.events[-1]
+    assert end.data["stop_reason"] == "max_steps" and "without tools" in str(end.data["stop_message"])
+
+
+def test_a_call_made_anyway_in_the_last_step_is_not_run(llm: FakeLLM, project: Path) -> None:
+    """Anthropic wants tools defined while the history holds tool blocks: they stay, with
+    ``tool_choice`` none; a model that calls one anyway gets "not run" and the run ends."""
+    ADDED.clear()
+    llm.script(*adds(2))
+    agent = make_agent(llm, project, "anthropic", limits=LoopLimits(max_steps=2, step_limit_mode="hard"))
+    result = agent.run_sync("add")
+    assert (result.stop_reason, result.steps) == ("max_steps", 2)
+    assert ADDED == [(1, 0)]  # the second call did not run
+    last = llm.requests[1].body
+    assert last["tool_choice"] == {"type": "none"} and last["tools"]
+    assert "tool_choice" not in llm.requests[0].body
+    answered = result.messages[-1].tool_results
+    assert answered and answered[0].is_error and answered[0].output.startswith("Not run: the step limit")
+
+
+# ---- the run's token budget ---------------------------------------------------------------
+
+
+def test_the_token_budget_stops_the_run_with_its_own_reason(llm: FakeLLM, project: Path) -> None:
+    llm.script(*adds(5, usage=(100, 60)), Reply(text="never"))
+    agent = make_agent(llm, project, limits=LoopLimits(max_tokens=100), max_tokens=50)
+    result = agent.run_sync("add")
+    assert (result.stop_reason, result.steps, result.is_error) == ("token_limit", 2, True)
+    assert result.total_tokens.completion_tokens == 120
+    # Agent(max_tokens=) is each answer's cap, sent with every request; the budget is not sent
+    assert [r.body["max_completion_tokens"] for r in llm.requests] == [50, 50]
+    end = result.events[-1]
+    assert end.data["stop_reason"] == "token_limit" and "max_tokens 100" in str(end.data["stop_message"])
+    assert result.to_dict()["stop_reason"] == "token_limit" and result.to_dict()["is_error"] is True
+
+
+def test_the_budget_counts_output_tokens_only(llm: FakeLLM, project: Path) -> None:
+    llm.script(*adds(2, usage=(5_000, 10)), Reply(text="fine"))
+    result = make_agent(llm, project, limits=LoopLimits(max_tokens=100)).run_sync("add")
+    assert (result.stop_reason, result.text) == ("end_turn", "fine")
+
+
+class CountsNothing(BaseLLMClient):
+    """A client that reports no usage and never stops calling a tool."""
+
+    model = "counts-nothing"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def chat(
+        self, messages: list[JsonObject], tools: list[JsonObject] | None = None, **kwargs: JsonValue
+    ) -> LLMResponse:
+        self.calls += 1
+        return LLMResponse("", [ToolCall(f"c{self.calls}", "add", {"a": self.calls, "b": 1})])
+
+
+def test_without_a_step_limit_the_budget_still_ends_the_run(project: Path) -> None:
+    """No step limit and a client that counts no tokens: each answer is estimated (about
+    four characters a token), so the budget ends the run (never a hang)."""
+    client = CountsNothing()
+    agent = Agent(llm=client, tools=[add], builtin_tools=False, directory=project, store=False,
+                  limits=LoopLimits(max_tokens=40))  # fmt: skip
+    result = agent.run_sync("add forever")
+    assert result.stop_reason == "token_limit"
+    assert 5 <= client.calls <= 40
+
+
+# ---- the doom-loop threshold --------------------------------------------------------------
+
+
+def repeated_warning(body: dict[str, Any]) -> bool:
+    return any(
+        "identical arguments" in str(m.get("content")) for m in body["messages"] if m["role"] == "tool"
+    )
+
+
+@pytest.mark.parametrize(("threshold", "warned_in"), [(2, 2), (3, 3)])
+def test_the_doom_loop_threshold_is_a_setting(
+    llm: FakeLLM, project: Path, threshold: int, warned_in: int
+) -> None:
+    same = [Reply(calls=[Call("add", {"a": 2, "b": 2})]) for _ in range(3)]
+    llm.script(*same, Reply(text="stuck"))
+    make_agent(llm, project, limits=LoopLimits(doom_loop_threshold=threshold)).run_sync("add")
+    # request k carries the results of the first k-1 calls
+    assert [repeated_warning(r.body) for r in llm.requests][1:] == [n >= warned_in for n in (1, 2, 3)]
+
+
+# ---- RetryConfig ----------------------------------------------------------------------------
+
+
+def test_retry_config_takes_the_designs_base_delay(llm: FakeLLM, project: Path) -> None:
+    assert RetryConfig(3, base_delay=0.25).initial_delay == 0.25
+    assert RetryConfig(initial_delay=0.125).base_delay == 0.125
+    assert RetryConfig().base_delay == 0.5 and RetryConfig().max_retries == 2
+    with pytest.raises(TypeError, match="initial_delay or base_delay"):
+        RetryConfig(initial_delay=1, base_delay=1)
+    llm.script(Fault(status=503, body="busy"), Reply(text="ok"))
+    agent = make_agent(llm, project, retry=RetryConfig(max_retries=1, base_delay=0.01))
+    result = agent.run_sync("hi")
+    assert result.text == "ok"
+    retries = [e for e in result.events if e.type == EventType.ERROR and e.data.get("kind") == "retry"]
+    assert len(retries) == 1 and float(str(retries[0].data["delay"])) <= 0.0125 + 1e-9
+
+
+# ---- the same settings in etcode.json, through `etcode run` --------------------------------
+
+
+def json_lines(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def test_the_cli_stops_hard_at_its_configured_step_limit(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm, max_steps=2)
+    llm.script(*[Reply(calls=[Call("TodoWrite", {"todos": []})]) for _ in range(3)])
+    proc = etcode("run", "--format", "json", "go", cwd=project)
+    assert proc.returncode == 1, proc.stderr
+    lines = json_lines(proc.stdout)
+    assert lines[-1]["stop_reason"] == "max_steps" and lines[-1]["steps"] == 2
+    assert not [line for line in lines if line["type"] == "soft_limit"]
+    assert "tools" not in llm.requests[1].body
+
+
+def test_the_cli_soft_limit_and_budget_from_config(llm: FakeLLM, project: Path) -> None:
+    limits = {"step_limit_mode": "soft", "max_tokens": 150}
+    write_config(project, llm, max_steps=1, limits=limits)
+    llm.script(*[Reply(calls=[Call("TodoWrite", {"todos": []})], usage=(10, 60)) for _ in range(4)])
+    proc = etcode("run", "--format", "json", "go", cwd=project)
+    assert proc.returncode == 1, proc.stderr
+    lines = json_lines(proc.stdout)
+    soft = [line for line in lines if line["type"] == "soft_limit"]
+    assert [line["steps"] for line in soft] == [1, 2]
+    assert soft[0]["reason"] == "step_limit" and "You have taken 1 steps" in soft[0]["prompt"]
+    result = lines[-1]
+    assert (result["stop_reason"], result["is_error"], result["steps"]) == ("token_limit", True, 3)
+    llm.script(*[Reply(calls=[Call("TodoWrite", {"todos": []})], usage=(10, 60)) for _ in range(3)])
+    plain = etcode("run", "go", cwd=project)  # the plain renderer: one warning line per reminder
+    assert plain.stderr.count("warning: soft step limit: ") == 2
+    assert "warning: soft step limit: 1 step taken; the model was asked to wrap up" in plain.stderr
+    assert "limit: max_tokens 150 for the run" in plain.stderr
+
+
+def test_a_bad_limits_key_is_one_line_naming_it(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm, limits={"step_limit_mode": "sometimes"})
+    proc = etcode("run", "go", cwd=project)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and "limits.step_limit_mode" in errors[0]
+
+
+def test_max_steps_null_removes_the_clis_step_limit(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm, max_steps=None)
+    llm.script(*[Reply(calls=[Call("TodoWrite", {"todos": []})]) for _ in range(52)], Reply(text="done"))
+    proc = etcode("run", "--format", "json", "go", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    result = json_lines(proc.stdout)[-1]
+    assert (result["stop_reason"], result["steps"], result["result"]) == ("end_turn", 53, "done")
