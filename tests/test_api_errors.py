@@ -149,3 +149,19 @@ def test_a_tool_raising_tool_execution_error_tells_the_model_and_the_run_goes_on
     assert sent[-1]["content"] == "tool 'lookup' failed: no entry named x"
     observation = next(e for e in result.events if e.type == EventType.OBSERVATION)
     assert observation.data["is_error"] is True
+
+
+def test_an_answer_cut_off_by_a_failure_is_carried_with_its_text(llm: FakeLLM, project: Path) -> None:
+    text = "a fairly long answer that the connection will cut in the middle"
+    llm.script(Fault(cut_after=3, reply=Reply(text=text, chunk_size=5)))
+    result = make_agent(llm, project).run_sync("hi")  # not raised: there is an answer to return
+    assert result.stop_reason == "error" and isinstance(result.exception, ProviderError)
+    assert result.text and text.startswith(result.text) and result.text != text
+
+
+def test_the_workflow_agent_raises_a_failure_that_left_no_answer_too(llm: FakeLLM, project: Path) -> None:
+    llm.script(Fault(status=401, body="bad key"))
+    agent = make_agent(llm, project, agent="workflow")
+    with pytest.raises(ProviderError, match="401"):
+        agent.run_sync("hi")
+    assert agent.last_result is not None and agent.last_result.stop_reason == "error"

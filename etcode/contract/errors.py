@@ -60,5 +60,7 @@ def limit_exceeded(result: AgentResult, limits: LoopLimits, elapsed: float) -> L
         return LimitExceededError(reason, limits.max_steps, result.steps)
     if reason == "timeout":
         return LimitExceededError(reason, limits.timeout, round(elapsed, 3))
-    # another limit: the whole run's token budget (the design counts the answers' tokens)
-    return LimitExceededError(reason, getattr(limits, "max_tokens", None), result.usage.output_tokens)
+    if "token" in reason:  # the whole run's token budget (the design counts the answers' tokens)
+        return LimitExceededError(reason, getattr(limits, "max_tokens", None), result.usage.output_tokens)
+    threshold = getattr(limits, f"{reason}_threshold", None)  # doom_loop: its repeated calls
+    return LimitExceededError(reason, threshold, threshold)
