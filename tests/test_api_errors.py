@@ -14,11 +14,13 @@ import pytest
 from etcode import (
     Agent,
     AgentResult,
+    BaseLLMClient,
     ConfigError,
     EtcodeError,
     EventType,
     LimitExceededError,
     LLMError,
+    LLMResponse,
     LoopLimits,
     OutputValidationError,
     ProviderError,
@@ -26,6 +28,7 @@ from etcode import (
     ToolExecutionError,
     tool,
 )
+from etcode.util.json_types import JsonObject, JsonValue
 from tests.fake_llm import Call, FakeLLM, Fault, Reply
 
 
@@ -165,3 +168,26 @@ def test_the_workflow_agent_raises_a_failure_that_left_no_answer_too(llm: FakeLL
     with pytest.raises(ProviderError, match="401"):
         agent.run_sync("hi")
     assert agent.last_result is not None and agent.last_result.stop_reason == "error"
+
+
+class FailingClient(BaseLLMClient):
+    """A client of the user's own whose service gave up (as the design's clients say it)."""
+
+    async def chat(
+        self, messages: list[JsonObject], tools: list[JsonObject] | None = None, **kwargs: JsonValue
+    ) -> LLMResponse:
+        raise LLMError("quota exhausted", ValueError("HTTP 402"))
+
+
+def test_a_clients_llm_error_is_raised_as_a_provider_error_behind_it(project: Path) -> None:
+    agent = Agent(llm=FailingClient(), retry=RetryConfig(max_retries=0), directory=project, store=False)
+    with pytest.raises(LLMError) as caught:
+        agent.run_sync("hi")
+    err = caught.value
+    assert isinstance(err, ProviderError) and "quota exhausted" in str(err)
+    assert isinstance(err.original_error, LLMError) and str(err.original_error) == "quota exhausted"
+
+
+def test_a_model_that_cannot_be_resolved_raises_config_error(project: Path) -> None:
+    with pytest.raises(ConfigError, match=r'model "llama3": give its provider'):
+        Agent("llama3", "k", directory=project, store=False).run_sync("hi")
