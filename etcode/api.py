@@ -176,6 +176,8 @@ class Agent(Generic[OutputT]):
         _check_keywords(llm_kwargs)
         self.output_type = output_type
         self._typed_output: TypedOutput[OutputT] | None = None
+        #: What ``arun`` adds after the task (``output_type``'s schema), once a command is expanded.
+        self._task_note = ""
         if output_type is not None:
             from etcode.wiring.typed_output import TypedOutput
 
@@ -251,6 +253,8 @@ class Agent(Generic[OutputT]):
         if self.commands and task.lstrip().startswith("/"):  # only then are command files read
             task, command_warnings, command_images = await self._command_task(task, runtime)
             parts = [*command_images, *parts]
+        if self._task_note:
+            task, self._task_note = f"{task}\n\n{self._task_note}", ""
         if parts and runtime.agent_name == WORKFLOW_AGENT:
             from etcode.contract.events import WarningEvent
 
@@ -367,8 +371,11 @@ class Agent(Generic[OutputT]):
         is carried in the result (``exception``). With ``output_type``: ``result.output``."""
         started = time.monotonic()
         typed = self._typed_output
-        prompt = task if typed is None else f"{task}\n\n{typed.instructions()}"
-        result = await self._collect(self.arun_stream(prompt, messages, images=images))
+        self._task_note = typed.instructions() if typed is not None else ""
+        try:
+            result = await self._collect(self.arun_stream(task, messages, images=images))
+        finally:
+            self._task_note = ""
         if typed is not None and result.stop_reason == "end_turn":
             result = await self._typed(result, typed)
         from etcode.contract.errors import limit_exceeded

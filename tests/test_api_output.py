@@ -14,6 +14,11 @@ from pydantic import BaseModel
 
 from etcode import Agent, EventType, OutputValidationError, RetryConfig
 from tests.fake_llm import FakeLLM, Reply
+from tests.project_support import ProjectSpec
+
+PROJECT = ProjectSpec(
+    config=False, files={".etcode/commands/city.md": "Name the largest city of $ARGUMENTS."}
+)
 
 
 class City(BaseModel):
@@ -90,3 +95,14 @@ def test_a_repair_that_fails_too_raises_output_validation_error(llm: FakeLLM, pr
     )
     assert err.result.text == '{"name": "Lyon", "population": "many"}' and err.result.output is None
     assert "Invalid JSON" in user_texts(llm.requests[1].body)[-1]  # the first answer was not JSON
+
+
+def test_a_commands_task_gets_the_schema_after_its_prompt(llm: FakeLLM, project: Path) -> None:
+    llm.script(Reply(text='{"name": "Paris", "population": 2100000}'))
+    result = make_agent(llm, project).run_sync("/city France")
+    assert result.output == City(name="Paris", population=2100000)
+    asked = user_texts(llm.requests[0].body)[-1]
+    assert "Name the largest city of France." in asked  # the schema is not in $ARGUMENTS
+    assert asked.index("France.") < asked.index('"population"')
+    start = next(e for e in result.events if e.type == EventType.LOOP_START)
+    assert start.data["task"] == "/city France"
