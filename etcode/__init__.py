@@ -39,6 +39,21 @@ _LAZY = {
     # Skills (``SKILL.md`` folders): what an agent started in a folder would find.
     "Skill": "etcode.extensions.skills",
     "discover_skills": "etcode.api",
+    # Errors to catch (``str(err)`` is one line): raised by ``run``/``arun``/``run_sync`` when
+    # the run cannot give a result, carried in ``AgentResult.exception`` when it can.
+    "EtcodeError": "etcode.util.errors",
+    "ConfigError": "etcode.util.errors",
+    "LLMError": "etcode.provider.errors",
+    "ProviderError": "etcode.provider.errors",
+    "ToolExecutionError": "etcode.contract.errors",
+    "LimitExceededError": "etcode.contract.errors",
+    "OutputValidationError": "etcode.contract.errors",
+    # Permission answers: ``Agent(asker=...)``.
+    "Asker": "etcode.permission.service",
+    "PermissionRequest": "etcode.permission.service",
+    "Decision": "etcode.permission.service",
+    "AllowAsker": "etcode.permission.service",
+    "DenyAsker": "etcode.permission.service",
 }
 
 __all__ = [
@@ -66,6 +81,18 @@ __all__ = [
     "discover_skills",
     "todo_update_event",
     "tool",
+    "EtcodeError",
+    "ConfigError",
+    "LLMError",
+    "ProviderError",
+    "ToolExecutionError",
+    "LimitExceededError",
+    "OutputValidationError",
+    "Asker",
+    "PermissionRequest",
+    "Decision",
+    "AllowAsker",
+    "DenyAsker",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,12 +106,16 @@ if TYPE_CHECKING:  # pragma: no cover
         discover_skills,
         tool,
     )
+    from etcode.contract.errors import LimitExceededError, OutputValidationError, ToolExecutionError
     from etcode.contract.events import EventType, LoopEvent, TodoUpdate
     from etcode.contract.events import LoopEvent as Event
     from etcode.extensions.skills import Skill
+    from etcode.permission.service import AllowAsker, Asker, Decision, DenyAsker, PermissionRequest
     from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall
+    from etcode.provider.errors import LLMError, ProviderError
     from etcode.tools.todo import TODO_UPDATE, TodoItem, TodoStore, create_todo_tool, todo_update_event
     from etcode.ui.loop_renderer import Renderer
+    from etcode.util.errors import ConfigError, EtcodeError
 
 
 def __getattr__(name: str) -> object:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Unpack, cast
+from typing import TYPE_CHECKING, Generic, Unpack, cast
 
 from etcode.contract.events import Event, SessionStart, StepStart
-from etcode.contract.results import AgentResult
+from etcode.contract.results import AgentResult, OutputT
 from etcode.engine.limits import LoopLimits
 from etcode.prompt.system import DEFAULT_NAME
 from etcode.provider.reasoning import Reasoning, reasoning_setting
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from etcode.wiring.run_limits import LimitDefaults
     from etcode.wiring.runtime import Runtime
     from etcode.wiring.settings import ChildSettings
+    from etcode.wiring.typed_output import TypedOutput
 
 #: A tool as ``tools=`` takes it: a ``Tool``, a dict in the design's shape, or a typed function.
 ToolInput = Tool | JsonObject | Callable[..., object]
@@ -77,7 +79,7 @@ def _client_model(model: str | None, llm: BaseLLMClient) -> str:
     return label if "/" in label else f"{CUSTOM_PROVIDER}/{label}"
 
 
-class Agent:
+class Agent(Generic[OutputT]):
     """A coding agent: a model, a system prompt, tools and a conversation.
 
     ``Agent(model, api_key, base_url, llm, tools, system_prompt, name, limits, retry,
@@ -106,6 +108,15 @@ class Agent:
       budget, ``"off"``; None: the config's ``reasoning``), sent as the provider's own field
       (``etcode.provider.reasoning``); ``thinking_level`` is the design's name for it. The
       thinking comes back as ``REASONING`` step events unless ``emit_reasoning_events=False``.
+    - ``output_type``: a pydantic model (or dataclass…): ``run``/``arun``/``run_sync`` tell
+      the model its JSON schema, validate the final answer and put the instance on
+      ``result.output`` (one repair round; then :class:`~etcode.contract.errors.OutputValidationError`).
+    - ``asker``: answers what the permission rules say to ask
+      (:class:`~etcode.permission.service.Asker`); without one such calls are refused.
+
+    Failures: a run whose model failed before answering anything raises the error
+    (:class:`~etcode.provider.errors.ProviderError`…); once it answered, the result carries it
+    (``stop_reason``, ``error``, ``exception``), with the work done so far.
 
     Successive runs continue the same conversation (``reset()`` starts over). ``run`` returns
     the result from ordinary code and an awaitable inside ``async`` code; ``run_sync``,
@@ -169,6 +180,7 @@ class Agent:
         reasoning: Reasoning = None,
         thinking_level: Reasoning = None,
         emit_reasoning_events: bool = True,
+        output_type: type[OutputT] | None = None,
         **llm_kwargs: JsonValue,
     ) -> None:
         _check_keywords(llm_kwargs)
@@ -177,6 +189,14 @@ class Agent:
         self.reasoning = reasoning_setting(reasoning, thinking_level)
         #: REASONING events in ``run_stream``/``arun_stream`` (and ``AgentResult.events``).
         self.emit_reasoning_events = emit_reasoning_events
+        self.output_type = output_type
+        self._typed_output: TypedOutput[OutputT] | None = None
+        #: What ``arun`` adds after the task (``output_type``'s schema), once a command is expanded.
+        self._task_note = ""
+        if output_type is not None:
+            from etcode.wiring.typed_output import TypedOutput
+
+            self._typed_output = TypedOutput(output_type)
         if llm is not None:
             if provider is not None:
                 raise TypeError("Agent: pass llm= or provider=, not both")
@@ -252,6 +272,8 @@ class Agent:
         if self.commands and task.lstrip().startswith("/"):  # only then are command files read
             task, command_warnings, command_images = await self._command_task(task, runtime)
             parts = [*command_images, *parts]
+        if self._task_note:
+            task, self._task_note = f"{task}\n\n{self._task_note}", ""
         if parts and runtime.agent_name == WORKFLOW_AGENT:
             from etcode.contract.events import WarningEvent
 
@@ -362,13 +384,67 @@ class Agent:
         messages: HistoryInput | None = None,
         *,
         images: ImageInput | Iterable[ImageInput] | None = None,
-    ) -> AgentResult:
-        """Run one task to the end and return its result (with its step-level ``events``)."""
-        events = [event async for event in self.arun_stream(task, messages, images=images)]
+    ) -> AgentResult[OutputT]:
+        """Run one task to the end and return its result (with its step-level ``events``).
+        A model that failed before answering anything raises its error; a failure after that
+        is carried in the result (``exception``). With ``output_type``: ``result.output``."""
+        started = time.monotonic()
+        typed = self._typed_output
+        self._task_note = typed.instructions() if typed is not None else ""
+        try:
+            result = await self._collect(self.arun_stream(task, messages, images=images))
+        finally:
+            self._task_note = ""
+        if typed is not None and result.stop_reason == "end_turn":
+            result = await self._typed(result, typed)
+        from etcode.contract.errors import limit_exceeded
+
+        limits = self._runtime.limits if self._runtime is not None else self.limits or LoopLimits()
+        result.exception = result.exception or limit_exceeded(result, limits, time.monotonic() - started)
+        if result.stop_reason == "error" and result.exception is not None and not _answered(result.events):
+            raise result.exception  # nothing to return: the partial result is agent.last_result
+        return cast("AgentResult[OutputT]", result)
+
+    async def _collect(self, events: AsyncIterator[LoopEvent]) -> AgentResult:
+        """The result of one run, with the step-level events ``events`` yielded."""
+        collected = [event async for event in events]
         if self.last_result is None:  # pragma: no cover - the loop always sets it
             raise RuntimeError("the run ended without a result")
-        self.last_result.events = events
+        self.last_result.events = collected
         return self.last_result
+
+    async def _typed(self, result: AgentResult, typed: TypedOutput[OutputT]) -> AgentResult:
+        """``result`` with its answer validated as ``output_type``, after one repair round
+        (its events, steps and usage added) when needed; raises ``OutputValidationError``
+        when the repaired answer does not validate either."""
+        output, errors = typed.validate(result.text)
+        if errors is None:
+            result.output = output
+            return result
+        from etcode.provider.types import Usage
+
+        repaired = await self._collect(self.arun_stream(typed.repair(str(errors))))
+        usage = Usage()
+        usage.add(result.usage)
+        usage.add(repaired.usage)
+        repaired.usage = usage
+        repaired.events = [*result.events, *repaired.events]
+        repaired.steps += result.steps
+        repaired.compactions += result.compactions
+        if repaired.stop_reason != "end_turn":
+            return repaired  # the repair run itself stopped early: its result says why
+        output, errors = typed.validate(repaired.text)
+        if errors is None:
+            repaired.output = output
+            return repaired
+        from etcode.contract.errors import OutputValidationError
+        from etcode.wiring.typed_output import summary
+
+        raise OutputValidationError(
+            f"the final answer is not a valid {typed.name}, after one repair round: {summary(errors)}",
+            str(errors),
+            repaired,
+        )
 
     def run(
         self,
@@ -376,7 +452,7 @@ class Agent:
         messages: HistoryInput | None = None,
         *,
         images: ImageInput | Iterable[ImageInput] | None = None,
-    ) -> AgentResult | Awaitable[AgentResult]:
+    ) -> AgentResult[OutputT] | Awaitable[AgentResult[OutputT]]:
         """Run one task to the end. From ordinary code this returns the :class:`AgentResult`
         (as :meth:`run_sync`); inside ``async`` code it returns an awaitable
         (``await agent.run(task)``, as :meth:`arun`). ``images`` go with the task (paths,
@@ -391,12 +467,12 @@ class Agent:
         messages: HistoryInput | None = None,
         *,
         images: ImageInput | Iterable[ImageInput] | None = None,
-    ) -> AgentResult:
+    ) -> AgentResult[OutputT]:
         """``run`` for code that is not async (each call has its own event loop, so the
         HTTP client is closed at the end; the conversation is kept). Works inside a running
         loop too (a notebook): the run then goes on a worker thread."""
 
-        async def once() -> AgentResult:
+        async def once() -> AgentResult[OutputT]:
             try:
                 return await self.arun(task, messages, images=images)
             finally:
@@ -730,6 +806,13 @@ class Agent:
         from etcode.mcp.tool import McpTool
 
         return f"mcp__{tool.server.name}__{tool.remote_name}" if isinstance(tool, McpTool) else None
+
+
+def _answered(events: Sequence[LoopEvent]) -> bool:
+    """Whether the model answered at all in a run (some text, a tool call)."""
+    from etcode.contract.events import EventType
+
+    return any(event.type in (EventType.THOUGHT, EventType.ACTION) for event in events)
 
 
 _AGENT_KEYWORDS = [

@@ -222,11 +222,9 @@ async def _run_agent(
     else:
         task, mentioned = await asyncio.to_thread(_image_mentions, task, directory, config.trusted, worktree)
     images = [*images, *mentioned]
-    asker = None
-    if options.yes:
-        from etcode.permission.service import AllowAsker
+    from etcode.permission.service import AllowAsker, DenyAsker
 
-        asker = AllowAsker()
+    asker = AllowAsker() if options.yes else DenyAsker()  # "re-run with --yes to allow"
     agent = Agent(
         model=model,
         agent=agent_name,

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic
+
+from typing_extensions import TypeVar
 
 from etcode.provider.types import Message, Usage
+from etcode.util.errors import EtcodeError
 from etcode.util.json_types import JsonObject
+
+#: The type of ``AgentResult.output``: an ``Agent``'s ``output_type`` (``object`` without one).
+OutputT = TypeVar("OutputT", default=object)
 
 if TYPE_CHECKING:
     from etcode.contract.events import LoopEvent
@@ -20,8 +26,13 @@ STOP_REASONS = ("end_turn", "max_tokens", "max_steps", "token_limit", "timeout",
 
 
 @dataclass
-class AgentResult:
-    """The outcome of one ``Agent.run``: the final text and everything that led to it."""
+class AgentResult(Generic[OutputT]):
+    """The outcome of one ``Agent.run``: the final text and everything that led to it.
+
+    A run that ended in a failure says so in ``stop_reason`` (``error``, or the limit that
+    stopped it), ``error`` (the one line) and ``exception`` (the typed error: a
+    ``ProviderError`` when the model failed for good, a ``LimitExceededError`` for a limit,
+    another ``EtcodeError`` otherwise); :meth:`raise_for_error` raises it."""
 
     text: str
     messages: list[Message] = field(default_factory=list)
@@ -35,6 +46,10 @@ class AgentResult:
     events: list[LoopEvent] = field(default_factory=list)
     #: Summarising model requests made to compact the history in this run (not in ``steps``).
     compactions: int = 0
+    #: The error that ended the run (None: it ended on its own, or was interrupted).
+    exception: EtcodeError | None = None
+    #: The final answer validated as the ``Agent``'s ``output_type`` (None without one).
+    output: OutputT | None = None
 
     @property
     def content(self) -> str:
@@ -61,6 +76,12 @@ class AgentResult:
     @property
     def is_error(self) -> bool:
         return self.stop_reason not in ("end_turn", "max_tokens")
+
+    def raise_for_error(self) -> AgentResult[OutputT]:
+        """Raise :attr:`exception` if the run ended in one; else return this result."""
+        if self.exception is not None:
+            raise self.exception
+        return self
 
     def to_dict(self) -> JsonObject:
         """The ``{"type": "result", ...}`` line of ``etcode run --format json``."""

@@ -75,6 +75,16 @@ def describe_unexpected(err: BaseException) -> str:
     return f"internal error: {type(err).__name__}" + (f": {detail}" if detail else "")
 
 
+def as_etcode_error(err: Exception, line: str) -> EtcodeError:
+    """``err`` as the run's typed error: itself when it is one, else an ``EtcodeError`` of
+    ``line`` raised from it (the traceback stays on ``__cause__``)."""
+    if isinstance(err, EtcodeError):
+        return err
+    wrapped = EtcodeError(line)
+    wrapped.__cause__ = err
+    return wrapped
+
+
 class AgentLoop(EventPump):
     """One run: ``async for event in loop.events(): ...`` then read ``loop.result``."""
 
@@ -97,6 +107,8 @@ class AgentLoop(EventPump):
         self._record = SafeRecorder(settings.recorder, self.emit)
         #: An interceptor that failed while tools ran (raised once every call has a result).
         self._intercept_error: InterceptorError | StopRun | None = None
+        #: The error that ended the run (``AgentResult.exception``).
+        self._exception: EtcodeError | None = None
 
     # ---- control -----------------------------------------------------------------
     def interrupt(self) -> None:
@@ -115,11 +127,13 @@ class AgentLoop(EventPump):
         except ProviderError as err:
             stop_reason = "error"
             error = str(err)
+            self._exception = err
             self.emit(ev.ErrorEvent(error, kind=err.kind))
         except Exception as err:  # a bug or a failure nobody expected: end the run, keep the steps
             log.debug("the run failed", exc_info=True)
             stop_reason = "error"
             error = describe_unexpected(err)
+            self._exception = as_etcode_error(err, error)
             self.emit(ev.ErrorEvent(error, kind="internal"))
         finally:
             if timer is not None:
@@ -292,6 +306,7 @@ class AgentLoop(EventPump):
             await interception.after_turn(self.settings.interceptors, self.result)
         except InterceptorError as err:
             self.emit(ev.ErrorEvent(str(err), kind="internal"))
+            self._exception = err
             self.result = self._make_result("error", str(err))
 
     def _max_tokens(self) -> int | None:
@@ -712,4 +727,5 @@ class AgentLoop(EventPump):
             session_id=self.settings.session_id,
             error=error,
             compactions=self._compactions,
+            exception=self._exception if stop_reason == "error" else None,
         )

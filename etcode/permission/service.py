@@ -19,6 +19,7 @@ from etcode.util.json_types import JsonObject
 from etcode.util.wildcard import wildcard_match as _wildcard_match
 
 __all__ = [
+    "LIBRARY_REASON",
     "NON_INTERACTIVE_REASON",
     "AllowAsker",
     "Asker",
@@ -30,6 +31,10 @@ __all__ = [
 ]
 
 NON_INTERACTIVE_REASON = "denied: etcode run is non-interactive; re-run with --yes to allow"
+#: The refusal of an ``ask`` by a Python ``Agent`` that was given no ``asker=``.
+LIBRARY_REASON = (
+    "not allowed: this Agent has no asker= to ask the user (pass one, or allow it with a permission rule)"
+)
 #: Permissions ``--yes`` does not grant: only a rule, or a person answering the dialog.
 NOT_GRANTED_BY_YES: dict[str, str] = {
     "sandbox": "denied: --yes does not lift the sandbox; use --sandbox off (or a rule) to run it outside",
@@ -74,8 +79,13 @@ class Decision:
 
 
 class Asker(Protocol):
-    """Answers ``ask`` rules. The TUI implements it with a prompt; ``etcode run`` uses
-    :class:`DenyAsker` (or :class:`AllowAsker` with ``--yes``)."""
+    """Answers what the permission rules say to ask (``Agent(asker=...)``): ``ask`` receives
+    the :class:`PermissionRequest` of one tool call and returns a :class:`Decision`
+    (``Decision.allow_once()``, ``allow_always()``: the request's ``always`` patterns are
+    allowed for the rest of the session, or ``reject(reason)``: the model sees the reason).
+    Questions come one at a time. The TUI implements it with a dialog; ``etcode run`` uses
+    :class:`DenyAsker` (or :class:`AllowAsker` with ``--yes``); a Python ``Agent`` without
+    one refuses with :data:`LIBRARY_REASON`."""
 
     async def ask(self, request: PermissionRequest) -> Decision: ...
 

@@ -5,7 +5,21 @@ from __future__ import annotations
 from etcode.util.errors import EtcodeError
 
 
-class ProviderError(EtcodeError):
+class LLMError(EtcodeError):
+    """A model call failed (the agent-loop design's name; every :class:`ProviderError` is
+    one). ``original_error``: the exception behind it, when there was one."""
+
+    def __init__(self, message: str, original_error: BaseException | None = None) -> None:
+        super().__init__(message)
+        self._original_error = original_error
+
+    @property
+    def original_error(self) -> BaseException | None:
+        """The exception given, else the one this error was raised from (``__cause__``)."""
+        return self._original_error if self._original_error is not None else self.__cause__
+
+
+class ProviderError(LLMError):
     """A model call failed for good (retries, if any, exhausted).
 
     ``kind`` is one of: ``auth``, ``permission``, ``bad_request``, ``not_found``,

@@ -584,10 +584,11 @@ def _permission_service(
     config: Config, agent_info: AgentInfo, asker: Asker | None, instance: InstanceInfo, defaults: Ruleset
 ) -> PermissionService:
     """The config's and the agent's rules over the defaults and ``defaults`` (more of them)."""
-    from etcode.permission.service import DenyAsker, PermissionService, rules_from_config
+    from etcode.permission.service import LIBRARY_REASON, DenyAsker, PermissionService, rules_from_config
 
     rules = rules_from_config(config.permission, agent_info.permission, config.permission_files)
-    return PermissionService([*rules, *defaults], asker or DenyAsker(), instance.worktree)
+    asker = asker or DenyAsker(LIBRARY_REASON)  # the front ends pass their own
+    return PermissionService([*rules, *defaults], asker, instance.worktree)
 
 
 def _mcp_rules(tools: ToolRegistry, mcp: McpManager | None) -> Ruleset:

@@ -35,6 +35,7 @@ from etcode.engine.seams import LoopWindow, SafeRecorder
 from etcode.engine.settings import LoopSettings
 from etcode.provider.types import Message, TextPart, ToolSchema, Usage
 from etcode.tools.registry import ToolRegistry
+from etcode.util.errors import EtcodeError
 from etcode.util.json_types import JsonObject
 from etcode.workflow import requests, steps
 from etcode.workflow.cache import ToolCache, cached_registry
@@ -76,10 +77,11 @@ class WorkflowLimits:
 
 
 class _Stop(Exception):
-    def __init__(self, reason: str, error: str | None = None) -> None:
+    def __init__(self, reason: str, error: str | None = None, exception: EtcodeError | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.error = error
+        self.exception = exception
 
 
 @dataclass
@@ -140,6 +142,7 @@ class WorkflowRun(EventPump):
     # ---- the workflow --------------------------------------------------------------
     async def _produce(self) -> None:
         stop_reason, error, text = "end_turn", None, ""
+        exception: EtcodeError | None = None
         todos: list[JsonObject] = []
         try:
             if self.base.interceptors:
@@ -152,13 +155,13 @@ class WorkflowRun(EventPump):
             await self._checkpoint()
             text, todos = await self._cycles()
         except InterceptorError as err:
-            stop_reason, error = "error", str(err)
+            stop_reason, error, exception = "error", str(err), err
             self.emit(ev.ErrorEvent(error, kind="internal"))
         except StopRun as stop:  # a hook refused the prompt or stopped the run
             stop_reason = BLOCKED
             self.emit(ev.StoppedEvent(BLOCKED, str(stop)))
         except _Stop as stop:
-            stop_reason, error = stop.reason, stop.error
+            stop_reason, error, exception = stop.reason, stop.error, stop.exception
             if stop.reason in ("interrupted", "timeout"):
                 message = (
                     "Interrupted by the user."
@@ -191,6 +194,7 @@ class WorkflowRun(EventPump):
             todos=todos,
             session_id=self.base.session_id,
             error=error,
+            exception=exception if stop_reason == "error" else None,
         )
         if self.base.interceptors:
             await self._intercept_end()
@@ -224,7 +228,7 @@ class WorkflowRun(EventPump):
             await interception.after_turn(self.base.interceptors, self.result)
         except InterceptorError as err:
             self.emit(ev.ErrorEvent(str(err), kind="internal"))
-            self.result = replace(self.result, stop_reason="error", error=str(err))
+            self.result = replace(self.result, stop_reason="error", error=str(err), exception=err)
 
     async def _cycles(self) -> tuple[str, list[JsonObject]]:
         cycles: list[_Cycle] = []
@@ -398,7 +402,7 @@ class WorkflowRun(EventPump):
             raise StopRun(self._blocked or "stopped by a hook")
         if result.stop_reason in ("interrupted", "timeout", "error", TOKEN_LIMIT):
             reason = "interrupted" if self._interrupted else result.stop_reason
-            raise _Stop(reason, result.error)
+            raise _Stop(reason, result.error, result.exception)
         return result.text
 
     # ---- the session ---------------------------------------------------------------
