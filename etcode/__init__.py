@@ -39,6 +39,8 @@ _LAZY = {
     # Skills (``SKILL.md`` folders): what an agent started in a folder would find.
     "Skill": "etcode.extensions.skills",
     "discover_skills": "etcode.api",
+    # ``agent.conversation()``: a multi-turn exchange with a session of its own.
+    "Conversation": "etcode.conversation",
 }
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "discover_skills",
     "todo_update_event",
     "tool",
+    "Conversation",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,6 +84,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from etcode.contract.events import EventType, LoopEvent, TodoUpdate
     from etcode.contract.events import LoopEvent as Event
+    from etcode.conversation import Conversation
     from etcode.extensions.skills import Skill
     from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall
     from etcode.tools.todo import TODO_UPDATE, TodoItem, TodoStore, create_todo_tool, todo_update_event
