@@ -101,7 +101,8 @@ class Agent:
     - ``commands``: a task ``/name args`` naming a custom command runs its prompt (as
       ``etcode run /name args``); ``False`` sends every task as it is.
 
-    Successive runs continue the same conversation (``reset()`` starts over). ``run`` returns
+    Successive runs continue the same conversation (``reset()`` starts over; ``conversation()``
+    makes another, with a session of its own). ``run`` returns
     the result from ordinary code and an awaitable inside ``async`` code; ``run_sync``,
     ``arun``, ``stream`` (etcode's detailed events), ``arun_stream``/``run_stream``
     (step-level :class:`~etcode.contract.events.LoopEvent` s) are the other forms.
