@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from etcode import Agent, AgentResult, Conversation, EventType
+from etcode import Agent, AgentResult, BaseLLMClient, Conversation, EventType, LLMResponse, TokenUsage
 from etcode.util.paths import data_dir
 from tests.cli_helpers import etcode, result_line, write_config
 from tests.fake_llm import Call, FakeLLM, Recorded, Reply, without_environment
@@ -240,3 +240,40 @@ def test_every_mutable_field_of_an_agent_is_a_conversations_own(llm: FakeLLM, pr
         agent.base_url,
         agent.system_prompt,
     )
+
+
+class Replies(BaseLLMClient):
+    """A client of the design's shape that answers in turn and keeps what it was sent."""
+
+    def __init__(self, *texts: str) -> None:
+        self.texts = list(texts)
+        self.seen: list[list[dict[str, Any]]] = []
+
+    async def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **kwargs: Any
+    ) -> LLMResponse:
+        self.seen.append(messages)
+        return LLMResponse(content=self.texts.pop(0), tool_calls=[], usage=TokenUsage(50, 20, 70), raw={})
+
+
+async def test_the_designs_conversation_tests_with_a_client_of_ones_own(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The design's tests/test_conversation.py, as a ported program runs them."""
+    monkeypatch.chdir(project)
+    client = Replies("first answer", "second answer", "elsewhere")
+    agent = Agent(llm=client)
+    conv, other = agent.conversation(), agent.conversation()
+    assert conv is not other and conv.messages == other.messages == []
+    r1 = await conv.send("question 1")
+    kinds = [event.type async for event in conv.send_stream("follow-up")]
+    assert isinstance(r1, AgentResult) and r1.content == "first answer"
+    assert kinds[0] == EventType.LOOP_START and kinds[-1] == EventType.LOOP_END
+    assert [m["content"] for m in conv.messages][1:] == ["first answer", "follow-up", "second answer"]
+    assert [m["role"] for m in client.seen[1]] == ["system", "user", "assistant", "user"]
+    assert (await other.send("elsewhere?")).content == "elsewhere"
+    assert [m["role"] for m in client.seen[2]] == ["system", "user"]
+    conv.reset()
+    assert conv.messages == [] and len(other.messages) == 2
+    await conv.aclose()
+    await other.aclose()
