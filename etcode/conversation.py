@@ -8,6 +8,8 @@ agent's own ``run``s and from its other conversations; two of them may run at on
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from types import TracebackType
@@ -22,6 +24,9 @@ if TYPE_CHECKING:
     from etcode.util.json_types import JsonObject
 
 __all__ = ["Conversation"]
+
+#: How often a send waiting for its turn looks whether the one before it has finished.
+TURN_POLL = 0.02
 
 
 class ConversationAgent(Protocol):
@@ -48,13 +53,15 @@ class Conversation:
     Made by ``agent.conversation()``. ``send(text)`` returns the :class:`AgentResult` from
     ordinary code and an awaitable inside ``async`` code (``await conv.send(text)``, as the
     design has it); ``send_sync``/``asend`` are the explicit forms, ``send_stream`` /
-    ``send_stream_sync`` yield the step-level events. One send at a time: a second one
-    while the first is running raises ``RuntimeError``.
+    ``send_stream_sync`` yield the step-level events. One send at a time: a send made
+    while another is running waits for it to end (a stream left early is interrupted).
     """
 
     def __init__(self, agent: ConversationAgent) -> None:
         self._agent = agent
-        self._busy = threading.Lock()
+        self._guard = threading.Lock()
+        #: Set when the running send has ended (None: none ran yet).
+        self._running: threading.Event | None = None
 
     # ---- what it holds -----------------------------------------------------------------
     @property
@@ -131,7 +138,7 @@ class Conversation:
         return iterate_blocking(lambda: self._stream(text, close=True), self.interrupt)
 
     async def _send(self, text: str, *, close: bool) -> AgentResult:
-        with self._turn():
+        async with self._turn():
             try:
                 return await self._agent.arun(text)
             finally:
@@ -139,34 +146,36 @@ class Conversation:
                     await self._agent.aclose()
 
     async def _stream(self, text: str, *, close: bool) -> AsyncIterator[LoopEvent]:
-        with self._turn():
+        async with self._turn():
+            events = self._agent.arun_stream(text)
             try:
-                async for event in self._agent.arun_stream(text):
+                async for event in events:
                     yield event
+            except GeneratorExit:  # left early: the run stops rather than going on unseen
+                self._agent.interrupt()
+                raise
             finally:
+                closing = getattr(events, "aclose", None)
+                if closing is not None:  # the agent's own stream ends within this turn
+                    await closing()
                 if close:
                     await self._agent.aclose()
 
-    def _turn(self) -> _Turn:
-        return _Turn(self._busy, self._agent.session_id)
-
-
-class _Turn:
-    """Held while a send runs: a second send meanwhile is refused (its history would
-    interleave with the first's)."""
-
-    def __init__(self, lock: threading.Lock, session_id: str) -> None:
-        self._lock = lock
-        self._session_id = session_id
-
-    def __enter__(self) -> None:
-        if not self._lock.acquire(blocking=False):
-            raise RuntimeError(
-                f"conversation {self._session_id} is still answering an earlier send; "
-                "wait for it to finish (or use another conversation)"
-            )
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self._lock.release()
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        """Held while a send runs. Sends come from any thread and event loop (the sync
+        forms run on loops of their own), so the turn is a thread-safe flag, waited for
+        without blocking the loop (a stream left early ends a moment later: its ``finally``
+        runs when the loop closes it)."""
+        mine = threading.Event()
+        while True:
+            with self._guard:
+                running = self._running
+                if running is None or running.is_set():
+                    self._running = mine
+                    break
+            await asyncio.sleep(TURN_POLL)
+        try:
+            yield
+        finally:
+            mine.set()

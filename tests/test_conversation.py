@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from etcode import Agent, AgentResult, BaseLLMClient, Conversation, EventType, LLMResponse, TokenUsage
+from etcode import Agent, AgentResult, BaseLLMClient, Conversation, EventType, LLMResponse, TokenUsage, tool
 from etcode.util.paths import data_dir
 from tests.cli_helpers import etcode, result_line, write_config
 from tests.fake_llm import Call, FakeLLM, Recorded, Reply, without_environment
@@ -150,7 +150,7 @@ async def test_two_conversations_answer_at_once(llm: FakeLLM, project: Path) -> 
     await b.aclose()
 
 
-async def test_a_second_send_while_one_runs_is_refused(llm: FakeLLM, project: Path) -> None:
+async def test_a_send_made_while_another_runs_waits_its_turn(llm: FakeLLM, project: Path) -> None:
     asked, release = threading.Event(), threading.Event()
 
     def held(recorded: Recorded) -> Reply:
@@ -160,14 +160,34 @@ async def test_a_second_send_while_one_runs_is_refused(llm: FakeLLM, project: Pa
 
     llm.script(held, echo)
     conv = agent_for(llm, project).conversation()
-    running = asyncio.ensure_future(conv.asend("first"))
+    first = asyncio.ensure_future(conv.asend("first"))
     assert await asyncio.to_thread(asked.wait, 30)
-    with pytest.raises(RuntimeError, match=r"conversation ses_\w+ is still answering an earlier send"):
-        await conv.asend("second")
+    second = asyncio.ensure_future(conv.asend("second"))
     release.set()
-    assert (await running).content == "re: first"
-    assert (await conv.asend("third")).content == "re: third"  # free again
-    assert user_texts(llm.requests[1]) == ["first", "third"]
+    assert (await first).content == "re: first"
+    assert (await second).content == "re: second"
+    # it was sent after the first had its answer, not beside it
+    assert user_texts(llm.requests[1]) == ["first", "second"]
+    assert llm.requests[1].body["messages"][2]["content"] == "re: first"
+    await conv.aclose()
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+async def test_leaving_a_stream_early_stops_it_and_the_next_send_goes_on(llm: FakeLLM, project: Path) -> None:
+    llm.script(Reply(text="Adding.", calls=[Call("add", {"a": 1, "b": 2})]), echo)
+    conv = agent_for(llm, project, tools=[add]).conversation()
+    async for event in conv.send_stream("one"):
+        if event.type == EventType.ACTION:
+            break
+    result = await conv.asend("two")  # no wait for a stream that goes on unseen
+    assert result.content == "re: two"
+    assert len(llm.requests) == 2  # the first send made no request after it was left
+    assert user_texts(llm.requests[1]) == ["one", "two"]
     await conv.aclose()
 
 
