@@ -11,19 +11,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from etcode.util.sync_bridge import iterate_blocking, loop_running, run_blocking
 
 if TYPE_CHECKING:
     from etcode.contract.events import LoopEvent
     from etcode.contract.results import AgentResult
+    from etcode.prompt.image_inputs import ImageInput
     from etcode.provider.types import Message
     from etcode.util.json_types import JsonObject
 
 __all__ = ["Conversation"]
+
+#: Images sent with a message: paths, ``bytes`` or ``ImagePart`` s (``Agent.stream``).
+Images: TypeAlias = "ImageInput | Iterable[ImageInput] | None"
 
 #: How often a send waiting for its turn looks whether the one before it has finished.
 TURN_POLL = 0.02
@@ -36,9 +40,9 @@ class ConversationAgent(Protocol):
     state: dict[str, object]
     session_id: str
 
-    def arun_stream(self, task: str) -> AsyncIterator[LoopEvent]: ...
+    def arun_stream(self, task: str, *, images: Images = None) -> AsyncIterator[LoopEvent]: ...
 
-    async def arun(self, task: str) -> AgentResult: ...
+    async def arun(self, task: str, *, images: Images = None) -> AgentResult: ...
 
     def reset(self) -> None: ...
 
@@ -110,44 +114,45 @@ class Conversation:
         await self.aclose()
 
     # ---- sending -----------------------------------------------------------------------
-    def send_stream(self, text: str) -> AsyncIterator[LoopEvent]:
+    def send_stream(self, text: str, *, images: Images = None) -> AsyncIterator[LoopEvent]:
         """Send ``text``, yielding the step-level events (``LOOP_START`` … ``LOOP_END``,
         whose ``messages`` is the whole conversation)."""
-        return self._stream(text, close=False)
+        return self._stream(text, images, close=False)
 
-    async def asend(self, text: str) -> AgentResult:
-        """Send ``text`` and return the answer's :class:`AgentResult`."""
-        return await self._send(text, close=False)
+    async def asend(self, text: str, *, images: Images = None) -> AgentResult:
+        """Send ``text`` and return the answer's :class:`AgentResult`. ``images`` go with it
+        (paths, ``bytes`` or ``ImagePart`` s, as ``Agent.run(images=...)``)."""
+        return await self._send(text, images, close=False)
 
-    def send(self, text: str) -> AgentResult | Awaitable[AgentResult]:
+    def send(self, text: str, *, images: Images = None) -> AgentResult | Awaitable[AgentResult]:
         """Send ``text``: the result from ordinary code (:meth:`send_sync`), an awaitable
         inside ``async`` code (:meth:`asend`)."""
         if loop_running():
-            return self.asend(text)
-        return self.send_sync(text)
+            return self.asend(text, images=images)
+        return self.send_sync(text, images=images)
 
-    def send_sync(self, text: str) -> AgentResult:
+    def send_sync(self, text: str, *, images: Images = None) -> AgentResult:
         """:meth:`asend` for code that is not async (inside a running loop too: the send
         then goes on a worker thread). Each call has its own event loop, so what the send
         opened is closed at its end; the conversation is kept."""
-        return run_blocking(lambda: self._send(text, close=True))
+        return run_blocking(lambda: self._send(text, images, close=True))
 
-    def send_stream_sync(self, text: str) -> Iterator[LoopEvent]:
+    def send_stream_sync(self, text: str, *, images: Images = None) -> Iterator[LoopEvent]:
         """:meth:`send_stream` for code that is not async: events as they happen (leaving
         the loop early interrupts the send)."""
-        return iterate_blocking(lambda: self._stream(text, close=True), self.interrupt)
+        return iterate_blocking(lambda: self._stream(text, images, close=True), self.interrupt)
 
-    async def _send(self, text: str, *, close: bool) -> AgentResult:
+    async def _send(self, text: str, images: Images, *, close: bool) -> AgentResult:
         async with self._turn():
             try:
-                return await self._agent.arun(text)
+                return await self._agent.arun(text, images=images)
             finally:
                 if close:
                     await self._agent.aclose()
 
-    async def _stream(self, text: str, *, close: bool) -> AsyncIterator[LoopEvent]:
+    async def _stream(self, text: str, images: Images, *, close: bool) -> AsyncIterator[LoopEvent]:
         async with self._turn():
-            events = self._agent.arun_stream(text)
+            events = self._agent.arun_stream(text, images=images)
             try:
                 async for event in events:
                     yield event

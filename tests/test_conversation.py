@@ -18,7 +18,7 @@ import pytest
 from etcode import Agent, AgentResult, BaseLLMClient, Conversation, EventType, LLMResponse, TokenUsage, tool
 from etcode.util.paths import data_dir
 from tests.cli_helpers import etcode, result_line, write_config
-from tests.fake_llm import Call, FakeLLM, Recorded, Reply, without_environment
+from tests.fake_llm import Call, FakeLLM, Recorded, Reply, user_images, without_environment
 
 
 def user_texts(request: Recorded) -> list[str]:
@@ -297,3 +297,16 @@ async def test_the_designs_conversation_tests_with_a_client_of_ones_own(
     assert conv.messages == [] and len(other.messages) == 2
     await conv.aclose()
     await other.aclose()
+
+
+def test_images_go_with_a_send_and_stay_in_the_conversation(llm: FakeLLM, project: Path) -> None:
+    from tests.image_making import gradient, write_image
+
+    shot = write_image(project / "shot.png", gradient(32, 24))
+    llm.script(Reply(text="a gradient"), echo)
+    conv = Agent("myvllm/vision", "k", llm.openai_base_url, directory=project).conversation()
+    assert conv.send("what is this?", images=["shot.png"]).content == "a gradient"
+    assert user_images(llm.requests[0].body) == [("image/png", shot)]
+    conv.send("and its colours?")
+    assert user_images(llm.requests[1].body, 0) == [("image/png", shot)]  # the first message keeps it
+    assert conv.history[0].images and not conv.history[2].images
