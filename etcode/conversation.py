@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
-from etcode.util.sync_bridge import iterate_blocking, loop_running, run_blocking
+from etcode.util.sync_bridge import STOP_GRACE, iterate_blocking, loop_running, run_blocking
 
 if TYPE_CHECKING:
     from etcode.contract.events import LoopEvent
@@ -156,8 +156,12 @@ class Conversation:
             try:
                 async for event in events:
                     yield event
-            except GeneratorExit:  # left early: the run stops rather than going on unseen
-                self._agent.interrupt()
+            except GeneratorExit:  # left early: the run stops rather than going on unseen,
+                self._agent.interrupt()  # and ends as an interrupted run (kept in the history)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(STOP_GRACE):
+                        async for _ in events:
+                            pass
                 raise
             finally:
                 closing = getattr(events, "aclose", None)
