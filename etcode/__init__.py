@@ -54,6 +54,8 @@ _LAZY = {
     "Decision": "etcode.permission.service",
     "AllowAsker": "etcode.permission.service",
     "DenyAsker": "etcode.permission.service",
+    # ``agent.conversation()``: a multi-turn exchange with a session of its own.
+    "Conversation": "etcode.conversation",
 }
 
 __all__ = [
@@ -93,6 +95,7 @@ __all__ = [
     "Decision",
     "AllowAsker",
     "DenyAsker",
+    "Conversation",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,6 +112,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from etcode.contract.errors import LimitExceededError, OutputValidationError, ToolExecutionError
     from etcode.contract.events import EventType, LoopEvent, TodoUpdate
     from etcode.contract.events import LoopEvent as Event
+    from etcode.conversation import Conversation
     from etcode.extensions.skills import Skill
     from etcode.permission.service import AllowAsker, Asker, Decision, DenyAsker, PermissionRequest
     from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall

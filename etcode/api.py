@@ -36,6 +36,7 @@ from etcode.util.sync_bridge import iterate_blocking, loop_running, run_blocking
 if TYPE_CHECKING:
     from etcode.config.schema import Config
     from etcode.contract.events import LoopEvent
+    from etcode.conversation import Conversation
     from etcode.engine.interception import Interceptor
     from etcode.engine.run import Run
     from etcode.extensions.hook_interceptor import HookInterceptor
@@ -118,7 +119,8 @@ class Agent(Generic[OutputT]):
     (:class:`~etcode.provider.errors.ProviderError`…); once it answered, the result carries it
     (``stop_reason``, ``error``, ``exception``), with the work done so far.
 
-    Successive runs continue the same conversation (``reset()`` starts over). ``run`` returns
+    Successive runs continue the same conversation (``reset()`` starts over; ``conversation()``
+    makes another, with a session of its own). ``run`` returns
     the result from ordinary code and an awaitable inside ``async`` code; ``run_sync``,
     ``arun``, ``stream`` (etcode's detailed events), ``arun_stream``/``run_stream``
     (step-level :class:`~etcode.contract.events.LoopEvent` s) are the other forms.
@@ -231,6 +233,20 @@ class Agent(Generic[OutputT]):
         #: A task ``/name args`` naming a custom command runs the command's prompt (the front
         #: ends expand commands themselves, with their agent and model: they pass False).
         self.commands = commands
+        self.on_event = on_event
+        self._begin_session(store, session_id, continue_last=continue_last, fork=fork)
+
+    def _begin_session(
+        self,
+        store: SessionStore | bool | None,
+        session_id: str | None,
+        *,
+        continue_last: bool = False,
+        fork: bool = False,
+    ) -> None:
+        """The state of one session: its store and id, history, tool state, runtime and
+        hooks. Everything else an ``Agent`` holds is a setting, shared by the conversations
+        made from it (:meth:`conversation`); a new per-session field belongs here."""
         self.history: list[Message] = []
         from etcode.wiring.agent_session import AgentSession
 
@@ -238,7 +254,6 @@ class Agent(Generic[OutputT]):
             store, session_id, continue_last=continue_last, fork=fork, directory=self.directory
         )
         self.session_id = self._session.session_id
-        self.on_event = on_event
         self._session_open = False
         self.state: dict[str, object] = {}
         self.last_result: AgentResult | None = None
@@ -253,6 +268,29 @@ class Agent(Generic[OutputT]):
         self._hook_warnings: list[str] = []
         #: The hooks' state of the agent this one goes on from (``carry_hooks``).
         self._hooks_carried: tuple[str | None, bool] | None = None
+
+    def conversation(
+        self, *, store: SessionStore | bool | None = None, session_id: str | None = None
+    ) -> Conversation:
+        """A new conversation with this agent's settings (model, tools, prompt, limits…) and
+        a session of its own: its own history and todos, apart from this agent's ``run``s
+        and from its other conversations. ``store``: as the agent's (``None``: where the
+        agent keeps its own session, in memory when it has no store); ``session_id``
+        resumes a stored session (one the CLI made too)."""
+        from etcode.conversation import Conversation
+
+        return Conversation(self._sibling(store, session_id))
+
+    def _sibling(self, store: SessionStore | bool | None, session_id: str | None) -> Agent:
+        """An agent with this one's settings and a new session (:meth:`_begin_session`)."""
+        import copy
+
+        sibling = copy.copy(self)
+        sibling.custom_tools = list(self.custom_tools)
+        sibling.skills = list(self.skills)
+        sibling.llm_kwargs = dict(self.llm_kwargs)
+        sibling._begin_session(self._session.store if store is None else store, session_id)
+        return sibling
 
     # ---- running -----------------------------------------------------------------
     async def stream(

@@ -42,6 +42,7 @@ FLOORS = (
     "doctor",
     "wiring",
     "testing",
+    "conversation",
     "api",
     "ui",
     "acp",

@@ -1,0 +1,312 @@
+"""Issue 33 item 6: ``agent.conversation()`` under the agent-loop design's names.
+
+A ``Conversation`` keeps its own history, todos and session, apart from the agent's own
+``run``s and its other conversations; ``send`` is sync from ordinary code and awaitable in
+async code; a stored one is an ordinary session the CLI resumes by id. Real HTTP against
+the fake LLM server; the CLI as a subprocess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from etcode import Agent, AgentResult, BaseLLMClient, Conversation, EventType, LLMResponse, TokenUsage, tool
+from etcode.util.paths import data_dir
+from tests.cli_helpers import etcode, result_line, write_config
+from tests.fake_llm import Call, FakeLLM, Recorded, Reply, user_images, without_environment
+
+
+def user_texts(request: Recorded) -> list[str]:
+    return [without_environment(m["content"]) for m in request.body["messages"] if m["role"] == "user"]
+
+
+def echo(recorded: Recorded) -> Reply:
+    """Answers with the newest user message, so each reply says which conversation it is."""
+    return Reply(text=f"re: {user_texts(recorded)[-1]}")
+
+
+def agent_for(llm: FakeLLM, project: Path, **kwargs: Any) -> Agent:
+    return Agent("openai/m", "k", llm.openai_base_url, directory=project, **kwargs)
+
+
+def test_send_continues_the_conversation_from_ordinary_code(llm: FakeLLM, project: Path) -> None:
+    llm.script(Reply(text="Paris."), Reply(text="About 2.1 million."))
+    conv = agent_for(llm, project).conversation()
+    assert isinstance(conv, Conversation)
+    assert conv.messages == [] and conv.history == []
+    first = conv.send("Capital of France?")
+    assert isinstance(first, AgentResult) and first.content == "Paris."
+    second = conv.send_sync("Its population?")
+    assert second.content == "About 2.1 million."
+    assert user_texts(llm.requests[1]) == ["Capital of France?", "Its population?"]
+    assert [m["role"] for m in llm.requests[1].body["messages"]] == ["system", "user", "assistant", "user"]
+    messages = conv.messages
+    assert [(m["role"], without_environment(m["content"])) for m in messages] == [
+        ("user", "Capital of France?"),
+        ("assistant", "Paris."),
+        ("user", "Its population?"),
+        ("assistant", "About 2.1 million."),
+    ]
+    assert second.session_id == conv.session_id
+    messages.clear()  # a copy: the conversation is untouched
+    conv.history.clear()
+    assert len(conv.messages) == 4
+
+
+def test_conversations_and_runs_of_one_agent_keep_apart(llm: FakeLLM, project: Path) -> None:
+    todos = [{"content": "Plan the trip", "status": "in_progress"}]
+    llm.script(
+        echo,  # agent.run
+        Reply(calls=[Call("TodoWrite", {"todos": todos})]),  # a's first send
+        Reply(text="planned"),
+        echo,  # b
+        echo,  # a again
+        echo,  # agent.run again
+    )
+    agent = agent_for(llm, project, store=False)
+    agent.run("own run")
+    a, b = agent.conversation(), agent.conversation()
+    assert len({agent.session_id, a.session_id, b.session_id}) == 3
+    assert a.send("trip to Rome").content == "planned"
+    assert b.send("what is 2+2").content == "re: what is 2+2"
+    assert a.send("and Milan").content == "re: and Milan"
+    assert agent.run("own again").content == "re: own again"
+    assert user_texts(llm.requests[3]) == ["what is 2+2"]  # b sees none of a's or the agent's turns
+    assert user_texts(llm.requests[4]) == ["trip to Rome", "and Milan"]
+    assert user_texts(llm.requests[5]) == ["own run", "own again"]
+    assert [(t["content"], t["status"]) for t in a.todos] == [("Plan the trip", "in_progress")]
+    assert b.todos == [] and agent.last_result is not None and agent.last_result.todos == []
+    a.todos.clear()  # a copy
+    assert len(a.todos) == 1
+
+
+def test_reset_forgets_the_history_and_the_todos(llm: FakeLLM, project: Path) -> None:
+    todos = [{"content": "Write the tests", "status": "pending"}]
+    llm.script(Reply(calls=[Call("TodoWrite", {"todos": todos})]), Reply(text="noted"), echo)
+    conv = agent_for(llm, project).conversation()
+    conv.send("plan it")
+    assert conv.todos and conv.messages
+    conv.reset()
+    assert conv.todos == [] and conv.messages == []
+    conv.send("fresh start")
+    assert user_texts(llm.requests[2]) == ["fresh start"]
+
+
+async def test_the_async_forms(llm: FakeLLM, project: Path) -> None:
+    llm.script(echo, echo, echo)
+    agent = agent_for(llm, project)
+    async with agent.conversation() as conv:
+        first = await conv.send("one")  # the design's form
+        assert first.content == "re: one"
+        assert (await conv.asend("two")).content == "re: two"
+        kinds: list[EventType] = []
+        last: dict[str, Any] = {}
+        async for event in conv.send_stream("three"):
+            kinds.append(event.type)
+            if event.type == EventType.LOOP_END:
+                last = event.data
+    assert kinds[0] == EventType.LOOP_START and kinds[-1] == EventType.LOOP_END
+    assert last["content"] == "re: three"
+    assert [without_environment(m["content"]) for m in last["messages"] if m["role"] == "user"] == [
+        "one",
+        "two",
+        "three",
+    ]
+    assert last["messages"] == conv.messages
+    await agent.aclose()
+
+
+def test_send_stream_sync_continues_too(llm: FakeLLM, project: Path) -> None:
+    llm.script(echo, echo)
+    conv = agent_for(llm, project).conversation()
+    first = [event.type for event in conv.send_stream_sync("one")]
+    assert first[0] == EventType.LOOP_START and first[-1] == EventType.LOOP_END
+    ends = [e for e in conv.send_stream_sync("two") if e.type == EventType.LOOP_END]
+    assert ends[0].data["content"] == "re: two"
+    assert user_texts(llm.requests[1]) == ["one", "two"]
+
+
+async def test_two_conversations_answer_at_once(llm: FakeLLM, project: Path) -> None:
+    """Both requests are in the server together: neither waits for the other's answer."""
+    both_asked = threading.Barrier(2, timeout=30)
+
+    def together(recorded: Recorded) -> Reply:
+        both_asked.wait()
+        return echo(recorded)
+
+    llm.script(together, together)
+    agent = agent_for(llm, project)
+    a, b = agent.conversation(), agent.conversation()
+    first, second = await asyncio.gather(a.asend("from a"), b.asend("from b"))
+    assert (first.content, second.content) == ("re: from a", "re: from b")
+    assert [without_environment(m["content"]) for m in a.messages] == ["from a", "re: from a"]
+    assert [without_environment(m["content"]) for m in b.messages] == ["from b", "re: from b"]
+    await a.aclose()
+    await b.aclose()
+
+
+async def test_a_send_made_while_another_runs_waits_its_turn(llm: FakeLLM, project: Path) -> None:
+    asked, release = threading.Event(), threading.Event()
+
+    def held(recorded: Recorded) -> Reply:
+        asked.set()
+        release.wait(30)
+        return echo(recorded)
+
+    llm.script(held, echo)
+    conv = agent_for(llm, project).conversation()
+    first = asyncio.ensure_future(conv.asend("first"))
+    assert await asyncio.to_thread(asked.wait, 30)
+    second = asyncio.ensure_future(conv.asend("second"))
+    release.set()
+    assert (await first).content == "re: first"
+    assert (await second).content == "re: second"
+    # it was sent after the first had its answer, not beside it
+    assert user_texts(llm.requests[1]) == ["first", "second"]
+    assert llm.requests[1].body["messages"][2]["content"] == "re: first"
+    await conv.aclose()
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+async def test_leaving_a_stream_early_stops_it_and_the_next_send_goes_on(llm: FakeLLM, project: Path) -> None:
+    llm.script(Reply(text="Adding.", calls=[Call("add", {"a": 1, "b": 2})]), echo)
+    conv = agent_for(llm, project, tools=[add]).conversation()
+    async for event in conv.send_stream("one"):
+        if event.type == EventType.ACTION:
+            break
+    result = await conv.asend("two")  # no wait for a stream that goes on unseen
+    assert result.content == "re: two"
+    assert len(llm.requests) == 2  # the first send made no request after it was left
+    assert user_texts(llm.requests[1]) == ["one", "two"]
+    await conv.aclose()
+
+
+def test_a_library_conversation_writes_nothing(llm: FakeLLM, project: Path) -> None:
+    llm.script(echo)
+    agent_for(llm, project).conversation().send("hi")
+    assert not (data_dir() / "etcode.db").exists()
+
+
+def test_a_stored_conversation_is_a_session_the_cli_resumes(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    llm.script(
+        Reply(text="Noted: 42."),  # the conversation
+        Reply(text="It was 42."),  # the CLI, resuming it
+        echo,  # the conversation again, resumed by id
+        echo,  # another conversation of the stored agent
+    )
+    agent = Agent(directory=project, store=True)
+    conv = agent.conversation()
+    assert conv.send("Remember the number 42.").content == "Noted: 42."
+    proc = etcode("run", "--session", conv.session_id, "--format", "json", "Which number?", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert result_line(proc)["session_id"] == conv.session_id
+    assert user_texts(llm.requests[1]) == ["Remember the number 42.", "Which number?"]
+    assert llm.requests[1].body["messages"][2]["content"] == "Noted: 42."
+    again = Agent(directory=project).conversation(session_id=conv.session_id)  # back in Python
+    again.send("Thanks.")
+    assert user_texts(llm.requests[2]) == ["Remember the number 42.", "Which number?", "Thanks."]
+    other = agent.conversation()  # stored where the agent's session is, a session of its own
+    other.send("unrelated")
+    assert other.session_id != conv.session_id
+    assert user_texts(llm.requests[3]) == ["unrelated"]
+    listed = etcode("sessions", "list", "--json", cwd=project)
+    assert {conv.session_id, other.session_id} <= set(listed.stdout.split('"')), listed.stderr
+
+
+def test_store_true_on_the_conversation_alone(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    llm.script(Reply(text="kept"), Reply(text="resumed"))
+    agent = Agent(directory=project)  # in memory
+    conv = agent.conversation(store=True)
+    conv.send("keep this")
+    proc = etcode("run", "--session", conv.session_id, "go on", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "resumed\n"
+    assert user_texts(llm.requests[1]) == ["keep this", "go on"]
+
+
+#: What an ``Agent`` shares with the conversations made from it, as the same object.
+SHARED = {"llm", "provider", "asker", "config", "limits", "retry", "on_event", "directory"}
+
+
+def test_every_mutable_field_of_an_agent_is_a_conversations_own(llm: FakeLLM, project: Path) -> None:
+    """A field added to ``Agent.__init__`` that holds session state (a list, a dict, an
+    object) but is not made in ``_begin_session`` would be shared by every conversation."""
+    agent = agent_for(llm, project, store=False, tools=[lambda: None], skills=[project])
+    agent.state["x"] = 1
+    agent.history.append(object())  # type: ignore[arg-type]
+    conv = agent.conversation()
+    sibling = conv._agent  # noqa: SLF001 - the agent the conversation runs on
+    assert isinstance(sibling, Agent)
+    immutable = (str, int, float, bool, type(None), Path)
+    for name, value in vars(agent).items():
+        if name in SHARED or isinstance(value, immutable):
+            continue
+        assert getattr(sibling, name) is not value, f"Agent.{name} is shared by its conversations"
+    assert "x" not in sibling.state and sibling.history == []
+    assert (sibling.model, sibling.base_url, sibling.system_prompt) == (
+        agent.model,
+        agent.base_url,
+        agent.system_prompt,
+    )
+
+
+class Replies(BaseLLMClient):
+    """A client of the design's shape that answers in turn and keeps what it was sent."""
+
+    def __init__(self, *texts: str) -> None:
+        self.texts = list(texts)
+        self.seen: list[list[dict[str, Any]]] = []
+
+    async def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **kwargs: Any
+    ) -> LLMResponse:
+        self.seen.append(messages)
+        return LLMResponse(content=self.texts.pop(0), tool_calls=[], usage=TokenUsage(50, 20, 70), raw={})
+
+
+async def test_the_designs_conversation_tests_with_a_client_of_ones_own(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The design's tests/test_conversation.py, as a ported program runs them."""
+    monkeypatch.chdir(project)
+    client = Replies("first answer", "second answer", "elsewhere")
+    agent = Agent(llm=client)
+    conv, other = agent.conversation(), agent.conversation()
+    assert conv is not other and conv.messages == other.messages == []
+    r1 = await conv.send("question 1")
+    kinds = [event.type async for event in conv.send_stream("follow-up")]
+    assert isinstance(r1, AgentResult) and r1.content == "first answer"
+    assert kinds[0] == EventType.LOOP_START and kinds[-1] == EventType.LOOP_END
+    assert [m["content"] for m in conv.messages][1:] == ["first answer", "follow-up", "second answer"]
+    assert [m["role"] for m in client.seen[1]] == ["system", "user", "assistant", "user"]
+    assert (await other.send("elsewhere?")).content == "elsewhere"
+    assert [m["role"] for m in client.seen[2]] == ["system", "user"]
+    conv.reset()
+    assert conv.messages == [] and len(other.messages) == 2
+    await conv.aclose()
+    await other.aclose()
+
+
+def test_images_go_with_a_send_and_stay_in_the_conversation(llm: FakeLLM, project: Path) -> None:
+    from tests.image_making import gradient, write_image
+
+    shot = write_image(project / "shot.png", gradient(32, 24))
+    llm.script(Reply(text="a gradient"), echo)
+    conv = Agent("myvllm/vision", "k", llm.openai_base_url, directory=project).conversation()
+    assert conv.send("what is this?", images=["shot.png"]).content == "a gradient"
+    assert user_images(llm.requests[0].body) == [("image/png", shot)]
+    conv.send("and its colours?")
+    assert user_images(llm.requests[1].body, 0) == [("image/png", shot)]  # the first message keeps it
+    assert conv.history[0].images and not conv.history[2].images
