@@ -271,7 +271,7 @@ class Agent(Generic[OutputT]):
 
     def conversation(
         self, *, store: SessionStore | bool | None = None, session_id: str | None = None
-    ) -> Conversation:
+    ) -> Conversation[OutputT]:
         """A new conversation with this agent's settings (model, tools, prompt, limits…) and
         a session of its own: its own history and todos, apart from this agent's ``run``s
         and from its other conversations. ``store``: as the agent's (``None``: where the
@@ -281,7 +281,7 @@ class Agent(Generic[OutputT]):
 
         return Conversation(self._sibling(store, session_id))
 
-    def _sibling(self, store: SessionStore | bool | None, session_id: str | None) -> Agent:
+    def _sibling(self, store: SessionStore | bool | None, session_id: str | None) -> Agent[OutputT]:
         """An agent with this one's settings and a new session (:meth:`_begin_session`)."""
         import copy
 
@@ -435,7 +435,7 @@ class Agent(Generic[OutputT]):
             self._task_note = ""
         if typed is not None and result.stop_reason == "end_turn":
             result = await self._typed(result, typed)
-        from etcode.contract.errors import limit_exceeded
+        from etcode.engine.limits import limit_exceeded
 
         limits = self._runtime.limits if self._runtime is not None else self.limits or LoopLimits()
         result.exception = result.exception or limit_exceeded(result, limits, time.monotonic() - started)

@@ -13,8 +13,9 @@ import contextlib
 import threading
 from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Generic, Protocol, TypeAlias
 
+from etcode.contract.results import OutputT
 from etcode.util.sync_bridge import STOP_GRACE, iterate_blocking, loop_running, run_blocking
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ Images: TypeAlias = "ImageInput | Iterable[ImageInput] | None"
 TURN_POLL = 0.02
 
 
-class ConversationAgent(Protocol):
+class ConversationAgent(Protocol[OutputT]):
     """What a conversation needs of the agent it runs on (``etcode.Agent``)."""
 
     history: list[Message]
@@ -42,7 +43,7 @@ class ConversationAgent(Protocol):
 
     def arun_stream(self, task: str, *, images: Images = None) -> AsyncIterator[LoopEvent]: ...
 
-    async def arun(self, task: str, *, images: Images = None) -> AgentResult: ...
+    async def arun(self, task: str, *, images: Images = None) -> AgentResult[OutputT]: ...
 
     def reset(self) -> None: ...
 
@@ -51,7 +52,7 @@ class ConversationAgent(Protocol):
     async def aclose(self) -> None: ...
 
 
-class Conversation:
+class Conversation(Generic[OutputT]):
     """A multi-turn conversation: each ``send`` continues from the answers before it.
 
     Made by ``agent.conversation()``. ``send(text)`` returns the :class:`AgentResult` from
@@ -61,7 +62,7 @@ class Conversation:
     while another is running waits for it to end (a stream left early is interrupted).
     """
 
-    def __init__(self, agent: ConversationAgent) -> None:
+    def __init__(self, agent: ConversationAgent[OutputT]) -> None:
         self._agent = agent
         self._guard = threading.Lock()
         #: Set when the running send has ended (None: none ran yet).
@@ -105,7 +106,7 @@ class Conversation:
         send; the conversation is kept either way)."""
         await self._agent.aclose()
 
-    async def __aenter__(self) -> Conversation:
+    async def __aenter__(self) -> Conversation[OutputT]:
         return self
 
     async def __aexit__(
@@ -119,19 +120,21 @@ class Conversation:
         whose ``messages`` is the whole conversation)."""
         return self._stream(text, images, close=False)
 
-    async def asend(self, text: str, *, images: Images = None) -> AgentResult:
+    async def asend(self, text: str, *, images: Images = None) -> AgentResult[OutputT]:
         """Send ``text`` and return the answer's :class:`AgentResult`. ``images`` go with it
         (paths, ``bytes`` or ``ImagePart`` s, as ``Agent.run(images=...)``)."""
         return await self._send(text, images, close=False)
 
-    def send(self, text: str, *, images: Images = None) -> AgentResult | Awaitable[AgentResult]:
+    def send(
+        self, text: str, *, images: Images = None
+    ) -> AgentResult[OutputT] | Awaitable[AgentResult[OutputT]]:
         """Send ``text``: the result from ordinary code (:meth:`send_sync`), an awaitable
         inside ``async`` code (:meth:`asend`)."""
         if loop_running():
             return self.asend(text, images=images)
         return self.send_sync(text, images=images)
 
-    def send_sync(self, text: str, *, images: Images = None) -> AgentResult:
+    def send_sync(self, text: str, *, images: Images = None) -> AgentResult[OutputT]:
         """:meth:`asend` for code that is not async (inside a running loop too: the send
         then goes on a worker thread). Each call has its own event loop, so what the send
         opened is closed at its end; the conversation is kept."""
@@ -142,7 +145,7 @@ class Conversation:
         the loop early interrupts the send)."""
         return iterate_blocking(lambda: self._stream(text, images, close=True), self.interrupt)
 
-    async def _send(self, text: str, images: Images, *, close: bool) -> AgentResult:
+    async def _send(self, text: str, images: Images, *, close: bool) -> AgentResult[OutputT]:
         async with self._turn():
             try:
                 return await self._agent.arun(text, images=images)

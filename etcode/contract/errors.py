@@ -11,7 +11,7 @@ from etcode.contract.tools import ToolError
 from etcode.util.errors import EtcodeError
 
 if TYPE_CHECKING:
-    from etcode.contract.results import AgentResult, LoopLimits
+    from etcode.contract.results import AgentResult
 
 
 class ToolExecutionError(EtcodeError, ToolError):
@@ -45,22 +45,3 @@ class OutputValidationError(EtcodeError):
         super().__init__(message)
         self.errors = errors
         self.result = result
-
-
-#: The stop reasons that are a limit of the run (not a failure, not the user's interrupt).
-_NOT_LIMITS = frozenset({"end_turn", "max_tokens", "interrupted", "error", "blocked"})
-
-
-def limit_exceeded(result: AgentResult, limits: LoopLimits, elapsed: float) -> LimitExceededError | None:
-    """The :class:`LimitExceededError` of a run a limit stopped, else None."""
-    reason = result.stop_reason
-    if reason in _NOT_LIMITS:
-        return None
-    if reason == "max_steps":
-        return LimitExceededError(reason, limits.max_steps, result.steps)
-    if reason == "timeout":
-        return LimitExceededError(reason, limits.timeout, round(elapsed, 3))
-    if "token" in reason:  # the whole run's token budget (the design counts the answers' tokens)
-        return LimitExceededError(reason, getattr(limits, "max_tokens", None), result.usage.output_tokens)
-    threshold = getattr(limits, f"{reason}_threshold", None)  # doom_loop: its repeated calls
-    return LimitExceededError(reason, threshold, threshold)

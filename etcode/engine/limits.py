@@ -16,10 +16,14 @@ etcode's own) and :class:`LimitChecker`, the state one run keeps of them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
+from etcode.contract.errors import LimitExceededError
 from etcode.prompt import templates
 from etcode.util.errors import ConfigError
+
+if TYPE_CHECKING:
+    from etcode.contract.results import AgentResult
 
 StepLimitMode = Literal["soft", "hard"]
 
@@ -116,3 +120,21 @@ class LimitChecker:
             return None
         self._warned_at = step
         return limits.soft_limit_prompt.replace(STEPS_SLOT, str(step))
+
+
+#: The stop reasons that are a limit of the run (not a failure, not the user's interrupt).
+_NOT_LIMITS = frozenset({"end_turn", "max_tokens", "interrupted", "error", "blocked"})
+
+
+def limit_exceeded(result: AgentResult, limits: LoopLimits, elapsed: float) -> LimitExceededError | None:
+    """The :class:`LimitExceededError` of a run a limit stopped, else None."""
+    reason = result.stop_reason
+    if reason in _NOT_LIMITS:
+        return None
+    if reason == "max_steps":
+        return LimitExceededError(reason, limits.max_steps, result.steps)
+    if reason == "timeout":
+        return LimitExceededError(reason, limits.timeout, round(elapsed, 3))
+    if reason == TOKEN_LIMIT:  # the whole run's budget of output tokens, as the design counts
+        return LimitExceededError(reason, limits.max_tokens, result.usage.output_tokens)
+    return LimitExceededError(reason, None, None)  # a stop reason of a later limit
