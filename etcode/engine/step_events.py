@@ -17,10 +17,11 @@ TextDeltaEvent          THOUGHT              content: the step's text, one event
                                              event; whitespace-only text is dropped
 RoleTextDelta           THOUGHT              content, +role (the workflow's planner,
                                              executor, verifier); a new role flushes
-ToolCallStart           ACTION               tool, args (the params), +summary, +call_id
+ToolCallStart           ACTION               tool, args (the params), +summary, +call_id,
+                                             +etcode_name (see below)
 ToolResultEvent         OBSERVATION          tool, result (the output the model saw),
                                              duration (monotonic seconds since its ACTION),
-                                             +summary, +is_error, +call_id
+                                             +summary, +is_error, +call_id, +etcode_name
 TodoUpdate              TODO_UPDATE          todos (in etcode's order: while the TodoWrite
                                              call runs, so before its OBSERVATION)
 ErrorEvent              ERROR                error, fatal=True, +kind
@@ -34,6 +35,11 @@ DoneEvent               LOOP_END             stop_reason, content (the final tex
 anything else           (dropped)            usage, progress, reasoning, subagents,
                                              compaction, workflow phases and verdicts
 ======================  ===================  ==============================================
+
+``tool`` is the design's name of a built-in tool it also has (``todo_write`` for
+``TodoWrite``: a renderer written for the design hides it, the ``TODO_UPDATE`` showing the
+list) with etcode's name, the one the model called, as ``etcode_name``; any other tool's
+``tool`` is its name (:mod:`etcode.contract.tool_names`).
 
 No etcode event becomes ``SOFT_LIMIT``: in the design a soft limit warns the model and the
 run goes on, while etcode's ``StoppedEvent`` (max steps, time limit, interrupt, an answer
@@ -50,7 +56,8 @@ from collections.abc import AsyncIterator
 
 from etcode.contract import events as ev
 from etcode.contract.events import LoopEvent
-from etcode.util.json_types import JsonObject
+from etcode.contract.tool_names import design_tool_name
+from etcode.util.json_types import JsonObject, JsonValue
 
 __all__ = ["loop_events"]
 
@@ -104,20 +111,23 @@ class _Converter:
             )
         if isinstance(event, ev.ToolCallStart):
             self.started[event.call_id] = time.monotonic()
+            tool, extra = _named(event.name)
             return LoopEvent.action(
-                step, event.name, event.params, summary=event.summary, call_id=event.call_id
+                step, tool, event.params, summary=event.summary, call_id=event.call_id, **extra
             )
         if isinstance(event, ev.ToolResultEvent):
             began = self.started.pop(event.call_id, None)
             duration = max(0.0, time.monotonic() - began) if began is not None else 0.0
+            tool, extra = _named(event.name)
             return LoopEvent.observation(
                 step,
-                event.name,
+                tool,
                 event.output,
                 duration,
                 summary=event.summary,
                 is_error=event.is_error,
                 call_id=event.call_id,
+                **extra,
             )
         if isinstance(event, ev.TodoUpdate):
             return LoopEvent.todo_update(step, [dict(item) for item in event.todos])
@@ -152,6 +162,12 @@ class _Converter:
             error=result.get("error"),
             stop_message=self.stop_message,
         )
+
+
+def _named(name: str) -> tuple[str, dict[str, JsonValue]]:
+    """A tool's ``tool`` in the step events and, when that is the design's name, etcode's."""
+    design = design_tool_name(name)
+    return (design, {"etcode_name": name}) if design != name else (name, {})
 
 
 async def loop_events(native: AsyncIterator[ev.Event], task: str) -> AsyncIterator[LoopEvent]:
