@@ -39,6 +39,8 @@ _LAZY = {
     # Skills (``SKILL.md`` folders): what an agent started in a folder would find.
     "Skill": "etcode.extensions.skills",
     "discover_skills": "etcode.api",
+    # The system text of an assistant with your instructions as its last section.
+    "build_system_prompt": "etcode.prompt.system",
 }
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "discover_skills",
     "todo_update_event",
     "tool",
+    "build_system_prompt",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -82,6 +85,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from etcode.contract.events import EventType, LoopEvent, TodoUpdate
     from etcode.contract.events import LoopEvent as Event
     from etcode.extensions.skills import Skill
+    from etcode.prompt.system import build_system_prompt
     from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall
     from etcode.tools.todo import TODO_UPDATE, TodoItem, TodoStore, create_todo_tool, todo_update_event
     from etcode.ui.loop_renderer import Renderer
