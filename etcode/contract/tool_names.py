@@ -9,6 +9,8 @@ expect).
 
 from __future__ import annotations
 
+from etcode.util.json_types import JsonValue
+
 #: design name -> etcode name
 DESIGN_NAMES: dict[str, str] = {"todo_write": "TodoWrite"}
 #: etcode name -> design name
@@ -23,3 +25,10 @@ def etcode_tool_name(name: str) -> str:
 def design_tool_name(name: str) -> str:
     """``name`` as the agent-loop design has it (``TodoWrite`` → ``todo_write``; others as given)."""
     return ETCODE_TO_DESIGN.get(name, name)
+
+
+def step_tool(name: str) -> tuple[str, dict[str, JsonValue]]:
+    """A called tool as the step-level events name it: its ``tool`` (the design's name when
+    it has one) and the extra data keys (``etcode_name``, etcode's, when that differs)."""
+    design = design_tool_name(name)
+    return (design, {"etcode_name": name}) if design != name else (name, {})

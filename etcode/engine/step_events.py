@@ -17,13 +17,15 @@ TextDeltaEvent          THOUGHT              content: the step's text, one event
                                              event; whitespace-only text is dropped
 RoleTextDelta           THOUGHT              content, +role (the workflow's planner,
                                              executor, verifier); a new role flushes
-ToolCallStart           ACTION               tool, args (the params), +summary, +call_id,
-                                             +etcode_name (see below)
+ToolCallStart           ACTION               tool, args (the params), +summary, +call_id
 ToolResultEvent         OBSERVATION          tool, result (the output the model saw),
                                              duration (monotonic seconds since its ACTION),
-                                             +summary, +is_error, +call_id, +etcode_name
+                                             +summary, +is_error, +call_id
 TodoUpdate              TODO_UPDATE          todos (in etcode's order: while the TodoWrite
-                                             call runs, so before its OBSERVATION)
+                                             call runs, so before its OBSERVATION); that
+                                             call's ACTION and OBSERVATION have the design's
+                                             tool="todo_write" (a design renderer hides it),
+                                             +etcode_name="TodoWrite" (contract/tool_names)
 ErrorEvent              ERROR                error, fatal=True, +kind
 WarningEvent            ERROR                error, fatal=False, +kind="warning"
 RetryEvent              ERROR                error ("retrying in 2.0s (attempt 1): ..."),
@@ -35,11 +37,6 @@ DoneEvent               LOOP_END             stop_reason, content (the final tex
 anything else           (dropped)            usage, progress, reasoning, subagents,
                                              compaction, workflow phases and verdicts
 ======================  ===================  ==============================================
-
-``tool`` is the design's name of a built-in tool it also has (``todo_write`` for
-``TodoWrite``: a renderer written for the design hides it, the ``TODO_UPDATE`` showing the
-list) with etcode's name, the one the model called, as ``etcode_name``; any other tool's
-``tool`` is its name (:mod:`etcode.contract.tool_names`).
 
 No etcode event becomes ``SOFT_LIMIT``: in the design a soft limit warns the model and the
 run goes on, while etcode's ``StoppedEvent`` (max steps, time limit, interrupt, an answer
@@ -56,8 +53,8 @@ from collections.abc import AsyncIterator
 
 from etcode.contract import events as ev
 from etcode.contract.events import LoopEvent
-from etcode.contract.tool_names import design_tool_name
-from etcode.util.json_types import JsonObject, JsonValue
+from etcode.contract.tool_names import step_tool
+from etcode.util.json_types import JsonObject
 
 __all__ = ["loop_events"]
 
@@ -111,14 +108,14 @@ class _Converter:
             )
         if isinstance(event, ev.ToolCallStart):
             self.started[event.call_id] = time.monotonic()
-            tool, extra = _named(event.name)
+            tool, extra = step_tool(event.name)
             return LoopEvent.action(
                 step, tool, event.params, summary=event.summary, call_id=event.call_id, **extra
             )
         if isinstance(event, ev.ToolResultEvent):
             began = self.started.pop(event.call_id, None)
             duration = max(0.0, time.monotonic() - began) if began is not None else 0.0
-            tool, extra = _named(event.name)
+            tool, extra = step_tool(event.name)
             return LoopEvent.observation(
                 step,
                 tool,
@@ -162,12 +159,6 @@ class _Converter:
             error=result.get("error"),
             stop_message=self.stop_message,
         )
-
-
-def _named(name: str) -> tuple[str, dict[str, JsonValue]]:
-    """A tool's ``tool`` in the step events and, when that is the design's name, etcode's."""
-    design = design_tool_name(name)
-    return (design, {"etcode_name": name}) if design != name else (name, {})
 
 
 async def loop_events(native: AsyncIterator[ev.Event], task: str) -> AsyncIterator[LoopEvent]:
