@@ -56,6 +56,8 @@ _LAZY = {
     "DenyAsker": "etcode.permission.service",
     # ``agent.conversation()``: a multi-turn exchange with a session of its own.
     "Conversation": "etcode.conversation",
+    # The system text of an assistant with your instructions as its last section.
+    "build_system_prompt": "etcode.prompt.system",
 }
 
 __all__ = [
@@ -96,6 +98,7 @@ __all__ = [
     "AllowAsker",
     "DenyAsker",
     "Conversation",
+    "build_system_prompt",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -115,6 +118,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from etcode.conversation import Conversation
     from etcode.extensions.skills import Skill
     from etcode.permission.service import AllowAsker, Asker, Decision, DenyAsker, PermissionRequest
+    from etcode.prompt.system import build_system_prompt
     from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall
     from etcode.provider.errors import LLMError, ProviderError
     from etcode.tools.todo import TODO_UPDATE, TodoItem, TodoStore, create_todo_tool, todo_update_event

@@ -95,8 +95,9 @@ class Agent(Generic[OutputT]):
     - ``tools``: plain typed functions, ``Tool`` objects or dicts ``{"name", "description",
       "parameters", "function"}``; built-in tools come too unless ``builtin_tools=False``
       (``TodoWrite`` stays either way).
-    - ``system_prompt`` and ``name``: your instructions, and what the assistant calls itself
-      (in every prompt, ``etcode`` by default).
+    - ``system_prompt`` and ``name``: your instructions (the system text's last section, as
+      :func:`etcode.build_system_prompt` shows), and what the assistant calls itself (in every
+      prompt, ``etcode`` by default).
     - ``temperature`` and ``**llm_kwargs`` (``top_p``, ``seed``, ``stop``…) go into every
       model request; one the provider does not accept is an error before any request.
     - ``skills``: skill folders of your own (each a ``SKILL.md`` folder or a folder of them;

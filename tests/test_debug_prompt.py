@@ -81,7 +81,8 @@ def test_model_from_config_and_agent(project: Path, tmp_path: Path) -> None:
     parts = json.loads(run_cli(["--json"], project, env).stdout)["parts"]
     assert parts[0]["source"] == "provider/gemini.txt"
     parts = json.loads(run_cli(["--json", "--agent", "reviewer"], project, env).stdout)["parts"]
-    assert parts[0]["layer"] == "agent" and parts[0]["text"].rstrip().endswith("Review only.")
+    assert parts[0]["layer"] == "agent" and "Review only." not in parts[0]["text"]
+    assert (parts[-2]["layer"], parts[-2]["text"]) == ("user", "Your instructions:\nReview only.\n")  # last
     assert "The exact model ID is openai/o3." in parts[-1]["text"]
 
 

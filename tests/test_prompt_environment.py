@@ -76,15 +76,22 @@ async def test_build_builtin_agent_prompt_replaces_provider(tmp_path: Path) -> N
     assert "plan mode" in parts[0].text and "{{" not in parts[0].text
 
 
-async def test_build_custom_agent_prompt_is_wrapped(tmp_path: Path) -> None:
+async def test_build_custom_agent_prompt_is_wrapped_and_last(tmp_path: Path) -> None:
+    """A custom agent's prompt is the user's section, after the project's instruction files
+    (issue 33: the user's instructions are the system text's last section)."""
+    (tmp_path / "AGENTS.md").write_text("Use tabs.\n")
     agent = AgentInfo("reviewer", prompt="Review the diff for bugs.", source="config agent.reviewer")
     instructions = InstructionPrompt(tmp_path, tmp_path, global_dir=tmp_path / "g")
     parts = await SystemPrompt.build(agent, "default", instructions, now=NOW)
-    first = parts[0]
-    assert first.layer == "agent" and first.source == "config agent.reviewer"
+    assert [p.layer for p in parts] == ["agent", "instructions", "user", "environment"]
+    first, user = parts[0], parts[2]
+    assert first.source == "system/custom_agent.txt"
     assert first.text.startswith("You are etcode, an agent")
     assert "Think in prose" in first.text and "TodoWrite" in first.text
-    assert first.text.rstrip().endswith("Review the diff for bugs.")
+    assert "Review the diff" not in first.text
+    assert user == PromptPart(
+        "user", "config agent.reviewer", "Your instructions:\nReview the diff for bugs.\n"
+    )
     named = await SystemPrompt.build(agent, "default", instructions, name="Ada", now=NOW)
     assert named[0].text.startswith("You are Ada, an agent")
 
@@ -103,18 +110,21 @@ async def test_build_system_prompt_wins_and_directory_override(tmp_path: Path) -
         is_git=False,
         now=NOW,
     )
-    assert parts[0].layer == "agent" and parts[0].source is None
-    assert parts[0].text.startswith("You are helper,") and "Only answer questions." in parts[0].text
+    assert [p.layer for p in parts] == ["agent", "user", "environment"]
+    assert parts[0].text.startswith("You are helper,") and "plan mode" not in parts[0].text
+    assert parts[1] == PromptPart("user", None, "Your instructions:\nOnly answer questions.\n")
     assert f"Working directory: {elsewhere.resolve()}" in parts[-1].text
     assert "Is directory a git repo: no" in parts[-1].text
     blank = await SystemPrompt.build(None, "gpt-4o", instructions, system_prompt="  ", now=NOW)
     assert blank[0].layer == "provider"
 
 
-def test_custom_from_plain_system_prompt() -> None:
-    part = SystemPrompt.custom("Answer in French.", name="bot")
-    assert part.layer == "agent" and part.source is None
-    assert part.text.startswith("You are bot,") and "Answer in French." in part.text
+def test_custom_base_and_user_part() -> None:
+    part = SystemPrompt.custom(name="bot")
+    assert part.layer == "agent" and part.source == "system/custom_agent.txt"
+    assert part.text.startswith("You are bot,") and "Your instructions" not in part.text
+    user = SystemPrompt.user("  Answer in French.\n")
+    assert user == PromptPart("user", None, "Your instructions:\nAnswer in French.\n")
 
 
 async def test_build_runs_transform_hooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from etcode.contract.tool_names import etcode_tool_name
 from etcode.util.errors import ConfigError, UsageError
 from etcode.util.json_types import JsonObject, JsonValue
 from etcode.util.wildcard import wildcard_match
@@ -83,10 +84,11 @@ class AgentInfo:
 
     def tool_setting(self, tool_name: str) -> bool | None:
         """What the agent's ``tools`` settings say of ``tool_name`` (the last key that names
-        it or matches it as a wildcard wins), None when none does."""
+        it or matches it as a wildcard wins), None when none does. The agent-loop design's
+        name of a tool names it too (``todo_write`` for ``TodoWrite``)."""
         found: bool | None = None
         for pattern, value in self.tools.items():
-            if pattern == tool_name or wildcard_match(tool_name, pattern):
+            if etcode_tool_name(pattern) == tool_name or wildcard_match(tool_name, pattern):
                 found = bool(value)
         return found
 

@@ -397,6 +397,8 @@ class AgentLoop(EventPump):
                 elif isinstance(chunk, RetryNotice):
                     self.emit(ev.RetryEvent(chunk.attempt, chunk.delay, chunk.reason))
                 elif isinstance(chunk, StreamEnd):
+                    for call in chunk.message.tool_calls:  # a design-trained model's todo_write
+                        call.name = self.settings.tools.offered_name(call.name)
                     self.messages.append(chunk.message)
                     return chunk
         finally:

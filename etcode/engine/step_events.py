@@ -28,7 +28,10 @@ ToolResultEvent         OBSERVATION          tool, result (the output the model 
                                              duration (monotonic seconds since its ACTION),
                                              +summary, +is_error, +call_id
 TodoUpdate              TODO_UPDATE          todos (in etcode's order: while the TodoWrite
-                                             call runs, so before its OBSERVATION)
+                                             call runs, so before its OBSERVATION); that
+                                             call's ACTION and OBSERVATION have the design's
+                                             tool="todo_write" (a design renderer hides it),
+                                             +etcode_name="TodoWrite" (contract/tool_names)
 ErrorEvent              ERROR                error, fatal=True, +kind
 WarningEvent            ERROR                error, fatal=False, +kind="warning"
 RetryEvent              ERROR                error ("retrying in 2.0s (attempt 1): ..."),
@@ -58,6 +61,7 @@ from collections.abc import AsyncIterator
 
 from etcode.contract import events as ev
 from etcode.contract.events import LoopEvent
+from etcode.contract.tool_names import step_tool
 from etcode.util.json_types import JsonObject
 
 __all__ = ["loop_events"]
@@ -121,20 +125,23 @@ class _Converter:
             )
         if isinstance(event, ev.ToolCallStart):
             self.started[event.call_id] = time.monotonic()
+            tool, extra = step_tool(event.name)
             return LoopEvent.action(
-                step, event.name, event.params, summary=event.summary, call_id=event.call_id
+                step, tool, event.params, summary=event.summary, call_id=event.call_id, **extra
             )
         if isinstance(event, ev.ToolResultEvent):
             began = self.started.pop(event.call_id, None)
             duration = max(0.0, time.monotonic() - began) if began is not None else 0.0
+            tool, extra = step_tool(event.name)
             return LoopEvent.observation(
                 step,
-                event.name,
+                tool,
                 event.output,
                 duration,
                 summary=event.summary,
                 is_error=event.is_error,
                 call_id=event.call_id,
+                **extra,
             )
         if isinstance(event, ev.TodoUpdate):
             return LoopEvent.todo_update(step, [dict(item) for item in event.todos])

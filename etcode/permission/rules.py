@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, cast
 
+from etcode.contract.tool_names import etcode_tool_name
 from etcode.util.errors import ConfigError
 from etcode.util.json_types import JsonValue
 from etcode.util.wildcard import regex_source, wildcard_match
@@ -72,7 +73,9 @@ DEFAULT_RULES: tuple[Rule, ...] = (
 
 
 def _normalize_name(name: str) -> str:
-    return name.strip().lower()
+    """A permission's name as rules compare it: case-blind, the agent-loop design's name of
+    a tool taken for etcode's (``todo_write`` names ``TodoWrite``)."""
+    return etcode_tool_name(name.strip()).lower()
 
 
 def evaluate(ruleset: Iterable[Rule], permission: str, pattern: str, tool: str | None = None) -> Rule:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-Layer = Literal["provider", "agent", "environment", "instructions", "skills"]
+Layer = Literal["provider", "agent", "environment", "instructions", "skills", "user"]
 
 
 @dataclass(frozen=True)

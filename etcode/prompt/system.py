@@ -1,7 +1,11 @@
-"""The system prompt: provider (or agent) layer, instruction layer, environment layer.
+"""The system prompt: provider (or agent) layer, instruction layer, the user's instructions,
+environment layer.
 
 ``SystemPrompt.build(agent, model, instructions)`` assembles the parts in that order and
-then lets ``system.prompt.transform`` hooks edit them. The environment part (working
+then lets ``system.prompt.transform`` hooks edit them. The user's instructions (the Python
+API's ``system_prompt``, a custom agent's prompt) are the system text's last section, after
+the project's instruction files and the skills, as in the agent-loop design's template;
+:func:`build_system_prompt` is that template on its own. The environment part (working
 directory, date) is the one that changes per folder and day: it is not sent as system text
 but joined to the first user message of each request (:func:`split_environment`), so the
 system text and the tools, sent before it, are the same cached prefix everywhere. Nothing here prints or reads
@@ -73,10 +77,32 @@ def _named(template: str, name: str | None) -> str:
     return templates.render(template, {"name": name or DEFAULT_NAME})
 
 
+def custom_base(name: str | None = None) -> str:
+    """The ``system/custom_agent.txt`` template: what comes before a user's or custom agent's
+    instructions (how etcode works, naming the assistant ``name``)."""
+    return _named(templates.load("system/custom_agent.txt"), name)
+
+
+def user_instructions(prompt: str) -> str:
+    """A user's or custom agent's prompt as the system text's last section."""
+    return templates.render(templates.load("system/user_instructions.txt"), {"prompt": prompt.strip()})
+
+
 def wrap_custom_prompt(prompt: str, name: str | None = None) -> str:
-    """A user's or custom agent's prompt inside the ``system/custom_agent.txt`` template."""
-    template = templates.load("system/custom_agent.txt")
-    return templates.render(template, {"name": name or DEFAULT_NAME, "prompt": prompt.strip()})
+    """A user's or custom agent's prompt inside the custom template, as one text (the two
+    parts joined as a request joins system texts)."""
+    return f"{custom_base(name)}\n\n{user_instructions(prompt)}"
+
+
+def build_system_prompt(name: str = DEFAULT_NAME, user_prompt: str = "", *, model: str | None = None) -> str:
+    """etcode's system text for an assistant called ``name`` with the user's instructions
+    ``user_prompt`` as its last section (the agent-loop design's ``build_system_prompt``).
+    Without instructions it is the base prompt of ``model``'s family (the default family's
+    without a model). What a run adds is not here: the project's instruction files and
+    skills (before the user's section) and the environment (in the first user message)."""
+    if user_prompt.strip():
+        return wrap_custom_prompt(user_prompt, name)
+    return SystemPrompt.provider(model or "", name).text
 
 
 class PromptedAgent(Protocol):
@@ -135,8 +161,9 @@ class SystemPrompt:
     def agent(agent: PromptedAgent, name: str | None = None) -> PromptPart | None:
         """The agent layer for ``agent`` (an ``AgentInfo``), or None when it has no prompt.
 
-        Built-in prompts are used as they are; any other prompt is wrapped by the
-        custom agent template, which names the assistant ``name`` (default ``etcode``).
+        A built-in prompt is used as it is; for any other it is the custom agent template
+        (naming the assistant ``name``, default ``etcode``), the prompt itself being the
+        user's section (:meth:`user`), the system text's last.
         """
         prompt = getattr(agent, "prompt", None)
         if not prompt:
@@ -144,12 +171,18 @@ class SystemPrompt:
         source = getattr(agent, "source", None)
         if getattr(agent, "prompt_builtin", False):
             return PromptPart("agent", source, _named(prompt, name))
-        return PromptPart("agent", source, wrap_custom_prompt(prompt, name))
+        return SystemPrompt.custom(name)
 
     @staticmethod
-    def custom(prompt: str, name: str | None = None, source: str | None = None) -> PromptPart:
-        """An agent-layer part from a plain ``system_prompt`` (the Python API's)."""
-        return PromptPart("agent", source, wrap_custom_prompt(prompt, name))
+    def custom(name: str | None = None) -> PromptPart:
+        """The agent-layer part that comes before a user's or custom agent's prompt."""
+        return PromptPart("agent", "system/custom_agent.txt", custom_base(name))
+
+    @staticmethod
+    def user(prompt: str, source: str | None = None) -> PromptPart:
+        """The user's instructions (``system_prompt``, a custom agent's prompt from
+        ``source``): the system text's last part."""
+        return PromptPart("user", source, user_instructions(prompt))
 
     @staticmethod
     async def build(
@@ -167,24 +200,26 @@ class SystemPrompt:
         lean: bool = False,
         extra: Sequence[PromptPart] = (),
     ) -> list[PromptPart]:
-        """Agent prompt (else provider prompt), instructions, extra, environment; then the hooks.
+        """Agent prompt (else provider prompt), instructions, extra, the user's instructions,
+        environment; then the hooks.
 
         ``agent`` (an ``AgentInfo``) may be None. A ``system_prompt`` (the Python API's)
-        wins over the agent's prompt and is wrapped like a custom agent's, naming the
-        assistant ``name``. ``directory`` (default: the instructions') and ``is_git``
+        wins over the agent's prompt and is placed like a custom agent's: the custom template
+        (naming the assistant ``name``) first, the prompt itself last (:meth:`user`). ``directory`` (default: the instructions') and ``is_git``
         (default: whether the worktree holds ``.git``) feed the environment part.
         ``transforms``: config-listed ``"module:function"`` hooks, run after the
         entry-point ones. Hook warnings are added to ``instructions.warnings``; the
         warnings not yet reported are passed to ``on_warning``. Nothing here is fatal.
         ``lean``: the short provider prompt (:meth:`lean_provider`) instead of the family's,
         for small windows; an agent's own prompt is kept either way. ``extra``: parts put
-        after the instructions, before the environment (the list of skills). The environment
-        part comes last: :func:`split_environment` takes it out of the system text.
+        after the instructions, before the user's instructions (the list of skills). The
+        environment part comes last: :func:`split_environment` takes it out of the system text.
         """
         from etcode.prompt.hooks import apply_transforms
 
-        if system_prompt and system_prompt.strip():
-            first: PromptPart | None = SystemPrompt.custom(system_prompt, name)
+        user = _user_part(agent, system_prompt)
+        if user is not None:
+            first: PromptPart | None = SystemPrompt.custom(name)
         else:
             first = SystemPrompt.agent(agent, name) if agent is not None else None
         if first is None:
@@ -194,6 +229,8 @@ class SystemPrompt:
         where = directory if directory is not None else instructions.directory
         parts.extend(await instructions.system())
         parts.extend(extra)
+        if user is not None:
+            parts.append(user)
         parts.append(SystemPrompt.environment(model_full_id, where, git, now))
         parts, hook_warnings = await apply_transforms(parts, transforms)
         instructions.warnings.extend(hook_warnings)
@@ -207,6 +244,16 @@ class SystemPrompt:
     def texts(parts: Sequence[PromptPart]) -> list[str]:
         """The part texts, as the provider request's system blocks."""
         return [part.text for part in parts]
+
+
+def _user_part(agent: PromptedAgent | None, system_prompt: str | None) -> PromptPart | None:
+    """The user's instructions: ``system_prompt``, else a custom (not built-in) agent's prompt."""
+    if system_prompt and system_prompt.strip():
+        return SystemPrompt.user(system_prompt)
+    prompt = getattr(agent, "prompt", None) if agent is not None else None
+    if prompt and not getattr(agent, "prompt_builtin", False):
+        return SystemPrompt.user(prompt, getattr(agent, "source", None))
+    return None
 
 
 def split_environment(parts: Sequence[PromptPart]) -> tuple[list[str], str | None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from etcode.contract.tool_names import etcode_tool_name
 from etcode.provider.types import ToolSchema
 from etcode.tools.base import Tool
 
@@ -33,6 +34,15 @@ class ToolRegistry:
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    def offered_name(self, name: str) -> str:
+        """The tool a call of ``name`` runs: ``name`` when a tool has it, else the tool
+        offered under etcode's name of the agent-loop design's (``todo_write`` →
+        ``TodoWrite``: a model trained on the design calls it so)."""
+        if name in self._tools:
+            return name
+        offered = etcode_tool_name(name)
+        return offered if offered in self._tools else name
 
     def names(self) -> list[str]:
         return list(self._tools)

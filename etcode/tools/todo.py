@@ -1,18 +1,32 @@
-"""``TodoWrite``: the session's task list, replaced whole on every call."""
+"""``TodoWrite``: the session's task list, replaced whole on every call.
+
+The types are the agent-loop design's too: ``TodoItem(content="x")`` (status ``pending``),
+``TodoStore.write(items)`` (the whole list, answered with what the model is told),
+``TodoStore.todos`` (copies, as ``TodoItem`` s). Two of the design's values are accepted but
+not offered to the model, so the schema it reads in every request stays as small as it was:
+``priority`` (``high``/``medium``/``low``, kept in the item only when given) and the status
+``cancelled`` (shown ``[-]``; etcode's model is told to remove a task that no longer applies).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
+from pydantic.json_schema import SkipJsonSchema
 
 from etcode.contract.events import TodoUpdate
 from etcode.provider.types import ToolSchema
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
 from etcode.util.json_types import JsonObject, JsonValue
 
-Status = Literal["pending", "in_progress", "completed"]
-_MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+Status = Literal["pending", "in_progress", "completed", "cancelled"]
+Priority = Literal["high", "medium", "low"]
+#: The statuses the model's schema lists (``cancelled`` is accepted, not offered).
+OFFERED_STATUSES = ("pending", "in_progress", "completed")
+_MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]", "cancelled": "[-]"}
 
 
 def inline_refs(schema: JsonObject) -> JsonObject:
@@ -33,15 +47,38 @@ def inline_refs(schema: JsonObject) -> JsonObject:
     return cast(JsonObject, walk(schema))
 
 
+def _as_offered(schema: JsonDict) -> None:
+    """The item's schema as the model reads it: ``status`` required, of the offered values,
+    and no description of the class (its fields' are enough)."""
+    schema.pop("description", None)
+    properties = cast(JsonDict, schema["properties"])
+    status = cast(JsonDict, properties["status"])
+    status.pop("default", None)
+    status["enum"] = list(OFFERED_STATUSES)
+    schema["required"] = ["content", "status"]
+
+
 class TodoItem(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """One task: ``content``, ``status`` (``pending`` unless given), ``activeForm`` (shown
+    while in progress) and ``priority`` (the design's; ``medium`` unless given)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_as_offered)
 
     content: str = Field(min_length=1, description="What to do, imperative form (e.g. 'Run the tests').")
-    status: Status = Field(description="pending, in_progress or completed.")
+    status: Status = Field(default="pending", description="pending, in_progress or completed.")
     activeForm: str | None = Field(  # noqa: N815 - the wire name
         default=None,
         description="Present-continuous form shown while in progress (e.g. 'Running the tests').",
     )
+    priority: SkipJsonSchema[Priority] = "medium"
+
+    def to_dict(self) -> JsonObject:
+        """The item as the store, the events and the session keep it (``priority`` only
+        when it was given)."""
+        out: JsonObject = {"content": self.content, "status": self.status, "activeForm": self.activeForm}
+        if "priority" in self.model_fields_set:
+            out["priority"] = self.priority
+        return out
 
 
 class TodoWriteParams(BaseModel):
@@ -51,7 +88,8 @@ class TodoWriteParams(BaseModel):
 
 
 class TodoStore:
-    """The current task list of one session (``ctx.state["todos"]``)."""
+    """A task list: the session's (``ctx.state["todos"]``) or one of your own, bound to a tool
+    by :func:`create_todo_tool`. ``items`` holds it as dicts, ``todos`` as ``TodoItem`` s."""
 
     def __init__(self) -> None:
         self.items: list[JsonObject] = []
@@ -65,21 +103,38 @@ class TodoStore:
             state["todos"] = store
         return store
 
-    def replace(self, items: list[JsonObject]) -> None:
-        """Set the whole list. Raises :class:`ToolError` if more than one is in progress."""
-        active = [item for item in items if item["status"] == "in_progress"]
+    @property
+    def todos(self) -> list[TodoItem]:
+        """The list as ``TodoItem`` s (copies: changing them changes nothing here)."""
+        return [TodoItem.model_validate(item) for item in self.items]
+
+    def write(self, items: Iterable[TodoItem | Mapping[str, object]]) -> str:
+        """Set the whole list (``TodoItem`` s or dicts of their fields) and return what the
+        model is told: the list, formatted. Raises ``ValueError`` (pydantic's
+        ``ValidationError``) for an item that is not a task and :class:`ToolError` when more
+        than one is in progress; the list is then unchanged."""
+        checked = [
+            item.model_copy() if isinstance(item, TodoItem) else TodoItem.model_validate(item)
+            for item in items
+        ]
+        active = [item for item in checked if item.status == "in_progress"]
         if len(active) > 1:
-            names = ", ".join(repr(item["content"]) for item in active)
+            names = ", ".join(repr(item.content) for item in active)
             raise ToolError(
                 f"Only one task may be in_progress at a time; got {len(active)} ({names}). "
                 "Mark the others pending or completed."
             )
-        self.items = [dict(item) for item in items]
+        self.items = [item.to_dict() for item in checked]
+        return "Todo list updated:\n" + self.format()
+
+    #: etcode's earlier name of :meth:`write`.
+    replace = write
 
     def counts(self) -> dict[str, int]:
-        out = {"pending": 0, "in_progress": 0, "completed": 0}
+        out = dict.fromkeys(_MARKS, 0)
         for item in self.items:
-            out[item["status"]] += 1
+            status = str(item.get("status"))
+            out[status] = out.get(status, 0) + 1
         return out
 
     def format(self) -> str:
@@ -88,10 +143,10 @@ class TodoStore:
             return "(The todo list is empty.)"
         lines = []
         for item in self.items:
-            text = item["content"]
+            text = str(item["content"])
             if item["status"] == "in_progress" and item.get("activeForm"):
                 text = f"{text} ({item['activeForm']})"
-            lines.append(f"{_MARKS[item['status']]} {text}")
+            lines.append(f"{_MARKS.get(str(item['status']), '[?]')} {text}")
         return "\n".join(lines)
 
 
@@ -130,12 +185,14 @@ class TodoWriteTool(Tool):
         self.store = store
 
     async def run(self, params: TodoWriteParams, ctx: ToolContext) -> ToolResult:
-        store = self.store if self.store is not None else TodoStore.of(ctx.state)
-        store.replace([item.model_dump() for item in params.todos])
+        if self.store is not None:  # a list of the program's own: the session's from now on
+            ctx.state["todos"] = self.store
+        store = TodoStore.of(ctx.state)
+        output = store.write(params.todos)
         ctx.emit(todo_update_event(store.items))
         counts = store.counts()
         return ToolResult(
-            "Todo list updated:\n" + store.format(),
+            output,
             data={"todos": [dict(item) for item in store.items], **counts},
         )
 

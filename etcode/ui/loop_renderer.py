@@ -18,7 +18,7 @@ __all__ = ["Renderer"]
 
 Rule = Callable[[LoopEvent], str]
 
-_MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+_MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]", "cancelled": "[-]"}
 _PREVIEW = 100  # characters of a result shown when the event has no summary
 
 
@@ -61,9 +61,10 @@ class Renderer:
 
     def render(self, event: LoopEvent) -> str:
         """The text of ``event``: its tool's rule, else its type's rule, else the default."""
-        tool = event.data.get("tool")
-        if isinstance(tool, str) and tool in self._tool_rules:
-            return self._tool_rules[tool](event)
+        for key in ("tool", "etcode_name"):  # a rule for TodoWrite is one for todo_write
+            tool = event.data.get(key)
+            if isinstance(tool, str) and tool in self._tool_rules:
+                return self._tool_rules[tool](event)
         rule = self._event_rules.get(event.type)
         if rule is not None:
             return rule(event)
@@ -84,7 +85,8 @@ def default_render(event: LoopEvent) -> str:
         return f"thinking: {first}{' …' if first != text else ''}"
     if kind == EventType.ACTION:
         summary = data.get("summary") or _args_text(data.get("args"))
-        return f"● {data.get('tool', '')} ({summary})" if summary else f"● {data.get('tool', '')}"
+        name = data.get("etcode_name") or data.get("tool", "")
+        return f"● {name} ({summary})" if summary else f"● {name}"
     if kind == EventType.OBSERVATION:
         summary = data.get("summary") or _first_line(str(data.get("result", ""))) or "done"
         return f"  └ ⚠ error: {summary}" if data.get("is_error") else f"  └ {summary}"

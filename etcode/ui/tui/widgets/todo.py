@@ -7,7 +7,7 @@ from textual.widgets import Static
 
 from etcode.util.json_types import JsonObject
 
-MARKS = {"completed": "✔", "in_progress": "▶", "pending": "○"}
+MARKS = {"completed": "✔", "in_progress": "▶", "pending": "○", "cancelled": "✗"}
 
 
 #: Items the panel shows when it sits under the conversation (a narrow terminal).
@@ -42,8 +42,9 @@ def render_todos(todos: list[JsonObject], limit: int | None = None) -> Text:
         label = str(item.get("content") or item.get("description") or "")
         if status == "in_progress":
             label = str(item.get("activeForm") or label)
-        style = {"completed": "dim strike", "in_progress": "bold reverse"}.get(status, "")
-        text.append(f"{MARKS.get(status, '○')} ", style="dim" if status == "completed" else "")
+        done_with = status in ("completed", "cancelled")
+        style = "dim strike" if done_with else "bold reverse" if status == "in_progress" else ""
+        text.append(f"{MARKS.get(status, '○')} ", style="dim" if done_with else "")
         text.append(label, style=style)
         text.append("\n")
     if end < len(todos):
