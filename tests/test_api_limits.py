@@ -109,14 +109,14 @@ def test_a_soft_limit_tells_the_model_to_wrap_up_and_the_run_goes_on(llm: FakeLL
     soft = [e for e in events if e.type == EventType.SOFT_LIMIT]
     assert [e.step for e in soft] == [2, 5]  # at max_steps, then every soft_limit_interval steps
     assert soft[0].data["reason"] == "step_limit" and soft[0].data["steps"] == 2
-    assert "You have taken 2 steps" in str(soft[0].data["prompt"])
+    assert "Steps taken on this task so far: 2." in str(soft[0].data["prompt"])
     end = events[-1]
     assert end.type == EventType.LOOP_END and end.data["stop_reason"] == "end_turn"
     assert end.data["content"] == "all added" and end.data["steps"] == 6
     # the prompt went to the model with the next request, as a user message
-    assert any("You have taken 2 steps" in text for text in user_texts(llm.requests[2].body))
-    assert not any("You have taken" in text for text in user_texts(llm.requests[1].body))
-    assert any("You have taken 5 steps" in text for text in user_texts(llm.requests[5].body))
+    assert any("Steps taken on this task so far: 2." in text for text in user_texts(llm.requests[2].body))
+    assert not any("Steps taken on this task" in text for text in user_texts(llm.requests[1].body))
+    assert any("Steps taken on this task so far: 5." in text for text in user_texts(llm.requests[5].body))
 
 
 def test_a_library_agent_without_limits_has_no_step_limit(llm: FakeLLM, project: Path) -> None:
@@ -281,7 +281,7 @@ def test_the_cli_soft_limit_and_budget_from_config(llm: FakeLLM, project: Path) 
     lines = json_lines(proc.stdout)
     soft = [line for line in lines if line["type"] == "soft_limit"]
     assert [line["steps"] for line in soft] == [1, 2]
-    assert soft[0]["reason"] == "step_limit" and "You have taken 1 steps" in soft[0]["prompt"]
+    assert soft[0]["reason"] == "step_limit" and "Steps taken on this task so far: 1." in soft[0]["prompt"]
     result = lines[-1]
     assert (result["stop_reason"], result["is_error"], result["steps"]) == ("token_limit", True, 3)
     llm.script(*[Reply(calls=[Call("TodoWrite", {"todos": []})], usage=(10, 60)) for _ in range(3)])

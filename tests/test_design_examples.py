@@ -127,11 +127,11 @@ class RichRenderer:
             case EventType.THOUGHT:
                 self.console.print(Text("thought: " + event.data.get("content", ""), style="cyan"))
             case EventType.ACTION:
-                if event.data.get("tool") not in ("todo_write", "TodoWrite"):  # the table shows it
+                if event.data.get("tool") != "todo_write":  # the table shows it (the design's own test)
                     args = ", ".join(f"{k}={v!r}" for k, v in event.data.get("args", {}).items())
                     self.console.print(Text(f"call {event.data['tool']} ({args})", style="yellow"))
             case EventType.OBSERVATION:
-                if event.data.get("tool") not in ("todo_write", "TodoWrite"):
+                if event.data.get("tool") != "todo_write":
                     result = str(event.data.get("result", ""))
                     if len(result) > self.max_result_chars:
                         result = (
