@@ -58,6 +58,8 @@ _LAZY = {
     "Conversation": "etcode.conversation",
     # The system text of an assistant with your instructions as its last section.
     "build_system_prompt": "etcode.prompt.system",
+    # The type of ``thinking_level=`` (``"off"|"low"|"medium"|"high"``), as the design names it.
+    "ThinkingLevel": "etcode.provider.reasoning",
 }
 
 __all__ = [
@@ -99,6 +101,7 @@ __all__ = [
     "DenyAsker",
     "Conversation",
     "build_system_prompt",
+    "ThinkingLevel",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -121,6 +124,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from etcode.prompt.system import build_system_prompt
     from etcode.provider.chat_client import BaseLLMClient, LLMResponse, TokenUsage, ToolCall
     from etcode.provider.errors import LLMError, ProviderError
+    from etcode.provider.reasoning import ThinkingLevel
     from etcode.tools.todo import TODO_UPDATE, TodoItem, TodoStore, create_todo_tool, todo_update_event
     from etcode.ui.loop_renderer import Renderer
     from etcode.util.errors import ConfigError, EtcodeError

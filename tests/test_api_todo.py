@@ -24,12 +24,12 @@ def test_a_todo_item_takes_the_designs_forms() -> None:
         None,
         "medium",
     )
-    assert item.to_dict() == {"content": "Write it", "status": "pending", "activeForm": None}
+    assert item.to_dict() == {"content": "Write it", "status": "pending"}  # the design's two keys
+    assert TodoItem(content="Run", activeForm="Running").to_dict()["activeForm"] == "Running"
     ranked = TodoItem(content="Ship", status="cancelled", priority="high")
     assert ranked.to_dict() == {
         "content": "Ship",
         "status": "cancelled",
-        "activeForm": None,
         "priority": "high",
     }
     for status in ("pending", "in_progress", "completed", "cancelled"):
@@ -58,7 +58,7 @@ def test_write_replaces_the_list_and_returns_what_the_model_is_told() -> None:
         ("Report", "pending", "low"),
         ("Old idea", "cancelled", "medium"),
     ]
-    assert store.items[2] == {"content": "Report", "status": "pending", "activeForm": None, "priority": "low"}
+    assert store.items[2] == {"content": "Report", "status": "pending", "priority": "low"}
     store.todos.clear()
     store.todos[0].content = "changed"
     assert len(store.todos) == 4 and store.todos[0].content == "Search"  # copies

@@ -52,7 +52,7 @@ async def test_only_one_in_progress(tmp_path: Path) -> None:
         await todo(
             ctx, [{"content": "A", "status": "in_progress"}, {"content": "B", "status": "in_progress"}]
         )
-    assert ctx.state["todos"].items == [{"content": "A", "status": "pending", "activeForm": None}]
+    assert ctx.state["todos"].items == [{"content": "A", "status": "pending"}]
     assert len(events) == 1
 
 

@@ -34,6 +34,8 @@ __all__ = ["LEVELS", "Reasoning", "level_of", "parse_reasoning", "reasoning_fiel
 Level: TypeAlias = Literal["low", "medium", "high"]
 #: What ``reasoning=`` takes: a level, a token budget, or ``"off"``/None (nothing asked).
 Reasoning: TypeAlias = Literal["off", "low", "medium", "high"] | int | None
+#: The agent-loop design's name of the levels (``Agent(thinking_level=...)``).
+ThinkingLevel: TypeAlias = Literal["off", "low", "medium", "high"]
 LEVELS: tuple[Level, ...] = ("low", "medium", "high")
 #: Anthropic's ``budget_tokens`` for each level.
 ANTHROPIC_BUDGETS: dict[Level, int] = {"low": 2048, "medium": 8192, "high": 16384}

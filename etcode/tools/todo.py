@@ -73,9 +73,11 @@ class TodoItem(BaseModel):
     priority: SkipJsonSchema[Priority] = "medium"
 
     def to_dict(self) -> JsonObject:
-        """The item as the store, the events and the session keep it (``priority`` only
-        when it was given)."""
-        out: JsonObject = {"content": self.content, "status": self.status, "activeForm": self.activeForm}
+        """The item as the store, the events and the session keep it (``activeForm`` and
+        ``priority`` only when given, so a design program's item is its own two keys)."""
+        out: JsonObject = {"content": self.content, "status": self.status}
+        if self.activeForm is not None:
+            out["activeForm"] = self.activeForm
         if "priority" in self.model_fields_set:
             out["priority"] = self.priority
         return out
