@@ -15,9 +15,10 @@ print(result.text)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, Unpack, cast
 
@@ -31,7 +32,7 @@ from etcode.provider.types import Message
 from etcode.tools.base import Tool, ToolResult, tool
 from etcode.tools.dict_tool import as_tool
 from etcode.util.json_types import JsonObject, JsonValue
-from etcode.util.sync_bridge import iterate_blocking, loop_running, run_blocking
+from etcode.util.sync_bridge import STOP_GRACE, iterate_blocking, loop_running, run_blocking
 
 if TYPE_CHECKING:
     from etcode.config.schema import Config
@@ -261,6 +262,8 @@ class Agent(Generic[OutputT]):
         self._runtime: Runtime | None = None
         self._preparing: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._current: Run | None = None
+        #: The stream of the run under way, until it ends (one left early is ended by the next).
+        self._open_stream: _OpenStream | None = None
         self._stop_requested = False
         #: The session that started this one (set for ``Task`` subagents).
         self.parent_session_id: str | None = None
@@ -294,7 +297,7 @@ class Agent(Generic[OutputT]):
         return sibling
 
     # ---- running -----------------------------------------------------------------
-    async def stream(
+    def stream(
         self, task: str, images: ImageInput | Iterable[ImageInput] | None = None
     ) -> AsyncIterator[Event]:
         """Run one task, yielding every event; the last is ``DoneEvent``. ``images`` go with
@@ -302,6 +305,41 @@ class Agent(Generic[OutputT]):
         image files as ``bytes`` or :class:`~etcode.provider.types.ImagePart` s; PNG, JPEG,
         GIF or WebP, downscaled to the providers' limits. One that cannot be read raises
         :class:`~etcode.provider.images.ImageError` naming it before anything runs."""
+        handle = _OpenStream()
+        events = handle.events = self._stream(task, images, handle)
+        return events
+
+    async def _stream(
+        self, task: str, images: ImageInput | Iterable[ImageInput] | None, handle: _OpenStream
+    ) -> AsyncGenerator[Event, None]:
+        left, self._open_stream = self._open_stream, handle
+        if left is not None:
+            await self._end_left(left)
+        try:
+            async for event in self._run_events(task, images):
+                yield event
+        finally:
+            if self._open_stream is handle:
+                self._open_stream = None
+
+    async def _end_left(self, left: _OpenStream) -> None:
+        """A stream its caller left early (``break``) is still open, its run paused at an
+        event: the run is stopped and drained (at most ``STOP_GRACE`` seconds), so its steps
+        are in the conversation before the next run starts."""
+        events = left.events
+        if events is None or getattr(events, "ag_running", False) is True:
+            return  # iterated elsewhere: two runs of one agent at once (the caller's doing)
+        self.interrupt()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(STOP_GRACE):
+                async for _ in events:
+                    pass
+        await events.aclose()
+
+    async def _run_events(
+        self, task: str, images: ImageInput | Iterable[ImageInput] | None
+    ) -> AsyncIterator[Event]:
+        """The events of one run (:meth:`stream`)."""
         from etcode.wiring.runs import WORKFLOW_AGENT, start_run
 
         self._stop_requested = False
@@ -852,6 +890,12 @@ def _answered(events: Sequence[LoopEvent]) -> bool:
     from etcode.contract.events import EventType
 
     return any(event.type in (EventType.THOUGHT, EventType.ACTION) for event in events)
+
+
+class _OpenStream:
+    """The generator of one :meth:`Agent.stream`, known to the agent once it started."""
+
+    events: AsyncGenerator[Event, None] | None = None
 
 
 _AGENT_KEYWORDS = [

@@ -310,3 +310,18 @@ def test_images_go_with_a_send_and_stay_in_the_conversation(llm: FakeLLM, projec
     conv.send("and its colours?")
     assert user_images(llm.requests[1].body, 0) == [("image/png", shot)]  # the first message keeps it
     assert conv.history[0].images and not conv.history[2].images
+
+
+async def test_an_agent_stream_left_early_ends_before_the_next_run(llm: FakeLLM, project: Path) -> None:
+    """The same for a plain Agent: the run left at its first action is stopped and kept, and
+    the next run answers its own task (it had received the first run's answer)."""
+    llm.script(Reply(text="Adding.", calls=[Call("add", {"a": 1, "b": 2})]), echo)
+    agent = agent_for(llm, project, tools=[add])
+    async for event in agent.arun_stream("one"):
+        if event.type == EventType.ACTION:
+            break
+    result = await agent.arun("two")
+    assert result.content == "re: two"
+    assert len(llm.requests) == 2
+    assert user_texts(llm.requests[1]) == ["one", "two"]
+    await agent.aclose()
