@@ -16,6 +16,7 @@ from etcode import Agent, tool
 from etcode.contract import events as ev
 from etcode.engine.compaction import SUMMARY_HEADER, prune_outputs, split_history
 from etcode.engine.context import TokenEstimator
+from etcode.provider.errors import ContextOverflowError
 from etcode.provider.types import Message, TextPart, ToolCallPart, ToolResultPart
 from etcode.session.store import SessionStore
 from tests.fake_llm import Call, FakeLLM, Fault, Reply
@@ -143,10 +144,12 @@ async def test_auto_false_is_honoured(tmp_path: Path, llm: FakeLLM) -> None:
     llm.script(Reply(text=long_text("x", 900), usage=(2900, 900)), Fault(status=400, body=too_long))
     agent = make_agent(tmp_path, store=False)
     await agent.run("one")
-    result = await agent.run("two")
+    with pytest.raises(ContextOverflowError, match="too long"):  # nothing answered: raised
+        await agent.run("two")
     await agent.aclose()
     assert len(llm.requests) == 2  # no summarisation request, no retry
-    assert result.stop_reason == "error" and "too long" in (result.error or "")
+    result = agent.last_result
+    assert result is not None and result.stop_reason == "error" and "too long" in (result.error or "")
 
 
 async def test_manual_compact_emits_events_and_the_next_request_uses_the_summary(
