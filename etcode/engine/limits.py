@@ -3,8 +3,13 @@ etcode's own) and :class:`LimitChecker`, the state one run keeps of them.
 
 - ``max_steps`` with ``step_limit_mode``: ``"soft"`` tells the model to wrap up at
   ``max_steps`` and every ``soft_limit_interval`` steps after (a ``SoftLimitEvent``), and
-  the run goes on; ``"hard"`` turns the tools off for the ``max_steps``-th model call, which
-  must answer in text (a summary of the work), and the run ends with ``max_steps``.
+  the run goes on; ``"hard"`` asks one model call without tools, with the hard-limit prompt,
+  which must answer in text (a summary of the work), and the run ends with ``max_steps``.
+  Which call, ``hard_limit_step`` says: ``"within"`` (the design's, the library's default)
+  makes the ``max_steps``-th call the one without tools, whatever the model would have
+  done; ``"after"`` (the front ends': ``etcode run``, the chat, ACP) offers the tools to
+  all ``max_steps`` calls (an answer without tool calls ends the run as ``end_turn``) and
+  asks the one more call without tools only when the ``max_steps``-th made tool calls.
 - ``max_tokens``: the whole run's budget of output tokens (the answers' completion tokens,
   as the design counts them); reached after a step with tool calls, the run ends with
   ``token_limit``. Not ``Agent(max_tokens=)``, which caps each single answer.
@@ -26,6 +31,7 @@ if TYPE_CHECKING:
     from etcode.contract.results import AgentResult
 
 StepLimitMode = Literal["soft", "hard"]
+HardLimitStep = Literal["within", "after"]
 
 #: The stop reason of a run that spent its ``max_tokens`` budget.
 TOKEN_LIMIT = "token_limit"
@@ -46,7 +52,8 @@ def default_hard_limit_prompt() -> str:
 @dataclass
 class LoopLimits:
     """When the loop stops or warns on its own (see the module). The design's fields come
-    first, in its order; ``timeout`` and ``max_tool_calls`` are etcode's. ``None`` for
+    first, in its order; ``timeout``, ``max_tool_calls`` and ``hard_limit_step`` are
+    etcode's. ``None`` for
     ``max_steps``, ``max_tokens``, ``soft_limit_interval`` or ``timeout``: no such limit
     (``soft_limit_interval`` None: every ``max_steps`` steps). A bad value raises
     :class:`~etcode.util.errors.ConfigError` naming the field."""
@@ -60,11 +67,16 @@ class LoopLimits:
     hard_limit_prompt: str = field(default_factory=default_hard_limit_prompt)
     timeout: float | None = None
     max_tool_calls: int = 64
+    hard_limit_step: HardLimitStep = "within"
 
     def __post_init__(self) -> None:
         if self.step_limit_mode not in get_args(StepLimitMode):
             raise ConfigError(
                 f"LoopLimits.step_limit_mode: must be 'soft' or 'hard', not {self.step_limit_mode!r}"
+            )
+        if self.hard_limit_step not in get_args(HardLimitStep):
+            raise ConfigError(
+                f"LoopLimits.hard_limit_step: must be 'within' or 'after', not {self.hard_limit_step!r}"
             )
         for name, least in (("max_steps", 1), ("max_tokens", 1), ("soft_limit_interval", 1)):
             _check_int(name, getattr(self, name), least, optional=True)
@@ -103,9 +115,13 @@ class LimitChecker:
         self.tokens += max(0, output_tokens)
 
     def is_last_step(self, step: int) -> bool:
-        """Whether model call ``step`` (1-based) is a hard limit's last: no tools, a summary."""
+        """Whether model call ``step`` (1-based) is a hard limit's last: no tools, a summary
+        (the ``max_steps``-th call, or the one after it: ``hard_limit_step``)."""
         limits = self.limits
-        return limits.step_limit_mode == "hard" and limits.max_steps is not None and step >= limits.max_steps
+        if limits.step_limit_mode != "hard" or limits.max_steps is None:
+            return False
+        last = limits.max_steps + (1 if limits.hard_limit_step == "after" else 0)
+        return step >= last
 
     def over_budget(self) -> bool:
         return self.limits.max_tokens is not None and self.tokens >= self.limits.max_tokens

@@ -37,6 +37,7 @@ from etcode.provider.types import (
     Usage,
 )
 from etcode.tools.scheduler import ToolScheduler
+from etcode.tools.summary import plural
 from etcode.util.errors import EtcodeError
 from etcode.util.json_types import JsonObject
 
@@ -191,7 +192,11 @@ class AgentLoop(EventPump):
         if self._abort.is_set():
             return self._abort_reason(deadline)
         if self._limits.is_last_step(self._steps):  # a step past a hard limit's last (never reached)
-            self.emit(ev.StoppedEvent("max_steps", f"Stopped after {self._steps} steps (limit: max steps)."))
+            self.emit(
+                ev.StoppedEvent(
+                    "max_steps", f"Stopped after {plural(self._steps, 'step')} (limit: max steps)."
+                )
+            )
             return "max_steps"
         self._replan()  # a window learned since (a late discovery answer): the request fits it
         await self._auto_compact()
@@ -219,11 +224,11 @@ class AgentLoop(EventPump):
             self.emit(usage_event)
         await self._persist()
         if self._tools_off:
+            limit = plural(self.settings.limits.max_steps or self._steps, "step")
             self.emit(
                 ev.StoppedEvent(
                     "max_steps",
-                    f"Stopped after {self._steps} steps (limit: max steps); the last answer was asked "
-                    "for without tools.",
+                    f"Stopped at the step limit ({limit}); the last answer was asked for without tools.",
                 )
             )
             return "max_steps"
@@ -242,7 +247,7 @@ class AgentLoop(EventPump):
             self.emit(
                 ev.StoppedEvent(
                     TOKEN_LIMIT,
-                    f"Stopped after {self._steps} steps: the run's answers used {limits.tokens:,} output "
+                    f"Stopped after {plural(self._steps, 'step')}: the run's answers used {limits.tokens:,} output "
                     f"tokens (limit: max_tokens {limits.limits.max_tokens:,} for the run).",
                 )
             )

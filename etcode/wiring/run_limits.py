@@ -1,7 +1,8 @@
 """The limits of a run when the caller gave none (``Agent(limits=None)``): from the config,
 with the defaults of what runs it. The front ends (``etcode run``, the chat, ``etcode
-acp``: ``Agent.limit_defaults == "cli"``) keep etcode's: 50 steps, a hard stop (the last
-step answers without tools), no token budget. The Python API (``"api"``) takes the
+acp``: ``Agent.limit_defaults == "cli"``) keep etcode's: 50 steps, a hard stop (50 calls
+with tools; when the 50th still calls tools, one more answers without them: the summary),
+no token budget. The Python API (``"api"``) takes the
 agent-loop design's: no step limit, soft mode, a budget of 200,000 output tokens, which
 then is what ends a run that never stops calling tools. A key set in ``etcode.json`` wins
 over either; an agent's own ``steps`` over ``max_steps``."""
@@ -45,4 +46,5 @@ def run_limits(config: Config, steps: int | None = None, *, defaults: LimitDefau
         soft_limit_interval=block.soft_limit_interval,
         timeout=config.timeout,
         max_tool_calls=config.max_tool_calls,
+        hard_limit_step="after" if cli else "within",
     )
