@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from etcode import Agent, EventType, LoopLimits, RetryConfig, tool
+from etcode import Agent, AllowAsker, EventType, LimitExceededError, LoopLimits, RetryConfig, tool
+from etcode.engine.limits import UNREPORTED_MIN_TOKENS
 from etcode.provider.chat_client import BaseLLMClient, LLMResponse, ToolCall
 from etcode.util.errors import ConfigError
 from etcode.util.json_types import JsonObject, JsonValue
@@ -263,14 +264,62 @@ class CountsNothing(BaseLLMClient):
 
 
 def test_without_a_step_limit_the_budget_still_ends_the_run(project: Path) -> None:
-    """No step limit and a client that counts no tokens: each answer is estimated (about
-    four characters a token), so the budget ends the run (never a hang)."""
+    """No step limit and a client that counts no tokens: each answer counts at least 256
+    tokens (its estimate, about four characters a token, is far less for a small call), so
+    the budget ends the run within a known number of calls: 4 for 1,000 tokens (782 for the
+    default 200,000); the error and the result carry the tokens counted, not the 0 reported."""
     client = CountsNothing()
     agent = Agent(llm=client, tools=[add], builtin_tools=False, directory=project, store=False,
-                  limits=LoopLimits(max_tokens=40))  # fmt: skip
+                  limits=LoopLimits(max_tokens=1000))  # fmt: skip
     result = agent.run_sync("add forever")
-    assert result.stop_reason == "token_limit"
-    assert 5 <= client.calls <= 40
+    assert (result.stop_reason, client.calls, result.steps) == ("token_limit", 4, 4)
+    assert result.usage.output_tokens == 0 and result.counted_output_tokens == 4 * UNREPORTED_MIN_TOKENS
+    error = result.exception
+    assert isinstance(error, LimitExceededError)
+    assert (error.limit_type, error.limit_value, error.current_value) == ("token_limit", 1000, 1024)
+    assert str(error) == "stopped by the token_limit limit: 1024 (limit: 1000)"
+    assert -(-LoopLimits().max_tokens // UNREPORTED_MIN_TOKENS) == 782  # type: ignore[operator]
+
+
+def test_a_task_subagent_spends_from_the_parents_budget(llm: FakeLLM, project: Path) -> None:
+    """The child gets what is left of the run's budget (1,000 - 300) and its tokens count in
+    the parent's: the child stops at its 700, the parent at 300 + 800."""
+    todo = Call("TodoWrite", {"todos": [{"content": "look", "status": "pending"}]})
+    task = Call("Task", {"description": "look", "prompt": "look around", "subagent_type": "general"})
+    llm.script(
+        Reply(calls=[task], usage=(10, 300)),
+        Reply(calls=[todo], usage=(10, 400)),  # the child: 400 of its 700
+        Reply(calls=[todo], usage=(10, 400)),  # 800: the child's budget is spent
+        Reply(text="child done"),
+        Reply(text="parent done"),
+    )
+    limits = LoopLimits(max_steps=5, step_limit_mode="hard", max_tokens=1000)
+    agent = Agent("openai/test-model", "k", llm.openai_base_url, directory=project, store=False,
+                  asker=AllowAsker(), limits=limits)  # fmt: skip
+    result = agent.run_sync("go")
+    assert len(llm.requests) == 3
+    answer = result.messages[2].tool_results[0]
+    assert answer.name == "Task" and "stopped early (token_limit" in answer.output
+    assert (result.stop_reason, result.counted_output_tokens) == ("token_limit", 1100)
+    assert result.usage.output_tokens == 1100  # the usage counts the child's too
+    assert isinstance(result.exception, LimitExceededError) and result.exception.current_value == 1100
+
+
+def test_a_task_subagent_keeps_its_parents_limits(llm: FakeLLM, project: Path) -> None:
+    """A hard step limit of the parent's is the child's too (no ``max_steps`` in the config):
+    the child's second call is its summary, without tools."""
+    todo = Call("TodoWrite", {"todos": [{"content": "look", "status": "pending"}]})
+    task = Call("Task", {"description": "look", "prompt": "look around", "subagent_type": "general"})
+    llm.script(
+        Reply(calls=[task]), Reply(calls=[todo]), Reply(text="child summary"), Reply(text="parent done")
+    )
+    agent = Agent("openai/test-model", "k", llm.openai_base_url, directory=project, store=False,
+                  asker=AllowAsker(), limits=LoopLimits(max_steps=2, step_limit_mode="hard"))  # fmt: skip
+    result = agent.run_sync("go")
+    assert ["tools" in r.body for r in llm.requests] == [True, True, False, False]
+    answer = result.messages[2].tool_results[0]
+    assert "stopped early (max_steps" in answer.output and "child summary" in answer.output
+    assert result.text == "parent done"
 
 
 # ---- the doom-loop threshold --------------------------------------------------------------

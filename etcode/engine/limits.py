@@ -11,7 +11,9 @@ etcode's own) and :class:`LimitChecker`, the state one run keeps of them.
   all ``max_steps`` calls (an answer without tool calls ends the run as ``end_turn``) and
   asks the one more call without tools only when the ``max_steps``-th made tool calls.
 - ``max_tokens``: the whole run's budget of output tokens (the answers' completion tokens,
-  as the design counts them); reached after a step with tool calls, the run ends with
+  as the design counts them, an answer reported without any as its estimate, at least
+  :data:`UNREPORTED_MIN_TOKENS`, and its ``Task`` subagents', each of which gets what is
+  left as its own budget); reached after a step with tool calls, the run ends with
   ``token_limit``. Not ``Agent(max_tokens=)``, which caps each single answer.
 - ``doom_loop_threshold``: the identical consecutive tool calls after which the model is
   warned that it is looping (``etcode.tools.loop_detect``).
@@ -35,6 +37,10 @@ HardLimitStep = Literal["within", "after"]
 
 #: The stop reason of a run that spent its ``max_tokens`` budget.
 TOKEN_LIMIT = "token_limit"
+#: What an answer counts in the budget at least when its provider reported no output tokens
+#: (a client of the user's that counts nothing): a run that never stops calling tools then
+#: ends at the default 200,000-token budget within 782 calls.
+UNREPORTED_MIN_TOKENS = 256
 #: The placeholder a soft-limit prompt may hold: the steps taken so far.
 STEPS_SLOT = "{current_steps}"
 
@@ -114,6 +120,11 @@ class LimitChecker:
     def add_tokens(self, output_tokens: int) -> None:
         self.tokens += max(0, output_tokens)
 
+    def remaining(self) -> int | None:
+        """The budget's tokens not spent yet (at least 1), None without a budget."""
+        budget = self.limits.max_tokens
+        return None if budget is None else max(1, budget - self.tokens)
+
     def is_last_step(self, step: int) -> bool:
         """Whether model call ``step`` (1-based) is a hard limit's last: no tools, a summary
         (the ``max_steps``-th call, or the one after it: ``hard_limit_step``)."""
@@ -152,5 +163,5 @@ def limit_exceeded(result: AgentResult, limits: LoopLimits, elapsed: float) -> L
     if reason == "timeout":
         return LimitExceededError(reason, limits.timeout, round(elapsed, 3))
     if reason == TOKEN_LIMIT:  # the whole run's budget of output tokens, as the design counts
-        return LimitExceededError(reason, limits.max_tokens, result.usage.output_tokens)
+        return LimitExceededError(reason, limits.max_tokens, result.counted_output_tokens)
     return LimitExceededError(reason, None, None)  # a stop reason of a later limit

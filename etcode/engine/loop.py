@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 from etcode.contract import events as ev
 from etcode.contract.results import AgentResult
 from etcode.contract.tools import ToolContext
-from etcode.engine.limits import TOKEN_LIMIT, LimitChecker
+from etcode.engine.limits import TOKEN_LIMIT, UNREPORTED_MIN_TOKENS, LimitChecker
 from etcode.engine.pump import EventPump
 from etcode.engine.seams import LoopWindow, SafeRecorder
 from etcode.engine.settings import LoopSettings
@@ -54,10 +54,11 @@ _STOP_MESSAGES = {"interrupted": "Interrupted by the user.", "timeout": "Stopped
 
 def _estimated_tokens(message: Message) -> int:
     """An answer's output tokens when the provider reported none (a client of the user's
-    that counts nothing): about four characters a token, at least one, so that a budget
-    still ends a run that has no step limit."""
+    that counts nothing): about four characters a token, at least
+    :data:`~etcode.engine.limits.UNREPORTED_MIN_TOKENS`, so that a budget ends a run
+    that has no step limit in a bounded number of calls (a small tool call is ~20 tokens)."""
     size = len(message.text) + sum(len(call.name) + len(call.arguments) for call in message.tool_calls)
-    return max(1, size // 4)
+    return max(UNREPORTED_MIN_TOKENS, size // 4)
 
 
 def _not_run(call: ToolCallPart) -> ToolResultPart:
@@ -558,6 +559,7 @@ class AgentLoop(EventPump):
                 shell_env=s.shell_env,
                 sandbox=s.sandbox,
                 add_usage=self.add_usage,
+                budget=self._limits,
             )
 
         return ToolScheduler(
@@ -735,4 +737,5 @@ class AgentLoop(EventPump):
             error=error,
             compactions=self._compactions,
             exception=self._exception if stop_reason == "error" else None,
+            counted_output_tokens=self._limits.tokens,
         )
