@@ -425,6 +425,23 @@ def test_the_cli_soft_limit_and_budget_from_config(llm: FakeLLM, project: Path) 
     assert "limit: max_tokens 150 for the run" in plain.stderr
 
 
+def test_a_cli_subagent_keeps_its_own_steps_and_the_front_ends_hard_limit(
+    llm: FakeLLM, project: Path
+) -> None:
+    """``etcode run``: a subagent with ``steps: 1`` has the tools at its step 1 and, having
+    called one, answers once more without them; the parent goes on with its answer."""
+    write_config(project, llm, max_steps=5, agent={"general": {"steps": 1}})
+    todo = Call("TodoWrite", {"todos": [{"content": "look", "status": "pending"}]})
+    task = Call("Task", {"description": "look", "prompt": "look around", "subagent_type": "general"})
+    llm.script(
+        Reply(calls=[task]), Reply(calls=[todo]), Reply(text="child summary"), Reply(text="parent done")
+    )
+    proc = etcode("run", "--format", "json", "go", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert json_lines(proc.stdout)[-1]["result"] == "parent done"
+    assert ["tools" in r.body for r in llm.requests] == [True, True, False, True]
+
+
 def test_a_bad_limits_key_is_one_line_naming_it(llm: FakeLLM, project: Path) -> None:
     write_config(project, llm, limits={"step_limit_mode": "sometimes"})
     proc = etcode("run", "go", cwd=project)
