@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from etcode import Agent, EventType, LoopLimits, RetryConfig, tool
+from etcode import Agent, AllowAsker, EventType, LimitExceededError, LoopLimits, RetryConfig, tool
+from etcode.engine.limits import UNREPORTED_MIN_TOKENS
 from etcode.provider.chat_client import BaseLLMClient, LLMResponse, ToolCall
 from etcode.util.errors import ConfigError
 from etcode.util.json_types import JsonObject, JsonValue
@@ -169,6 +170,62 @@ def test_a_call_made_anyway_in_the_last_step_is_not_run(llm: FakeLLM, project: P
     assert answered and answered[0].is_error and answered[0].output.startswith("Not run: the step limit")
 
 
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_the_last_step_drops_a_users_tool_choice(llm: FakeLLM, project: Path, wire: str) -> None:
+    """OpenAI refuses ``tool_choice``/``parallel_tool_calls`` without tools; Anthropic's last
+    step is ``tool_choice`` none, whatever the user asked for the others."""
+    llm.script(*adds(1), Reply(text="Summary."))
+    options: dict[str, Any] = (
+        {"tool_choice": "required", "parallel_tool_calls": False}
+        if wire == "openai"
+        else {"tool_choice": {"type": "any"}}
+    )
+    agent = make_agent(llm, project, wire, limits=LoopLimits(max_steps=2, step_limit_mode="hard"), **options)
+    assert agent.run_sync("add").text == "Summary."
+    first, last = (r.body for r in llm.requests)
+    assert {key: first[key] for key in options} == options
+    if wire == "openai":
+        assert not {"tools", "tool_choice", "parallel_tool_calls"} & set(last)
+    else:
+        assert last["tool_choice"] == {"type": "none"} and last["tools"]
+
+
+def test_a_users_client_gets_no_tool_choice_without_tools(project: Path) -> None:
+    seen: list[tuple[bool, set[str]]] = []
+
+    class Records(BaseLLMClient):
+        async def chat(
+            self, messages: list[JsonObject], tools: list[JsonObject] | None = None, **kwargs: JsonValue
+        ) -> LLMResponse:
+            seen.append((tools is not None, set(kwargs)))
+            return LLMResponse("", [ToolCall(f"c{len(seen)}", "add", {"a": 1, "b": len(seen)})])
+
+    agent = Agent(llm=Records(), tools=[add], builtin_tools=False, directory=project, store=False,
+                  limits=LoopLimits(max_steps=2, step_limit_mode="hard"), tool_choice="required")  # fmt: skip
+    agent.run_sync("add")
+    assert [(with_tools, "tool_choice" in kwargs) for with_tools, kwargs in seen] == [
+        (True, True),
+        (False, False),
+    ]
+
+
+def test_the_stop_messages_count_one_step_in_the_singular(llm: FakeLLM, project: Path) -> None:
+    from etcode import Renderer
+
+    llm.script(Reply(text="Summary."))
+    hard = make_agent(llm, project, limits=LoopLimits(max_steps=1, step_limit_mode="hard")).run_sync("add")
+    assert hard.events[-1].data["stop_message"] == (
+        "Stopped at the step limit (1 step); the last answer was asked for without tools."
+    )
+    llm.script(*adds(1, usage=(10, 60)))
+    budget = make_agent(llm, project, limits=LoopLimits(max_tokens=50)).run_sync("add")
+    assert str(budget.events[-1].data["stop_message"]).startswith("Stopped after 1 step: ")
+    llm.script(*adds(1), Reply(text="done"))
+    soft = make_agent(llm, project, limits=LoopLimits(max_steps=1)).run_sync("add")
+    lines = [Renderer().render(e) for e in soft.events if e.type == EventType.SOFT_LIMIT]
+    assert lines == ["warning: soft step limit after 1 step (step_limit): the model was asked to wrap up"]
+
+
 # ---- the run's token budget ---------------------------------------------------------------
 
 
@@ -207,14 +264,62 @@ class CountsNothing(BaseLLMClient):
 
 
 def test_without_a_step_limit_the_budget_still_ends_the_run(project: Path) -> None:
-    """No step limit and a client that counts no tokens: each answer is estimated (about
-    four characters a token), so the budget ends the run (never a hang)."""
+    """No step limit and a client that counts no tokens: each answer counts at least 256
+    tokens (its estimate, about four characters a token, is far less for a small call), so
+    the budget ends the run within a known number of calls: 4 for 1,000 tokens (782 for the
+    default 200,000); the error and the result carry the tokens counted, not the 0 reported."""
     client = CountsNothing()
     agent = Agent(llm=client, tools=[add], builtin_tools=False, directory=project, store=False,
-                  limits=LoopLimits(max_tokens=40))  # fmt: skip
+                  limits=LoopLimits(max_tokens=1000))  # fmt: skip
     result = agent.run_sync("add forever")
-    assert result.stop_reason == "token_limit"
-    assert 5 <= client.calls <= 40
+    assert (result.stop_reason, client.calls, result.steps) == ("token_limit", 4, 4)
+    assert result.usage.output_tokens == 0 and result.counted_output_tokens == 4 * UNREPORTED_MIN_TOKENS
+    error = result.exception
+    assert isinstance(error, LimitExceededError)
+    assert (error.limit_type, error.limit_value, error.current_value) == ("token_limit", 1000, 1024)
+    assert str(error) == "stopped by the token_limit limit: 1024 (limit: 1000)"
+    assert -(-LoopLimits().max_tokens // UNREPORTED_MIN_TOKENS) == 782  # type: ignore[operator]
+
+
+def test_a_task_subagent_spends_from_the_parents_budget(llm: FakeLLM, project: Path) -> None:
+    """The child gets what is left of the run's budget (1,000 - 300) and its tokens count in
+    the parent's: the child stops at its 700, the parent at 300 + 800."""
+    todo = Call("TodoWrite", {"todos": [{"content": "look", "status": "pending"}]})
+    task = Call("Task", {"description": "look", "prompt": "look around", "subagent_type": "general"})
+    llm.script(
+        Reply(calls=[task], usage=(10, 300)),
+        Reply(calls=[todo], usage=(10, 400)),  # the child: 400 of its 700
+        Reply(calls=[todo], usage=(10, 400)),  # 800: the child's budget is spent
+        Reply(text="child done"),
+        Reply(text="parent done"),
+    )
+    limits = LoopLimits(max_steps=5, step_limit_mode="hard", max_tokens=1000)
+    agent = Agent("openai/test-model", "k", llm.openai_base_url, directory=project, store=False,
+                  asker=AllowAsker(), limits=limits)  # fmt: skip
+    result = agent.run_sync("go")
+    assert len(llm.requests) == 3
+    answer = result.messages[2].tool_results[0]
+    assert answer.name == "Task" and "stopped early (token_limit" in answer.output
+    assert (result.stop_reason, result.counted_output_tokens) == ("token_limit", 1100)
+    assert result.usage.output_tokens == 1100  # the usage counts the child's too
+    assert isinstance(result.exception, LimitExceededError) and result.exception.current_value == 1100
+
+
+def test_a_task_subagent_keeps_its_parents_limits(llm: FakeLLM, project: Path) -> None:
+    """A hard step limit of the parent's is the child's too (no ``max_steps`` in the config):
+    the child's second call is its summary, without tools."""
+    todo = Call("TodoWrite", {"todos": [{"content": "look", "status": "pending"}]})
+    task = Call("Task", {"description": "look", "prompt": "look around", "subagent_type": "general"})
+    llm.script(
+        Reply(calls=[task]), Reply(calls=[todo]), Reply(text="child summary"), Reply(text="parent done")
+    )
+    agent = Agent("openai/test-model", "k", llm.openai_base_url, directory=project, store=False,
+                  asker=AllowAsker(), limits=LoopLimits(max_steps=2, step_limit_mode="hard"))  # fmt: skip
+    result = agent.run_sync("go")
+    assert ["tools" in r.body for r in llm.requests] == [True, True, False, False]
+    answer = result.messages[2].tool_results[0]
+    assert "stopped early (max_steps" in answer.output and "child summary" in answer.output
+    assert result.text == "parent done"
 
 
 # ---- the doom-loop threshold --------------------------------------------------------------
@@ -262,14 +367,43 @@ def json_lines(stdout: str) -> list[dict[str, Any]]:
 
 
 def test_the_cli_stops_hard_at_its_configured_step_limit(llm: FakeLLM, project: Path) -> None:
+    """The front ends' hard limit: ``max_steps`` calls with tools, then (the last one still
+    called tools) one more without them, for the summary."""
     write_config(project, llm, max_steps=2)
-    llm.script(*[Reply(calls=[Call("TodoWrite", {"todos": []})]) for _ in range(3)])
+    llm.script(*[Reply(calls=[Call("TodoWrite", {"todos": []})]) for _ in range(2)], Reply(text="Summary."))
     proc = etcode("run", "--format", "json", "go", cwd=project)
     assert proc.returncode == 1, proc.stderr
     lines = json_lines(proc.stdout)
-    assert lines[-1]["stop_reason"] == "max_steps" and lines[-1]["steps"] == 2
+    assert lines[-1]["stop_reason"] == "max_steps" and lines[-1]["steps"] == 3
+    assert lines[-1]["result"] == "Summary."
     assert not [line for line in lines if line["type"] == "soft_limit"]
-    assert "tools" not in llm.requests[1].body
+    assert ["tools" in r.body for r in llm.requests] == [True, True, False]
+
+
+def test_the_cli_answers_plainly_at_its_last_step(llm: FakeLLM, project: Path) -> None:
+    """``--max-steps 1`` and a question the model answers without tools: the answer, exit 0
+    (the one call had its tools: an agent with ``steps: 1`` can still use one)."""
+    write_config(project, llm)
+    llm.script(Reply(text="4"))
+    proc = etcode("run", "--max-steps", "1", "what is 2+2", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "4" and "Stopped" not in proc.stderr
+    assert len(llm.requests) == 1 and "tools" in llm.requests[0].body
+    assert "step limit of this task is reached" not in json.dumps(llm.requests[0].body["messages"])
+
+
+def test_the_cli_asks_one_summary_after_tool_calls_at_the_last_step(llm: FakeLLM, project: Path) -> None:
+    (project / "a.txt").write_text("alpha\n", encoding="utf-8")
+    write_config(project, llm)
+    llm.script(Reply(calls=[Call("ReadFile", {"file_path": "a.txt"})]), Reply(text="Read a.txt: alpha."))
+    proc = etcode("run", "--max-steps", "1", "read a.txt", cwd=project)
+    assert proc.returncode == 1, proc.stderr
+    assert "Read a.txt: alpha." in proc.stdout
+    assert "Stopped at the step limit (1 step); the last answer was asked for without tools." in proc.stderr
+    first, summary = (r.body for r in llm.requests)
+    assert "tools" in first and "tools" not in summary
+    assert "alpha" in json.dumps(summary["messages"])  # the tool ran at step 1
+    assert "step limit of this task is reached" in user_texts(summary)[-1]
 
 
 def test_the_cli_soft_limit_and_budget_from_config(llm: FakeLLM, project: Path) -> None:
@@ -289,6 +423,23 @@ def test_the_cli_soft_limit_and_budget_from_config(llm: FakeLLM, project: Path) 
     assert plain.stderr.count("warning: soft step limit: ") == 2
     assert "warning: soft step limit: 1 step taken; the model was asked to wrap up" in plain.stderr
     assert "limit: max_tokens 150 for the run" in plain.stderr
+
+
+def test_a_cli_subagent_keeps_its_own_steps_and_the_front_ends_hard_limit(
+    llm: FakeLLM, project: Path
+) -> None:
+    """``etcode run``: a subagent with ``steps: 1`` has the tools at its step 1 and, having
+    called one, answers once more without them; the parent goes on with its answer."""
+    write_config(project, llm, max_steps=5, agent={"general": {"steps": 1}})
+    todo = Call("TodoWrite", {"todos": [{"content": "look", "status": "pending"}]})
+    task = Call("Task", {"description": "look", "prompt": "look around", "subagent_type": "general"})
+    llm.script(
+        Reply(calls=[task]), Reply(calls=[todo]), Reply(text="child summary"), Reply(text="parent done")
+    )
+    proc = etcode("run", "--format", "json", "go", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert json_lines(proc.stdout)[-1]["result"] == "parent done"
+    assert ["tools" in r.body for r in llm.requests] == [True, True, False, True]
 
 
 def test_a_bad_limits_key_is_one_line_naming_it(llm: FakeLLM, project: Path) -> None:

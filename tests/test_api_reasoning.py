@@ -12,7 +12,18 @@ from typing import Any
 
 import pytest
 
-from etcode import Agent, BaseLLMClient, Event, EventType, LLMResponse, Renderer, TokenUsage, ToolCall
+from etcode import (
+    Agent,
+    AllowAsker,
+    BaseLLMClient,
+    Event,
+    EventType,
+    LLMResponse,
+    Renderer,
+    TokenUsage,
+    ToolCall,
+)
+from etcode.contract.events import WarningEvent
 from etcode.provider.types import ReasoningPart
 from etcode.util.errors import ConfigError
 from etcode.util.json_types import JsonObject, JsonValue
@@ -278,3 +289,86 @@ def test_a_tool_call_after_thinking_keeps_the_design_order(llm: FakeLLM, project
         ("thought", 2),
         ("loop_end", 2),
     ]
+
+
+def test_a_task_subagent_asks_anthropic_for_thinking_not_reasoning_effort(
+    llm: FakeLLM, project: Path
+) -> None:
+    """The child shares its parent's Anthropic provider: its requests take Anthropic's field."""
+    llm.script(
+        Reply(
+            calls=[
+                Call("Task", {"description": "find", "prompt": "list the files", "subagent_type": "general"})
+            ]
+        ),
+        Reply(text="child done"),
+        Reply(text="parent done"),
+    )
+    agent = Agent("anthropic/claude-sonnet-4-20250514", "k", llm.anthropic_base_url, directory=project,
+                  store=False, reasoning="high", asker=AllowAsker())  # fmt: skip
+    result = agent.run_sync("go")
+    assert result.text == "parent done", result.error
+    child = llm.requests[1].body
+    assert "list the files" in json.dumps(child["messages"])
+    assert "reasoning_effort" not in child
+    assert child["thinking"] == {"type": "enabled", "budget_tokens": 16384}
+
+
+def test_an_anthropic_provider_passed_in_is_asked_in_its_own_wire(llm: FakeLLM, project: Path) -> None:
+    from etcode.provider.factory import make_provider
+    from etcode.provider.spec import ProviderSpec
+
+    spec = ProviderSpec(id="anthropic", type="anthropic", base_url=llm.anthropic_base_url,
+                        model="claude-sonnet-4-20250514", api_key="k")  # fmt: skip
+    llm.script(Reply(text="ok"))
+    agent = Agent("anthropic/claude-sonnet-4-20250514", directory=project, store=False,
+                  provider=make_provider(spec), reasoning="low")  # fmt: skip
+    agent.run_sync("hi")
+    body = llm.requests[0].body
+    assert "reasoning_effort" not in body and body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+@pytest.mark.parametrize(
+    ("model", "field"),
+    [("openai/gpt-4o", "reasoning_effort"), ("anthropic/claude-3-5-sonnet-20241022", "thinking")],
+)
+async def test_a_model_the_catalog_knows_does_not_reason_gets_no_setting(
+    llm: FakeLLM, project: Path, model: str, field: str
+) -> None:
+    """OpenAI answers 400 to reasoning_effort on gpt-4o: nothing is sent, one warning says so."""
+    base = llm.anthropic_base_url if model.startswith("anthropic/") else llm.openai_base_url
+    llm.script(Reply(text="ok"), Reply(text="again"))
+    agent = Agent(model, "k", base, directory=project, store=False, reasoning="high")
+    told = []
+    try:
+        for turn in ("hi", "more"):
+            told += [e.message async for e in agent.stream(turn) if isinstance(e, WarningEvent)]
+    finally:
+        await agent.aclose()
+    assert all(field not in r.body for r in llm.requests)
+    assert told == [f"reasoning: model {model} does not take it; not sent"]
+
+
+def test_the_config_key_is_not_sent_to_a_model_that_does_not_reason(llm: FakeLLM, project: Path) -> None:
+    """models.dev's ``reasoning: false`` (here the config's override of a hosted model) holds
+    the config key back; the same provider's reasoning model still gets it."""
+    config = {
+        "model": "openai/gpt-5",
+        "reasoning": "medium",
+        "provider": [
+            {
+                "id": "openai",
+                "baseURL": llm.openai_base_url,
+                "apiKey": "k",
+                "models": {"gpt-5": {"reasoning": False}},
+            }
+        ],  # fmt: skip
+    }
+    (project / "etcode.json").write_text(json.dumps(config), encoding="utf-8")
+    llm.script(Reply(text="ok"), Reply(text="ok"))
+    done = etcode("run", "hi", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "reasoning: model openai/gpt-5 does not take it; not sent" in done.stderr
+    assert "reasoning_effort" not in llm.requests[0].body
+    Agent("openai/o3", directory=project, store=False).run_sync("hi")
+    assert llm.requests[1].body["reasoning_effort"] == "medium"

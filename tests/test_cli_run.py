@@ -164,8 +164,9 @@ def test_max_steps_flag_stops_the_loop(project: Path, llm: FakeLLM) -> None:
     proc = etcode("run", "--max-steps", "2", "--format", "json", "loop", cwd=project)
     assert proc.returncode == 1
     result = json.loads(proc.stdout.splitlines()[-1])
-    assert result["stop_reason"] == "max_steps" and result["is_error"] is True and result["steps"] == 2
-    assert len(llm.requests) == 2
+    # two steps with tools, then one answer without them (its call is not run)
+    assert result["stop_reason"] == "max_steps" and result["is_error"] is True and result["steps"] == 3
+    assert len(llm.requests) == 3 and "tools" not in llm.requests[2].body
 
 
 def test_malformed_config_names_file_and_line(project: Path) -> None:

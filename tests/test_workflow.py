@@ -457,6 +457,7 @@ async def test_the_token_budget_is_the_whole_workflows(llm: FakeLLM, tmp_path: P
     await agent.aclose()
     result = agent.last_result
     assert result is not None and (result.stop_reason, result.is_error) == ("token_limit", True)
+    assert result.counted_output_tokens == 120  # what the budget counted, the roles' together
     assert [role_of(r) for r in llm.requests] == ["planner", "executor"]
     stopped = [e for e in events if isinstance(e, ev.StoppedEvent)]
     assert [e.reason for e in stopped] == ["token_limit"] and "max_tokens 100" in stopped[0].message

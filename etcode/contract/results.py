@@ -50,6 +50,10 @@ class AgentResult(Generic[OutputT]):
     exception: EtcodeError | None = None
     #: The final answer validated as the ``Agent``'s ``output_type`` (None without one).
     output: OutputT | None = None
+    #: The output tokens the run's token budget (``LoopLimits.max_tokens``) counted: the
+    #: answers' reported ones, an estimate for an answer whose provider reported none (at
+    #: least ``limits.UNREPORTED_MIN_TOKENS``), and its ``Task`` subagents'.
+    counted_output_tokens: int = 0
 
     @property
     def content(self) -> str:

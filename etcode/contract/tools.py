@@ -78,6 +78,15 @@ class ToolAbilities(Protocol):
 PermissionCheck = Callable[[str, list[str], JsonObject], Awaitable[None]]
 
 
+class TokenBudget(Protocol):
+    """The run's budget of output tokens as a tool sees it (``engine.limits.LimitChecker``):
+    what is left of it (None: no budget) and the tokens a tool's model calls spent."""
+
+    def remaining(self) -> int | None: ...
+
+    def add_tokens(self, output_tokens: int) -> None: ...
+
+
 async def allow_all(permission: str, patterns: list[str], metadata: JsonObject) -> None:
     """The permission check of a context no session wired: everything is allowed."""
     return None
@@ -126,6 +135,9 @@ class ToolContext:
     #: ``await add_usage(usage, cost, model)`` counts model calls a tool made (a ``Task``
     #: subagent's) in the run's usage and the session's totals; None: nowhere to count them.
     add_usage: Callable[[Usage, float | None, str], Awaitable[None]] | None = None
+    #: The run's token budget (a ``Task`` subagent gets what is left and spends from it);
+    #: None: no run counts one.
+    budget: TokenBudget | None = None
 
     def resolve(self, path: str | Path) -> Path:
         """A path as the tool should open it: relative paths are taken from the working dir."""

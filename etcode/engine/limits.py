@@ -3,10 +3,17 @@ etcode's own) and :class:`LimitChecker`, the state one run keeps of them.
 
 - ``max_steps`` with ``step_limit_mode``: ``"soft"`` tells the model to wrap up at
   ``max_steps`` and every ``soft_limit_interval`` steps after (a ``SoftLimitEvent``), and
-  the run goes on; ``"hard"`` turns the tools off for the ``max_steps``-th model call, which
-  must answer in text (a summary of the work), and the run ends with ``max_steps``.
+  the run goes on; ``"hard"`` asks one model call without tools, with the hard-limit prompt,
+  which must answer in text (a summary of the work), and the run ends with ``max_steps``.
+  Which call, ``hard_limit_step`` says: ``"within"`` (the design's, the library's default)
+  makes the ``max_steps``-th call the one without tools, whatever the model would have
+  done; ``"after"`` (the front ends': ``etcode run``, the chat, ACP) offers the tools to
+  all ``max_steps`` calls (an answer without tool calls ends the run as ``end_turn``) and
+  asks the one more call without tools only when the ``max_steps``-th made tool calls.
 - ``max_tokens``: the whole run's budget of output tokens (the answers' completion tokens,
-  as the design counts them); reached after a step with tool calls, the run ends with
+  as the design counts them, an answer reported without any as its estimate, at least
+  :data:`UNREPORTED_MIN_TOKENS`, and its ``Task`` subagents', each of which gets what is
+  left as its own budget); reached after a step with tool calls, the run ends with
   ``token_limit``. Not ``Agent(max_tokens=)``, which caps each single answer.
 - ``doom_loop_threshold``: the identical consecutive tool calls after which the model is
   warned that it is looping (``etcode.tools.loop_detect``).
@@ -26,9 +33,14 @@ if TYPE_CHECKING:
     from etcode.contract.results import AgentResult
 
 StepLimitMode = Literal["soft", "hard"]
+HardLimitStep = Literal["within", "after"]
 
 #: The stop reason of a run that spent its ``max_tokens`` budget.
 TOKEN_LIMIT = "token_limit"
+#: What an answer counts in the budget at least when its provider reported no output tokens
+#: (a client of the user's that counts nothing): a run that never stops calling tools then
+#: ends at the default 200,000-token budget within 782 calls.
+UNREPORTED_MIN_TOKENS = 256
 #: The placeholder a soft-limit prompt may hold: the steps taken so far.
 STEPS_SLOT = "{current_steps}"
 
@@ -46,7 +58,8 @@ def default_hard_limit_prompt() -> str:
 @dataclass
 class LoopLimits:
     """When the loop stops or warns on its own (see the module). The design's fields come
-    first, in its order; ``timeout`` and ``max_tool_calls`` are etcode's. ``None`` for
+    first, in its order; ``timeout``, ``max_tool_calls`` and ``hard_limit_step`` are
+    etcode's. ``None`` for
     ``max_steps``, ``max_tokens``, ``soft_limit_interval`` or ``timeout``: no such limit
     (``soft_limit_interval`` None: every ``max_steps`` steps). A bad value raises
     :class:`~etcode.util.errors.ConfigError` naming the field."""
@@ -60,11 +73,16 @@ class LoopLimits:
     hard_limit_prompt: str = field(default_factory=default_hard_limit_prompt)
     timeout: float | None = None
     max_tool_calls: int = 64
+    hard_limit_step: HardLimitStep = "within"
 
     def __post_init__(self) -> None:
         if self.step_limit_mode not in get_args(StepLimitMode):
             raise ConfigError(
                 f"LoopLimits.step_limit_mode: must be 'soft' or 'hard', not {self.step_limit_mode!r}"
+            )
+        if self.hard_limit_step not in get_args(HardLimitStep):
+            raise ConfigError(
+                f"LoopLimits.hard_limit_step: must be 'within' or 'after', not {self.hard_limit_step!r}"
             )
         for name, least in (("max_steps", 1), ("max_tokens", 1), ("soft_limit_interval", 1)):
             _check_int(name, getattr(self, name), least, optional=True)
@@ -102,10 +120,19 @@ class LimitChecker:
     def add_tokens(self, output_tokens: int) -> None:
         self.tokens += max(0, output_tokens)
 
+    def remaining(self) -> int | None:
+        """The budget's tokens not spent yet (at least 1), None without a budget."""
+        budget = self.limits.max_tokens
+        return None if budget is None else max(1, budget - self.tokens)
+
     def is_last_step(self, step: int) -> bool:
-        """Whether model call ``step`` (1-based) is a hard limit's last: no tools, a summary."""
+        """Whether model call ``step`` (1-based) is a hard limit's last: no tools, a summary
+        (the ``max_steps``-th call, or the one after it: ``hard_limit_step``)."""
         limits = self.limits
-        return limits.step_limit_mode == "hard" and limits.max_steps is not None and step >= limits.max_steps
+        if limits.step_limit_mode != "hard" or limits.max_steps is None:
+            return False
+        last = limits.max_steps + (1 if limits.hard_limit_step == "after" else 0)
+        return step >= last
 
     def over_budget(self) -> bool:
         return self.limits.max_tokens is not None and self.tokens >= self.limits.max_tokens
@@ -136,5 +163,5 @@ def limit_exceeded(result: AgentResult, limits: LoopLimits, elapsed: float) -> L
     if reason == "timeout":
         return LimitExceededError(reason, limits.timeout, round(elapsed, 3))
     if reason == TOKEN_LIMIT:  # the whole run's budget of output tokens, as the design counts
-        return LimitExceededError(reason, limits.max_tokens, result.usage.output_tokens)
+        return LimitExceededError(reason, limits.max_tokens, result.counted_output_tokens)
     return LimitExceededError(reason, None, None)  # a stop reason of a later limit

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 from etcode.contract import events as ev
 from etcode.contract.results import AgentResult
 from etcode.contract.tools import ToolContext
-from etcode.engine.limits import TOKEN_LIMIT, LimitChecker
+from etcode.engine.limits import TOKEN_LIMIT, UNREPORTED_MIN_TOKENS, LimitChecker
 from etcode.engine.pump import EventPump
 from etcode.engine.seams import LoopWindow, SafeRecorder
 from etcode.engine.settings import LoopSettings
@@ -37,6 +37,7 @@ from etcode.provider.types import (
     Usage,
 )
 from etcode.tools.scheduler import ToolScheduler
+from etcode.tools.summary import plural
 from etcode.util.errors import EtcodeError
 from etcode.util.json_types import JsonObject
 
@@ -53,10 +54,11 @@ _STOP_MESSAGES = {"interrupted": "Interrupted by the user.", "timeout": "Stopped
 
 def _estimated_tokens(message: Message) -> int:
     """An answer's output tokens when the provider reported none (a client of the user's
-    that counts nothing): about four characters a token, at least one, so that a budget
-    still ends a run that has no step limit."""
+    that counts nothing): about four characters a token, at least
+    :data:`~etcode.engine.limits.UNREPORTED_MIN_TOKENS`, so that a budget ends a run
+    that has no step limit in a bounded number of calls (a small tool call is ~20 tokens)."""
     size = len(message.text) + sum(len(call.name) + len(call.arguments) for call in message.tool_calls)
-    return max(1, size // 4)
+    return max(UNREPORTED_MIN_TOKENS, size // 4)
 
 
 def _not_run(call: ToolCallPart) -> ToolResultPart:
@@ -191,7 +193,11 @@ class AgentLoop(EventPump):
         if self._abort.is_set():
             return self._abort_reason(deadline)
         if self._limits.is_last_step(self._steps):  # a step past a hard limit's last (never reached)
-            self.emit(ev.StoppedEvent("max_steps", f"Stopped after {self._steps} steps (limit: max steps)."))
+            self.emit(
+                ev.StoppedEvent(
+                    "max_steps", f"Stopped after {plural(self._steps, 'step')} (limit: max steps)."
+                )
+            )
             return "max_steps"
         self._replan()  # a window learned since (a late discovery answer): the request fits it
         await self._auto_compact()
@@ -219,11 +225,11 @@ class AgentLoop(EventPump):
             self.emit(usage_event)
         await self._persist()
         if self._tools_off:
+            limit = plural(self.settings.limits.max_steps or self._steps, "step")
             self.emit(
                 ev.StoppedEvent(
                     "max_steps",
-                    f"Stopped after {self._steps} steps (limit: max steps); the last answer was asked "
-                    "for without tools.",
+                    f"Stopped at the step limit ({limit}); the last answer was asked for without tools.",
                 )
             )
             return "max_steps"
@@ -242,7 +248,7 @@ class AgentLoop(EventPump):
             self.emit(
                 ev.StoppedEvent(
                     TOKEN_LIMIT,
-                    f"Stopped after {self._steps} steps: the run's answers used {limits.tokens:,} output "
+                    f"Stopped after {plural(self._steps, 'step')}: the run's answers used {limits.tokens:,} output "
                     f"tokens (limit: max_tokens {limits.limits.max_tokens:,} for the run).",
                 )
             )
@@ -553,6 +559,7 @@ class AgentLoop(EventPump):
                 shell_env=s.shell_env,
                 sandbox=s.sandbox,
                 add_usage=self.add_usage,
+                budget=self._limits,
             )
 
         return ToolScheduler(
@@ -730,4 +737,5 @@ class AgentLoop(EventPump):
             error=error,
             compactions=self._compactions,
             exception=self._exception if stop_reason == "error" else None,
+            counted_output_tokens=self._limits.tokens,
         )

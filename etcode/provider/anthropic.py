@@ -305,14 +305,16 @@ class AnthropicProvider(RetryingHTTPProvider):
         if system:
             system[-1]["cache_control"] = _EPHEMERAL
             body["system"] = system
-        if request.tools:
+        if request.tools:  # even with the tools off: the API wants them while the history has tool blocks
             body["tools"] = to_anthropic_tools(request)
-            if request.tools_off:  # the API wants tools defined while the history has tool blocks
-                body["tool_choice"] = {"type": "none"}
         if request.temperature is not None:
             body["temperature"] = request.temperature
         body.update({k: v for k, v in self.spec.options.items() if k not in _NOT_BODY})
         body.update(request.extra)
+        if "tools" not in body:
+            body.pop("tool_choice", None)  # the API refuses a tool_choice without tools
+        elif request.tools_off:  # tools defined, none to be called (a user's tool_choice is not this step's)
+            body["tool_choice"] = {"type": "none"}
         if request.max_tokens:
             body["max_tokens"] = request.max_tokens
         thinking = body.get("thinking")

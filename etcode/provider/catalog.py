@@ -5,9 +5,9 @@ Three layers, later wins, field by field:
 1. a built-in table of common models (approximate public list prices, USD per million tokens,
    and which of them take images);
 2. a ``models.dev``-format JSON file (``{"<provider>": {"models": {"<id>": {"limit": {...},
-   "cost": {...}, "modalities": {"input": ["text", "image"]}}}}}``) — the path given as ``model_catalog`` in config, else
+   "cost": {...}, "modalities": {"input": ["text", "image"]}, "reasoning": true}}}}}``) — the path given as ``model_catalog`` in config, else
    ``$XDG_CACHE_HOME/etcode/models.json`` when it exists (never downloaded by etcode);
-3. the config's ``provider[].models[<id>].limit/cost/modalities`` overrides.
+3. the config's ``provider[].models[<id>].limit/cost/modalities/reasoning`` overrides.
 
 Lookups accept ``provider/model``; a dated id (``claude-sonnet-4-20250514``) or a vendor-prefixed
 id (``anthropic/claude-sonnet-4`` on OpenRouter) falls back to its base name.
@@ -88,6 +88,10 @@ class CatalogModel:
     #: Whether the model takes image input (``modalities.input`` holds ``"image"``);
     #: None: unknown (a local model the catalog does not list: it is tried).
     takes_images: bool | None = None
+    #: Whether the model thinks before it answers (models.dev's ``reasoning``): False for
+    #: one that rejects or ignores a thinking setting (``gpt-4o``, ``claude-3-5-sonnet``);
+    #: None: unknown (the setting is sent).
+    reasons: bool | None = None
 
     @property
     def full_id(self) -> str:
@@ -191,6 +195,24 @@ TEXT_ONLY: frozenset[str] = frozenset(
         "grok-code-fast-1",
     }
 )
+#: The built-in models that do not reason (every other built-in one does): a thinking
+#: setting is not sent to them (OpenAI answers 400 to ``reasoning_effort`` on ``gpt-4o``).
+NO_REASONING: frozenset[str] = frozenset(
+    {
+        "claude-3-5-sonnet",
+        "claude-3-5-haiku",
+        "gpt-4.1",
+        "gpt-4.1-mini",
+        "gpt-4.1-nano",
+        "gpt-4o",
+        "gpt-4o-mini",
+        "gemini-2.0-flash",
+        "deepseek-chat",
+        "llama-3.3-70b-versatile",
+        "mistral-large-latest",
+        "codestral-latest",
+    }
+)
 #: Built-in models whose image input the table does not state.
 _IMAGES_UNKNOWN: frozenset[str] = frozenset({"mistral-large-latest"})
 
@@ -211,7 +233,8 @@ def _from_row(provider: str, model: str, row: _Row, key: str) -> CatalogModel:
     context, output, inp, out, read, write = row
     images = None if key in _IMAGES_UNKNOWN else key not in TEXT_ONLY
     price = ModelPrice(inp, out, read, write)
-    return CatalogModel(provider, model, "", context, output, price, ["built-in"], images)
+    reasons = key not in NO_REASONING
+    return CatalogModel(provider, model, "", context, output, price, ["built-in"], images, reasons)
 
 
 class ModelCatalog:
@@ -317,6 +340,7 @@ def _merge(entry: CatalogModel, other: CatalogModel) -> None:
     entry.price = ModelPrice(**vars(other.price))
     entry.sources.extend(other.sources)
     entry.takes_images = other.takes_images
+    entry.reasons = other.reasons
 
 
 def _positive_int(value: object) -> int | None:
@@ -329,7 +353,7 @@ def _price(value: object) -> float | None:
 
 def _merge_raw(entry: CatalogModel, raw: JsonObject, source: str) -> None:
     """Merge a models.dev-style ``{"name", "limit": {...}, "cost": {...}, "modalities":
-    {"input": [...]}}`` object."""
+    {"input": [...]}, "reasoning": bool}`` object."""
     if isinstance(raw.get("name"), str) and raw["name"]:
         entry.name = raw["name"]
     limit: JsonObject = raw["limit"] if isinstance(raw.get("limit"), dict) else {}
@@ -348,6 +372,9 @@ def _merge_raw(entry: CatalogModel, raw: JsonObject, source: str) -> None:
     images = _takes_images(raw.get("modalities"))
     if images is not None:
         entry.takes_images = images
+        changed = True
+    if isinstance(raw.get("reasoning"), bool):
+        entry.reasons = bool(raw["reasoning"])
         changed = True
     if changed or entry.name:
         entry.sources.append(source)

@@ -26,6 +26,7 @@ from etcode.provider.base import Provider
 from etcode.provider.cleaning import StreamCleaner
 from etcode.provider.errors import ProviderError
 from etcode.provider.openai_format import (
+    TOOL_ONLY_OPTIONS,
     messages_from_openai,
     messages_to_openai,
     system_message,
@@ -193,6 +194,9 @@ class ChatClientProvider(Provider):
         if request.max_tokens is not None:
             kwargs["max_tokens"] = request.max_tokens
         kwargs.update(request.extra)
+        if tools is None:  # the API refuses these without tools (a hard limit's last step)
+            for key in TOOL_ONLY_OPTIONS:
+                kwargs.pop(key, None)
         return stream_with_retries(lambda: self._attempt(messages, tools, kwargs), self.retry)
 
     async def _attempt(

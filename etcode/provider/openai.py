@@ -16,7 +16,12 @@ from collections.abc import AsyncIterator, Iterable
 from etcode.provider.errors import StreamParseError
 from etcode.provider.http_errors import error_from_payload
 from etcode.provider.http_provider import RetryingHTTPProvider
-from etcode.provider.openai_format import messages_to_openai, system_message, tools_to_openai
+from etcode.provider.openai_format import (
+    TOOL_ONLY_OPTIONS,
+    messages_to_openai,
+    system_message,
+    tools_to_openai,
+)
 from etcode.provider.shapes import as_dict, as_index, as_list, as_str, as_tokens
 from etcode.provider.spec import ProviderSpec, hosted
 from etcode.provider.sse import SSEEvent
@@ -229,6 +234,9 @@ class OpenAIProvider(RetryingHTTPProvider):
             key = "max_completion_tokens" if self.spec.id == "openai" else "max_tokens"
             body[key] = request.max_tokens
         body.update(request.extra)
+        if "tools" not in body:  # the API refuses these without tools (a hard limit's last step)
+            for key in TOOL_ONLY_OPTIONS:
+                body.pop(key, None)
         return body
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:

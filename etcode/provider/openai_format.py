@@ -25,6 +25,7 @@ from etcode.util.json_types import JsonObject, JsonValue
 
 __all__ = [
     "TOOL_IMAGES_LEAD",
+    "TOOL_ONLY_OPTIONS",
     "image_url_part",
     "messages_from_openai",
     "messages_to_openai",
@@ -37,6 +38,8 @@ __all__ = [
 #: The text before a tool call's images in the user message that carries them (the call's
 #: id and the tool's name follow): how :func:`messages_from_openai` gives them back to it.
 TOOL_IMAGES_LEAD = "Images from tool call"
+#: Request options the API refuses when no tools are sent (a hard step limit's last call).
+TOOL_ONLY_OPTIONS = ("tool_choice", "parallel_tool_calls")
 
 
 def system_message(system: Iterable[str]) -> list[JsonObject]:

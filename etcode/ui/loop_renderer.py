@@ -96,7 +96,7 @@ def default_render(event: LoopEvent) -> str:
         return f"{'error' if data.get('fatal') else 'warning'}: {data.get('error', '')}"
     if kind == EventType.SOFT_LIMIT:
         steps = data.get("steps")
-        after = f" after {steps} steps" if isinstance(steps, int) else ""
+        after = f" after {steps} step{'' if steps == 1 else 's'}" if isinstance(steps, int) else ""
         return f"warning: soft step limit{after} ({data.get('reason', '')}): the model was asked to wrap up"
     if kind == EventType.LOOP_END:
         return _end(data)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Unpack
 
 from etcode.contract.events import Event, WarningEvent
 from etcode.engine.limits import LoopLimits
 from etcode.instance import Instance, InstanceInfo, describe
-from etcode.provider.spec import ProviderSpec, RetryConfig
+from etcode.provider.spec import ProviderSpec, RetryConfig, hosted
 from etcode.tools.registry import ToolRegistry, builtin_tools
 from etcode.util.json_types import JsonObject
 from etcode.wiring.run_limits import run_limits
@@ -192,7 +192,6 @@ class Runtime:
             if parent is None
             else None
         )
-        extra = _request_extra(agent, spec, config)
         retry = agent.retry or _retry_config(config)
         owns_provider = agent.provider is None
         if agent.provider is not None:
@@ -203,8 +202,11 @@ class Runtime:
             provider = make_provider(spec, retry)
         catalog, probe = _catalog_and_probe(config, spec)
         try:
+            extra, unsent = _request_extra(agent, spec, config, catalog)
             tools = _tools_for(agent, agent_info)
             warnings: list[str] = [] if parent is not None else _claude_agent_warnings(instance)
+            if unsent is not None and (parent is None or parent.spec.full_id != spec.full_id):
+                warnings.append(unsent)  # (a subagent of the parent's model: said already)
             instructions = _instruction_prompt(config, instance)
             skills = await _skills_for(agent, config, instance, agent_info, parent, warnings)
             if skills is not None:
@@ -364,10 +366,14 @@ def _resolve_spec(agent: AgentSettings, config: Config, agent_info: AgentInfo) -
     return resolve_model(config, model)
 
 
-def _request_extra(agent: AgentSettings, spec: ProviderSpec, config: Config) -> JsonObject:
+def _request_extra(
+    agent: AgentSettings, spec: ProviderSpec, config: Config, catalog: ModelCatalog
+) -> tuple[JsonObject, str | None]:
     """The agent's model keywords for the request body: checked against the provider's wire
     format, or passed as they are to a provider or client of the caller's own; then the
-    fields of its ``reasoning`` (else the config's) that no explicit option already sets."""
+    fields of its ``reasoning`` (else the config's) that no explicit option already sets,
+    in the wire of the provider that sends them (a subagent shares its parent's). A hosted
+    model the catalog knows does not reason gets none: the second value is the warning."""
     if agent.provider is not None:
         extra = dict(agent.llm_kwargs)
     else:
@@ -376,12 +382,29 @@ def _request_extra(agent: AgentSettings, spec: ProviderSpec, config: Config) -> 
         extra = request_options(spec.type, spec.id, agent.llm_kwargs)
     setting = agent.reasoning if agent.reasoning is not None else config.reasoning
     if setting is None:
-        return extra
+        return extra, None
     from etcode.provider.reasoning import parse_reasoning, reasoning_fields
 
     level = parse_reasoning(setting)
-    wire, provider_id = (spec.type, spec.id) if agent.provider is None else ("openai", spec.id)
-    return {**extra, **reasoning_fields(level, wire, provider_id, {**spec.options, **extra})}
+    if level is None:
+        return extra, None
+    wire_spec = _wire_spec(agent, spec)
+    if hosted(wire_spec) and catalog.get(wire_spec.id, spec.model).reasons is False:
+        return extra, f"reasoning: model {spec.full_id} does not take it; not sent"
+    fields = reasoning_fields(level, wire_spec.type, wire_spec.id, {**wire_spec.options, **extra})
+    return {**extra, **fields}, None
+
+
+def _wire_spec(agent: AgentSettings, spec: ProviderSpec) -> ProviderSpec:
+    """The spec whose wire format the requests take: the provider's own when it has one (a
+    subagent sharing its parent's, an ``AnthropicProvider`` passed in), else ``spec``; a
+    client of the caller's own (``ChatClientProvider``) is asked as OpenAI's wire."""
+    if agent.provider is None:
+        return spec
+    own = getattr(agent.provider, "spec", None)
+    if isinstance(own, ProviderSpec):
+        return own
+    return replace(spec, type="openai")
 
 
 def _claude_agent_warnings(instance: InstanceInfo) -> list[str]:

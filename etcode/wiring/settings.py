@@ -46,6 +46,7 @@ class ChildSettings(TypedDict, total=False):
     asker: Asker | None
     llm_kwargs: JsonObject
     reasoning: Reasoning
+    limits: LoopLimits
 
 
 class AgentSettings(Protocol):

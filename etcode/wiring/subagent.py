@@ -22,9 +22,11 @@ from etcode.tools.base import ToolContext, ToolResult
 from etcode.tools.task import TaskTool
 from etcode.util.json_types import JsonObject
 from etcode.wiring.agent_access import cannot_write_files, explicitly_enabled, is_read_only_agent
+from etcode.wiring.run_limits import child_limits
 
 if TYPE_CHECKING:
     from etcode.agent.registry import AgentInfo
+    from etcode.contract.tools import TokenBudget
     from etcode.wiring.runtime import Runtime
     from etcode.wiring.settings import AgentSettings, ChildAgent
 
@@ -83,12 +85,20 @@ class SubagentSpawner:
         info = self.agents.get(name)
         return info is not None and is_read_only_agent(info)
 
-    async def child(self, name: str) -> ChildAgent:
-        """A ready child agent for subagent ``name`` (its runtime built from the parent's)."""
+    async def child(self, name: str, budget: TokenBudget | None = None) -> ChildAgent:
+        """A ready child agent for subagent ``name`` (its runtime built from the parent's),
+        with its parent's limits and what is left of the run's token ``budget``."""
         info = self.agents[name]
         parent, runtime = self.parent, self.runtime
         if runtime.make_child is None:
             raise RuntimeError("this runtime builds no subagents")
+        limits = child_limits(
+            runtime.limits,
+            runtime.config,
+            info.steps,
+            defaults=parent.limit_defaults,
+            remaining=budget.remaining() if budget is not None else None,
+        )
         model = info.model or runtime.spec.full_id
         same_provider = model.partition("/")[0] == runtime.spec.id
         child = await runtime.make_child(
@@ -106,12 +116,13 @@ class SubagentSpawner:
             asker=parent.asker,
             llm_kwargs=parent.llm_kwargs if same_provider else {},
             reasoning=parent.reasoning,
+            limits=limits,
         )
         self.children.append(child)
         return child
 
     async def run(self, name: str, description: str, prompt: str, ctx: ToolContext) -> ToolResult:
-        child = await self.child(name)
+        child = await self.child(name, ctx.budget)
         watcher = asyncio.create_task(_interrupt_on(ctx.abort, child))
         try:
             async for event in child.stream(prompt):
@@ -123,6 +134,8 @@ class SubagentSpawner:
         result = child.last_result
         if result is not None and ctx.add_usage is not None:  # the parent's totals include it
             await ctx.add_usage(result.usage, child.cost, child.model or "")
+        if result is not None and ctx.budget is not None:  # and the run's token budget
+            ctx.budget.add_tokens(result.counted_output_tokens)
         return _tool_result(name, child)
 
 

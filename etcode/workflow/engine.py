@@ -119,6 +119,8 @@ class WorkflowRun(EventPump):
         self.result: AgentResult | None = None
         super().__init__()
         self._usage = Usage()
+        #: Output tokens the run's budget counted (``AgentResult.counted_output_tokens``).
+        self._counted = 0
         self._steps = 0
         self._current: AgentLoop | None = None
         self._interrupted = False
@@ -173,7 +175,7 @@ class WorkflowRun(EventPump):
                 self.emit(
                     ev.StoppedEvent(
                         TOKEN_LIMIT,
-                        f"Stopped: the workflow's answers used {self._usage.output_tokens:,} output tokens "
+                        f"Stopped: the workflow's answers used {self._counted:,} output tokens "
                         f"(limit: max_tokens {self.base.limits.max_tokens:,} for the run).",
                     )
                 )
@@ -195,6 +197,7 @@ class WorkflowRun(EventPump):
             session_id=self.base.session_id,
             error=error,
             exception=exception if stop_reason == "error" else None,
+            counted_output_tokens=self._counted,
         )
         if self.base.interceptors:
             await self._intercept_end()
@@ -371,7 +374,7 @@ class WorkflowRun(EventPump):
             if remaining <= 0:
                 raise _Stop("timeout")
         budget = self.base.limits.max_tokens  # the whole workflow's: what its turns left of it
-        left = None if budget is None else budget - self._usage.output_tokens
+        left = None if budget is None else budget - self._counted
         if left is not None and left <= 0:
             raise _Stop(TOKEN_LIMIT)
         settings = replace(
@@ -396,6 +399,7 @@ class WorkflowRun(EventPump):
         assert result is not None
         conversation[:] = result.messages
         self._usage.add(result.usage)
+        self._counted += result.counted_output_tokens  # (an estimate where none was reported)
         self._steps += result.steps
         self._limit_hit = result.stop_reason == "max_steps"
         if result.stop_reason == BLOCKED:
