@@ -310,3 +310,53 @@ def test_images_go_with_a_send_and_stay_in_the_conversation(llm: FakeLLM, projec
     conv.send("and its colours?")
     assert user_images(llm.requests[1].body, 0) == [("image/png", shot)]  # the first message keeps it
     assert conv.history[0].images and not conv.history[2].images
+
+
+async def test_a_conversation_closing_leaves_the_shared_store_to_the_others(
+    llm: FakeLLM, project: Path, tmp_path: Path
+) -> None:
+    """Conversations of a stored agent share its store: one that closes (``send_sync``
+    closes after each send) leaves the store's writer thread to one still open."""
+    from etcode.session.store import SessionStore
+
+    store = SessionStore.open(tmp_path / "db" / "etcode.db")
+    llm.script(echo, echo, echo)
+    agent = agent_for(llm, project, store=store)
+    a, b = agent.conversation(), agent.conversation()
+    assert (await a.asend("a1")).content == "re: a1"  # a stays open
+    writer = await store.call(threading.current_thread)
+    assert (await asyncio.to_thread(b.send_sync, "b1")).content == "re: b1"  # b opens and closes
+    assert await store.call(threading.current_thread) is writer
+    assert (await a.asend("a2")).content == "re: a2"
+    await a.aclose()
+    writer.join(30)
+    assert not writer.is_alive()  # the last user's close ends it
+    assert [m.text for m in store.load_messages(a.session_id)][-1] == "re: a2"
+
+
+def test_two_threads_send_sync_on_conversations_of_one_stored_agent(llm: FakeLLM, project: Path) -> None:
+    """Smoke test of the reported race: every send of both threads answered and saved."""
+    rounds = 8
+    llm.script(*([echo] * (2 * rounds)))
+    agent = agent_for(llm, project, store=True)
+    conversations = [agent.conversation(), agent.conversation()]
+    failures: list[object] = []
+
+    def work(conv: Conversation, tag: str) -> None:
+        for i in range(rounds):
+            try:
+                result = conv.send_sync(f"{tag}{i}")
+            except BaseException as err:  # noqa: BLE001 - the test counts them
+                failures.append(err)
+                continue
+            if result.content != f"re: {tag}{i}" or result.error:
+                failures.append((tag, i, result.content, result.error))
+
+    threads = [threading.Thread(target=work, args=(c, t)) for c, t in zip(conversations, "ab", strict=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert failures == []
+    for conv in conversations:
+        assert len(conv.messages) == 2 * rounds

@@ -159,6 +159,8 @@ class AgentSession:
         self.parent_id: str | None = None
         #: Held while the session is open: another process may not write it meanwhile.
         self._lock: SessionLock | None = None
+        #: This session counts as a user of the store's writer thread (``store.acquire``).
+        self._holds_store = False
 
     # ---- choosing the session ----------------------------------------------------------
     @classmethod
@@ -196,6 +198,9 @@ class AgentSession:
         how = "none"
         if store is not None:
             self._lock = SessionLock.acquire(store.path.parent / "locks", self.session_id)
+            if not self._holds_store:  # the writer thread stays while any user holds it
+                store.acquire()
+                self._holds_store = True
             if self.fork_from is not None:
                 await store.call(store.fork_session, self.fork_from, self.session_id)
             info = await store.call(store.get_session, self.session_id)
@@ -457,5 +462,6 @@ class AgentSession:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-        if self.store is not None:
+        if self.store is not None and self._holds_store:
+            self._holds_store = False
             self.store.release()
