@@ -230,6 +230,11 @@ class Agent(Generic[OutputT]):
         self.config = config
         self.provider = provider
         self.asker = asker
+        from etcode.permission.question_turn import QuestionTurn
+
+        #: Held while ``asker`` is asked: the conversations made from this agent (and its
+        #: Task subagents) share it, so their questions come one at a time.
+        self.question_turn = QuestionTurn()
         self.trust = trust
         #: A task ``/name args`` naming a custom command runs the command's prompt (the front
         #: ends expand commands themselves, with their agent and model: they pass False).
@@ -641,6 +646,7 @@ class Agent(Generic[OutputT]):
         child = Agent(store=store if store is not None else False, **settings, **llm_kwargs)
         child.parent_session_id = self.session_id
         child.limit_defaults = self.limit_defaults
+        child.question_turn = self.question_turn
         # Its background processes are this session's: listed, polled, limited and ended with it.
         child.state["background"] = self.background
         child._runtime = await build_runtime(child, parent=parent, make_child=child.make_child)
