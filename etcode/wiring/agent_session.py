@@ -198,9 +198,7 @@ class AgentSession:
         how = "none"
         if store is not None:
             self._lock = SessionLock.acquire(store.path.parent / "locks", self.session_id)
-            if not self._holds_store:  # the writer thread stays while any user holds it
-                store.acquire()
-                self._holds_store = True
+            self.hold_store()
             if self.fork_from is not None:
                 await store.call(store.fork_session, self.fork_from, self.session_id)
             info = await store.call(store.get_session, self.session_id)
@@ -247,6 +245,13 @@ class AgentSession:
             asyncio.get_running_loop().run_in_executor(None, preload, runtime.spec.model)
         self._meta = {"agent": runtime.agent_name, "model": runtime.spec.full_id}
         return history
+
+    def hold_store(self) -> None:
+        """Count this session as a user of its store's writer thread until :meth:`aclose`
+        (the thread stays while any user holds it: an agent's conversations share a store)."""
+        if self.store is not None and not self._holds_store:
+            self.store.acquire()
+            self._holds_store = True
 
     def install(self, state: dict[str, object]) -> None:
         """Put the snapshot recorder where WriteFile/Edit find it."""
