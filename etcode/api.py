@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import inspect
 import time
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, Unpack, cast
@@ -231,11 +232,18 @@ class Agent(Generic[OutputT]):
         self.config = config
         self.provider = provider
         self.asker = asker
+        from etcode.permission.question_turn import QuestionTurn
+
+        #: Held while ``asker`` is asked: the conversations made from this agent (and its
+        #: Task subagents) share it, so their questions come one at a time.
+        self.question_turn = QuestionTurn()
         self.trust = trust
         #: A task ``/name args`` naming a custom command runs the command's prompt (the front
         #: ends expand commands themselves, with their agent and model: they pass False).
         self.commands = commands
         self.on_event = on_event
+        #: The agents of the conversations made from this one: ``aclose`` closes them too.
+        self._conversations: weakref.WeakSet[Agent[OutputT]] = weakref.WeakSet()
         self._begin_session(store, session_id, continue_last=continue_last, fork=fork)
 
     def _begin_session(
@@ -294,6 +302,8 @@ class Agent(Generic[OutputT]):
         sibling.skills = list(self.skills)
         sibling.llm_kwargs = dict(self.llm_kwargs)
         sibling._begin_session(self._session.store if store is None else store, session_id)
+        sibling._conversations = weakref.WeakSet()
+        self._conversations.add(sibling)
         return sibling
 
     # ---- running -----------------------------------------------------------------
@@ -679,6 +689,7 @@ class Agent(Generic[OutputT]):
         child = Agent(store=store if store is not None else False, **settings, **llm_kwargs)
         child.parent_session_id = self.session_id
         child.limit_defaults = self.limit_defaults
+        child.question_turn = self.question_turn
         # Its background processes are this session's: listed, polled, limited and ended with it.
         child.state["background"] = self.background
         child._runtime = await build_runtime(child, parent=parent, make_child=child.make_child)
@@ -686,7 +697,25 @@ class Agent(Generic[OutputT]):
 
     async def aclose(self, *, end_session: bool = True) -> None:
         """Close the session and the runtime, after ``SessionEnd`` (``end_session=False``:
-        the session goes on in another agent, see :meth:`carry_hooks`)."""
+        the session goes on in another agent, see :meth:`carry_hooks`), and the
+        conversations made from this agent that are open on this event loop (the sync forms
+        close theirs after each send)."""
+        try:
+            await self._close_own(end_session)
+        finally:
+            loop = asyncio.get_running_loop()
+            for conversation in list(self._conversations):
+                preparing = conversation._preparing
+                if preparing is not None and preparing[0] is loop:
+                    await conversation.close_left_open()
+
+    async def close_left_open(self) -> None:
+        """:meth:`aclose`, unless nothing is open (called as the event loop ends, for an
+        agent the program never closed: ``etcode/wiring/loop_end.py``)."""
+        if self._runtime is not None or any(c._runtime is not None for c in list(self._conversations)):
+            await self.aclose()
+
+    async def _close_own(self, end_session: bool) -> None:
         try:
             if self._hooks is not None:  # SessionEnd (the session's own, not a Task child's)
                 self._hooks.attach(self.on_event)
@@ -758,6 +787,10 @@ class Agent(Generic[OutputT]):
 
             self._runtime = await build_runtime(self, make_child=self.make_child)
             self._background_limit(self._runtime.config.shell.max_background)
+            self._session.hold_store()  # again after a close (the sync forms close each time)
+            from etcode.wiring.loop_end import close_at_loop_end
+
+            await close_at_loop_end(self)  # a program that never closes it exits cleanly
         if not self._session_open:
             self._session_open = True
             loaded = await self._session.open(self._runtime, self)

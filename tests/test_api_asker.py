@@ -6,7 +6,11 @@ about."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
+
+import pytest
 
 from etcode import Agent, Asker, Decision, PermissionRequest, RetryConfig
 from tests.fake_llm import Call, FakeLLM, Reply
@@ -78,3 +82,46 @@ def test_allow_always_is_not_asked_again(llm: FakeLLM, project: Path) -> None:
 def test_a_rejection_tells_the_model_the_reason(llm: FakeLLM, project: Path) -> None:
     (sent,) = run_reads(llm, project, Recording(Decision.reject("not the secrets, please")), ".env")
     assert "not the secrets, please" in sent and "PORT" not in sent
+
+
+class Overlapping:
+    """An asker that counts the questions in it at once: the first one waits (a while) for
+    a second to come in beside it, as it would if nothing kept them apart."""
+
+    def __init__(self) -> None:
+        self.guard = threading.Lock()
+        self.active = self.peak = self.asked = 0
+        self.second = threading.Event()
+
+    async def ask(self, request: PermissionRequest) -> Decision:
+        with self.guard:
+            self.active += 1
+            self.asked += 1
+            self.peak = max(self.peak, self.active)
+            if self.active > 1:
+                self.second.set()
+        try:
+            await asyncio.to_thread(self.second.wait, 3)  # the user answering the first
+        finally:
+            with self.guard:
+                self.active -= 1
+        return Decision.allow_once()
+
+
+@pytest.mark.parametrize("how", ["one loop", "two threads"])
+async def test_questions_of_an_agents_conversations_come_one_at_a_time(
+    llm: FakeLLM, project: Path, how: str
+) -> None:
+    read = Reply(calls=[Call("ReadFile", {"file_path": ".env"})])
+    llm.script(read, read, Reply(text="done"), Reply(text="done"))
+    asker = Overlapping()
+    agent = Agent("openai/test-model", "k", llm.openai_base_url, directory=project, store=False, asker=asker)
+    a, b = agent.conversation(), agent.conversation()
+    if how == "one loop":
+        results = await asyncio.gather(a.asend("read it"), b.asend("read it"))
+    else:
+        results = await asyncio.gather(*(asyncio.to_thread(c.send_sync, "read it") for c in (a, b)))
+    assert [r.text for r in results] == ["done", "done"]
+    assert asker.asked == 2 and asker.peak == 1
+    await a.aclose()
+    await b.aclose()

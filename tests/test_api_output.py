@@ -66,6 +66,24 @@ def test_json_in_a_fenced_block_among_prose_is_read(llm: FakeLLM, project: Path)
     assert make_agent(llm, project).run_sync("Lyon?").output == City(name="Lyon", population=522000)
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"name":"Lyon","population":522000}\n\nSource: Wikipedia [1]',  # a citation after it
+        'Among {"unknown"} cities [see below]: {"name": "Lyon", "population": 522000} [1]',
+        '[{"name": "Paris", "population": "many"}] or rather {"name": "Lyon", "population": 522000}',
+        '```json\n{"name": "Lyon", "population": 522000}\n```\nFrom {"the": "census"} [2].',
+    ],
+)
+def test_the_json_value_is_found_among_brackets_of_the_prose(
+    llm: FakeLLM, project: Path, answer: str
+) -> None:
+    """The first JSON value of the answer that validates, with no repair round."""
+    llm.script(Reply(text=answer))
+    assert make_agent(llm, project).run_sync("Lyon?").output == City(name="Lyon", population=522000)
+    assert len(llm.requests) == 1
+
+
 def test_an_answer_that_does_not_validate_is_repaired_once(llm: FakeLLM, project: Path) -> None:
     llm.script(
         Reply(text='{"name": "Lyon"}', usage=(100, 7)),

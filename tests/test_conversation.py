@@ -9,6 +9,9 @@ the fake LLM server; the CLI as a subprocess.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from etcode import Agent, AgentResult, BaseLLMClient, Conversation, EventType, L
 from etcode.util.paths import data_dir
 from tests.cli_helpers import etcode, result_line, write_config
 from tests.fake_llm import Call, FakeLLM, Recorded, Reply, user_images, without_environment
+from tests.process_support import live_with, survivors, token
 
 
 def user_texts(request: Recorded) -> list[str]:
@@ -237,7 +241,7 @@ def test_store_true_on_the_conversation_alone(llm: FakeLLM, project: Path) -> No
 
 
 #: What an ``Agent`` shares with the conversations made from it, as the same object.
-SHARED = {"llm", "provider", "asker", "config", "limits", "retry", "on_event", "directory"}
+SHARED = {"llm", "provider", "asker", "question_turn", "config", "limits", "retry", "on_event", "directory"}
 
 
 def test_every_mutable_field_of_an_agent_is_a_conversations_own(llm: FakeLLM, project: Path) -> None:
@@ -325,3 +329,109 @@ async def test_an_agent_stream_left_early_ends_before_the_next_run(llm: FakeLLM,
     assert len(llm.requests) == 2
     assert user_texts(llm.requests[1]) == ["one", "two"]
     await agent.aclose()
+
+
+async def test_a_conversation_closing_leaves_the_shared_store_to_the_others(
+    llm: FakeLLM, project: Path, tmp_path: Path
+) -> None:
+    """Conversations of a stored agent share its store: one that closes (``send_sync``
+    closes after each send) leaves the store's writer thread to one still open."""
+    from etcode.session.store import SessionStore
+
+    store = SessionStore.open(tmp_path / "db" / "etcode.db")
+    llm.script(echo, echo, echo)
+    agent = agent_for(llm, project, store=store)
+    a, b = agent.conversation(), agent.conversation()
+    assert (await a.asend("a1")).content == "re: a1"  # a stays open
+    writer = await store.call(threading.current_thread)
+    assert (await asyncio.to_thread(b.send_sync, "b1")).content == "re: b1"  # b opens and closes
+    assert await store.call(threading.current_thread) is writer
+    assert (await a.asend("a2")).content == "re: a2"
+    await a.aclose()
+    writer.join(30)
+    assert not writer.is_alive()  # the last user's close ends it
+    assert [m.text for m in store.load_messages(a.session_id)][-1] == "re: a2"
+
+
+def test_two_threads_send_sync_on_conversations_of_one_stored_agent(llm: FakeLLM, project: Path) -> None:
+    """Smoke test of the reported race: every send of both threads answered and saved."""
+    rounds = 8
+    llm.script(*([echo] * (2 * rounds)))
+    agent = agent_for(llm, project, store=True)
+    conversations = [agent.conversation(), agent.conversation()]
+    failures: list[object] = []
+
+    def work(conv: Conversation, tag: str) -> None:
+        for i in range(rounds):
+            try:
+                result = conv.send_sync(f"{tag}{i}")
+            except BaseException as err:  # noqa: BLE001 - the test counts them
+                failures.append(err)
+                continue
+            if result.content != f"re: {tag}{i}" or result.error:
+                failures.append((tag, i, result.content, result.error))
+
+    threads = [threading.Thread(target=work, args=(c, t)) for c, t in zip(conversations, "ab", strict=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert failures == []
+    for conv in conversations:
+        assert len(conv.messages) == 2 * rounds
+
+
+def background_sleep(mark: str) -> Reply:
+    return Reply(
+        calls=[Call("Bash", {"command": f"sleep {mark}", "run_in_background": True, "description": "s"})]
+    )
+
+
+async def test_closing_the_agent_closes_its_conversations(llm: FakeLLM, project: Path) -> None:
+    """``agent.aclose()`` ends what its conversations opened too (their background processes)."""
+    mark = token()
+    llm.script(background_sleep(mark), Reply(text="started"))
+    agent = agent_for(llm, project)
+    conv = agent.conversation()
+    assert (await conv.asend("start a sleeper")).content == "started"
+    while not live_with(f"sleep\0{mark}"):
+        await asyncio.sleep(0.01)
+    await agent.aclose()
+    assert await survivors(mark) == []
+
+
+PROGRAM = """
+import asyncio, sys
+from etcode import Agent
+
+async def main() -> None:
+    agent = Agent("openai/test-model", "k", sys.argv[1], directory=sys.argv[2], store=True)
+    if sys.argv[3] == "conversation":  # the design's examples/conversation.py: never closed
+        print((await agent.conversation().send("start a sleeper")).content)
+    else:
+        print((await agent.arun("start a sleeper")).content)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("what", ["conversation", "agent"])
+def test_a_program_that_closes_nothing_exits_cleanly(
+    llm: FakeLLM, project: Path, tmp_path: Path, what: str
+) -> None:
+    """An async program that never closes its agent or conversation: its background
+    process ends with it, and nothing is printed on stderr ("Event loop is closed")."""
+    mark = token()
+    llm.script(background_sleep(mark), Reply(text="started"))
+    program = tmp_path / "program.py"
+    program.write_text(PROGRAM, encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, str(program), llm.openai_base_url, str(project), what],
+        cwd=project,
+        env=os.environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (proc.returncode, proc.stdout.strip(), proc.stderr) == (0, "started", "")
+    assert asyncio.run(survivors(mark)) == []

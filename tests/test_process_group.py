@@ -55,3 +55,25 @@ async def test_kill_all_now_ends_the_groups_still_live_and_only_those() -> None:
     assert await survivors(mark) == []
     assert live.pid not in process_group._live
     await live.wait()
+
+
+async def test_a_start_cancelled_with_every_other_task_ends_and_kills_its_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``asyncio.run`` cancels every task at its end, the start's own ones too (asyncio's
+    pipe connection among them): the start still ends, its group killed and reaped."""
+    entered, _ = hold_pipe_connect(monkeypatch)
+    mark = token()
+    start = asyncio.create_task(
+        start_process("sh", "-c", f"sleep {mark} & sleep {mark}", stdout=asyncio.subprocess.PIPE)
+    )
+    await asyncio.wait_for(entered.wait(), 60)  # forked; asyncio connects its pipe
+    while len(live_with(f"sleep\0{mark}")) < 2:
+        await asyncio.sleep(0.01)
+    for task in asyncio.all_tasks():
+        if task is not asyncio.current_task():
+            task.cancel()
+    await asyncio.wait({start}, timeout=60)  # it hung here for good
+    assert start.cancelled()
+    assert await survivors(mark) == []
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []

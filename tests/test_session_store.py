@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -259,3 +260,53 @@ def test_cli_reports_a_corrupt_database_in_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
     assert "move it aside" in proc.stderr and "Traceback" not in proc.stderr
     assert path.read_bytes() == b"garbage" * 1000
+
+
+def test_the_writer_thread_stays_while_any_user_holds_it(store: SessionStore) -> None:
+    """Users sharing one store (an agent's conversations do) each acquire it; a release by
+    one leaves the writer thread to the others, and only the last release ends it."""
+
+    async def writer() -> threading.Thread:
+        return await store.call(threading.current_thread)
+
+    store.acquire()
+    store.acquire()
+    first = asyncio.run(writer())
+    store.release()  # one user is done: the other's writes go on on the same thread
+    assert asyncio.run(writer()) is first
+    store.release()  # the last one: the thread ends once its queue is empty
+    first.join(30)
+    assert not first.is_alive()
+    again = asyncio.run(writer())  # a later call starts a new one
+    assert again is not first and again.is_alive()
+    store.release()  # a release without an acquire (an older caller) still ends it
+    again.join(30)
+    assert not again.is_alive()
+
+
+def test_calls_from_threads_go_on_while_others_release(store: SessionStore) -> None:
+    """A release on one thread never strands a call made on another."""
+    new_session(store)
+    failures: list[BaseException] = []
+
+    def work(tag: str) -> None:
+        async def one(i: int) -> None:
+            store.acquire()
+            try:
+                await store.call(store.append_messages, "ses_a", [Message.user(f"{tag}{i}")], turn=1)
+            finally:
+                store.release()
+
+        for i in range(50):
+            try:
+                asyncio.run(one(i))
+            except BaseException as err:  # noqa: BLE001 - the test counts them
+                failures.append(err)
+
+    threads = [threading.Thread(target=work, args=(tag,)) for tag in "abc"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert failures == []
+    assert len(store.load_messages("ses_a")) == 150

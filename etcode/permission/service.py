@@ -7,13 +7,13 @@ allowed (by a rule, or by the user through the :class:`Asker`) and raises
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
 from etcode.contract.tools import PermissionDenied
+from etcode.permission.question_turn import QuestionTurn
 from etcode.permission.rules import ANSWERS_LAYER, LayeredMatcher, Rule, Ruleset, rules_for, rules_from_config
 from etcode.util.json_types import JsonObject
 from etcode.util.wildcard import wildcard_match as _wildcard_match
@@ -115,12 +115,20 @@ class PermissionService:
     """Evaluates rules (last match wins) and asks the user when a rule says ``ask``.
     "Allow always" answers are remembered for the life of the service (the session)."""
 
-    def __init__(self, rules: Ruleset, asker: Asker | None = None, worktree: Path | None = None) -> None:
+    def __init__(
+        self,
+        rules: Ruleset,
+        asker: Asker | None = None,
+        worktree: Path | None = None,
+        questions: QuestionTurn | None = None,
+    ) -> None:
         self.rules: Ruleset = list(rules)
         self.asker: Asker = asker or DenyAsker()
         self.worktree = worktree.resolve() if worktree else None
         self.approved: Ruleset = []
-        self._lock = asyncio.Lock()
+        #: One question at a time to the asker: shared by the services that share it
+        #: (an ``Agent``'s conversations), else this service's own.
+        self._questions = questions or QuestionTurn()
         self._matchers: dict[tuple[str, str | None, int, int], LayeredMatcher] = {}
 
     def _pattern(self, permission: str, pattern: str) -> str:
@@ -173,7 +181,7 @@ class PermissionService:
             return
         if pre_answer == "allow" and permission not in NOT_GRANTED_BY_YES:
             return
-        async with self._lock:  # one question at a time; an earlier answer may settle this one
+        async with self._questions.hold():  # one question at a time; an earlier answer may settle this one
             pending = self._undecided(permission, patterns, tool, always_ask, aliases)
             if not pending:
                 return

@@ -77,6 +77,9 @@ class Database:
         self._conn = conn
         self._lock = threading.RLock()
         self._executor: ThreadPoolExecutor | None = None
+        # Guards _executor and _users: callers on several threads share one store.
+        self._executor_lock = threading.Lock()
+        self._users = 0
         # The connection is closed by close(), else when the store is dropped, else as the
         # process exits: the last close folds the write-ahead log into the database. Left to
         # the interpreter, that waits on the garbage collector, which the CLI skips at exit.
@@ -164,26 +167,42 @@ class Database:
 
     def close(self) -> None:
         """Close the connection and stop the writer thread."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-            self._executor = None
+        with self._executor_lock:
+            executor, self._executor = self._executor, None
+            self._users = 0
+        if executor is not None:
+            executor.shutdown(wait=True)
         with self._lock:
             self._close_connection()
 
+    def acquire(self) -> None:
+        """Count one more user of the writer thread (each one later calls :meth:`release`):
+        while any user holds it, another's :meth:`release` leaves the thread running."""
+        with self._executor_lock:
+            self._users += 1
+
     def release(self) -> None:
-        """Let the writer thread end once its queued writes are done (it starts again on
-        the next :meth:`call`); the connection stays open."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=False)
-            self._executor = None
+        """One user is done: the last one (or a caller that never acquired) lets the writer
+        thread end once its queued writes are done (it starts again on the next :meth:`call`);
+        the connection stays open."""
+        with self._executor_lock:
+            if self._users > 0:
+                self._users -= 1
+            if self._users > 0 or self._executor is None:
+                return
+            executor, self._executor = self._executor, None
+        executor.shutdown(wait=False)
 
     async def call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """Run a store method on the store's single writer thread (keeps writes in order
         and the event loop free)."""
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="etcode-store")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        call = functools.partial(fn, *args, **kwargs)
+        with self._executor_lock:  # a release on another thread cannot come between
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="etcode-store")
+            future = loop.run_in_executor(self._executor, call)
+        return await future
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

@@ -336,7 +336,8 @@ class BackgroundProcesses:
         if watcher is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait({watcher}, timeout=KILL_GRACE_SECONDS + DRAIN_SECONDS + 1)
-        if not process.ended.is_set():  # pragma: no cover - the watcher always ends it
+        if not process.ended.is_set():  # its watcher was cancelled (the event loop's end)
+            close_pipes(process.proc)
             self._ended(process, process.proc.returncode)
 
     async def _read(self, process: _Process, stream: asyncio.StreamReader) -> None:
@@ -359,6 +360,7 @@ class BackgroundProcesses:
         reader = process.reader
         assert reader is not None
         delay = 0.02
+        watched = False
         try:
             while proc.returncode is None:
                 done, _ = await asyncio.wait({reader}, timeout=delay)
@@ -372,8 +374,12 @@ class BackgroundProcesses:
             except TimeoutError:
                 reader.cancel()
                 close_pipes(proc)
+            watched = True
         finally:
-            self._ended(process, proc.returncode)
+            # Cancelled while the process runs (every task is, as asyncio.run ends): it is
+            # still running, for close() to end.
+            if watched or proc.returncode is not None:
+                self._ended(process, proc.returncode)
 
     def _ended(self, process: _Process, code: int | None) -> None:
         if process.ended.is_set():

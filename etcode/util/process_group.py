@@ -7,6 +7,9 @@ and whatever the leader had started already (``sleep 30 &``, a server's worker) 
 PID 1 and runs on. :func:`start_process` shields the start instead and, when a cancel
 arrived, kills the whole group before re-raising. After it returns, the caller must enter
 the ``try`` that kills the group (:func:`kill_process_group`) before its next ``await``.
+The start's own task survives being cancelled too (``asyncio.run`` cancels every task at
+its end, asyncio's pipe connection included, whose clean-up would then wait forever): it
+kills and reaps what it forked, then lets the cancel go on.
 Every process etcode starts itself goes through here (future hooks too), and each group is
 registered until it is seen gone, so an exit that cannot wait for the clean ends
 (:func:`kill_all_now`: a second Ctrl-C, a watchdog, the interpreter's exit) leaves none behind.
@@ -19,13 +22,16 @@ import atexit
 import contextlib
 import os
 import signal
+import subprocess
 from collections.abc import Collection, Mapping
-from typing import TypedDict, TypeVar, Unpack
+from typing import Any, TypedDict, TypeVar, Unpack
 
 T = TypeVar("T")
 
 #: How long a group killed after a cancelled start may take to disappear.
 REAP_SECONDS = 5.0
+#: Loop turns given to asyncio's own exit callbacks after a cancelled start's process exited.
+_SETTLE_TURNS = 5
 
 #: The groups started here that may still have live members, by pgid (the leader's pid):
 #: :func:`kill_all_now` ends them. A group leaves it once it is seen gone or is SIGKILLed,
@@ -62,9 +68,75 @@ async def start_process(*argv: str, **kwargs: Unpack[ProcessOptions]) -> asyncio
 
 
 async def _create(argv: tuple[str, ...], options: ProcessOptions) -> asyncio.subprocess.Process:
-    proc = await asyncio.create_subprocess_exec(*argv, start_new_session=True, **options)
+    """The start itself, in a task of its own that survives being cancelled too (as
+    ``asyncio.run`` cancels every task at its end): the process it forked is killed and
+    reaped, then the cancel goes on."""
+    # asyncio keeps the Popen in the transport's ``extra`` dict as soon as it forked: given
+    # our own dict, the pid is known even when the start never returns.
+    started: dict[str, object] = {}
+    transport_extra: dict[str, Any] = {"extra": started}  # passed on to the transport
+    starting = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(*argv, start_new_session=True, **options, **transport_extra)
+    )
+    try:
+        await asyncio.wait({starting})
+    except asyncio.CancelledError:
+        await _end_cancelled_start(starting, started)
+        raise
+    proc = starting.result()
     _live[proc.pid] = proc
     return proc
+
+
+async def _end_cancelled_start(
+    starting: asyncio.Future[asyncio.subprocess.Process], started: dict[str, object]
+) -> None:
+    """Kill and reap what a cancelled start forked. When asyncio's own start is cancelled
+    in its pipe connection as well, its clean-up waits forever for a process exit it is no
+    longer told of: once the process has exited, that wait is cancelled again."""
+    found = started.get("subprocess")
+    popen = found if isinstance(found, subprocess.Popen) else None
+    if popen is None:
+        starting.cancel()  # not forked yet: it never will be
+    else:
+        kill_group(popen.pid)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + REAP_SECONDS
+    while not starting.done() and loop.time() < deadline:
+        if popen is not None and popen.returncode is not None:
+            for _ in range(_SETTLE_TURNS):  # asyncio's exit callbacks run, if they still can
+                await _held_turn()
+            break
+        await _held_turn(0.01)
+    if not starting.done():
+        starting.cancel()
+    await wait_despite_cancels(starting, REAP_SECONDS)
+    proc = None if not starting.done() or starting.cancelled() or starting.exception() else starting.result()
+    if proc is not None:
+        kill_group(proc.pid)
+        with contextlib.suppress(asyncio.CancelledError):
+            await _reap(proc, REAP_SECONDS)
+        close_pipes(proc)
+    elif popen is not None:
+        await _reap_group(popen.pid, REAP_SECONDS)
+        for pipe in (popen.stdin, popen.stdout, popen.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+
+
+async def _held_turn(seconds: float = 0) -> None:
+    """One wait that a further cancel does not cut short (the clean-up goes on)."""
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.sleep(seconds)
+
+
+async def _reap_group(pgid: int, seconds: float) -> None:
+    """Wait (bounded) until no live member is left in group ``pgid``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while loop.time() < deadline and group_alive(pgid):
+        await _held_turn(0.01)
 
 
 def kill_all_now() -> None:

@@ -159,6 +159,8 @@ class AgentSession:
         self.parent_id: str | None = None
         #: Held while the session is open: another process may not write it meanwhile.
         self._lock: SessionLock | None = None
+        #: This session counts as a user of the store's writer thread (``store.acquire``).
+        self._holds_store = False
 
     # ---- choosing the session ----------------------------------------------------------
     @classmethod
@@ -196,6 +198,7 @@ class AgentSession:
         how = "none"
         if store is not None:
             self._lock = SessionLock.acquire(store.path.parent / "locks", self.session_id)
+            self.hold_store()
             if self.fork_from is not None:
                 await store.call(store.fork_session, self.fork_from, self.session_id)
             info = await store.call(store.get_session, self.session_id)
@@ -242,6 +245,13 @@ class AgentSession:
             asyncio.get_running_loop().run_in_executor(None, preload, runtime.spec.model)
         self._meta = {"agent": runtime.agent_name, "model": runtime.spec.full_id}
         return history
+
+    def hold_store(self) -> None:
+        """Count this session as a user of its store's writer thread until :meth:`aclose`
+        (the thread stays while any user holds it: an agent's conversations share a store)."""
+        if self.store is not None and not self._holds_store:
+            self.store.acquire()
+            self._holds_store = True
 
     def install(self, state: dict[str, object]) -> None:
         """Put the snapshot recorder where WriteFile/Edit find it."""
@@ -457,5 +467,6 @@ class AgentSession:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-        if self.store is not None:
+        if self.store is not None and self._holds_store:
+            self._holds_store = False
             self.store.release()

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from etcode.engine.images import ImageSupport
     from etcode.extensions.skills import SkillSet
     from etcode.mcp.manager import McpManager
+    from etcode.permission.question_turn import QuestionTurn
     from etcode.permission.rules import Ruleset
     from etcode.permission.service import Asker, PermissionService
     from etcode.prompt.instruction import InstructionPrompt
@@ -219,7 +220,7 @@ class Runtime:
             _add_mcp_tools(tools, mcp, agent_info, warnings, owned=parent is None)
             limits = agent.limits or run_limits(config, agent_info.steps, defaults=agent.limit_defaults)
             permission = _permission_service(
-                config, agent_info, agent.asker, instance, _mcp_rules(tools, mcp)
+                config, agent_info, agent.asker, instance, _mcp_rules(tools, mcp), agent.question_turn
             )
             sandbox = await sandbox_policy(config, agent_name, agent_info, instance.worktree, warnings)
             if file_secrets is not None:
@@ -604,14 +605,19 @@ async def _system_prompt(
 
 
 def _permission_service(
-    config: Config, agent_info: AgentInfo, asker: Asker | None, instance: InstanceInfo, defaults: Ruleset
+    config: Config,
+    agent_info: AgentInfo,
+    asker: Asker | None,
+    instance: InstanceInfo,
+    defaults: Ruleset,
+    questions: QuestionTurn,
 ) -> PermissionService:
     """The config's and the agent's rules over the defaults and ``defaults`` (more of them)."""
     from etcode.permission.service import LIBRARY_REASON, DenyAsker, PermissionService, rules_from_config
 
     rules = rules_from_config(config.permission, agent_info.permission, config.permission_files)
     asker = asker or DenyAsker(LIBRARY_REASON)  # the front ends pass their own
-    return PermissionService([*rules, *defaults], asker, instance.worktree)
+    return PermissionService([*rules, *defaults], asker, instance.worktree, questions)
 
 
 def _mcp_rules(tools: ToolRegistry, mcp: McpManager | None) -> Ruleset:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from etcode.contract.events import Event
     from etcode.contract.results import AgentResult
     from etcode.engine.limits import LoopLimits
+    from etcode.permission.question_turn import QuestionTurn
     from etcode.permission.service import Asker
     from etcode.provider.base import Provider
     from etcode.provider.reasoning import Reasoning
@@ -74,6 +75,12 @@ class AgentSettings(Protocol):
     def limit_defaults(self) -> LimitDefaults: ...
     @property
     def asker(self) -> Asker | None: ...
+    @property
+    def question_turn(self) -> QuestionTurn:
+        """Held while the asker is asked: shared by the agents that share the asker (an
+        ``Agent``'s conversations), so their questions come one at a time."""
+        ...
+
     @property
     def trust(self) -> bool | None: ...
     @property

@@ -34,11 +34,16 @@ class TypedOutput(Generic[T]):
         return render(load("output/schema.txt"), {"schema": schema}).strip()
 
     def validate(self, text: str) -> tuple[T | None, ValidationError | None]:
-        """The answer as ``output_type`` and None, or None and pydantic's errors."""
-        try:
-            return self.adapter.validate_json(json_part(text)), None
-        except ValidationError as err:
-            return None, err
+        """The answer as ``output_type`` and None, or None and pydantic's errors: the first
+        JSON value in it that validates (:func:`json_candidates`), else the first one's errors."""
+        first: ValidationError | None = None
+        for candidate in json_candidates(text):
+            try:
+                return self.adapter.validate_json(candidate), None
+            except ValidationError as err:
+                first = first or err
+        assert first is not None  # the last candidate is the whole text
+        return None, first
 
     def repair(self, errors: str) -> str:
         """The message that asks the model to correct its answer."""
@@ -53,14 +58,34 @@ def summary(errors: ValidationError) -> str:
     return "; ".join(items) + more
 
 
-def json_part(text: str) -> str:
-    """The JSON of an answer: the inside of its fenced block, else from its first ``{`` or
-    ``[`` to its last ``}`` or ``]`` (text around it is left out), else the whole text."""
+def json_candidates(text: str) -> list[str]:
+    """The JSON values an answer may be, in order: those of its fenced block, then those
+    of the whole text, each a complete value from a ``{`` or ``[`` (text around it, a
+    trailing ``[1]`` citation included, is left out), and last the whole text stripped."""
     fenced = _FENCE.search(text)
-    if fenced:
-        text = fenced.group(1)
-    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
-    end = max(text.rfind("}"), text.rfind("]"))
-    if starts and end > min(starts):
-        return text[min(starts) : end + 1]
-    return text.strip()
+    found: list[str] = []
+    for part in (fenced.group(1), text) if fenced else (text,):
+        for value in _values(part):
+            if value not in found:
+                found.append(value)
+    found.append(text.strip())
+    return found
+
+
+def _values(text: str) -> list[str]:
+    """Each complete JSON object or array starting at a ``{`` or ``[`` of ``text`` (one
+    inside another found already is skipped)."""
+    decoder = json.JSONDecoder()
+    values: list[str] = []
+    covered = 0
+    for match in re.finditer(r"[{\[]", text):
+        start = match.start()
+        if start < covered:
+            continue
+        try:
+            _, end = decoder.raw_decode(text, start)
+        except ValueError:
+            continue
+        values.append(text[start:end])
+        covered = end
+    return values
