@@ -435,3 +435,27 @@ def test_a_program_that_closes_nothing_exits_cleanly(
     )
     assert (proc.returncode, proc.stdout.strip(), proc.stderr) == (0, "started", "")
     assert asyncio.run(survivors(mark)) == []
+
+
+def test_a_stored_agents_later_runs_hold_the_session_lock(
+    llm: FakeLLM, project: Path, tmp_path: Path
+) -> None:
+    """``run_sync`` closes the session after each run; the next run holds its lock again, so
+    another etcode process is kept out of it as during the first."""
+    from etcode.session import lock
+    from etcode.session.store import SessionStore
+
+    store = SessionStore.open(tmp_path / "db" / "etcode.db")
+    held: list[bool] = []
+
+    @tool
+    def locked() -> str:
+        """Whether the session is locked."""
+        held.append(any(path.name == f"{agent.session_id}.lock" for path in lock._HELD))
+        return "checked"
+
+    llm.script(Reply(calls=[Call("locked", {})]), echo, Reply(calls=[Call("locked", {})]), echo)
+    agent = agent_for(llm, project, store=store, tools=[locked])
+    agent.run_sync("first")
+    agent.run_sync("second")
+    assert held == [True, True]

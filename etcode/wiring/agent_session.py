@@ -161,6 +161,8 @@ class AgentSession:
         self._lock: SessionLock | None = None
         #: This session counts as a user of the store's writer thread (``store.acquire``).
         self._holds_store = False
+        #: Opened once (:meth:`open`): a later hold takes the session's lock again.
+        self._opened = False
 
     # ---- choosing the session ----------------------------------------------------------
     @classmethod
@@ -198,6 +200,7 @@ class AgentSession:
         how = "none"
         if store is not None:
             self._lock = SessionLock.acquire(store.path.parent / "locks", self.session_id)
+            self._opened = True
             self.hold_store()
             if self.fork_from is not None:
                 await store.call(store.fork_session, self.fork_from, self.session_id)
@@ -248,7 +251,11 @@ class AgentSession:
 
     def hold_store(self) -> None:
         """Count this session as a user of its store's writer thread until :meth:`aclose`
-        (the thread stays while any user holds it: an agent's conversations share a store)."""
+        (the thread stays while any user holds it: an agent's conversations share a store),
+        and hold its lock again when it was opened before and closed since (``run_sync``
+        closes after each run: the next must keep other processes out as the first did)."""
+        if self.store is not None and self._lock is None and self._opened:
+            self._lock = SessionLock.acquire(self.store.path.parent / "locks", self.session_id)
         if self.store is not None and not self._holds_store:
             self.store.acquire()
             self._holds_store = True
