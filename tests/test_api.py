@@ -155,3 +155,28 @@ async def test_config_listed_prompt_transform_edits_the_system_prompt(
     system = llm.requests[0].body["messages"][0]
     assert system["role"] == "system"
     assert system["content"].rstrip().endswith("Always answer in French.")
+
+
+def test_the_documented_constructor_is_the_real_one() -> None:
+    """docs/python-api.md's ``Agent(...)`` block names every parameter, once, in the
+    signature's order, with its default."""
+    import inspect
+
+    from etcode import Agent
+
+    page = (REPO / "docs" / "python-api.md").read_text(encoding="utf-8")
+    block = re.search(r"```text\n(Agent\(.*?)```", page, flags=re.S)
+    assert block is not None
+    documented = [part.strip() for part in " ".join(block.group(1).split())[len("Agent(") : -1].split(", ")]
+    real: list[str] = []
+    for name, parameter in inspect.signature(Agent.__init__).parameters.items():
+        if name == "self":
+            continue
+        if parameter.kind is parameter.VAR_KEYWORD:
+            real.append(f"**{name}")
+            continue
+        if parameter.kind is parameter.KEYWORD_ONLY and "*" not in real:
+            real.append("*")
+        default = parameter.default
+        real.append(f"{name}={default!r}" if isinstance(default, str) else f"{name}={default}")
+    assert documented == [p.replace("'", '"') for p in real]

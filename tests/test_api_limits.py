@@ -425,6 +425,21 @@ def test_the_cli_soft_limit_and_budget_from_config(llm: FakeLLM, project: Path) 
     assert "limit: max_tokens 150 for the run" in plain.stderr
 
 
+def test_the_cli_retry_settings_from_config(llm: FakeLLM, project: Path) -> None:
+    """``retry`` in etcode.json takes RetryConfig's keys (``base_delay`` or ``initial_delay``,
+    ``max_delay``, ``max_retry_after``); both delay names at once is one error line."""
+    write_config(project, llm, retry={"max_retries": 1, "base_delay": 0.01, "max_delay": 0.02})
+    llm.script(Fault(status=503, body="busy"), Reply(text="ok"))
+    proc = etcode("run", "--format", "json", "hi", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    retries = [line for line in json_lines(proc.stdout) if line["type"] == "retry"]
+    assert len(retries) == 1 and float(retries[0]["delay"]) <= 0.0125 + 1e-9, retries
+    write_config(project, llm, retry={"initial_delay": 1, "base_delay": 1})
+    bad = etcode("run", "hi", cwd=project)
+    assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert "retry" in bad.stderr and "initial_delay or base_delay" in bad.stderr
+
+
 def test_a_cli_subagent_keeps_its_own_steps_and_the_front_ends_hard_limit(
     llm: FakeLLM, project: Path
 ) -> None:

@@ -188,7 +188,13 @@ def _with_entry(spec: ProviderSpec, entry: ProviderConfig) -> ProviderSpec:
 
 def retry_config(config: Config) -> RetryConfig:
     """The provider ``RetryConfig`` from the ``retry`` section."""
-    return RetryConfig(max_retries=config.retry.max_retries)
+    retry = config.retry
+    return RetryConfig(
+        max_retries=retry.max_retries,
+        initial_delay=retry.initial_delay if retry.initial_delay is not None else retry.base_delay,
+        max_delay=retry.max_delay,
+        max_retry_after=retry.max_retry_after,
+    )
 
 
 def spec_from_arguments(model: str, api_key: str | None, base_url: str | None) -> ProviderSpec:

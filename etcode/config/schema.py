@@ -140,7 +140,20 @@ class LimitsConfig(_Strict):
 
 
 class RetrySettings(_Strict):
+    """``retry``: the Python API's ``RetryConfig`` (``base_delay`` is the design's name of
+    ``initial_delay``; one or the other)."""
+
     max_retries: int = Field(default=2, ge=0)
+    initial_delay: float | None = Field(default=None, gt=0)
+    base_delay: float | None = Field(default=None, gt=0)
+    max_delay: float = Field(default=8.0, gt=0)
+    max_retry_after: float = Field(default=60.0, ge=0)
+
+    @model_validator(mode="after")
+    def _one_delay(self) -> RetrySettings:
+        if self.initial_delay is not None and self.base_delay is not None:
+            raise ValueError("give initial_delay or base_delay (the same setting), not both")
+        return self
 
 
 class McpServerConfig(_Strict):
