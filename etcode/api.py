@@ -322,6 +322,7 @@ class Agent(Generic[OutputT]):
     async def _stream(
         self, task: str, images: ImageInput | Iterable[ImageInput] | None, handle: _OpenStream
     ) -> AsyncGenerator[Event, None]:
+        handle.loop = asyncio.get_running_loop()
         left, self._open_stream = self._open_stream, handle
         if left is not None:
             await self._end_left(left)
@@ -339,12 +340,16 @@ class Agent(Generic[OutputT]):
         events = left.events
         if events is None or getattr(events, "ag_running", False) is True:
             return  # iterated elsewhere: two runs of one agent at once (the caller's doing)
+        if left.loop is not asyncio.get_running_loop():
+            return  # its loop's own end closes it (a closed loop: it is gone with it)
         self.interrupt()
-        with contextlib.suppress(TimeoutError):
+        # Whatever ends the old run (its own failure included) is its result, not this run's.
+        with contextlib.suppress(Exception):
             async with asyncio.timeout(STOP_GRACE):
                 async for _ in events:
                     pass
-        await events.aclose()
+        with contextlib.suppress(Exception):
+            await events.aclose()
 
     async def _run_events(
         self, task: str, images: ImageInput | Iterable[ImageInput] | None
@@ -785,9 +790,14 @@ class Agent(Generic[OutputT]):
 
             harden_process()  # its tools cannot read this process's keys (/proc/PID/environ)
 
-            self._runtime = await build_runtime(self, make_child=self.make_child)
-            self._background_limit(self._runtime.config.shell.max_background)
-            self._session.hold_store()  # again after a close (the sync forms close each time)
+            runtime = await build_runtime(self, make_child=self.make_child)
+            try:  # the session's lock again after a close (the sync forms close each time)
+                self._session.hold_store()
+            except BaseException:  # busy: this agent stays closed, as before the attempt
+                await runtime.aclose()
+                raise
+            self._runtime = runtime
+            self._background_limit(runtime.config.shell.max_background)
             from etcode.wiring.loop_end import close_at_loop_end
 
             await close_at_loop_end(self)  # a program that never closes it exits cleanly
@@ -929,6 +939,8 @@ class _OpenStream:
     """The generator of one :meth:`Agent.stream`, known to the agent once it started."""
 
     events: AsyncGenerator[Event, None] | None = None
+    #: The loop it runs on (one left open on another loop is not resumed from this one).
+    loop: asyncio.AbstractEventLoop | None = None
 
 
 _AGENT_KEYWORDS = [

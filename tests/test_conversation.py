@@ -459,3 +459,59 @@ def test_a_stored_agents_later_runs_hold_the_session_lock(
     agent.run_sync("first")
     agent.run_sync("second")
     assert held == [True, True]
+
+
+def test_a_stream_left_on_a_loop_closed_since_does_not_fail_the_next_run(llm: FakeLLM, project: Path) -> None:
+    """The stream left early ran on a loop the program closed (the agent too, not the
+    loop's async generators): the next run, on a loop of its own, does not resume it."""
+    llm.script(Reply(text="Adding.", calls=[Call("add", {"a": 1, "b": 2})]), echo)
+    agent = agent_for(llm, project, tools=[add])
+
+    async def leave_early() -> None:
+        async for event in agent.arun_stream("one"):
+            if event.type == EventType.ACTION:
+                break
+        await agent.aclose()
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(leave_early())
+    finally:
+        loop.close()
+    assert agent.run_sync("two").content == "re: two"
+
+
+async def test_a_run_refused_for_a_busy_session_leaves_the_next_one_to_lock_it(
+    llm: FakeLLM, project: Path, tmp_path: Path
+) -> None:
+    """Another process took the session after this agent closed it: the run is refused,
+    and the next run, once it is free, holds the lock again (it had run without one)."""
+    import subprocess
+    import sys
+
+    from etcode.session import lock
+    from etcode.session.lock import SessionBusyError
+    from etcode.session.store import SessionStore
+
+    store = SessionStore.open(tmp_path / "db" / "etcode.db")
+    llm.script(echo, echo)
+    agent = agent_for(llm, project, store=store)
+    await agent.arun("first")
+    await agent.aclose()
+    path = tmp_path / "db" / "locks" / f"{agent.session_id}.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl,sys; f=open(sys.argv[1],'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+         "print('held', flush=True); sys.stdin.read()", str(path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(SessionBusyError):
+            await agent.arun("second")
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    assert (await agent.arun("third")).content == "re: third"
+    assert path in lock._HELD
+    await agent.aclose()

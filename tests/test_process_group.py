@@ -77,3 +77,27 @@ async def test_a_start_cancelled_with_every_other_task_ends_and_kills_its_group(
     assert start.cancelled()
     assert await survivors(mark) == []
     assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
+class _StrictLoop(asyncio.SelectorEventLoop):
+    """A loop whose ``subprocess_exec`` takes no keyword it does not know, as uvloop's."""
+
+    async def subprocess_exec(self, protocol_factory, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if "extra" in kwargs:
+            raise ValueError("unexpected kwargs: extra")
+        return await super().subprocess_exec(protocol_factory, *args, **kwargs)
+
+
+def test_a_loop_that_takes_no_extra_keyword_still_starts_processes() -> None:
+    """uvloop refuses ``extra=``: it is given only to asyncio's own loops."""
+
+    async def echo() -> bytes:
+        proc = await start_process("echo", "hi", stdout=asyncio.subprocess.PIPE)
+        out, _ = await proc.communicate()
+        return out
+
+    loop = _StrictLoop()
+    try:
+        assert loop.run_until_complete(echo()) == b"hi\n"
+    finally:
+        loop.close()

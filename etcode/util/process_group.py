@@ -74,7 +74,9 @@ async def _create(argv: tuple[str, ...], options: ProcessOptions) -> asyncio.sub
     # asyncio keeps the Popen in the transport's ``extra`` dict as soon as it forked: given
     # our own dict, the pid is known even when the start never returns.
     started: dict[str, object] = {}
-    transport_extra: dict[str, Any] = {"extra": started}  # passed on to the transport
+    # Only asyncio's own loops take it (uvloop refuses unknown keywords): elsewhere a start
+    # cancelled in its pipe connection is reaped by the group's kill alone.
+    transport_extra: dict[str, Any] = {"extra": started} if _takes_extra(asyncio.get_running_loop()) else {}
     starting = asyncio.ensure_future(
         asyncio.create_subprocess_exec(*argv, start_new_session=True, **options, **transport_extra)
     )
@@ -86,6 +88,13 @@ async def _create(argv: tuple[str, ...], options: ProcessOptions) -> asyncio.sub
     proc = starting.result()
     _live[proc.pid] = proc
     return proc
+
+
+def _takes_extra(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop`` is asyncio's own, whose ``subprocess_exec`` hands ``extra=`` on to
+    the transport (a loop of another library, uvloop's, raises on it)."""
+    own = asyncio.base_events.BaseEventLoop
+    return isinstance(loop, own) and type(loop).subprocess_exec is own.subprocess_exec
 
 
 async def _end_cancelled_start(

@@ -26,8 +26,7 @@ class LeftOpen(Protocol):
 class _LoopEnd:
     """The agents of one loop, closed when the loop closes its async generators."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
+    def __init__(self) -> None:
         self.agents: weakref.WeakSet[LeftOpen] = weakref.WeakSet()
         self.waiting = self._wait()
 
@@ -35,14 +34,16 @@ class _LoopEnd:
         try:
             yield
         finally:
-            _ends.pop(self.loop, None)
+            with contextlib.suppress(RuntimeError):
+                _ends.pop(asyncio.get_running_loop(), None)
             for agent in list(self.agents):
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     await agent.close_left_open()
 
 
-#: The loops with agents to close (an entry leaves as its loop closes its async generators).
-_ends: dict[asyncio.AbstractEventLoop, _LoopEnd] = {}
+#: The loops with agents to close (an entry leaves as its loop closes its async generators,
+#: or with the loop itself when a loop of the program's own never does: nothing holds it).
+_ends: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopEnd] = weakref.WeakKeyDictionary()
 
 
 async def close_at_loop_end(agent: LeftOpen) -> None:
@@ -51,6 +52,6 @@ async def close_at_loop_end(agent: LeftOpen) -> None:
     loop = asyncio.get_running_loop()
     end = _ends.get(loop)
     if end is None:
-        end = _ends[loop] = _LoopEnd(loop)
+        end = _ends[loop] = _LoopEnd()
         await anext(end.waiting)  # started: the loop knows it from now on
     end.agents.add(agent)
