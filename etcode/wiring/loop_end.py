@@ -16,6 +16,8 @@ import weakref
 from collections.abc import AsyncIterator
 from typing import Protocol
 
+from etcode.util.sync_bridge import STOP_GRACE
+
 
 class LeftOpen(Protocol):
     """What is closed at the loop's end (``etcode.Agent``)."""
@@ -36,9 +38,10 @@ class _LoopEnd:
         finally:
             with contextlib.suppress(RuntimeError):
                 _ends.pop(asyncio.get_running_loop(), None)
-            for agent in list(self.agents):
+            for agent in list(self.agents):  # each in bounded time: the program is exiting
                 with contextlib.suppress(Exception, asyncio.CancelledError):
-                    await agent.close_left_open()
+                    async with asyncio.timeout(STOP_GRACE):
+                        await agent.close_left_open()
 
 
 #: The loops with agents to close (an entry leaves as its loop closes its async generators,
