@@ -168,6 +168,20 @@ def without_environment(content: Any) -> Any:
     return content
 
 
+def user_texts(body: dict[str, Any]) -> list[str]:
+    """The text of each user message of an OpenAI Chat or Anthropic request body, without
+    the environment block (a message of parts: its texts, one per line)."""
+    texts: list[str] = []
+    for message in body["messages"]:
+        if message["role"] != "user":
+            continue
+        content = without_environment(message["content"])
+        if not isinstance(content, str):
+            content = "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+        texts.append(content)
+    return texts
+
+
 def image_parts(body: dict[str, Any]) -> int:
     """The images a request body carries, in either wire's shape: OpenAI ``image_url`` parts,
     Anthropic ``image`` blocks (a ``tool_result``'s included)."""

@@ -18,7 +18,7 @@ from etcode.provider.chat_client import BaseLLMClient, LLMResponse, ToolCall
 from etcode.util.errors import ConfigError
 from etcode.util.json_types import JsonObject, JsonValue
 from tests.cli_helpers import etcode, write_config
-from tests.fake_llm import Call, FakeLLM, Fault, Reply
+from tests.fake_llm import Call, FakeLLM, Fault, Reply, user_texts
 
 ADDED: list[tuple[int, int]] = []
 
@@ -47,20 +47,6 @@ def make_agent(llm: FakeLLM, project: Path, wire: str = "openai", **kwargs: Any)
         store=False,
         **kwargs,
     )
-
-
-def user_texts(body: dict[str, Any]) -> list[str]:
-    """The text of each user message of an OpenAI Chat or Anthropic request."""
-    texts = []
-    for message in body["messages"]:
-        if message["role"] != "user":
-            continue
-        content = message["content"]
-        if isinstance(content, str):
-            texts.append(content)
-        else:
-            texts.append("".join(part.get("text", "") for part in content if isinstance(part, dict)))
-    return texts
 
 
 # ---- LoopLimits itself ----------------------------------------------------------------

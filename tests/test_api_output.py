@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from etcode import Agent, EventType, OutputValidationError, RetryConfig
-from tests.fake_llm import FakeLLM, Reply
+from tests.fake_llm import FakeLLM, Reply, user_texts
 from tests.project_support import ProjectSpec
 
 PROJECT = ProjectSpec(
@@ -37,18 +36,6 @@ def make_agent(llm: FakeLLM, project: Path) -> Agent[City]:
         builtin_tools=False,
         output_type=City,
     )
-
-
-def user_texts(body: dict[str, Any]) -> list[str]:
-    texts = []
-    for message in body["messages"]:
-        if message["role"] != "user":
-            continue
-        content = message["content"]
-        if isinstance(content, list):
-            content = "\n".join(part.get("text", "") for part in content)
-        texts.append(content)
-    return texts
 
 
 def test_the_answer_is_validated_into_output(llm: FakeLLM, project: Path) -> None:
