@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from etcode.contract.results import LoopLimits  # noqa: E402
+from etcode.engine.limits import LoopLimits  # noqa: E402
 from etcode.engine.loop import AgentLoop  # noqa: E402
 from etcode.engine.settings import LoopSettings  # noqa: E402
 from etcode.provider.factory import make_provider  # noqa: E402
