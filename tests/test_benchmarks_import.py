@@ -17,7 +17,8 @@ def test_a_benchmark_imports(script: Path) -> None:
     load = (
         "import importlib.util, sys; "
         f"spec = importlib.util.spec_from_file_location('bench', {str(script)!r}); "
-        "spec.loader.exec_module(importlib.util.module_from_spec(spec))"
+        "module = sys.modules['bench'] = importlib.util.module_from_spec(spec); "
+        "spec.loader.exec_module(module)"
     )
     proc = subprocess.run(
         [sys.executable, "-c", load], cwd=script.parent.parent, capture_output=True, text=True, timeout=120
