@@ -399,3 +399,123 @@ def test_the_model_calls_a_method_of_the_object_given(llm: FakeLLM, project: Pat
     assert "zoe's notes on cats (at most 2, search 1)" in sent
     last = llm.requests[2].body["messages"][-1]
     assert (last["role"], last["content"]) == ("tool", "1")  # the search ran on the same object
+
+
+# ---- the design's examples/exa_search_class_tools.py, re-created ----------------------
+
+
+class SearchServer:
+    """A search API on 127.0.0.1 that checks the key it is sent (the example's Exa)."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.queries: list[tuple[str, str]] = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.queries.append((self.headers.get("x-api-key", ""), body["query"]))
+                results = [{"title": f"About {body['query']}", "url": "http://example.test/1"}]
+                payload = json.dumps({"results": results[: body["numResults"]]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/search"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=30)
+
+
+class WebTools:
+    """The example's tool class: configuration given to the constructor, shared by its tools."""
+
+    tool_prefix = "exa"
+
+    def __init__(self, api_key: str = "", api_url: str = "", request_timeout: int = 30) -> None:
+        self.api_key = api_key
+        self.api_url = api_url
+        self.timeout = request_timeout
+
+    @tool
+    def search(self, query: str, num_results: int = 5) -> str:
+        """Search the web.
+
+        Args:
+            query: what to search for
+            num_results: how many results, 5 by default
+        """
+        import urllib.request
+
+        if not self.api_key:
+            return "error: no API key"
+        request = urllib.request.Request(
+            self.api_url,
+            data=json.dumps({"query": query, "numResults": num_results}).encode(),
+            headers={"Content-Type": "application/json", "x-api-key": self.api_key},
+        )
+        with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            results = json.loads(response.read())["results"]
+        return "\n".join(f"[{i}] {r['title']} {r['url']}" for i, r in enumerate(results, 1))
+
+    @tool
+    async def fetch_webpage(self, url: str, max_length: int = 8000) -> str:
+        """Fetch a page as Markdown.
+
+        Args:
+            url: the page's address
+            max_length: at most this many characters
+        """
+        return f"# page {url}"[:max_length]
+
+
+async def test_the_class_tools_example_runs(llm: FakeLLM, project: Path) -> None:
+    from etcode import EventType
+
+    search_api = SearchServer()
+    try:
+        web_tools = WebTools(api_key="exa-key", api_url=search_api.url)
+        llm.script(
+            Reply(calls=[Call("exa_search", {"query": "tide tables", "num_results": 1})]),
+            Reply(calls=[Call("exa_fetch_webpage", {"url": "http://example.test/1"})]),
+            Reply(text="High tide is at noon [1]."),
+        )
+        agent = Agent(
+            name="Search assistant",
+            model="test-model",
+            api_key="k",
+            base_url=llm.openai_base_url,
+            tools=[web_tools],
+            system_prompt="You find and cite information.",
+            thinking_level="off",
+            emit_reasoning_events=False,
+            directory=project,
+            store=False,
+            builtin_tools=False,
+        )
+        events = [event async for event in agent.arun_stream("When is high tide?")]
+    finally:
+        search_api.close()
+    assert search_api.queries == [("exa-key", "tide tables")]
+    actions = [e.data["tool"] for e in events if e.type is EventType.ACTION]
+    observations = [(e.data["tool"], e.data["result"]) for e in events if e.type is EventType.OBSERVATION]
+    assert actions == ["exa_search", "exa_fetch_webpage"]
+    assert observations == [
+        ("exa_search", "[1] About tide tables http://example.test/1"),
+        ("exa_fetch_webpage", "# page http://example.test/1"),
+    ]
+    assert events[-1].type is EventType.LOOP_END
+    assert events[-1].data["content"] == "High tide is at noon [1]."
