@@ -31,7 +31,7 @@ from etcode.provider.reasoning import Reasoning, reasoning_setting
 from etcode.provider.spec import CUSTOM_PROVIDER, RetryConfig
 from etcode.provider.types import Message
 from etcode.tools.base import Tool, ToolResult, tool
-from etcode.tools.dict_tool import as_tool
+from etcode.tools.dict_tool import tools_from
 from etcode.util.json_types import JsonObject, JsonValue
 from etcode.util.sync_bridge import STOP_GRACE, iterate_blocking, loop_running, run_blocking
 
@@ -56,8 +56,9 @@ if TYPE_CHECKING:
     from etcode.wiring.settings import ChildSettings
     from etcode.wiring.typed_output import TypedOutput
 
-#: A tool as ``tools=`` takes it: a ``Tool``, a dict in the design's shape, or a typed function.
-ToolInput = Tool | JsonObject | Callable[..., object]
+#: A tool as ``tools=`` takes it: a ``Tool``, a dict in the design's shape, a typed function, or
+#: a tool class or an object of one (any object: its ``@tool`` methods, ``tools/class_tools.py``).
+ToolInput = Tool | JsonObject | Callable[..., object] | object
 #: A conversation to continue from: etcode Messages or OpenAI Chat message dicts.
 HistoryInput = Sequence[Message] | Sequence[JsonObject]
 
@@ -94,9 +95,10 @@ class Agent(Generic[OutputT]):
       ``etcode.json`` / ``ETCODE_MODEL`` / the environment's API keys.
     - ``llm``: your own client instead (:class:`~etcode.provider.chat_client.BaseLLMClient`:
       ``async chat(messages, tools=None, **kwargs) -> LLMResponse`` in OpenAI Chat format).
-    - ``tools``: plain typed functions, ``Tool`` objects or dicts ``{"name", "description",
-      "parameters", "function"}``; built-in tools come too unless ``builtin_tools=False``
-      (``TodoWrite`` stays either way).
+    - ``tools``: plain typed functions, ``Tool`` objects, dicts ``{"name", "description",
+      "parameters", "function"}``, or tool classes (or objects of them) whose ``@tool`` methods
+      become ``{tool_prefix or ClassName}_{method}``; built-in tools come too unless
+      ``builtin_tools=False`` (``TodoWrite`` stays either way).
     - ``system_prompt`` and ``name``: your instructions (the system text's last section, as
       :func:`etcode.build_system_prompt` shows), and what the assistant calls itself (in every
       prompt, ``etcode`` by default).
@@ -214,7 +216,7 @@ class Agent(Generic[OutputT]):
         self.base_url = base_url
         self.llm = llm
         self.llm_kwargs = llm_kwargs
-        self.custom_tools = [as_tool(t) for t in tools or ()]
+        self.custom_tools = tools_from(tools or ())
         self.skills = _skill_folders(skills, directory)
         self.builtin_tools = builtin_tools
         self.system_prompt = system_prompt
@@ -653,7 +655,7 @@ class Agent(Generic[OutputT]):
     def add_tools(self, tools: Iterable[ToolInput]) -> None:
         """Offer more tools from now on. Once the session has started they are announced to
         the model in an ordinary message at the next turn; the initial tools are unchanged."""
-        items = [as_tool(t) for t in tools]
+        items = tools_from(tools, self.custom_tools)
         self.custom_tools.extend(items)
         if self._runtime is not None:
             for item in items:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, ClassVar, TypeAlias, cast, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -102,6 +103,34 @@ class Tool:
 
     async def run(self, params: ToolParams, ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    # ---- the agent-loop design's Tool interface ---------------------------------------
+    def to_openai_schema(self) -> JsonObject:
+        """The tool in OpenAI's function-calling shape: ``{"type": "function", "function":
+        {"name", "description", "parameters"}}``."""
+        schema = self.schema()
+        function: JsonObject = {
+            "name": schema.name,
+            "description": schema.description,
+            "parameters": schema.parameters,
+        }
+        return {"type": "function", "function": function}
+
+    async def execute(self, arguments: JsonObject, ctx: ToolContext | None = None) -> str:
+        """Run the tool outside an agent, as the design's ``Tool.execute``: the arguments are
+        validated (and coerced: ``"3"`` for an integer) as in a run, and a failure comes back
+        as its text, not raised. ``ctx`` defaults to the current directory with every
+        permission allowed: the caller is the one running it."""
+        if ctx is None:
+            here = Path.cwd()
+            ctx = ToolContext(session_id="", call_id="", directory=here, worktree=here)
+        try:
+            result = await self.run(self.parse(arguments), ctx)
+        except ToolError as err:
+            return str(err) or f"{self.name} failed"
+        except Exception as err:  # as the scheduler says it to the model
+            return f"{self.name} failed: {type(err).__name__}: {err}"
+        return result.output
 
     # ---- display -----------------------------------------------------------------
     def params_summary(self, params: JsonObject) -> str:
@@ -209,6 +238,26 @@ class FunctionTool(InstanceTool):
     def Params(self) -> type[BaseModel]:  # type: ignore[override]  # noqa: N802
         return self._params_model
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function itself (no validation, no context): a ``@tool`` function, and a
+        ``@tool`` method as type checkers see it, stays callable as written."""
+        return self.func(*args, **kwargs)
+
+    @property
+    def function(self) -> Callable[..., object]:
+        """The function the tool calls (the design's name of :attr:`func`)."""
+        return self.func
+
+    @property
+    def parameters(self) -> JsonObject:
+        """The JSON schema of the arguments, as the model sees it."""
+        return self.schema().parameters
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the function is a coroutine function (a plain one runs in a thread)."""
+        return inspect.iscoroutinefunction(self.func)
+
     async def run(self, params: BaseModel, ctx: ToolContext) -> ToolResult:
         # dict(model) keeps each field as validated: a pydantic-model parameter arrives as
         # that model's instance, not as a dict (model_dump would turn it into one).
@@ -268,6 +317,9 @@ def tool(
     read_only: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., object]], FunctionTool]:
     """Make a :class:`Tool` from a typed function. Use as ``@tool`` or ``@tool(read_only=True)``.
+    On a method (first parameter ``self`` or ``cls``) it only marks it as a tool of its class
+    and returns it unchanged: ``Agent(tools=[MyTools()])`` offers the marked methods
+    (``etcode/tools/class_tools.py``).
 
     The JSON schema comes from the signature, the description and per-parameter help
     from the docstring (``Args:`` section). A parameter annotated ``ToolContext`` receives
@@ -275,6 +327,14 @@ def tool(
     """
 
     def wrap(f: Callable[..., object]) -> FunctionTool:
+        if isinstance(f, (staticmethod, classmethod)):
+            kind = type(f).__name__
+            raise TypeError(f"@tool goes under @{kind}, not over it (on {f.__func__.__name__})")
+        from etcode.tools.class_tools import is_method, mark
+
+        if is_method(f):  # a tool class's method: marked, returned as it is (tools/class_tools.py)
+            mark(f, {"name": name, "description": description, "read_only": read_only})
+            return cast(FunctionTool, f)
         return FunctionTool(f, name=name, description=description, read_only=read_only)
 
     return wrap(func) if func is not None else wrap

@@ -10,7 +10,8 @@ before the function (sync or async) is called with them as keywords.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Iterable
 
 from etcode.provider.types import ToolSchema
 from etcode.tools.base import (
@@ -63,6 +64,10 @@ class DictTool(InstanceTool):
     def _build_schema(self) -> ToolSchema:
         return ToolSchema(self._name, self._description, self.parameters)
 
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.function)
+
     def parse(self, arguments: JsonObject) -> JsonObject:  # type: ignore[override]
         problems = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
         if problems:
@@ -77,11 +82,61 @@ class DictTool(InstanceTool):
 
 def as_tool(item: Tool | JsonObject | Callable[..., object]) -> Tool:
     """A :class:`Tool` from what a caller passes in ``tools=``: a Tool as it is, a dict in the
-    design's shape, or a typed function (as ``@tool`` makes it)."""
+    design's shape, or a typed function (as ``@tool`` makes it). A tool class gives several:
+    :func:`as_tools`."""
+    tools = as_tools(item)
+    if len(tools) != 1:
+        raise TypeError(f"{_shown(item)} gives {len(tools)} tools, not one: use as_tools")
+    return tools[0]
+
+
+def as_tools(item: object) -> list[Tool]:
+    """The tools one item of ``tools=`` gives: a Tool as it is, a dict in the design's shape, a
+    typed function (as ``@tool`` makes it), or a tool class or an object of one (its ``@tool``
+    methods, ``tools/class_tools.py``)."""
+    from etcode.tools.class_tools import class_tools, has_tool_methods
+
     if isinstance(item, Tool):
-        return item
+        return [item]
     if isinstance(item, dict):
-        return DictTool(item)
+        return [DictTool(item)]
+    if isinstance(item, type):
+        if issubclass(item, Tool):
+            raise TypeError(
+                f"tools= takes Tool objects, not the class {item.__name__}: pass {item.__name__}()"
+            )
+        return class_tools(item)
+    if has_tool_methods(type(item)):
+        return class_tools(item)
     if callable(item):
-        return FunctionTool(item)
-    raise TypeError(f"a tool must be a Tool, a dict or a function, not {type(item).__name__}")
+        return [FunctionTool(item)]
+    raise TypeError(
+        f"a tool must be a Tool, a dict, a function or a tool class (with @tool methods), "
+        f"not {type(item).__name__}"
+    )
+
+
+def tools_from(items: Iterable[object], taken: Iterable[Tool] = ()) -> list[Tool]:
+    """The tools of every item of ``tools=``; ``TypeError`` when two of them (or one and a tool
+    of ``taken``, those given before) have the same name."""
+    seen = {t.name: t for t in taken}
+    tools: list[Tool] = []
+    for item in items:
+        for made in as_tools(item):
+            other = seen.get(made.name)
+            if other is not None and other is not made:
+                raise TypeError(f"two tools are named {made.name!r}: {_origin(other)} and {_origin(made)}")
+            seen[made.name] = made
+            tools.append(made)
+    return tools
+
+
+def _origin(made: Tool) -> str:
+    """Where a tool comes from, for an error: its function's qualified name, else its class."""
+    func = getattr(made, "function", None)
+    qualname = getattr(func, "__qualname__", None)
+    return str(qualname) if isinstance(qualname, str) else type(made).__name__
+
+
+def _shown(item: object) -> str:
+    return item.__name__ if isinstance(item, type) else type(item).__name__
