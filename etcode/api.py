@@ -107,7 +107,7 @@ class Agent(Generic[OutputT]):
     - ``skills``: skill folders of your own (each a ``SKILL.md`` folder or a folder of them;
       one path or a list; a relative one is taken from ``directory`` when given, else from the
       current folder), besides the project's and the user's (:func:`etcode.discover_skills`
-      lists them all).
+      lists them all). ``skills_dir``: the agent-loop design's name for one more such folder.
     - ``commands``: a task ``/name args`` naming a custom command runs its prompt (as
       ``etcode run /name args``); ``False`` sends every task as it is.
     - ``reasoning``: how hard the model thinks (``"low"``/``"medium"``/``"high"``, a token
@@ -188,6 +188,7 @@ class Agent(Generic[OutputT]):
         thinking_level: Reasoning = None,
         emit_reasoning_events: bool = True,
         output_type: type[OutputT] | None = None,
+        skills_dir: str | Path | None = None,
         **llm_kwargs: JsonValue,
     ) -> None:
         _check_keywords(llm_kwargs)
@@ -217,7 +218,7 @@ class Agent(Generic[OutputT]):
         self.llm = llm
         self.llm_kwargs = llm_kwargs
         self.custom_tools = tools_from(tools or ())
-        self.skills = _skill_folders(skills, directory)
+        self.skills = [*_skill_folders(skills, directory), *_skill_folders(skills_dir, directory)]
         self.builtin_tools = builtin_tools
         self.system_prompt = system_prompt
         self.name = name

@@ -206,3 +206,18 @@ def test_discover_skills_leaves_a_projects_folder_outside_it_out_unless_trusted(
     [warning] = warnings
     assert warning.startswith("left out skills.paths[0] of ") and "(pass trust=True)" in warning
     assert [s.name for s in etcode.discover_skills(project, trust=True)] == ["webapp-testing"]
+
+
+async def test_the_designs_skills_dir_is_one_more_skill_folder(llm: FakeLLM, tmp_path: Path) -> None:
+    """``Agent(skills_dir=...)``, as the agent-loop design names it: its skills are offered
+    (it was refused as an unknown model option)."""
+    project = git_init(tmp_path / "project")
+    mine, more = tmp_path / "mine", tmp_path / "more"
+    shutil.copytree(FIXTURES / "internal-comms", mine / "internal-comms")
+    shutil.copytree(FIXTURES / "brand-guidelines", more / "brand-guidelines")
+    llm.script(Reply(text="ok"))
+    agent = agent_for(llm, project, skills=[mine], skills_dir=str(more))
+    await agent.arun("hi")
+    assert [s.name for s in await agent.available_skills()] == ["brand-guidelines", "internal-comms"]
+    await agent.aclose()
+    assert "\n- brand-guidelines: " in system_text(llm.requests[0].body)
