@@ -293,6 +293,27 @@ def as_tool_result(value: object) -> ToolResult:
         return ToolResult(str(value))
 
 
+#: Set on a method ``@tool`` marked: ``{"name", "description", "read_only"}`` as given to it.
+MARK = "_etcode_tool_options"
+#: The design's own mark (``True``), kept for programs that look for it.
+DESIGN_MARK = "_tool_marker"
+
+
+def is_method(func: Callable[..., object]) -> bool:
+    """Whether ``func``'s first parameter is ``self`` or ``cls`` (``@tool`` only marks it)."""
+    try:
+        params = list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return False
+    return bool(params) and params[0] in ("self", "cls")
+
+
+def mark(func: Callable[..., object], options: dict[str, Any]) -> None:
+    """Mark ``func`` as a tool method with ``@tool``'s options."""
+    setattr(func, MARK, options)
+    setattr(func, DESIGN_MARK, True)
+
+
 @overload
 def tool(
     func: Callable[..., object],
@@ -330,8 +351,6 @@ def tool(
         if isinstance(f, (staticmethod, classmethod)):
             kind = type(f).__name__
             raise TypeError(f"@tool goes under @{kind}, not over it (on {f.__func__.__name__})")
-        from etcode.tools.class_tools import is_method, mark
-
         if is_method(f):  # a tool class's method: marked, returned as it is (tools/class_tools.py)
             mark(f, {"name": name, "description": description, "read_only": read_only})
             return cast(FunctionTool, f)

@@ -19,34 +19,13 @@ too. Public methods only (a name starting with ``_`` is skipped).
 from __future__ import annotations
 
 import functools
-import inspect
 import re
-from collections.abc import Callable
 from typing import Any
 
-from etcode.tools.base import FunctionTool, Tool
+from etcode.tools.base import MARK, FunctionTool, Tool
 
-#: Set on a method ``@tool`` marked: ``{"name", "description", "read_only"}`` as given to it.
-MARK = "_etcode_tool_options"
-#: The design's own mark (``True``), kept for programs that look for it.
-DESIGN_MARK = "_tool_marker"
 #: The names providers accept for a tool.
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
-def is_method(func: Callable[..., object]) -> bool:
-    """Whether ``func``'s first parameter is ``self`` or ``cls`` (``@tool`` only marks it)."""
-    try:
-        params = list(inspect.signature(func).parameters)
-    except (TypeError, ValueError):
-        return False
-    return bool(params) and params[0] in ("self", "cls")
-
-
-def mark(func: Callable[..., object], options: dict[str, Any]) -> None:
-    """Mark ``func`` as a tool method with ``@tool``'s options."""
-    setattr(func, MARK, options)
-    setattr(func, DESIGN_MARK, True)
 
 
 def has_tool_methods(cls: type) -> bool:
