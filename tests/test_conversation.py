@@ -476,6 +476,10 @@ def test_a_stream_left_on_a_loop_closed_since_does_not_fail_the_next_run(llm: Fa
     loop = asyncio.new_event_loop()
     try:
         loop.run_until_complete(leave_early())
+        tasks = asyncio.all_tasks(loop)  # ended as asyncio.run ends them; the stream stays open
+        for task in tasks:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
     finally:
         loop.close()
     assert agent.run_sync("two").content == "re: two"
