@@ -235,11 +235,11 @@ class Agent(Generic[OutputT]):
         self.config = config
         self.provider = provider
         self.asker = asker
-        from etcode.permission.question_turn import QuestionTurn
+        from etcode.util.turns import Turn
 
         #: Held while ``asker`` is asked: the conversations made from this agent (and its
         #: Task subagents) share it, so their questions come one at a time.
-        self.question_turn = QuestionTurn()
+        self.question_turn = Turn()
         self.trust = trust
         #: A task ``/name args`` naming a custom command runs the command's prompt (the front
         #: ends expand commands themselves, with their agent and model: they pass False).

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, Protocol, TypeAlias
 
 from etcode.contract.results import OutputT
 from etcode.util.sync_bridge import STOP_GRACE, iterate_blocking, loop_running, run_blocking
+from etcode.util.turns import Turn
 
 if TYPE_CHECKING:
     from etcode.contract.events import LoopEvent
@@ -29,9 +29,6 @@ __all__ = ["Conversation"]
 
 #: Images sent with a message: paths, ``bytes`` or ``ImagePart`` s (``Agent.stream``).
 Images: TypeAlias = "ImageInput | Iterable[ImageInput] | None"
-
-#: How often a send waiting for its turn looks whether the one before it has finished.
-TURN_POLL = 0.02
 
 
 class ConversationAgent(Protocol[OutputT]):
@@ -64,9 +61,8 @@ class Conversation(Generic[OutputT]):
 
     def __init__(self, agent: ConversationAgent[OutputT]) -> None:
         self._agent = agent
-        self._guard = threading.Lock()
-        #: Set when the running send has ended (None: none ran yet).
-        self._running: threading.Event | None = None
+        #: Held while a send runs (sends come from any thread and event loop).
+        self._sending = Turn()
 
     # ---- what it holds -----------------------------------------------------------------
     @property
@@ -146,7 +142,7 @@ class Conversation(Generic[OutputT]):
         return iterate_blocking(lambda: self._stream(text, images, close=True), self.interrupt)
 
     async def _send(self, text: str, images: Images, *, close: bool) -> AgentResult[OutputT]:
-        async with self._turn():
+        async with self._sending.hold():
             try:
                 return await self._agent.arun(text, images=images)
             finally:
@@ -154,7 +150,7 @@ class Conversation(Generic[OutputT]):
                     await self._agent.aclose()
 
     async def _stream(self, text: str, images: Images, *, close: bool) -> AsyncIterator[LoopEvent]:
-        async with self._turn():
+        async with self._sending.hold():
             events = self._agent.arun_stream(text, images=images)
             try:
                 async for event in events:
@@ -172,22 +168,3 @@ class Conversation(Generic[OutputT]):
                     await closing()
                 if close:
                     await self._agent.aclose()
-
-    @contextlib.asynccontextmanager
-    async def _turn(self) -> AsyncIterator[None]:
-        """Held while a send runs. Sends come from any thread and event loop (the sync
-        forms run on loops of their own), so the turn is a thread-safe flag, waited for
-        without blocking the loop (a stream left early ends a moment later: its ``finally``
-        runs when the loop closes it)."""
-        mine = threading.Event()
-        while True:
-            with self._guard:
-                running = self._running
-                if running is None or running.is_set():
-                    self._running = mine
-                    break
-            await asyncio.sleep(TURN_POLL)
-        try:
-            yield
-        finally:
-            mine.set()

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from etcode.contract.tools import PermissionDenied
-from etcode.permission.question_turn import QuestionTurn
 from etcode.permission.rules import ANSWERS_LAYER, LayeredMatcher, Rule, Ruleset, rules_for, rules_from_config
 from etcode.util.json_types import JsonObject
+from etcode.util.turns import Turn
 from etcode.util.wildcard import wildcard_match as _wildcard_match
 
 __all__ = [
@@ -120,7 +120,7 @@ class PermissionService:
         rules: Ruleset,
         asker: Asker | None = None,
         worktree: Path | None = None,
-        questions: QuestionTurn | None = None,
+        questions: Turn | None = None,
     ) -> None:
         self.rules: Ruleset = list(rules)
         self.asker: Asker = asker or DenyAsker()
@@ -128,7 +128,7 @@ class PermissionService:
         self.approved: Ruleset = []
         #: One question at a time to the asker: shared by the services that share it
         #: (an ``Agent``'s conversations), else this service's own.
-        self._questions = questions or QuestionTurn()
+        self._questions = questions or Turn()
         self._matchers: dict[tuple[str, str | None, int, int], LayeredMatcher] = {}
 
     def _pattern(self, permission: str, pattern: str) -> str:

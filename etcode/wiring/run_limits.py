@@ -65,5 +65,5 @@ def child_limits(
     sets none), else, in the Python API, the parent's ``max_steps``."""
     own = steps is not None or "max_steps" in config.model_fields_set or defaults == "cli"
     max_steps = run_limits(config, steps, defaults=defaults).max_steps if own else parent.max_steps
-    max_tokens = None if parent.max_tokens is None else remaining or parent.max_tokens
+    max_tokens = parent.max_tokens if remaining is None else remaining
     return replace(parent, max_steps=max_steps, max_tokens=max_tokens)

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from etcode.engine.images import ImageSupport
     from etcode.extensions.skills import SkillSet
     from etcode.mcp.manager import McpManager
-    from etcode.permission.question_turn import QuestionTurn
     from etcode.permission.rules import Ruleset
     from etcode.permission.service import Asker, PermissionService
     from etcode.prompt.instruction import InstructionPrompt
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from etcode.provider.catalog import ModelCatalog
     from etcode.provider.discovery import ServerProbe
     from etcode.security.sandbox import SandboxPolicy
+    from etcode.util.turns import Turn
     from etcode.wiring.settings import AgentSettings, ChildAgent, ChildSettings
 
 
@@ -610,7 +610,7 @@ def _permission_service(
     asker: Asker | None,
     instance: InstanceInfo,
     defaults: Ruleset,
-    questions: QuestionTurn,
+    questions: Turn,
 ) -> PermissionService:
     """The config's and the agent's rules over the defaults and ``defaults`` (more of them)."""
     from etcode.permission.service import LIBRARY_REASON, DenyAsker, PermissionService, rules_from_config

@@ -21,12 +21,12 @@ if TYPE_CHECKING:
     from etcode.contract.events import Event
     from etcode.contract.results import AgentResult
     from etcode.engine.limits import LoopLimits
-    from etcode.permission.question_turn import QuestionTurn
     from etcode.permission.service import Asker
     from etcode.provider.base import Provider
     from etcode.provider.reasoning import Reasoning
     from etcode.provider.spec import RetryConfig
     from etcode.tools.base import Tool
+    from etcode.util.turns import Turn
     from etcode.wiring.run_limits import LimitDefaults
 
 
@@ -76,7 +76,7 @@ class AgentSettings(Protocol):
     @property
     def asker(self) -> Asker | None: ...
     @property
-    def question_turn(self) -> QuestionTurn:
+    def question_turn(self) -> Turn:
         """Held while the asker is asked: shared by the agents that share the asker (an
         ``Agent``'s conversations), so their questions come one at a time."""
         ...
