@@ -107,6 +107,7 @@ class EtcodeApp(App[int]):
         self.feed = EventFeed(self.conversation, self.status_bar, self.todos)
         self.working = WorkingLine(id="working")  # ✻ Working… 12s · ↓ 340 tokens
         self.feed.working = self.working
+        self.asker.listener = self.feed  # a call's block waits for approval, its clock starts after
         self.status_bar.tick_listeners.append(self.feed.tick)
         self.status_bar.busy_listeners.append(self.feed.busy_changed)
         self.turn: Worker[None] | None = None

@@ -34,6 +34,8 @@ class EventFeed:
         #: ``✻ Working…`` above the input (set by the app); None: not shown.
         self.working: WorkingLine | None = None
         self._running: dict[str, ToolMessage] = {}  # tool calls not finished yet
+        #: Calls whose permission question opened before their block was shown.
+        self._awaiting: set[str] = set()
         self._show_bound: Callable[[ev.Event], Awaitable[None]] = self._show
 
     def tick(self, frame: int) -> None:
@@ -82,6 +84,24 @@ class EventFeed:
         self._count(event.params)
         widget = await self.conversation.tool_started(event.call_id, event.name, event.summary, event.params)
         self._running[event.call_id] = widget
+        if event.call_id in self._awaiting:
+            self._awaiting.discard(event.call_id)
+            widget.await_approval()
+
+    def approval_asked(self, call_id: str) -> None:
+        """The permission question of ``call_id`` opened: its block waits (no clock)."""
+        widget = self.conversation.tools.get(call_id)
+        if widget is None:  # its start event is still on its way
+            self._awaiting.add(call_id)
+        else:
+            widget.await_approval()
+
+    def approval_answered(self, call_id: str, allowed: bool) -> None:
+        """Answered: an allowed call's clock starts now; a denied one never runs."""
+        self._awaiting.discard(call_id)
+        widget = self.conversation.tools.get(call_id)
+        if widget is not None:
+            widget.approval_answered(allowed)
 
     @_show.register
     async def _tool_progress(self, event: ev.ToolProgress) -> None:

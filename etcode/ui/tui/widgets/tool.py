@@ -68,6 +68,8 @@ class ToolMessage(Widget, can_focus=True):
         self._live.display = False
         self._progress = ""  # a sub-agent's current tool (set_progress)
         self._shown_seconds = -1
+        #: ``waiting``: its permission question is open; ``denied``: refused (it never runs).
+        self.approval = ""
 
     def compose(self) -> ComposeResult:
         yield self._head
@@ -100,10 +102,31 @@ class ToolMessage(Widget, can_focus=True):
             self._live.display = True
         self.tick(force=True)
 
+    def await_approval(self) -> None:
+        """Its permission question is open: ``└ waiting for approval``, no clock."""
+        if not self.running:
+            return
+        self.approval = "waiting"
+        self._set_line(Text("└ waiting for approval", style="yellow"))
+
+    def approval_answered(self, allowed: bool) -> None:
+        """Allowed: the call starts now (its clock with it); denied: it never ran."""
+        if not self.running or self.approval != "waiting":
+            return
+        self.approval = "" if allowed else "denied"
+        self.started = time.monotonic()
+        self._shown_seconds = -1
+        self._set_line(Text("└ executing..." if allowed else "└ denied", style="dim"))
+
+    def _set_line(self, line: Text) -> None:
+        self._line.update(line)
+        self.line_text = f"  {line.plain}"
+
     def tick(self, force: bool = False) -> None:
         """Show the elapsed time (``└ running 12s``) once it is a second or more, or
-        output came; repaints only when the shown second changes."""
-        if not self.running:
+        output came; repaints only when the shown second changes. None while it waits
+        for approval or was denied."""
+        if not self.running or self.approval:
             return
         seconds = int(time.monotonic() - self.started)
         if seconds == self._shown_seconds and not force:
