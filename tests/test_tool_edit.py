@@ -196,3 +196,45 @@ async def test_stray_bytes_are_kept_and_shown_as_replacement_characters(tmp_path
     with pytest.raises(ToolError) as err:
         await edit(ctx, file_path="latin.txt", old_string="caf\ufffd three", new_string="x")
     assert "caf\ufffd two" in str(err.value) and "not found" in str(err.value)
+
+
+async def test_the_first_changed_line_is_carried_for_editors_and_the_dialog(tmp_path: Path) -> None:
+    """Edit, WriteFile of an existing file and a new file say where the change is (issue 30.5):
+    the permission question and the result carry ``line``, the new file's first changed line."""
+    from etcode.tools.write_file import WriteFileTool
+
+    asked: list[dict[str, Any]] = []
+
+    async def allow(permission: str, patterns: list[str], metadata: dict[str, Any]) -> None:
+        asked.append(metadata)
+
+    lines = "".join(f"value_{i} = {i}\n" for i in range(1, 51))
+    (tmp_path / "v.py").write_text(lines)
+    ctx = make_ctx(tmp_path, check_permission=allow)
+    result = await edit(ctx, file_path="v.py", old_string="value_31 = 31\n", new_string="value_31 = 0\n")
+    assert result.data is not None and result.data["line"] == 31 and asked[-1]["line"] == 31
+    assert "@@ -28,7 +28,7 @@" in result.data["diff"]  # the hunk's real numbers, context around it
+
+    write = WriteFileTool()
+    content = (tmp_path / "v.py").read_text().replace("value_40 = 40\n", "")
+    result = await write.run(write.parse({"file_path": "v.py", "content": content}), ctx)
+    assert result.data is not None and result.data["line"] == 40 and asked[-1]["line"] == 40
+    result = await write.run(write.parse({"file_path": "new.py", "content": "a\nb\n"}), ctx)
+    assert result.data is not None and result.data["line"] == 1
+
+
+def test_hunk_lines_carry_real_numbers() -> None:
+    from etcode.tools.diff import diff_hunks, first_changed_line, unified_diff
+
+    old = "".join(f"{i}\n" for i in range(1, 21))
+    diff = unified_diff("n", old, old.replace("10\n", "ten\nten and a half\n"))
+    (hunk,) = diff_hunks(diff)
+    assert [(d.kind, d.old, d.new) for d in hunk.lines[2:6]] == [
+        (" ", 9, 9),
+        ("-", 10, None),
+        ("+", None, 10),
+        ("+", None, 11),
+    ]
+    assert hunk.lines[-1].number == 14 and first_changed_line(diff) == 10
+    assert first_changed_line(unified_diff("n", "x\n", "")) == 1  # all removed
+    assert first_changed_line("") is None

@@ -121,7 +121,7 @@ async def test_narrow_terminal_gives_the_chat_the_width(project: Path, llm: Fake
         assert screen_lines(app)[-1].endswith("/help · ctrl+c twice to quit")
 
 
-async def test_edit_shows_its_first_changed_lines_without_a_key(project: Path, llm: FakeLLM) -> None:
+async def test_edit_shows_its_numbered_hunk_without_a_key(project: Path, llm: FakeLLM) -> None:
     old = "".join(f"line{i} = {i}\n" for i in range(10))
     (project / "app.py").write_text(old, encoding="utf-8")
     new = old.replace(" = ", " == ")
@@ -137,22 +137,24 @@ async def test_edit_shows_its_first_changed_lines_without_a_key(project: Path, l
         assert isinstance(tool, ToolMessage) and not tool.expanded
         await pilot.pause()
         lines = [line.strip() for line in screen_lines(app)]
-        # 20 changed lines (10 removed, then 10 added): the first 6 are shown
-        assert all(f"│ -line{i} = {i}" in lines for i in range(6)), lines
-        assert "│ -line6 = 6" not in lines
-        assert "│ … +14 lines (click or shift+tab, enter to expand)" in lines
-        assert "│ +line9 == 9" not in lines
+        # 20 changed rows (10 removed, then 10 added), numbered: the first 10 are shown
+        assert all(f"│ {i + 1:>2} - line{i} = {i}" in lines for i in range(10)), lines
+        assert any(
+            line.startswith("│ ") and line.endswith(" … 10 more lines (click or shift+tab, enter to expand)")
+            for line in lines
+        ), lines
+        assert "│ 10 + line9 == 9" not in lines
         await pilot.press("shift+tab")  # the block is selected, Enter expands it
         assert app.focused is tool
         await pilot.press("enter")
         await pilot.pause()
         lines = [line.strip() for line in screen_lines(app)]
-        assert "│ +line9 == 9" in lines
-        assert not any("+14 lines" in line for line in lines)
+        assert "│ 10 + line9 == 9" in lines
+        assert not any("more lines" in line for line in lines)
         await pilot.click(ToolMessage)  # and a click folds it back
         await pilot.pause()
         assert not tool.expanded
-        assert "│ +line9 == 9" not in [line.strip() for line in screen_lines(app)]
+        assert "│ 10 + line9 == 9" not in [line.strip() for line in screen_lines(app)]
 
 
 def test_background_from_colorfgbg() -> None:
@@ -266,8 +268,8 @@ async def test_a_replayed_edit_shows_its_preview_too() -> None:
         await app.mount_all([widget, failed])
         await pilot.pause()
         lines = [line.strip() for line in screen_lines(app)]  # type: ignore[arg-type]
-        assert "-x = 1" in lines and "+x = 10" in lines, lines
-        assert lines.count("-x = 1") == 1  # the failed edit shows no diff
+        assert "1 - x = 1" in lines and "1 + x = 10" in lines and "2   y = 2" in lines, lines
+        assert lines.count("1 - x = 1") == 1  # the failed edit shows no diff
         assert not any("to expand" in line for line in lines)  # nothing more to show
 
 
@@ -289,15 +291,29 @@ async def test_code_is_readable_on_the_light_theme(
         assert sum(bg) - sum(fg) > 3 * 100, (fg, bg)  # dark text on a light background
 
 
-def test_diff_preview_counts_only_changed_lines() -> None:
+def test_numbered_diff_rows_and_the_rows_it_leaves_out() -> None:
+    from rich.console import Console
+
     from etcode.tools.diff import unified_diff
-    from etcode.ui.tui.widgets.tool import diff_preview
+    from etcode.ui.tui.diff_view import diff_rows, numbered_diff, rows_text
+
+    def shown(renderable: object) -> list[str]:
+        console = Console(width=60, record=True)
+        console.print(renderable)
+        return [line.rstrip() for line in console.export_text().splitlines()]
 
     old = "".join(f"-- sql comment {i}\n" for i in range(7))
-    preview = diff_preview(unified_diff("q.sql", old, ""))  # 7 removed lines, all starting "--"
-    assert preview is not None
-    shown = preview.plain.splitlines()
-    assert shown == [f"--- sql comment {i}" for i in range(7)]  # 7 = 6 + 1: no hint for one line
-    assert diff_preview(unified_diff("q.sql", "same\n", "same\n")) is None
-    preview = diff_preview(unified_diff("q.sql", "", "".join(f"{i}\n" for i in range(9))))
-    assert preview is not None and preview.plain.splitlines()[-1].startswith("… +3 lines (")
+    rows = diff_rows(unified_diff("q.sql", old, ""))  # 7 removed lines, all starting "--"
+    assert rows_text(rows).splitlines() == [f"{i + 1} - -- sql comment {i}" for i in range(7)]
+    assert numbered_diff(unified_diff("q.sql", "same\n", "same\n")) is None
+    eleven = unified_diff("q.sql", "", "".join(f"{i}\n" for i in range(11)))
+    assert shown(numbered_diff(eleven, 10))[-1] == "11 + 10"  # no hint for one line
+    twelve = unified_diff("q.sql", "", "".join(f"{i}\n" for i in range(12)))
+    assert (
+        shown(numbered_diff(twelve, 10, "enter to expand"))[-1].strip() == "… 2 more lines (enter to expand)"
+    )
+    lines = "".join(f"{i}\n" for i in range(1, 31))
+    two_hunks = unified_diff("a", lines, lines.replace("\n5\n", "\n5!\n").replace("\n25\n", "\n25!\n"))
+    text = rows_text(diff_rows(two_hunks)).splitlines()
+    assert text[:5] == [" 2   2", " 3   3", " 4   4", " 5 - 5", " 5 + 5!"]
+    assert "   ⋮" in text and text[-1] == "28   28"

@@ -8,7 +8,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from rich.syntax import Syntax
+from rich.console import Console
 
 from etcode.provider.types import Message, TextPart, ToolCallPart, ToolResultPart
 from etcode.session.store import SessionStore
@@ -83,7 +83,10 @@ async def test_resumed_tool_lines_and_edit_diff_match_the_live_run(project: Path
         edit = app.conversation.tools["call_edit"]
         assert edit.data is not None and edit.data["diff"] == live_diff
         detail = edit.detail_renderable()
-        assert isinstance(detail, Syntax) and "+changed 7" in detail.code  # the diff, not the model's text
+        console = Console(width=80, record=True)
+        console.print(detail)
+        shown = console.export_text()
+        assert "8 + changed 7" in shown and "8 - a.py line 7" in shown  # the diff, not the model's text
 
     await resumed(project, check)
 

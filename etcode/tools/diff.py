@@ -5,11 +5,22 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass, field
 
 from etcode.tools.summary import count_lines
 from etcode.util.fs import format_size
 
-__all__ = ["DIFF_LIMIT", "REGION_LIMIT", "changed_region", "diff_stats", "unified_diff"]
+__all__ = [
+    "DIFF_LIMIT",
+    "REGION_LIMIT",
+    "DiffLine",
+    "Hunk",
+    "changed_region",
+    "diff_hunks",
+    "diff_stats",
+    "first_changed_line",
+    "unified_diff",
+]
 
 
 #: Texts larger than this (characters, both sides) are diffed only around the change: the
@@ -100,3 +111,72 @@ def diff_stats(diff: str) -> tuple[int, int]:
         elif line.startswith("-") and not line.startswith("---"):
             removed += 1
     return added, removed
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    """One line of a hunk: ``kind`` is ``" "`` (context), ``"-"`` or ``"+"``; ``old``/``new``
+    its line number in the old/new file (None on the side it is not in)."""
+
+    kind: str
+    text: str
+    old: int | None
+    new: int | None
+
+    @property
+    def number(self) -> int:
+        """The number a single gutter shows: the old file's for a removed line, else the new's."""
+        return (self.old if self.kind == "-" else self.new) or 0
+
+
+@dataclass
+class Hunk:
+    """One ``@@ -a,b +c,d @@`` hunk of a unified diff, its lines numbered."""
+
+    old_start: int
+    new_start: int
+    lines: list[DiffLine] = field(default_factory=list)
+
+
+def diff_hunks(diff: str) -> list[Hunk]:
+    """The hunks of a unified diff (``unified_diff``'s), each line with its real line
+    numbers; headers, ``\\ No newline`` markers and a hunk without lines are left out."""
+    hunks: list[Hunk] = []
+    old = new = 0
+    for line in diff.splitlines():
+        match = _HUNK.match(line)
+        if match:
+            old, new = int(match.group(1)), int(match.group(3))
+            # an empty side (",0") names the line before the hunk
+            old += 1 if match.group(2) == ",0" else 0
+            new += 1 if match.group(4) == ",0" else 0
+            hunks.append(Hunk(old, new))
+            continue
+        if not hunks or not line or line[0] not in " -+":
+            continue
+        kind, text = line[0], line[1:]
+        hunk = hunks[-1]
+        if kind == "-":
+            hunk.lines.append(DiffLine(kind, text, old, None))
+            old += 1
+        elif kind == "+":
+            hunk.lines.append(DiffLine(kind, text, None, new))
+            new += 1
+        else:
+            hunk.lines.append(DiffLine(kind, text, old, new))
+            old += 1
+            new += 1
+    return [hunk for hunk in hunks if hunk.lines]
+
+
+def first_changed_line(diff: str) -> int | None:
+    """The new file's number of the first changed line (for a removal, the line now in its
+    place), for an editor's location; None when the diff shows no line."""
+    for hunk in diff_hunks(diff):
+        new = hunk.new_start
+        for line in hunk.lines:
+            if line.kind != " ":
+                return max(1, line.new if line.new is not None else new)
+            new += 1
+    match = next((m for m in map(_HUNK.match, diff.splitlines()) if m), None)
+    return max(1, int(match.group(3))) if match else None

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from etcode.security.redact import replaces_secret
 from etcode.tools import client_io
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
-from etcode.tools.diff import DIFF_LIMIT, changed_region, diff_stats, unified_diff
+from etcode.tools.diff import DIFF_LIMIT, changed_region, diff_stats, first_changed_line, unified_diff
 from etcode.tools.edit_match import (
     AmbiguousMatchError,
     NoMatchError,
@@ -76,6 +76,11 @@ def _check_encodable(text: str, name: str) -> None:
 
 def _numbered(lines: list[str], first: int) -> str:
     return "\n".join(f"{first + i:>6}\t{line}" for i, line in enumerate(lines))
+
+
+def edit_request(tool: str, path: Path, diff: str) -> JsonObject:
+    """What an edit's permission question carries: the diff and its first changed line."""
+    return {"tool": tool, "path": str(path), "diff": diff, "line": first_changed_line(diff)}
 
 
 def refuse_unwritable(path: Path, shown: str) -> None:
@@ -146,6 +151,7 @@ def _edited(path: Path, shown: str, diff: str, outcome: Replacement, snippet: st
         data={
             "path": str(path),
             "diff": diff,
+            "line": first_changed_line(diff),  # where an editor shows the change
             "additions": added,
             "deletions": removed,
             "matcher": outcome.matcher,
@@ -198,9 +204,7 @@ class EditTool(Tool):
         if replaces_secret(form.body, final):
             raise ToolError(SECRET_OVERWRITE.format(shown=shown))
         diff = unified_diff(shown, form.shown(form.body), form.shown(final))
-        await ctx.check_permission(
-            "edit", rule_patterns(ctx, path), {"tool": self.name, "path": str(path), "diff": diff}
-        )
+        await ctx.check_permission("edit", rule_patterns(ctx, path), edit_request(self.name, path, diff))
         await client_io.save_text(ctx, path, (BOM if form.bom else "") + final, shown)
         return _edited(path, shown, diff, outcome, form.shown(self._snippet(work, updated)))
 
@@ -231,15 +235,20 @@ class EditTool(Tool):
                 "or use WriteFile to replace it."
             )
         diff = unified_diff(shown, old, content)
-        await ctx.check_permission(
-            "edit", rule_patterns(ctx, path), {"tool": self.name, "path": str(path), "diff": diff}
-        )
+        await ctx.check_permission("edit", rule_patterns(ctx, path), edit_request(self.name, path, diff))
         await client_io.save_text(ctx, path, content, shown)
         added, removed = diff_stats(diff)
         lines = count_lines(content)
         return ToolResult(
             f"Created {shown} ({plural(lines, 'line')}).",
-            data={"path": str(path), "diff": diff, "additions": added, "deletions": removed, "created": True},
+            data={
+                "path": str(path),
+                "diff": diff,
+                "line": first_changed_line(diff),
+                "additions": added,
+                "deletions": removed,
+                "created": True,
+            },
             summary=f"Created {shown} ({plural(lines, 'line')})",
         )
 

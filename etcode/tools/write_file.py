@@ -7,8 +7,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from etcode.security.redact import replaces_secret
 from etcode.tools import client_io
 from etcode.tools.base import Tool, ToolContext, ToolError, ToolResult
-from etcode.tools.diff import diff_stats, unified_diff
-from etcode.tools.edit import SECRET_OVERWRITE, refuse_unwritable
+from etcode.tools.diff import diff_stats, first_changed_line, unified_diff
+from etcode.tools.edit import SECRET_OVERWRITE, edit_request, refuse_unwritable
 from etcode.tools.paths import display_path, resolve_for, rule_patterns
 from etcode.tools.summary import count_lines, plural
 from etcode.util.json_types import JsonObject
@@ -62,7 +62,7 @@ class WriteFileTool(Tool):
         await ctx.check_permission(
             "edit",
             rule_patterns(ctx, path),
-            {"tool": self.name, "path": str(path), "diff": diff},
+            edit_request(self.name, path, diff),
         )
         await client_io.save_text(ctx, path, params.content, shown)
         lines = count_lines(params.content)
@@ -75,6 +75,7 @@ class WriteFileTool(Tool):
                 "created": old is None,
                 "lines": lines,
                 "diff": diff,
+                "line": first_changed_line(diff),  # where an editor shows the change
                 "additions": added,
                 "deletions": removed,
             },

@@ -16,11 +16,14 @@ from rich.text import Text
 from textual import events
 from textual._time import get_time
 from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Button, Input, Static
 
 from etcode.permission.service import Decision, PermissionRequest
+from etcode.ui.tui.diff_view import numbered_diff
 from etcode.ui.tui.theme import code_theme
 from etcode.ui.tui.widgets.guard import GuardedModal, pass_on
 from etcode.util.json_types import JsonObject
@@ -28,6 +31,13 @@ from etcode.util.json_types import JsonObject
 __all__ = ["PermissionScreen", "key_hint", "pass_on", "request_details", "request_title"]
 
 DEFAULT_REJECT = "denied by the user"
+#: Rows of an edit's diff in the dialog (it scrolls; past these, ``… N more lines``).
+MAX_DIFF_ROWS = 400
+#: The largest part of the screen the dialog takes (the conversation stays in sight).
+MAX_SHARE = 0.4
+#: The dialog's rows besides its details: the top border, title, buttons, scope, keys.
+DIALOG_CHROME = 5
+MIN_DETAIL_ROWS = 3
 
 
 def request_title(request: PermissionRequest) -> str:
@@ -42,6 +52,9 @@ def request_details(request: PermissionRequest) -> RenderableType:
     meta = request.metadata
     diff = meta.get("diff")
     if isinstance(diff, str) and diff.strip():
+        numbered = numbered_diff(diff, MAX_DIFF_ROWS)
+        if numbered is not None:
+            return numbered
         return Syntax(diff, "diff", theme=code_theme(), word_wrap=True, background_color="default")
     command = meta.get("command")
     if isinstance(command, str) and command:
@@ -103,6 +116,7 @@ class PermissionScreen(GuardedModal[Decision]):
     ) -> None:
         super().__init__(arm_delay=arm_delay, clock=clock, classes="permission-screen")
         self.request = request
+        self._shrunk: Widget | None = None  # the transcript made shorter for the dialog
 
     def compose(self) -> ComposeResult:
         always = ", ".join(self.request.always) or "this"
@@ -111,18 +125,72 @@ class PermissionScreen(GuardedModal[Decision]):
             with VerticalScroll(id="permission-details", can_focus=False):
                 yield Static(request_details(self.request), markup=False)
             with Horizontal(id="permission-buttons"):
-                yield Button("1 Allow once", id="allow-once", variant="primary", disabled=True)
+                yield Button("1 Allow once", id="allow-once", variant="primary", disabled=True, compact=True)
                 yield Button(
-                    "2 Allow always (this session)", id="allow-always", variant="success", disabled=True
+                    "2 Allow always (this session)",
+                    id="allow-always",
+                    variant="success",
+                    disabled=True,
+                    compact=True,
                 )
-                yield Button("3 Reject", id="reject", variant="error", disabled=True)
+                yield Button("3 Reject", id="reject", variant="error", disabled=True, compact=True)
             yield Static(Text(f"always allows: {always}", style="dim"), id="permission-always")
             yield Static(id="permission-keys")
-            yield Input(placeholder="Why not? (sent to the model; Enter to reject)", id="reject-reason")
+            yield Input(
+                placeholder="Why not? (sent to the model; Enter to reject)", id="reject-reason", compact=True
+            )
 
     def on_mount(self) -> None:
         self.query_one("#reject-reason", Input).display = False
         self._show_hint()
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """Keep the conversation visible: the dialog sits on the bottom of the transcript
+        (the input and status bar below it stay in sight), takes at most :data:`MAX_SHARE`
+        of the screen (a longer diff scrolls), and the transcript ends above it."""
+        height = self.size.height or self.app.size.height
+        body, below = self._transcript_body(height)
+        self.query_one("#permission-dialog", Vertical).styles.margin = (0, 0, below, 0)
+        chrome = DIALOG_CHROME + (1 if self.query_one("#reject-reason", Input).display else 0)
+        rows = max(MIN_DETAIL_ROWS, int(height * MAX_SHARE) - chrome)
+        self.query_one("#permission-details", VerticalScroll).styles.max_height = rows
+        if body is not None:
+            self.call_after_refresh(self._make_room, body)
+
+    def _transcript_body(self, height: int) -> tuple[Widget | None, int]:
+        """The chat's ``#body`` under this dialog (None in another app) and the rows below it."""
+        stack = self.app.screen_stack
+        if len(stack) < 2 or stack[-1] is not self:
+            return None, 0
+        base = stack[-2]
+        body = next(iter(base.query("#body")), None)
+        if body is None or body.parent is not base:
+            return None, 0
+        after = list(base.children)[list(base.children).index(body) + 1 :]
+        tops = [w.region.y for w in after if w.display and w.region.height]
+        return body, max(0, height - min(tops)) if tops else 0
+
+    def _make_room(self, body: Widget) -> None:
+        """The transcript ends above the dialog (it scrolls its newest lines into sight)."""
+        if self.is_attached and self.app.screen is self:
+            body.styles.margin = (0, 0, self.query_one("#permission-dialog", Vertical).outer_size.height, 0)
+            self._shrunk = body
+
+    def on_unmount(self) -> None:
+        self._give_room_back()
+
+    def dismiss(self, result: Decision | None = None) -> AwaitComplete:
+        self._give_room_back()
+        return super().dismiss(result)
+
+    def _give_room_back(self) -> None:
+        if self._shrunk is not None:
+            self._shrunk.styles.margin = (0, 0, 0, 0)
+            self._shrunk = None
 
     # ---- the guard's hooks -----------------------------------------------------------
     def guard_changed(self, armed: bool) -> None:
@@ -173,6 +241,7 @@ class PermissionScreen(GuardedModal[Decision]):
         reason.display = True
         reason.focus()
         self._show_hint()
+        self._fit()
 
     def action_reject_now(self) -> None:
         if not self.armed:

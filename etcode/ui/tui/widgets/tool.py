@@ -5,8 +5,9 @@
 
 becomes ``└ Read 3 files (12.5 KB)`` or ``└ ⚠ <error>``. The strings are the ``summary``
 fields of the events (the summary generators), never computed here. An Edit/WriteFile
-shows its first changed lines at once (``PREVIEW_LINES``); Enter or a click expands the
-call to its full output: the whole diff of an Edit/WriteFile, the output of Bash.
+shows its numbered hunk with context at once (``PREVIEW_LINES`` rows, ``diff_view``);
+Enter or a click expands the call to its full output: every hunk of an Edit/WriteFile,
+the output of Bash.
 What it shows is redacted (API keys and key shapes), as ``etcode run`` prints it.
 """
 
@@ -24,12 +25,13 @@ from textual.widgets import Static
 
 from etcode.security.redact import redact
 from etcode.ui.live_tail import LiveTail, elapsed_text
+from etcode.ui.tui.diff_view import numbered_diff
 from etcode.ui.tui.theme import code_theme
 from etcode.util.json_types import JsonObject
 
 MAX_DETAIL_LINES = 400
-#: Changed lines of a diff shown under a finished edit before it is expanded.
-PREVIEW_LINES = 6
+#: Rows of an edit's numbered diff shown under the finished call before it is expanded.
+PREVIEW_LINES = 10
 EXPAND_HINT = "click or shift+tab, enter to expand"
 LIVE_LINES = 5  # lines of a running command's output shown under its head
 
@@ -191,7 +193,7 @@ class ToolMessage(Widget, can_focus=True):
         return diff if isinstance(diff, str) and not self.is_error else ""
 
     def _show_preview(self) -> None:
-        preview = diff_preview(redact(self.diff)) if self.diff.strip() else None
+        preview = numbered_diff(redact(self.diff), PREVIEW_LINES, EXPAND_HINT) if self.diff.strip() else None
         if preview is not None:
             self._preview.update(preview)
         self._preview.display = preview is not None and not self.expanded
@@ -200,7 +202,10 @@ class ToolMessage(Widget, can_focus=True):
         """The full output: a diff for edits, the output otherwise (capped)."""
         diff = (self.data or {}).get("diff")
         if isinstance(diff, str) and diff.strip():
-            return Syntax(
+            numbered = numbered_diff(redact(diff), MAX_DETAIL_LINES)
+            if numbered is not None:
+                return numbered
+            return Syntax(  # no hunk to number (a change too large to show line by line)
                 _cap(redact(diff)), "diff", theme=code_theme(), word_wrap=True, background_color="default"
             )
         if self.result_summary is None:
@@ -226,27 +231,6 @@ class ToolMessage(Widget, can_focus=True):
 
     def on_click(self) -> None:
         self.action_toggle_detail()
-
-
-def diff_preview(diff: str, limit: int = PREVIEW_LINES) -> Text | None:
-    """The first ``limit`` changed lines of a unified diff (``+`` green, ``-`` red), then
-    ``… +N lines`` when there are more; None when nothing changed."""
-    lines = diff.splitlines()
-    hunks = next((i for i, line in enumerate(lines) if line.startswith("@@")), 0)  # after the headers
-    changed = [line for line in lines[hunks:] if line.startswith(("+", "-"))]
-    if not changed:
-        return None
-    if len(changed) == limit + 1:  # the hint would take the line it hides
-        limit += 1
-    text = Text()
-    for line in changed[:limit]:
-        text.append(line, style="green" if line.startswith("+") else "red")
-        text.append("\n")
-    rest = len(changed) - limit
-    if rest > 0:
-        text.append(f"… +{rest} line{'s' if rest != 1 else ''} ({EXPAND_HINT})", style="dim")
-    text.rstrip()
-    return text
 
 
 def _cap(text: str) -> str:
