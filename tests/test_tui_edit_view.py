@@ -96,12 +96,18 @@ async def test_the_dialog_shows_the_numbered_hunk_and_leaves_the_conversation_vi
         dialog = screen.query_one("#permission-dialog").region
         assert dialog.height <= 0.4 * SIZE[1] + 1, dialog  # at most ~40% of the screen
         assert dialog.bottom <= app.prompt.region.y, (dialog, app.prompt.region)  # the input stays in sight
-        above = lines[: dialog.y]
-        assert any("change value 24" in line for line in above), above  # the conversation too
-        assert any("note 2.5" in line for line in above), above
+
+        def above() -> list[str]:
+            return screen_lines(app)[: dialog.y]
+
+        # the transcript ends above the dialog: its newest lines (the message, the waiting call) in sight
+        await wait_for(pilot, lambda: any("waiting for approval" in line for line in above()), what="room")
+        assert any("change value 24" in line for line in above()), above()
+        assert any("note 2.5" in line for line in above()), above()
         assert screen.request.metadata["line"] == 24  # the first changed line, for an editor
         await pilot.press("y")
         await wait_for(pilot, lambda: not app.busy, what="the end of the turn")
+        assert app.query_one("#body").styles.margin.bottom == 0  # the room given back
 
 
 async def test_the_transcript_block_and_a_resumed_session_show_the_same_numbered_hunk(
