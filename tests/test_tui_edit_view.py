@@ -161,3 +161,27 @@ async def test_a_long_diff_shows_its_first_rows_then_how_many_more(edited: Path,
         assert any(re.search(r"… \d+ more lines \(click or shift\+tab, enter to expand\)", x) for x in lines)
         block = app.conversation.tools["call_write"]
         assert block.data is not None and block.data["line"] == 1
+
+
+async def test_a_diff_longer_than_the_dialog_scrolls_with_the_arrows(edited: Path, llm: FakeLLM) -> None:
+    new = LINES.replace(" = ", " == ")  # every line changed: 100 rows
+    llm.script(
+        Reply(calls=[Call("WriteFile", {"file_path": "values.py", "content": new})]),
+        Reply(text="Left it."),
+    )
+    app = make_app(edited)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await submit(pilot, app, "rewrite")
+        screen = await permission_dialog(pilot, app)
+        details = screen.query_one("#permission-details")
+        await wait_for(pilot, lambda: screen.details_overflow, what="the details to overflow")
+        assert screen.query_one("#permission-dialog").region.height <= 0.4 * SIZE[1] + 1
+        assert "↑/↓ scroll" in str(screen.query_one("#permission-keys").render())
+        assert details.scroll_y == 0
+        await pilot.press("down", "down", "pagedown")
+        await wait_for(pilot, lambda: details.scroll_y == 10, what="the diff to scroll")
+        assert screen.focused is not None and screen.focused.id == "allow-once"  # still the answer's
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.busy, what="the end of the turn")
+    assert (edited / "values.py").read_text(encoding="utf-8") == LINES

@@ -105,6 +105,10 @@ class PermissionScreen(GuardedModal[Decision]):
         Binding("escape", "reject_now", "Reject", show=False),
         Binding("left", "move(-1)", "Previous", show=False),
         Binding("right", "move(1)", "Next", show=False),
+        Binding("up", "scroll_details(-1)", "Scroll up", show=False),
+        Binding("down", "scroll_details(1)", "Scroll down", show=False),
+        Binding("pageup", "scroll_details(-8)", "Page up", show=False),
+        Binding("pagedown", "scroll_details(8)", "Page down", show=False),
     ]
 
     def __init__(
@@ -233,6 +237,16 @@ class PermissionScreen(GuardedModal[Decision]):
         index = buttons.index(self.focused) if self.focused in buttons else (-1 if step > 0 else 0)
         buttons[(index + step) % len(buttons)].focus()
 
+    def action_scroll_details(self, rows: int) -> None:
+        """↑/↓, PgUp/PgDn: scroll a diff longer than the dialog (the buttons keep the focus)."""
+        if self.armed and not self.typing_reason:
+            self.query_one("#permission-details", VerticalScroll).scroll_relative(y=rows, animate=False)
+
+    @property
+    def details_overflow(self) -> bool:
+        """True when the details are longer than the dialog shows (they scroll)."""
+        return self.query_one("#permission-details", VerticalScroll).max_scroll_y > 0
+
     def action_reject(self) -> None:
         """Ask for a reason (optional): show the input and focus it."""
         if not self.armed or self.typing_reason:
@@ -271,4 +285,5 @@ def key_hint(screen: PermissionScreen) -> Text:
     if isinstance(focused, Button) and focused.id == "allow-always":
         always = ", ".join(screen.request.always) or "this"
         return Text(f"Enter: allow {always} for this session · ←/→ move · Esc reject", style="bold")
-    return Text("1/y allow once · 2/a then Enter: always · 3/n or Esc reject", style="dim")
+    scroll = " · ↑/↓ scroll" if screen.details_overflow else ""
+    return Text(f"1/y allow once · 2/a then Enter: always · 3/n or Esc reject{scroll}", style="dim")
