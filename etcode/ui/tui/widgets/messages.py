@@ -22,6 +22,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence, MarkdownStream
+from textual.worker import Worker
 
 from etcode.ui.tui.cells import narrow_emoji
 from etcode.ui.tui.highlight import LEXERS, language_of
@@ -74,22 +75,43 @@ class CodeFence(MarkdownFence):
 class ChatTable(MarkdownBlock):
     """A table of the live Markdown drawn as a finished answer draws it (Rich's table, see
     :class:`_BorderedTable`): one rule under the header, not a grid line between every
-    row, and the same cell widths (:func:`narrow_emoji`) whether streaming or finished."""
+    row, and the same cell widths (:func:`narrow_emoji`) whether streaming or finished.
+
+    Rich takes milliseconds per row, so while the table streams it is drawn again in a
+    worker thread (the rows shown so far stay meanwhile; only the newest text is drawn)."""
+
+    _source = ""  # the newest Markdown of the table
+    _drawing: Worker[None] | None = None
 
     def compose(self) -> ComposeResult:
-        self._show(table_source(self))
+        self._source = table_source(self)
+        self.update(_TableLines(self._source))  # at once: a table shown whole (not streaming)
         self._blocks.clear()
         return iter(())
 
-    def _show(self, source: str) -> None:
-        self.update(_TableLines(source))
-
     async def _update_from_block(self, block: MarkdownBlock) -> None:
         """The streamed table grew: draw it again in place."""
-        if isinstance(block, ChatTable):
-            self._show(table_source(block))
+        if not isinstance(block, ChatTable):
+            await super()._update_from_block(block)
             return
-        await super()._update_from_block(block)
+        self._source = table_source(block)
+        if self._drawing is None or self._drawing.is_finished:
+            self._drawing = self.run_worker(self._draw(), group="table", exit_on_error=False)
+
+    async def _draw(self) -> None:
+        """Draw the newest source off the UI thread, then show it."""
+        while True:
+            source = self._source
+            lines = _TableLines(source)
+            await lines.prerender(self.app.console, render_options(self._markdown))
+            if source == self._source:
+                self.update(lines)
+                return
+
+    async def drawn(self) -> None:
+        """Wait until the newest text is shown."""
+        if self._drawing is not None:
+            await self._drawing.wait()
 
 
 #: Textual's blocks of a table's rows and cells (not exported by ``textual.widgets.markdown``).
@@ -229,9 +251,11 @@ class AssistantMessage(Markdown):
             await stream.stop()
 
     async def finish(self) -> None:
-        """Show what is pending and stop the stream."""
+        """Show what is pending and stop the stream (its tables drawn)."""
         await self._feed()
         await self._stop_stream()
+        for table in self.query(ChatTable):
+            await table.drawn()
 
 
 class RenderedMarkdown:
