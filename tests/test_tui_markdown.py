@@ -110,6 +110,7 @@ def test_variation_selector_dropped_only_after_a_narrow_character() -> None:
     assert narrow_emoji("\ufe0f rest", before="🖥") == " rest"  # split across streamed chunks
     assert narrow_emoji("\ufe0f rest") == "\ufe0f rest"
     assert narrow_emoji("plain") == "plain"
+    assert narrow_emoji("🏳️\u200d🌈") == "🏳️\u200d🌈"  # a ZWJ sequence is left alone
 
 
 async def test_streamed_variation_selector_split_across_chunks(project: Path, llm: FakeLLM) -> None:

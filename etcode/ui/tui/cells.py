@@ -5,7 +5,8 @@ one cell wide on its own (``🖥️`` is U+1F5A5 U+FE0F). Terminals disagree on 
 tmux and many others count the base character's one cell, others two, and Rich counts two.
 A table row holding one is then drawn one cell longer or shorter than its borders. The
 selector is dropped after such a character (the text form, one cell everywhere); emoji that
-are two cells wide on their own keep it (every measure agrees on them).
+are two cells wide on their own keep it (every measure agrees on them), and so do joined
+sequences (ZWJ), whose width no two terminals agree on.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from rich.cells import cell_len
 
 VS16 = "\ufe0f"
+ZWJ = "\u200d"
 
 
 def narrow_emoji(text: str, before: str = "") -> str:
@@ -22,8 +24,9 @@ def narrow_emoji(text: str, before: str = "") -> str:
         return text
     kept: list[str] = []
     previous = before[-1:] if before else ""
-    for char in text:
-        if char == VS16 and previous and previous != VS16 and cell_len(previous) == 1:
+    for index, char in enumerate(text):
+        joined = text[index + 1 : index + 2] == ZWJ  # a ZWJ sequence (🏳️‍🌈): left as it is
+        if char == VS16 and previous and previous != VS16 and not joined and cell_len(previous) == 1:
             continue
         kept.append(char)
         previous = char
