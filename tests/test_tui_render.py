@@ -185,6 +185,7 @@ async def test_light_terminal_gets_the_light_theme(
 ) -> None:
     monkeypatch.delenv("ETCODE_THEME", raising=False)
     monkeypatch.delenv("COLORFGBG", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)  # NO_COLOR has a theme of its own
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     app = make_app(project)
@@ -198,6 +199,7 @@ async def test_unknown_theme_is_named_and_dark_is_used(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ETCODE_THEME", "no-such-theme")
+    monkeypatch.delenv("NO_COLOR", raising=False)  # NO_COLOR has a theme of its own
     app = make_app(project)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot, app)

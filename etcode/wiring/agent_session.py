@@ -242,12 +242,33 @@ class AgentSession:
             totals=Usage(info.input_tokens, info.output_tokens) if info else None,
         )
         if store is not None and info is not None and history:
-            self.window.meter.restore(await store.call(store.last_context, self.session_id), history)
+            reported = await store.call(store.last_context, self.session_id)
+            if reported:
+                self.window.meter.restore(reported, history)
+            else:  # a batch with no call yet (compacted, or cleared and written): count it
+                await self._count_context(runtime, history)
         if self.window.budget.limit is not None:  # load the tokenizer off the event loop (the
             # executor holds the work until it is done; nobody waits for it)
             asyncio.get_running_loop().run_in_executor(None, preload, runtime.spec.model)
         self._meta = {"agent": runtime.agent_name, "model": runtime.spec.full_id}
         return history
+
+    async def _count_context(self, runtime: Runtime, history: list[Message]) -> None:
+        """The context of a resumed batch no model call has reported yet (a compacted
+        session: its summary and the kept messages), counted as the next request will send
+        it, so a front end shows its real size rather than 0."""
+        from etcode.engine.environment import counted_system
+
+        window = self.window
+        if window is None:
+            return
+        system, tools = counted_system(runtime.system, runtime.environment), runtime.tools.schemas()
+        try:  # the tokenizer may load: off the event loop
+            tokens = await asyncio.to_thread(window.estimate, system, tools, history)
+        except Exception:  # a figure for the status bar is never worth failing the resume over
+            log.debug("could not count the resumed context", exc_info=True)
+            return
+        window.meter.reset(tokens)
 
     def hold_store(self) -> None:
         """Count this session as a user of its store's writer thread until :meth:`aclose`

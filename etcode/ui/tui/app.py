@@ -88,7 +88,13 @@ class EtcodeApp(App[int]):
         history: PromptHistory | None = None,
         max_widgets: int | None = None,
     ) -> None:
-        super().__init__()
+        import os
+
+        from etcode.ui.tui.theme import no_color
+
+        # NO_COLOR: native ANSI colours, so Textual strips every colour (its grey filter
+        # otherwise paints a dark background)
+        super().__init__(ansi_color=True if no_color(os.environ) else None)
         self._theme_problem = self._pick_theme()
         self.options = options or TuiOptions()
         self.directory = (self.options.directory or Path.cwd()).resolve()
@@ -137,15 +143,20 @@ class EtcodeApp(App[int]):
         :mod:`etcode.ui.tui.theme`); the problem to report when the name is unknown."""
         import os
 
-        from etcode.ui.tui.theme import DARK, pick_theme
+        from etcode.ui.tui.theme import DARK, no_color, no_color_theme, pick_theme
 
         name = pick_theme(os.environ)
+        problem = ""
         if name not in self.available_themes:
             known = ", ".join(["light", "dark", *sorted(self.available_themes)])
-            self.theme = DARK
-            return f"ETCODE_THEME: unknown theme {name!r} (known: {known})"
+            name, problem = DARK, f"ETCODE_THEME: unknown theme {name!r} (known: {known})"
+        if no_color(os.environ):  # the terminal's own background and colours
+            chosen = self.get_theme(name)
+            theme = no_color_theme(light=chosen is not None and not chosen.dark)
+            self.register_theme(theme)
+            name = theme.name
         self.theme = name
-        return ""
+        return problem
 
     # ---- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:

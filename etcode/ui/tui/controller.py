@@ -213,12 +213,17 @@ class AgentHost:
 
     def agent_names(self) -> list[str]:
         """Agents a user can switch to (primary or all; not sub-agents)."""
+        return list(self.agent_descriptions())
+
+    def agent_descriptions(self) -> dict[str, str]:
+        """The agents a user can switch to, each with its own description (its config's
+        ``description``, a markdown agent's front matter, a built-in's; "" when it has none)."""
         from etcode.agent.registry import load_agents
         from etcode.instance import describe
 
         info = describe(self.directory)
         agents = load_agents(self.config.agent or {}, info.directory, info.worktree)
-        return [name for name, agent in agents.items() if agent.mode != "subagent"]
+        return {name: agent.description or "" for name, agent in agents.items() if agent.mode != "subagent"}
 
     def list_sessions(self, limit: int = 50) -> list[SessionInfo]:
         from etcode.instance import describe

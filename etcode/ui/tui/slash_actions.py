@@ -130,12 +130,27 @@ async def _sessions(app: SlashApp, args: str) -> None:
 async def _agent(app: SlashApp, args: str) -> None:
     assert app.host is not None
     if not args:
-        names = ", ".join(app.host.agent_names())
-        await say(app, f"agent: {app.host.resolved_agent()} (available: {names})", "info")
+        described = app.host.agent_descriptions()
+        listed = "\n".join(f"  {agent_line(name, text)}" for name, text in described.items())
+        names = ", ".join(described)
+        await say(app, f"agent: {app.host.resolved_agent()} (available: {names})\n{listed}", "info")
         return
     name = await app.host.switch_agent(args.split()[0])
     app.status_bar.update_info(agent=name)
-    await say(app, f"Agent: {name}", "info")
+    await say(app, f"Agent: {agent_line(name, app.host.agent_descriptions().get(name, ''))}", "info")
+
+
+#: Characters of an agent's description shown beside its name (its first line).
+DESCRIPTION_CHARS = 90
+
+
+def agent_line(name: str, description: str) -> str:
+    """``workflow — Planner → Executor → Verifier: …``: the name and the first line of its
+    description (cut to ``DESCRIPTION_CHARS``), or the name alone."""
+    first = description.strip().splitlines()[0].strip() if description.strip() else ""
+    if len(first) > DESCRIPTION_CHARS:
+        first = first[: DESCRIPTION_CHARS - 1].rstrip() + "…"
+    return f"{name} — {first}" if first else name
 
 
 async def cycle_agent(app: SlashApp) -> None:
@@ -152,7 +167,7 @@ async def cycle_agent(app: SlashApp) -> None:
         await say(app, f"error: {err}", "error")
         return
     app.status_bar.update_info(agent=name)
-    app.notify(f"Agent: {name}", timeout=2)
+    app.notify(f"Agent: {agent_line(name, host.agent_descriptions().get(name, ''))}", timeout=4)
 
 
 async def _model(app: SlashApp, args: str) -> None:

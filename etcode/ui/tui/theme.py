@@ -4,11 +4,18 @@
 ``nord``); otherwise ``COLORFGBG`` (set by rxvt, Konsole, iTerm2 and others as
 ``fg;bg``) says whether the background is light, with the rule Vim uses: colours 0-6 and 8
 are dark, the others light. Without either, the theme is dark (Textual's default).
+
+``NO_COLOR`` (https://no-color.org) wins over both: the terminal's own colours and
+background, nothing painted; the cursors and the selected row are shown reversed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from textual.theme import Theme
 
 DARK = "textual-dark"
 LIGHT = "textual-light"
@@ -31,6 +38,34 @@ def pick_theme(environ: Mapping[str, str]) -> str:
     if explicit:
         return ALIASES.get(explicit.lower(), explicit)
     return LIGHT if background_is_light(environ.get("COLORFGBG")) else DARK
+
+
+NO_COLOR_THEME = "etcode-no-color"
+
+
+def no_color(environ: Mapping[str, str]) -> bool:
+    """``NO_COLOR`` is set (any value, as Textual reads it)."""
+    return "NO_COLOR" in environ
+
+
+def no_color_theme(light: bool) -> Theme:
+    """Textual's ANSI theme (the terminal's default colours, no background of its own) with
+    reversed cursors: Textual's colourless filter removes every colour, and these must stay
+    visible without one."""
+    from dataclasses import replace
+
+    from textual.theme import BUILTIN_THEMES
+
+    base = BUILTIN_THEMES["ansi-light" if light else "ansi-dark"]
+    variables = {
+        **base.variables,
+        "block-cursor-text-style": "reverse",
+        "block-cursor-blurred-text-style": "underline",
+        "input-cursor-text-style": "reverse",
+        "input-selection-background": "ansi_default",
+        "button-focus-text-style": "b reverse",
+    }
+    return replace(base, name=NO_COLOR_THEME, variables=variables)
 
 
 def code_theme() -> str:

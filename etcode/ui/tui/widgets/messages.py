@@ -11,17 +11,20 @@ from typing import ClassVar
 from markdown_it.token import Token
 from rich import box
 from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
-from rich.markdown import CodeBlock, Heading, MarkdownElement, TableElement
+from rich.markdown import CodeBlock, Heading, ListItem, MarkdownElement, TableElement
 from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence, MarkdownStream
+from textual.worker import Worker
 
+from etcode.ui.tui.cells import narrow_emoji
 from etcode.ui.tui.highlight import LEXERS, language_of
 from etcode.ui.tui.theme import code_theme
 
@@ -69,7 +72,84 @@ class CodeFence(MarkdownFence):
         self.set_content(self._highlighted_code)
 
 
-CODE_BLOCKS: dict[str, type[MarkdownBlock]] = {**Markdown.BLOCKS, "fence": CodeFence, "code_block": CodeFence}
+class ChatTable(MarkdownBlock):
+    """A table of the live Markdown drawn as a finished answer draws it (Rich's table, see
+    :class:`_BorderedTable`): one rule under the header, not a grid line between every
+    row, and the same cell widths (:func:`narrow_emoji`) whether streaming or finished.
+
+    Rich takes milliseconds per row, so while the table streams it is drawn again in a
+    worker thread (the rows shown so far stay meanwhile; only the newest text is drawn)."""
+
+    _source = ""  # the newest Markdown of the table
+    _drawing: Worker[None] | None = None
+
+    def compose(self) -> ComposeResult:
+        self._source = table_source(self)
+        self.update(_TableLines(self._source))  # at once: a table shown whole (not streaming)
+        self._blocks.clear()
+        return iter(())
+
+    async def _update_from_block(self, block: MarkdownBlock) -> None:
+        """The streamed table grew: draw it again in place."""
+        if not isinstance(block, ChatTable):
+            await super()._update_from_block(block)
+            return
+        self._source = table_source(block)
+        if self._drawing is None or self._drawing.is_finished:
+            self._drawing = self.run_worker(self._draw(), group="table", exit_on_error=False)
+
+    async def _draw(self) -> None:
+        """Draw the newest source off the UI thread, then show it."""
+        while True:
+            source = self._source
+            lines = _TableLines(source)
+            await lines.prerender(self.app.console, render_options(self._markdown))
+            if source == self._source:
+                self.update(lines)
+                return
+
+    async def drawn(self) -> None:
+        """Wait until the newest text is shown."""
+        if self._drawing is not None:
+            await self._drawing.wait()
+
+
+#: Textual's blocks of a table's rows and cells (not exported by ``textual.widgets.markdown``).
+_ROW, _HEAD_CELL, _CELL = (Markdown.BLOCKS[name] for name in ("tr_open", "th_open", "td_open"))
+_ALIGN = {"text-align:left": ":---", "text-align:right": "---:", "text-align:center": ":---:"}
+
+
+def table_source(table: MarkdownBlock) -> str:
+    """The Markdown of a parsed table, rebuilt from its cells (a table inside a list or a
+    quote comes without their prefixes)."""
+    rows: list[list[str]] = []
+    aligns: list[str] = []
+
+    def walk(block: MarkdownBlock) -> None:
+        for child in block._blocks:
+            if isinstance(child, _ROW):
+                rows.append([])
+            elif isinstance(child, (_HEAD_CELL, _CELL)) and rows:
+                inline = child._inline_token
+                rows[-1].append(re.sub(r"(?<!\\)\|", r"\\|", inline.content if inline else ""))
+                if isinstance(child, _HEAD_CELL):
+                    aligns.append(_ALIGN.get(str(child._token.attrs.get("style", "")), "---"))
+            walk(child)
+
+    walk(table)
+    if not rows:
+        return ""
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "|".join(aligns or ["---"] * len(rows[0])) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows[1:]]
+    return "\n".join(lines) + "\n"
+
+
+CODE_BLOCKS: dict[str, type[MarkdownBlock]] = {
+    **Markdown.BLOCKS,
+    "fence": CodeFence,
+    "code_block": CodeFence,
+    "table_open": ChatTable,
+}
 
 
 class AssistantMessage(Markdown):
@@ -94,6 +174,7 @@ class AssistantMessage(Markdown):
         max_blocks: int = 12,
         keep_blocks: int = 4,
     ) -> None:
+        markdown = narrow_emoji(markdown)
         super().__init__(markdown, classes="assistant-message")
         self._stream: MarkdownStream | None = None
         self._pending: list[str] = []
@@ -119,6 +200,9 @@ class AssistantMessage(Markdown):
     async def write(self, fragment: str) -> None:
         """Append streamed text (shown within ``FEED_INTERVAL``; a one-shot timer runs
         only while text is pending)."""
+        if not fragment:
+            return
+        fragment = narrow_emoji(fragment, before=self._pending[-1] if self._pending else self._fed)
         if not fragment:
             return
         self._pending.append(fragment)
@@ -167,9 +251,11 @@ class AssistantMessage(Markdown):
             await stream.stop()
 
     async def finish(self) -> None:
-        """Show what is pending and stop the stream."""
+        """Show what is pending and stop the stream (its tables drawn)."""
         await self._feed()
         await self._stop_stream()
+        for table in self.query(ChatTable):
+            await table.drawn()
 
 
 class RenderedMarkdown:
@@ -190,7 +276,8 @@ class RenderedMarkdown:
     def markdown(self) -> RichMarkdown:
         """Rich's Markdown of the source, parsed on first use (in the worker thread)."""
         if self._markdown is None:
-            self._markdown = _ChatMarkdown(self.source, code_theme=self.code_theme, hyperlinks=False)
+            source = narrow_emoji(self.source)
+            self._markdown = _ChatMarkdown(source, code_theme=self.code_theme, hyperlinks=False)
         return self._markdown
 
     def lines(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
@@ -211,6 +298,18 @@ class RenderedMarkdown:
         for line in self.lines(console, options):
             yield from line
             yield new_line
+
+
+class _TableLines(RenderedMarkdown):
+    """A table alone, without the blank lines Rich puts around a Markdown block (the
+    block's margin is the gap)."""
+
+    def lines(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
+        lines = super().lines(console, options)
+        blank = [i for i, line in enumerate(lines) if not "".join(s.text for s in line).strip()]
+        start = next((i for i in range(len(lines)) if i not in blank), len(lines))
+        end = next((i + 1 for i in range(len(lines) - 1, -1, -1) if i not in blank), start)
+        return lines[start:end]
 
 
 def render_options(widget: Widget) -> ConsoleOptions:
@@ -281,7 +380,7 @@ class _BorderedTable(TableElement):
     same in a finished or resumed answer as while it streamed)."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        table = Table(box=box.SQUARE, show_lines=True, expand=True, style="markdown.table.border")
+        table = Table(box=box.SQUARE, expand=True, style="markdown.table.border")  # a header rule only
         if self.header is not None and self.header.row is not None:
             for column in self.header.row.cells:
                 heading = column.content.copy()
@@ -291,6 +390,26 @@ class _BorderedTable(TableElement):
             for row in self.body.rows:
                 table.add_row(*(cell.content for cell in row.cells))
         yield table
+
+
+class _NumberedItem(ListItem):
+    """An item of an ordered list numbered ``1.`` as the live Markdown widget numbers it
+    (Rich's own renderer drops the dot)."""
+
+    def render_number(
+        self, console: Console, options: ConsoleOptions, number: int, last_number: int
+    ) -> RenderResult:
+        width = len(f"{max(number, last_number - 1)}.") + 2  # Rich's last_number is one past
+        lines = console.render_lines(
+            self.elements, options.update(width=options.max_width - width), style=self.style
+        )
+        number_style = console.get_style("markdown.item.number", default="none")
+        numeral = Segment(f"{number}. ".rjust(width), number_style)
+        padding = Segment(" " * width, number_style)
+        for first, line in enumerate(lines):
+            yield numeral if first == 0 else padding
+            yield from line
+            yield Segment.line()
 
 
 class _LeftHeading(Heading):
@@ -309,6 +428,7 @@ class _ChatMarkdown(RichMarkdown):
         "heading_open": _LeftHeading,
         "fence": _CodeBlock,
         "table_open": _BorderedTable,
+        "list_item_open": _NumberedItem,
     }
 
 

@@ -53,8 +53,14 @@ def render_todos(todos: list[JsonObject], limit: int | None = None) -> Text:
     return text
 
 
+def finished(todos: list[JsonObject]) -> bool:
+    """Every item is done (completed or cancelled): nothing left to follow."""
+    return all(t.get("status") in ("completed", "cancelled") for t in todos)
+
+
 class TodoPanel(Static):
-    """Hidden while the list is empty."""
+    """Hidden while the list is empty, and once every item is done (as Claude Code clears a
+    finished list): the conversation gets the width back. Ctrl+T still shows it."""
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
@@ -64,7 +70,7 @@ class TodoPanel(Static):
     def set_todos(self, todos: list[JsonObject]) -> None:
         self.todos = [dict(t) for t in todos]
         self._show()
-        self.display = bool(self.todos)
+        self.display = bool(self.todos) and not finished(self.todos)
 
     @property
     def compact(self) -> bool:
