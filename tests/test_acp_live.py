@@ -186,3 +186,27 @@ async def test_a_cancelled_command_in_the_editors_terminal_keeps_its_output(
     # and the output so far is there as text too.
     assert any(getattr(c, "terminal_id", None) == "term-1" for c in end.content), shown
     assert "first-part" in shown and "never" not in shown
+
+
+async def test_a_subagents_question_shows_its_call_without_waiting(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm, permission={"bash": {"rm *": "ask", "*": "allow"}})
+    (project / "junk.txt").write_text("x\n", encoding="utf-8")
+    task = {"description": "clean", "prompt": "remove junk.txt", "subagent_type": "general"}
+    llm.script(
+        Reply(calls=[Call("Task", task, id="call_task")]),
+        Reply(calls=[Call("Bash", {"command": "rm -f junk.txt", "description": "remove"}, id="child_rm")]),
+        Reply(text="removed"),
+        Reply(text="the subagent removed it"),
+    )  # fmt: skip
+    client = RecordingClient(answers=["allow_once"])
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        assert (
+            await step(conn.prompt(session_id=session_id, prompt=[text_block("go")]), timeout=30)
+        ).stop_reason == "end_turn"
+    [asked] = client.permission_requests
+    assert asked.tool_call_id == "child_rm" and asked.raw_input == {
+        "command": "rm -f junk.txt",
+        "description": "remove",
+    }
+    assert asked.kind == "execute" and not (project / "junk.txt").exists()
