@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from acp import helpers
-
-from etcode.acp import updates as up
 from etcode.contract import events as ev
 from etcode.util.json_types import JsonObject
+
+if TYPE_CHECKING:  # the SDK's models load with the first update, not with the server
+    from etcode.acp.updates import ToolContent, Update
 
 #: Live output shown on a running call: at most this many of its last lines and characters.
 LIVE_LINES = 200
@@ -72,7 +73,9 @@ class _Output:
         self.text = text
 
     def shown(self) -> str:
-        marker = up.cut_marker(self.cut_lines, self.cut_chars)
+        from etcode.acp.updates import cut_marker
+
+        marker = cut_marker(self.cut_lines, self.cut_chars)
         return f"{marker}\n{self.text}" if marker else self.text
 
 
@@ -91,8 +94,12 @@ class LiveCalls:
     _cut: dict[str, _CutTerminal] = field(default_factory=dict)
     _shown: dict[str, asyncio.Event] = field(default_factory=dict)
 
-    def updates_of(self, event: ev.Event, directory: Path) -> list[up.Update]:
+    def updates_of(self, event: ev.Event, directory: Path) -> list[Update]:
         """``updates.updates_of``, with a running call's output so far in each update."""
+        from acp import helpers
+
+        from etcode.acp import updates as up
+
         if isinstance(event, ev.ToolProgress):
             if not event.text and not event.skipped:
                 return []
@@ -159,13 +166,15 @@ class LiveCalls:
         self._cut[call_id] = _CutTerminal(terminal_id, output)
 
 
-def _cut_end(event: ev.ToolResultEvent, cut: _CutTerminal) -> up.Update:
+def _cut_end(event: ev.ToolResultEvent, cut: _CutTerminal) -> Update:
     """The last update of a command cancelled in the editor's terminal: failed, the terminal
     still on the card (an editor shows a released terminal's output), the notice under it,
     the output so far (its tail) in ``rawOutput``."""
+    from acp import helpers
+
     output = _Output()
     output.add(cut.output, 0)
-    content: list[up.ToolContent] = [helpers.tool_terminal_ref(cut.terminal_id)]
+    content: list[ToolContent] = [helpers.tool_terminal_ref(cut.terminal_id)]
     if event.output:
         content.append(helpers.tool_content(helpers.text_block(event.output)))
     raw: JsonObject = {"summary": event.summary, "terminalId": cut.terminal_id, "output": output.shown()}
