@@ -212,3 +212,31 @@ async def test_a_subagents_question_shows_its_call_without_waiting(llm: FakeLLM,
         "description": "remove",
     }
     assert asked.kind == "execute" and not (project / "junk.txt").exists()
+
+
+async def test_a_question_about_a_file_a_command_reads_says_so_on_the_commands_card(
+    llm: FakeLLM, project: Path
+) -> None:
+    write_config(project, llm, permission={"bash": "allow", "read": {"secret.txt": "ask"}})
+    (project / "secret.txt").write_text("s3cret\n", encoding="utf-8")
+    command = {"command": "cat secret.txt", "description": "show it"}
+    llm.script(Reply(calls=[Call("Bash", command, id="call_cat")]), Reply(text="shown"))
+    client = RecordingClient(answers=["reject_once"])
+    options: list[str] = []
+    asked = client.request_permission
+
+    async def record_options(**kwargs: Any) -> Any:
+        options.extend(option.name for option in kwargs["options"] if option.kind == "allow_always")
+        return await asked(**kwargs)
+
+    client.request_permission = record_options  # type: ignore[method-assign]
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        assert (
+            await step(conn.prompt(session_id=session_id, prompt=[text_block("go")]))
+        ).stop_reason == "end_turn"
+    [question] = client.permission_requests
+    assert question.tool_call_id == "call_cat" and question.raw_input == command
+    assert question.kind == "execute" and "cat secret.txt" in (question.title or "")
+    assert _texts(question) == "Allow reading secret.txt?"
+    assert options == ["Always allow reading secret.txt"]

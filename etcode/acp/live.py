@@ -137,7 +137,9 @@ class LiveCalls:
                 str(child.get("summary", "")),
             )
         if isinstance(event, ev.SubagentEvent) and (event.event or {}).get("type") == "tool_result":
-            self.started.pop(str((event.event or {}).get("call_id", "")), None)
+            child_id = str((event.event or {}).get("call_id", ""))
+            self.started.pop(child_id, None)
+            self._shown.pop(child_id, None)
         if start is None or not start.call_id:
             return
         self.started[start.call_id] = StartedCall(start.name, start.params, start.summary)

@@ -89,7 +89,8 @@ def _question(request: PermissionRequest) -> str:
     """What is asked, in words, for a question that is not the call's plain action."""
     if request.permission == "sandbox":
         return _describe(request)
-    return f"Allow {request.permission}: {', '.join(request.patterns)}?"
+    wording = _ALWAYS_WORDING.get(request.permission, f"{request.permission}: ")
+    return f"Allow {wording}{_scope(request.patterns)}?"
 
 
 def _input_of(meta: JsonObject) -> JsonObject:
