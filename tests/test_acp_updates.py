@@ -120,5 +120,5 @@ def test_always_allow_names_its_scope() -> None:
         always_name(PermissionRequest("edit", ["src/a.py"], {}, "Edit")) == "Always allow edits to src/a.py"
     )
     assert always_name(PermissionRequest("mcp_x_run", ["*"], {}, "mcp_x_run")) == "Always allow mcp_x_run"
-    many = always_name(PermissionRequest("read", [f"f{i}" for i in range(5)], {}, None))
-    assert many == "Always allow reading f0, f1, f2 (+2 more)"
+    many = always_name(PermissionRequest("read", [f"f{i}" for i in range(8)], {}, None))
+    assert many == "Always allow reading f0, f1, f2, f3, f4, f5 (+2 more)"

@@ -46,10 +46,10 @@ _ALWAYS_WORDING = {
 }
 
 
-def _scope(patterns: list[str]) -> str:
-    """Patterns as a short label: three at most, each cut at 60 characters."""
-    shown = [p if len(p) <= 60 else p[:59] + "…" for p in patterns[:3]]
-    more = f" (+{len(patterns) - 3} more)" if len(patterns) > 3 else ""
+def _scope(patterns: list[str], most: int = 6) -> str:
+    """Patterns as a label: ``most`` of them (then ``+N more``), each cut at 60 characters."""
+    shown = [p if len(p) <= 60 else p[:59] + "…" for p in patterns[:most]]
+    more = f" (+{len(patterns) - most} more)" if len(patterns) > most else ""
     return ", ".join(shown) + more
 
 
