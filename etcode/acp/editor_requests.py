@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -69,11 +69,16 @@ def _reason(err: BaseException) -> str:
 
 
 class EditorTerminal:
-    """Runs a command with ``terminal/create`` and shows the terminal on the tool call."""
+    """Runs a command with ``terminal/create`` and shows the terminal on the tool call.
+    ``on_cut(call_id, terminal_id, output)`` is told what a command cancelled midway
+    printed (its card keeps the terminal and that output)."""
 
-    def __init__(self, conn: Client, session_id: str) -> None:
+    def __init__(
+        self, conn: Client, session_id: str, on_cut: Callable[[str, str, str], None] | None = None
+    ) -> None:
         self.conn = conn
         self.session_id = session_id
+        self.on_cut = on_cut
 
     async def _call(self, request: Awaitable[T]) -> T:
         return await asyncio.wait_for(request, REQUEST_SECONDS)
@@ -116,7 +121,7 @@ class EditorTerminal:
             )
             return await self._wait(terminal_id, timeout_s, abort)
         except asyncio.CancelledError:  # the turn was stopped: the command must not run on
-            await wait_despite_cancels(asyncio.ensure_future(self._kill(terminal_id)))
+            await wait_despite_cancels(asyncio.ensure_future(self._cut(call_id, terminal_id)))
             raise
         finally:
             await self._release(terminal_id)
@@ -129,6 +134,20 @@ class EditorTerminal:
         terminal_id = str(creating.result().terminal_id)
         await self._kill(terminal_id)
         await self._release(terminal_id)
+
+    async def _cut(self, call_id: str, terminal_id: str) -> None:
+        """Kill a cancelled command and keep what it printed (``on_cut``), before release."""
+        await self._kill(terminal_id)
+        if self.on_cut is None:
+            return
+        try:
+            output = await self._call(
+                self.conn.terminal_output(session_id=self.session_id, terminal_id=terminal_id)
+            )
+        except Exception as err:
+            log.debug("no output of cancelled terminal %s: %s", terminal_id, err)
+            return
+        self.on_cut(call_id, terminal_id, str(output.output))
 
     async def _release(self, terminal_id: str) -> None:
         with contextlib.suppress(Exception):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from acp import helpers
 
-from etcode.acp.updates import Update, plan_of, tool_end, tool_start
+from etcode.acp.updates import PLAN_TOOL, Update, plan_of, todo_failed, tool_end, tool_start
 from etcode.provider.types import (
     ImagePart,
     Message,
@@ -55,6 +55,7 @@ def replay_updates(
     """The updates that show ``messages`` (a transcript's, oldest first), then the plan."""
     tools = _tools()
     names: dict[str, str] = {}
+    plans: dict[str, JsonObject] = {}
     out: list[Update] = []
     for message in messages:
         for part in message.parts:
@@ -70,6 +71,9 @@ def replay_updates(
             elif isinstance(part, ToolCallPart):
                 params = _params(part)
                 names[part.id] = part.name
+                if part.name == PLAN_TOOL:  # the plan shows it; a failed one is shown with its result
+                    plans[part.id] = params
+                    continue
                 out.append(
                     tool_start(part.id, part.name, params, _summary(tools, part.name, params), directory)
                 )
@@ -78,7 +82,11 @@ def replay_updates(
                 summary = part.summary or ("failed" if part.is_error else "done")
                 labels = [image_label(image) for image in part.images or []]
                 output = "\n".join([part.output, *labels]) if part.output else "\n".join(labels)
-                out.append(tool_end(part.call_id, name, part.is_error, summary, output, part.data))
+                if part.call_id in plans:
+                    if part.is_error:
+                        out.append(todo_failed(part.call_id, name, plans[part.call_id], output))
+                    continue
+                out.append(tool_end(part.call_id, name, part.is_error, summary, output, part.data, directory))
             elif isinstance(part, ImagePart) and message.role == "user":
                 out.append(helpers.update_user_message_text(image_label(part)))
     if todos:

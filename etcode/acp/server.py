@@ -41,11 +41,11 @@ from acp.schema import (
 
 from etcode import __version__
 from etcode.acp.background import BackgroundCalls, background_id, started_update
+from etcode.acp.live import LiveCalls
 from etcode.acp.mcp_servers import McpServer
 from etcode.acp.permission import AcpAsker
 from etcode.acp.prompt_text import PromptBlock, prompt_parts
 from etcode.acp.trust import PendingTrust
-from etcode.acp.updates import updates_of
 from etcode.contract import events as ev
 from etcode.util.errors import EtcodeError
 from etcode.util.json_types import JsonObject
@@ -106,6 +106,8 @@ class SessionHandle:
     offered: list[tuple[str, str, str]] | None = None
     #: Background Bash calls, whose status follows their process (``background.py``).
     background: BackgroundCalls | None = None
+    #: Running calls: their output so far, the cards the editor was sent (``live.py``).
+    live: LiveCalls = field(default_factory=LiveCalls)
 
     @property
     def agent(self) -> Agent:
@@ -291,7 +293,8 @@ class EtcodeAcpAgent:
             register_config(config)
             config = with_client_servers(config, mcp_servers)  # a copy when the editor adds servers
             pending = pending_of(config, findings)  # the copy the session uses is the one trusted
-            asker = AcpAsker(self.conn, session_id or "", instance.directory)
+            live = LiveCalls()
+            asker = AcpAsker(self.conn, session_id or "", instance.directory, live)
             tui_options = TuiOptions(
                 directory=instance.directory,
                 model=options.model,
@@ -303,7 +306,13 @@ class EtcodeAcpAgent:
             sid = str(host.agent.session_id)
             asker.session_id = sid
             handle = SessionHandle(
-                sid, instance.directory, host, asker, trust=pending, equip=self._equipment(sid)
+                sid,
+                instance.directory,
+                host,
+                asker,
+                trust=pending,
+                equip=self._equipment(sid, live),
+                live=live,
             )
             handle.background = BackgroundCalls(lambda update: self.conn.session_update(sid, update))
             handle.equip(host.agent)
@@ -312,7 +321,7 @@ class EtcodeAcpAgent:
         self.sessions[handle.id] = handle
         return handle
 
-    def _equipment(self, session_id: str) -> Callable[[Agent], None]:
+    def _equipment(self, session_id: str, live: LiveCalls) -> Callable[[Agent], None]:
         """Puts the editor's files and terminal where the tools find them (when offered)."""
         fs = self.client.fs
         read, write = bool(fs and fs.read_text_file), bool(fs and fs.write_text_file)
@@ -327,7 +336,7 @@ class EtcodeAcpAgent:
             if read or write:
                 agent.state[FILES_KEY] = EditorFiles(self.conn, session_id, read=read, write=write)
             if terminal:
-                agent.state[TERMINAL_KEY] = EditorTerminal(self.conn, session_id)
+                agent.state[TERMINAL_KEY] = EditorTerminal(self.conn, session_id, live.terminal_cut)
 
         return equip
 
@@ -469,13 +478,16 @@ class EtcodeAcpAgent:
                 error = event.message
             started = event if isinstance(event, ev.ToolResultEvent) and background_id(event) else None
             updates = (
-                [started_update(started)] if started is not None else updates_of(event, handle.directory)
+                [started_update(started)]
+                if started is not None
+                else handle.live.updates_of(event, handle.directory)
             )
             for update in updates:
                 try:
                     await self.conn.session_update(handle.id, update)
                 except ConnectionError:  # the client went away: stop the turn, keep what is done
                     handle.agent.interrupt()
+            handle.live.shown(event)
             if started is not None and handle.background is not None:  # its process runs on
                 await handle.background.started(started, handle.agent.background)
         return error

@@ -53,9 +53,12 @@ TOOL_KINDS: dict[str, ToolKind] = {
     "TodoWrite": "think",
     "Skill": "read",  # it reads a skill's SKILL.md and lists its folder
 }
+#: The tool whose calls the editor sees as the plan (``plan`` updates), not as tool cards.
+PLAN_TOOL = "TodoWrite"
 #: Tool output shown in the editor is cut here (the model saw all of it).
 MAX_SHOWN_OUTPUT = 20_000
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+_HUNK_START = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 _PLAN_STATUS: dict[str, PlanEntryStatus] = {
     "pending": "pending",
     "in_progress": "in_progress",
@@ -87,6 +90,34 @@ def tool_locations(params: JsonObject, directory: Path) -> list[ToolCallLocation
     for item in params.get("paths") or []:
         add(item)
     return found
+
+
+def first_changed_line(diff: str) -> int | None:
+    """The 1-based line of the first change in a unified diff, in the new file (where an
+    editor should jump): its first hunk's start past the context lines; None without hunks."""
+    line: int | None = None
+    for text in diff.splitlines():
+        found = _HUNK_START.match(text)
+        if found:
+            line = max(int(found.group(1)), 1)  # +0,0: the file is empty now
+            continue
+        if line is None:
+            continue
+        if text.startswith(("+", "-")):
+            return max(line, 1)
+        if text.startswith(" "):
+            line += 1
+    return None
+
+
+def change_locations(data: JsonObject, directory: Path) -> list[ToolCallLocation]:
+    """The file an Edit/WriteFile changes, at its first changed line (``data``: the result's
+    or the permission question's, with ``path`` and ``diff``)."""
+    path, diff = data.get("path"), data.get("diff")
+    if not isinstance(path, str) or not path:
+        return []
+    line = first_changed_line(diff) if isinstance(diff, str) else None
+    return tool_locations({"file_path": path, "offset": line}, directory)
 
 
 def diff_texts(diff: str) -> tuple[str, str] | None:
@@ -136,9 +167,26 @@ def diff_content(data: JsonObject) -> list[ToolContent]:
     return [helpers.tool_diff_content(path, new, None if data.get("created") else old)]
 
 
-def _fenced(text: str) -> str:
+def cut_marker(lines: int, chars: int = 0) -> str:
+    """``… 1,204 earlier lines not shown`` (and the characters a flood left out), or ``""``."""
+    if not lines and not chars:
+        return ""
+    said = [f"{lines:,} earlier line{'s' if lines != 1 else ''}"] if lines else []
+    if chars:
+        said.append(f"{chars:,} characters")
+    return "… " + " and ".join(said) + " not shown"
+
+
+def fenced(text: str) -> str:
+    """Command output as a code block: its last :data:`MAX_SHOWN_OUTPUT` characters (whole
+    lines, after a ``… N earlier lines not shown`` line), no blank line before the fence."""
     if len(text) > MAX_SHOWN_OUTPUT:
-        text = "… (earlier output cut)\n" + text[-MAX_SHOWN_OUTPUT:]
+        start = text.find("\n", len(text) - MAX_SHOWN_OUTPUT) + 1
+        if start:  # whole lines
+            text = f"{cut_marker(text.count(chr(10), 0, start))}\n{text[start:]}"
+        else:  # one long line
+            text = f"{cut_marker(0, len(text) - MAX_SHOWN_OUTPUT)}\n{text[-MAX_SHOWN_OUTPUT:]}"
+    text = text.rstrip("\n")
     fence = "```"
     while fence in text:
         fence += "`"
@@ -158,7 +206,7 @@ def result_content(name: str, output: str, data: JsonObject | None) -> list[Tool
         return [helpers.tool_terminal_ref(terminal)]
     if not output:
         return []
-    text = _fenced(output) if name == "Bash" else output[:MAX_SHOWN_OUTPUT]
+    text = fenced(output) if name == "Bash" else output[:MAX_SHOWN_OUTPUT]
     return [helpers.tool_content(helpers.text_block(text))]
 
 
@@ -186,16 +234,37 @@ def tool_start(call_id: str, name: str, params: JsonObject, summary: str, direct
 
 
 def tool_end(
-    call_id: str, name: str, is_error: bool, summary: str, output: str, data: JsonObject | None
+    call_id: str,
+    name: str,
+    is_error: bool,
+    summary: str,
+    output: str,
+    data: JsonObject | None,
+    directory: Path | None = None,
 ) -> ToolCallProgress:
     raw: JsonObject = {"summary": summary}
     if data:
         raw["data"] = {key: value for key, value in data.items() if key != "diff"}
+        if data.get("terminalId") and output:  # the card shows the terminal: its output here
+            raw["output"] = output[-MAX_SHOWN_OUTPUT:]
     return helpers.update_tool_call(
         call_id,
         status="failed" if is_error else "completed",
         content=result_content(name, output, data),
+        locations=(change_locations(data, directory) or None) if data and directory is not None else None,
         raw_output=raw,
+    )
+
+
+def todo_failed(call_id: str, name: str, params: JsonObject, output: str) -> ToolCallStart:
+    """A TodoWrite that failed: one finished card (one that worked is the plan only)."""
+    return helpers.start_tool_call(
+        call_id,
+        name,
+        kind=tool_kind(name),
+        status="failed",
+        content=result_content(name, output, None),
+        raw_input=params,
     )
 
 
@@ -224,14 +293,22 @@ def updates_of(event: ev.Event, directory: Path) -> list[Update]:
     if isinstance(event, ev.ReasoningDeltaEvent):
         return [helpers.update_agent_thought_text(event.text)] if event.text else []
     if isinstance(event, ev.ToolCallStart):
+        if event.name == PLAN_TOOL:  # shown as the plan (TodoUpdate)
+            return []
         return [tool_start(event.call_id, event.name, event.params, event.summary, directory)]
     if isinstance(event, ev.ToolProgress):
         if not event.text:
             return []
-        block = helpers.text_block(_fenced(event.text) if event.name == "Bash" else event.text)
+        block = helpers.text_block(fenced(event.text) if event.name == "Bash" else event.text)
         return [helpers.update_tool_call(event.call_id, content=[helpers.tool_content(block)])]
     if isinstance(event, ev.ToolResultEvent):
-        return [tool_end(event.call_id, event.name, event.is_error, event.summary, event.output, event.data)]
+        if event.name == PLAN_TOOL:
+            return [todo_failed(event.call_id, event.name, {}, event.output)] if event.is_error else []
+        return [
+            tool_end(
+                event.call_id, event.name, event.is_error, event.summary, event.output, event.data, directory
+            )
+        ]
     if isinstance(event, ev.TodoUpdate):
         return [plan_of(event.todos)]
     if isinstance(event, ev.WarningEvent | ev.SoftLimitEvent):
