@@ -1,0 +1,33 @@
+"""``etcode acp``: one model request per prompt however big, retries told to the editor,
+errors whose message names what is at fault, and the model chosen from the editor
+(``session/set_model``). Driven by the ACP SDK's client over real pipes, with the fake LLM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from acp import PROTOCOL_VERSION, text_block
+
+from tests.acp_support import RecordingClient, acp_agent, capabilities, step
+from tests.cli_helpers import write_config
+from tests.fake_llm import FakeLLM, Fault, Reply
+
+
+async def _start(conn, project: Path):
+    await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
+    return await step(conn.new_session(cwd=str(project), mcp_servers=[]))
+
+
+async def test_a_retry_after_429_is_told_to_the_editor_before_the_answer(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    llm.script(Fault(status=429, headers={"retry-after": "1"}), Reply(text="the answer"))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session = await _start(conn, project)
+        response = await step(conn.prompt(session_id=session.session_id, prompt=[text_block("hi")]))
+    assert response.stop_reason == "end_turn" and len(llm.requests) == 2
+    kinds = client.kinds()
+    said = [u.content.text for u in client.of_kind("agent_thought_chunk")]
+    assert any("Rate limited (429); retrying in 1.0 s (attempt 2 of 3)" in text for text in said), said
+    assert kinds.index("agent_thought_chunk") < kinds.index("agent_message_chunk"), kinds
+    assert client.message_text() == "the answer"
