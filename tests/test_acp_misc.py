@@ -4,9 +4,11 @@ errors whose message names what is at fault, and the model chosen from the edito
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from acp import PROTOCOL_VERSION, text_block
+import pytest
+from acp import PROTOCOL_VERSION, RequestError, text_block
 
 from tests.acp_support import RecordingClient, acp_agent, capabilities, step
 from tests.cli_helpers import write_config
@@ -31,3 +33,27 @@ async def test_a_retry_after_429_is_told_to_the_editor_before_the_answer(llm: Fa
     assert any("Rate limited (429); retrying in 1.0 s (attempt 2 of 3)" in text for text in said), said
     assert kinds.index("agent_thought_chunk") < kinds.index("agent_message_chunk"), kinds
     assert client.message_text() == "the answer"
+
+
+async def test_errors_name_what_is_at_fault_in_their_message(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session = await _start(conn, project)
+        with pytest.raises(RequestError) as unopened:
+            await step(conn.prompt(session_id="ses_abc123", prompt=[text_block("hi")]))
+        with pytest.raises(RequestError) as unstored:
+            await step(conn.load_session(cwd=str(project), session_id="ses_abc123", mcp_servers=[]))
+        with pytest.raises(RequestError) as mode:
+            await step(conn.set_session_mode(session_id=session.session_id, mode_id="nope"))
+        with pytest.raises(RequestError) as schema:  # the SDK's own check of the params
+            await step(conn._conn.send_request("session/prompt", {"sessionId": session.session_id}))
+        with pytest.raises(RequestError) as method:
+            await step(conn._conn.send_request("session/nope", {}))
+    assert unopened.value.code == unstored.value.code == -32602
+    assert str(unopened.value).startswith("unknown session ses_abc123: not open here"), unopened.value
+    assert str(unstored.value) == "unknown session ses_abc123: no stored session has this id"
+    assert "ses_abc123" in json.dumps(unstored.value.data)  # the details stay in data
+    assert str(mode.value).startswith("unknown mode nope; modes: build"), mode.value
+    assert str(schema.value) == "Invalid params: prompt: Field required", schema.value
+    assert str(method.value) == "Method not found: session/nope", method.value

@@ -41,6 +41,7 @@ from acp.schema import (
 
 from etcode import __version__
 from etcode.acp.background import BackgroundCalls, background_id, started_update
+from etcode.acp.errors import invalid_params
 from etcode.acp.mcp_servers import McpServer
 from etcode.acp.permission import AcpAsker
 from etcode.acp.prompt_text import PromptBlock, prompt_parts
@@ -199,9 +200,9 @@ class EtcodeAcpAgent:
         try:
             found = await asyncio.to_thread(self.store().find_session, session_id)
         except AmbiguousSessionError as err:
-            raise RequestError.invalid_params({"sessionId": str(err)}) from None
+            raise invalid_params("sessionId", str(err)) from None
         if found is None:
-            raise RequestError.invalid_params({"sessionId": f"no stored session {session_id}"})
+            raise invalid_params("sessionId", f"unknown session {session_id}: no stored session has this id")
         handle = await self._open(cwd, mcp_servers, found.id)
         from etcode.acp.replay import replay_updates
 
@@ -263,7 +264,7 @@ class EtcodeAcpAgent:
     ) -> SessionHandle:
         directory = Path(cwd)
         if not directory.is_absolute() or not directory.is_dir():
-            raise RequestError.invalid_params({"cwd": f"{cwd} is not an absolute path of a folder"})
+            raise invalid_params("cwd", f"{cwd} is not an absolute path of a folder")
         try:
             return await self._build(directory.resolve(), mcp_servers or [], session_id)
         except EtcodeError as err:
@@ -348,8 +349,9 @@ class EtcodeAcpAgent:
     def _session(self, session_id: str) -> SessionHandle:
         handle = self.sessions.get(session_id)
         if handle is None:
-            raise RequestError.invalid_params(
-                {"sessionId": f"no open session {session_id} (session/new or session/load first)"}
+            raise invalid_params(
+                "sessionId",
+                f"unknown session {session_id}: not open here (session/new or session/load it first)",
             )
         return handle
 
@@ -359,9 +361,7 @@ class EtcodeAcpAgent:
         handle = self._session(session_id)
         names = handle.host.agent_names()
         if mode_id not in names:
-            raise RequestError.invalid_params(
-                {"modeId": f"unknown mode {mode_id}; modes: {', '.join(names)}"}
-            )
+            raise invalid_params("modeId", f"unknown mode {mode_id}; modes: {', '.join(names)}")
         if handle.turn is not None:
             handle.pending_mode = mode_id  # the running turn finishes with the agent it began with
         else:
@@ -384,7 +384,7 @@ class EtcodeAcpAgent:
             )
         text, attachments = await _prompt_parts(prompt)
         if not text.strip() and not attachments:
-            raise RequestError.invalid_params({"prompt": "the prompt has no text"})
+            raise invalid_params("prompt", "the prompt has no text")
         handle.turn = asyncio.current_task()
         handle.cancelled = False
         handle.asker.cancelled.clear()
@@ -520,7 +520,7 @@ async def _prompt_parts(prompt: list[PromptBlock]) -> tuple[str, list[Attachment
     try:
         return await asyncio.to_thread(prompt_parts, prompt)
     except ImageError as err:
-        raise RequestError.invalid_params({"prompt": str(err)}) from None
+        raise invalid_params("prompt", str(err)) from None
 
 
 def _todos(agent: Agent) -> list[JsonObject]:

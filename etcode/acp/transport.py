@@ -17,6 +17,7 @@ import os
 import stat
 import threading
 
+from etcode.acp.errors import readable
 from etcode.util.json_types import JsonObject, JsonValue
 
 log = logging.getLogger("etcode.acp")
@@ -63,6 +64,7 @@ class StdioTransport:
         self._closed = False
 
     async def send(self, message: JsonObject) -> None:
+        message = readable(message)  # "Invalid params: sessionId: Field required", not the code's name
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         async with self._send_lock:
             if self._closed:
