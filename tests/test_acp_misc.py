@@ -57,3 +57,41 @@ async def test_errors_name_what_is_at_fault_in_their_message(llm: FakeLLM, proje
     assert str(mode.value).startswith("unknown mode nope; modes: build"), mode.value
     assert str(schema.value) == "Invalid params: prompt: Field required", schema.value
     assert str(method.value) == "Method not found: session/nope", method.value
+
+
+async def test_the_editor_chooses_the_model_among_those_configured(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm, provider={"models": {"test-model": {}, "other-model": {}}})
+    llm.script(Reply(text="one"), Reply(text="two"), Reply(text="three"))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session = await _start(conn, project)
+        [mode, model] = session.config_options
+        assert (mode.id, mode.category, mode.current_value) == ("mode", "mode", "build")
+        assert "plan" in [option.value for option in mode.options]
+        assert (model.id, model.category, model.current_value) == ("model", "model", "fake/test-model")
+        offered = [option.value for option in model.options]
+        assert offered[:2] == ["fake/test-model", "fake/other-model"], offered
+        await step(conn.prompt(session_id=session.session_id, prompt=[text_block("first")]))
+        changed = await step(
+            conn.set_config_option(config_id="model", session_id=session.session_id, value="fake/other-model")
+        )
+        assert changed.config_options[1].current_value == "fake/other-model"
+        await step(conn.prompt(session_id=session.session_id, prompt=[text_block("second")]))
+        with pytest.raises(RequestError) as unknown:
+            await step(
+                conn.set_config_option(config_id="model", session_id=session.session_id, value="fake/nope")
+            )
+        planning = await step(
+            conn.set_config_option(config_id="mode", session_id=session.session_id, value="plan")
+        )
+        assert [option.current_value for option in planning.config_options] == ["plan", "fake/other-model"]
+        # session/load offers the same choices; a loaded session starts with the configured model
+        loaded = await step(
+            conn.load_session(cwd=str(project), session_id=session.session_id, mcp_servers=[])
+        )
+        assert [o.value for o in loaded.config_options[1].options] == offered
+        assert loaded.config_options[1].current_value == "fake/test-model"
+        await step(conn.prompt(session_id=session.session_id, prompt=[text_block("third")]))
+    assert [r.body["model"] for r in llm.requests] == ["test-model", "other-model", "test-model"]
+    assert unknown.value.code == -32602
+    assert str(unknown.value).startswith("unknown model fake/nope; models: fake/test-model, fake/other-model")

@@ -35,6 +35,7 @@ from acp.schema import (
     SessionListCapabilities,
     SessionMode,
     SessionModeState,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     StopReason,
 )
@@ -52,6 +53,7 @@ from etcode.util.errors import EtcodeError
 from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
+    from etcode.acp.config_options import ConfigOption
     from etcode.api import Agent
     from etcode.contract.results import AgentResult
     from etcode.provider.types import ImagePart
@@ -98,6 +100,7 @@ class SessionHandle:
     turn: asyncio.Task[object] | None = None
     cancelled: bool = False
     pending_mode: str | None = None
+    pending_model: str | None = None  # set while a turn ran: applies from the next one
     #: The folder's unapproved project settings: asked at the first prompt, None once settled.
     trust: PendingTrust | None = None
     equip: Callable[[Agent], None] = field(default=lambda agent: None)
@@ -188,7 +191,10 @@ class EtcodeAcpAgent:
         # After the response: the library queues the response (one FIFO of messages) in the
         # step this method returns in, before this task's first step runs.
         self._later(handle, self._offer_commands(handle))
-        return NewSessionResponse(session_id=handle.id, modes=self._modes(handle))
+        modes = self._modes(handle)
+        return NewSessionResponse(
+            session_id=handle.id, modes=modes, config_options=await self._config_options(handle, modes)
+        )
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[McpServer] | None = None, **kwargs: object
@@ -212,7 +218,8 @@ class EtcodeAcpAgent:
         for update in replay_updates(messages, handle.directory, todos):
             await self.conn.session_update(handle.id, update)
         await self._offer_commands(handle)
-        return LoadSessionResponse(modes=self._modes(handle))
+        modes = self._modes(handle)
+        return LoadSessionResponse(modes=modes, config_options=await self._config_options(handle, modes))
 
     def _later(self, handle: SessionHandle, work: Coroutine[object, object, None]) -> None:
         task = asyncio.ensure_future(work)
@@ -368,6 +375,47 @@ class EtcodeAcpAgent:
             await self._switch(handle, mode_id)
         return SetSessionModeResponse()
 
+    async def _config_options(
+        self, handle: SessionHandle, modes: SessionModeState | None = None
+    ) -> list[ConfigOption]:
+        from etcode.acp.config_options import config_options
+
+        models = await asyncio.to_thread(handle.host.model_names)  # the catalog's files: read once
+        return config_options(modes or self._modes(handle), models, _current_model(handle, models))
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: object
+    ) -> SetSessionConfigOptionResponse:
+        """``mode`` as ``session/set_mode``; ``model`` (one of those offered) from the next turn."""
+        from etcode.acp.config_options import MODE, MODEL, OPTIONS, unknown_model
+
+        handle = self._session(session_id)
+        if config_id not in OPTIONS:
+            raise invalid_params(
+                "configId", f"unknown config option {config_id}; options: {', '.join(OPTIONS)}"
+            )
+        if not isinstance(value, str):
+            raise invalid_params("value", f"config option {config_id} takes a {config_id} id, not {value}")
+        if config_id == MODE:
+            await self.set_session_mode(value, session_id)
+        elif config_id == MODEL:
+            models = await asyncio.to_thread(handle.host.model_names)
+            if value not in models:
+                raise invalid_params("value", unknown_model(value, models))
+            if handle.turn is not None:
+                handle.pending_model = value  # the running turn finishes with the model it began with
+            else:
+                await self._switch_model(handle, value)
+        return SetSessionConfigOptionResponse(config_options=await self._config_options(handle))
+
+    async def _switch_model(self, handle: SessionHandle, model: str) -> None:
+        handle.pending_model = None
+        try:
+            await handle.host.switch_model(model)
+        except EtcodeError as err:
+            raise _errors_as_rpc(err) from None
+        handle.equip(handle.agent)
+
     async def _switch(self, handle: SessionHandle, mode_id: str) -> None:
         try:
             await handle.host.switch_agent(mode_id)
@@ -394,6 +442,8 @@ class EtcodeAcpAgent:
             if handle.pending_mode is not None:
                 mode, handle.pending_mode = handle.pending_mode, None
                 await self._switch(handle, mode)
+            if handle.pending_model is not None:
+                await self._switch_model(handle, handle.pending_model)
             error, result = await self._turn(handle, text, attachments)
         finally:
             handle.turn = None
@@ -521,6 +571,16 @@ async def _prompt_parts(prompt: list[PromptBlock]) -> tuple[str, list[Attachment
         return await asyncio.to_thread(prompt_parts, prompt)
     except ImageError as err:
         raise invalid_params("prompt", str(err)) from None
+
+
+def _current_model(handle: SessionHandle, models: list[str]) -> str:
+    """The model of the session's next turn (``provider/model``)."""
+    if handle.pending_model is not None:
+        return handle.pending_model
+    try:
+        return handle.host.resolved_model()[0]
+    except EtcodeError:  # no model configured: the first offered (a prompt will say what is missing)
+        return models[0] if models else ""
 
 
 def _todos(agent: Agent) -> list[JsonObject]:
