@@ -1,6 +1,6 @@
 """``etcode acp``: one model request per prompt however big, retries told to the editor,
 errors whose message names what is at fault, and the model chosen from the editor
-(``session/set_model``). Driven by the ACP SDK's client over real pipes, with the fake LLM."""
+(session config options: mode and model). Driven by the ACP SDK's client over real pipes, with the fake LLM."""
 
 from __future__ import annotations
 
@@ -14,10 +14,40 @@ from tests.acp_support import RecordingClient, acp_agent, capabilities, step
 from tests.cli_helpers import write_config
 from tests.fake_llm import FakeLLM, Fault, Reply
 
+MIB = 1024 * 1024
+
 
 async def _start(conn, project: Path):
     await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
     return await step(conn.new_session(cwd=str(project), mcp_servers=[]))
+
+
+#: A server's overflow error that names no window (only the server knows it is too long).
+OVERFLOW = Fault(
+    status=400,
+    body={"message": "Input is too long for the requested model.", "code": "context_length_exceeded"},
+)
+
+
+async def test_a_5_mib_prompt_is_sent_once(llm: FakeLLM, project: Path) -> None:
+    """After a short exchange, a 5 MiB paste the server refuses as too long is not sent again
+    after summarising the exchange (which cannot make room): one request of that size (and
+    the title request, bounded)."""
+    write_config(project, llm, small_model="fake/test-model")
+    llm.script(*[lambda request: OVERFLOW if len(request.raw) > MIB else Reply(text="ok")] * 6)
+    big = "\n".join(f"line {n}: " + "x" * 60 for n in range(5 * MIB // 70))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session = await _start(conn, project)
+        await step(conn.prompt(session_id=session.session_id, prompt=[text_block("hello there")]))
+        with pytest.raises(RequestError) as refused:
+            await step(conn.prompt(session_id=session.session_id, prompt=[text_block(big)]))
+    sizes = [len(request.raw) for request in llm.requests]
+    assert len([size for size in sizes if size > MIB]) == 1, sizes
+    assert len(sizes) == 3, sizes  # the title, the first prompt, the paste: no summary, no retry
+    message = str(refused.value)
+    assert "newest message does not fit" in message and "cannot make room" in message, message
+    assert "Input is too long" in message and "\n" not in message
 
 
 async def test_a_retry_after_429_is_told_to_the_editor_before_the_answer(llm: FakeLLM, project: Path) -> None:
