@@ -125,3 +125,28 @@ async def test_the_editor_chooses_the_model_among_those_configured(llm: FakeLLM,
     assert [r.body["model"] for r in llm.requests] == ["test-model", "other-model", "test-model"]
     assert unknown.value.code == -32602
     assert str(unknown.value).startswith("unknown model fake/nope; models: fake/test-model, fake/other-model")
+
+
+async def test_older_editors_set_the_model_with_session_set_model(llm: FakeLLM, project: Path) -> None:
+    """ACP's unstable ``session/set_model`` and ``models`` (which the SDK no longer has), as
+    editors built before session config options send and read them: raw JSON-RPC."""
+    write_config(project, llm, provider={"models": {"test-model": {}, "other-model": {}}})
+    llm.script(Reply(text="one"))
+    client = RecordingClient()
+    answers: list[dict] = []
+    async with acp_agent(client, project) as (conn, _proc):
+        conn._conn.add_observer(lambda event: answers.append(event.message))
+        session = await _start(conn, project)
+        [new] = [a for a in answers if isinstance(a.get("result"), dict) and "sessionId" in a["result"]]
+        models = new["result"]["models"]
+        assert models["currentModelId"] == "fake/test-model"
+        ids = [model["modelId"] for model in models["availableModels"]]
+        assert ids[:2] == ["fake/test-model", "fake/other-model"], ids
+        params = {"sessionId": session.session_id, "modelId": "fake/other-model"}
+        await step(conn._conn.send_request("session/set_model", params))
+        await step(conn.prompt(session_id=session.session_id, prompt=[text_block("hi")]))
+        with pytest.raises(RequestError) as unknown:
+            params = {"sessionId": session.session_id, "modelId": "fake/nope"}
+            await step(conn._conn.send_request("session/set_model", params))
+    assert [request.body["model"] for request in llm.requests] == ["other-model"]
+    assert str(unknown.value).startswith("unknown model fake/nope; models: fake/test-model")
