@@ -4,6 +4,7 @@ errors whose message names what is at fault, and the model chosen from the edito
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -150,3 +151,27 @@ async def test_older_editors_set_the_model_with_session_set_model(llm: FakeLLM, 
             await step(conn._conn.send_request("session/set_model", params))
     assert [request.body["model"] for request in llm.requests] == ["other-model"]
     assert str(unknown.value).startswith("unknown model fake/nope; models: fake/test-model")
+
+
+async def test_a_model_chosen_during_a_turn_applies_from_the_next(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm, provider={"models": {"test-model": {}, "other-model": {}}})
+    llm.script(Fault(hang=True), Reply(text="next"))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session = await _start(conn, project)
+        sid = session.session_id
+        running = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("first")]))
+        while not llm.requests:  # the first turn has reached the model
+            await asyncio.sleep(0.02)
+        chosen = await step(
+            conn.set_config_option(config_id="model", session_id=sid, value="fake/other-model")
+        )
+        planned = await step(conn.set_config_option(config_id="mode", session_id=sid, value="plan"))
+        assert [o.current_value for o in planned.config_options] == ["plan", "fake/other-model"]
+        assert chosen.config_options[1].current_value == "fake/other-model"
+        await conn.cancel(session_id=sid)
+        assert (await step(running)).stop_reason == "cancelled"
+        await step(conn.prompt(session_id=sid, prompt=[text_block("second")]))
+    assert [request.body["model"] for request in llm.requests] == ["test-model", "other-model"]
+    tools = [tool["function"]["name"] for tool in llm.requests[-1].body["tools"]]
+    assert "Edit" not in tools  # the plan agent's turn

@@ -381,7 +381,10 @@ class EtcodeAcpAgent:
         from etcode.acp.config_options import config_options
 
         models = await asyncio.to_thread(handle.host.model_names)  # the catalog's files: read once
-        return config_options(modes or self._modes(handle), models, _current_model(handle, models))
+        modes = modes or self._modes(handle)
+        if handle.pending_mode is not None:  # chosen during a turn: the next turn's
+            modes = modes.model_copy(update={"current_mode_id": handle.pending_mode})
+        return config_options(modes, models, _current_model(handle, models))
 
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **kwargs: object
