@@ -35,6 +35,7 @@ from acp.schema import (
     SessionListCapabilities,
     SessionMode,
     SessionModeState,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     StopReason,
 )
@@ -42,6 +43,7 @@ from acp.schema import (
 from etcode import __version__
 from etcode.acp.background import BackgroundCalls, background_id, started_update
 from etcode.acp.live import LiveCalls
+from etcode.acp.errors import invalid_params
 from etcode.acp.mcp_servers import McpServer
 from etcode.acp.permission import AcpAsker
 from etcode.acp.prompt_text import PromptBlock, prompt_parts
@@ -51,6 +53,7 @@ from etcode.util.errors import EtcodeError
 from etcode.util.json_types import JsonObject
 
 if TYPE_CHECKING:
+    from etcode.acp.config_options import ConfigOption
     from etcode.api import Agent
     from etcode.contract.results import AgentResult
     from etcode.provider.types import ImagePart
@@ -97,6 +100,7 @@ class SessionHandle:
     turn: asyncio.Task[object] | None = None
     cancelled: bool = False
     pending_mode: str | None = None
+    pending_model: str | None = None  # set while a turn ran: applies from the next one
     #: The folder's unapproved project settings: asked at the first prompt, None once settled.
     trust: PendingTrust | None = None
     equip: Callable[[Agent], None] = field(default=lambda agent: None)
@@ -189,7 +193,10 @@ class EtcodeAcpAgent:
         # After the response: the library queues the response (one FIFO of messages) in the
         # step this method returns in, before this task's first step runs.
         self._later(handle, self._offer_commands(handle))
-        return NewSessionResponse(session_id=handle.id, modes=self._modes(handle))
+        modes = self._modes(handle)
+        return NewSessionResponse(
+            session_id=handle.id, modes=modes, config_options=await self._config_options(handle, modes)
+        )
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[McpServer] | None = None, **kwargs: object
@@ -201,9 +208,9 @@ class EtcodeAcpAgent:
         try:
             found = await asyncio.to_thread(self.store().find_session, session_id)
         except AmbiguousSessionError as err:
-            raise RequestError.invalid_params({"sessionId": str(err)}) from None
+            raise invalid_params("sessionId", str(err)) from None
         if found is None:
-            raise RequestError.invalid_params({"sessionId": f"no stored session {session_id}"})
+            raise invalid_params("sessionId", f"unknown session {session_id}: no stored session has this id")
         handle = await self._open(cwd, mcp_servers, found.id)
         from etcode.acp.replay import replay_updates
 
@@ -213,7 +220,8 @@ class EtcodeAcpAgent:
         for update in replay_updates(messages, handle.directory, todos):
             await self.conn.session_update(handle.id, update)
         await self._offer_commands(handle)
-        return LoadSessionResponse(modes=self._modes(handle))
+        modes = self._modes(handle)
+        return LoadSessionResponse(modes=modes, config_options=await self._config_options(handle, modes))
 
     def _later(self, handle: SessionHandle, work: Coroutine[object, object, None]) -> None:
         task = asyncio.ensure_future(work)
@@ -265,7 +273,7 @@ class EtcodeAcpAgent:
     ) -> SessionHandle:
         directory = Path(cwd)
         if not directory.is_absolute() or not directory.is_dir():
-            raise RequestError.invalid_params({"cwd": f"{cwd} is not an absolute path of a folder"})
+            raise invalid_params("cwd", f"{cwd} is not an absolute path of a folder")
         try:
             return await self._build(directory.resolve(), mcp_servers or [], session_id)
         except EtcodeError as err:
@@ -357,8 +365,9 @@ class EtcodeAcpAgent:
     def _session(self, session_id: str) -> SessionHandle:
         handle = self.sessions.get(session_id)
         if handle is None:
-            raise RequestError.invalid_params(
-                {"sessionId": f"no open session {session_id} (session/new or session/load first)"}
+            raise invalid_params(
+                "sessionId",
+                f"unknown session {session_id}: not open here (session/new or session/load it first)",
             )
         return handle
 
@@ -368,14 +377,56 @@ class EtcodeAcpAgent:
         handle = self._session(session_id)
         names = handle.host.agent_names()
         if mode_id not in names:
-            raise RequestError.invalid_params(
-                {"modeId": f"unknown mode {mode_id}; modes: {', '.join(names)}"}
-            )
+            raise invalid_params("modeId", f"unknown mode {mode_id}; modes: {', '.join(names)}")
         if handle.turn is not None:
             handle.pending_mode = mode_id  # the running turn finishes with the agent it began with
         else:
             await self._switch(handle, mode_id)
         return SetSessionModeResponse()
+
+    async def _config_options(
+        self, handle: SessionHandle, modes: SessionModeState | None = None
+    ) -> list[ConfigOption]:
+        from etcode.acp.config_options import config_options
+
+        models = await asyncio.to_thread(handle.host.model_names)  # the catalog's files: read once
+        modes = modes or self._modes(handle)
+        if handle.pending_mode is not None:  # chosen during a turn: the next turn's
+            modes = modes.model_copy(update={"current_mode_id": handle.pending_mode})
+        return config_options(modes, models, _current_model(handle, models))
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: object
+    ) -> SetSessionConfigOptionResponse:
+        """``mode`` as ``session/set_mode``; ``model`` (one of those offered) from the next turn."""
+        from etcode.acp.config_options import MODE, MODEL, OPTIONS, unknown_model
+
+        handle = self._session(session_id)
+        if config_id not in OPTIONS:
+            raise invalid_params(
+                "configId", f"unknown config option {config_id}; options: {', '.join(OPTIONS)}"
+            )
+        if not isinstance(value, str):
+            raise invalid_params("value", f"config option {config_id} takes a {config_id} id, not {value}")
+        if config_id == MODE:
+            await self.set_session_mode(value, session_id)
+        elif config_id == MODEL:
+            models = await asyncio.to_thread(handle.host.model_names)
+            if value not in models:
+                raise invalid_params("value", unknown_model(value, models))
+            if handle.turn is not None:
+                handle.pending_model = value  # the running turn finishes with the model it began with
+            else:
+                await self._switch_model(handle, value)
+        return SetSessionConfigOptionResponse(config_options=await self._config_options(handle))
+
+    async def _switch_model(self, handle: SessionHandle, model: str) -> None:
+        handle.pending_model = None
+        try:
+            await handle.host.switch_model(model)
+        except EtcodeError as err:
+            raise _errors_as_rpc(err) from None
+        handle.equip(handle.agent)
 
     async def _switch(self, handle: SessionHandle, mode_id: str) -> None:
         try:
@@ -393,7 +444,7 @@ class EtcodeAcpAgent:
             )
         text, attachments = await _prompt_parts(prompt)
         if not text.strip() and not attachments:
-            raise RequestError.invalid_params({"prompt": "the prompt has no text"})
+            raise invalid_params("prompt", "the prompt has no text")
         handle.turn = asyncio.current_task()
         handle.cancelled = False
         handle.asker.cancelled.clear()
@@ -403,6 +454,8 @@ class EtcodeAcpAgent:
             if handle.pending_mode is not None:
                 mode, handle.pending_mode = handle.pending_mode, None
                 await self._switch(handle, mode)
+            if handle.pending_model is not None:
+                await self._switch_model(handle, handle.pending_model)
             error, result = await self._turn(handle, text, attachments)
         finally:
             handle.turn = None
@@ -532,7 +585,17 @@ async def _prompt_parts(prompt: list[PromptBlock]) -> tuple[str, list[Attachment
     try:
         return await asyncio.to_thread(prompt_parts, prompt)
     except ImageError as err:
-        raise RequestError.invalid_params({"prompt": str(err)}) from None
+        raise invalid_params("prompt", str(err)) from None
+
+
+def _current_model(handle: SessionHandle, models: list[str]) -> str:
+    """The model of the session's next turn (``provider/model``)."""
+    if handle.pending_model is not None:
+        return handle.pending_model
+    try:
+        return handle.host.resolved_model()[0]
+    except EtcodeError:  # no model configured: the first offered (a prompt will say what is missing)
+        return models[0] if models else ""
 
 
 def _todos(agent: Agent) -> list[JsonObject]:

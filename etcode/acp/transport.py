@@ -17,6 +17,8 @@ import os
 import stat
 import threading
 
+from etcode.acp import legacy_models
+from etcode.acp.errors import readable
 from etcode.util.json_types import JsonObject, JsonValue
 
 log = logging.getLogger("etcode.acp")
@@ -63,6 +65,7 @@ class StdioTransport:
         self._closed = False
 
     async def send(self, message: JsonObject) -> None:
+        message = legacy_models.outgoing(readable(message))  # readable: a message naming what is wrong
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         async with self._send_lock:
             if self._closed:
@@ -92,7 +95,7 @@ class StdioTransport:
                 continue
             problem = check_message(message)
             if problem is None and isinstance(message, dict):
-                return message
+                return legacy_models.incoming(message)  # session/set_model, as older editors send it
             if problem is not None:
                 log.warning("acp: %s", problem["error"]["message"])
                 await self._reply(problem)

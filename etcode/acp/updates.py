@@ -313,6 +313,10 @@ def updates_of(event: ev.Event, directory: Path) -> list[Update]:
         return [plan_of(event.todos)]
     if isinstance(event, ev.WarningEvent | ev.SoftLimitEvent):
         return [helpers.update_agent_thought_text(f"\n[etcode] {event.message}\n")]
+    if isinstance(event, ev.RetryEvent):
+        from etcode.acp.retries import retry_line
+
+        return [helpers.update_agent_thought_text(f"\n[etcode] {retry_line(event)}\n")]
     if isinstance(event, ev.HookRun):
         return [hook_call(event)]
     if isinstance(event, ev.SubagentEvent):

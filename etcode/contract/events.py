@@ -128,6 +128,10 @@ class RetryEvent(Event):
     attempt: int
     delay: float
     reason: str
+    #: The failed request's HTTP status (None: no answer, e.g. a cut connection).
+    status: int | None = None
+    #: How many attempts there are in all (the first and its retries), when known.
+    attempts: int | None = None
     type: Literal["retry"] = field(init=False, default="retry")
 
 

@@ -103,17 +103,21 @@ class MessageTooLongError(ProviderError):
 
 
 def too_long_error(
-    tokens: int, base: int, budget: ContextBudget, server: str | None = None
+    tokens: int, base: int, budget: ContextBudget, server: str | None = None, older: int = 0
 ) -> MessageTooLongError:
-    """One line: the newest message's size against the window (or the server's word)."""
+    """One line: the newest message's size against the window (or the server's word;
+    ``older``: the tokens a summary could save, too few to matter)."""
     head = (
         f"the newest message does not fit the model's context window: it has {tokens:,} tokens "
         f"and the system prompt and tools {base:,} more"
     )
     if server is not None:
-        return MessageTooLongError(
-            f"{head}, and there is nothing older to summarise; the server said: {server}"
+        why = (
+            f"summarising the {older:,} tokens before it cannot make room"
+            if older
+            else "there is nothing older to summarise"
         )
+        return MessageTooLongError(f"{head}, and {why}; the server said: {server}")
     usable, context = budget.usable or 0, budget.context or 0
     return MessageTooLongError(
         f"{head}, over the {usable:,} usable of the {context:,}-token window "

@@ -401,7 +401,9 @@ class AgentLoop(EventPump):
                 elif isinstance(chunk, ReasoningDelta):
                     self.emit(ev.ReasoningDeltaEvent(chunk.text))
                 elif isinstance(chunk, RetryNotice):
-                    self.emit(ev.RetryEvent(chunk.attempt, chunk.delay, chunk.reason))
+                    self.emit(
+                        ev.RetryEvent(chunk.attempt, chunk.delay, chunk.reason, chunk.status, chunk.attempts)
+                    )
                 elif isinstance(chunk, StreamEnd):
                     for call in chunk.message.tool_calls:  # a design-trained model's todo_write
                         call.name = self.settings.tools.offered_name(call.name)

@@ -41,6 +41,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("etcode.window")
 
+#: After an overflow, a summary must save at least this share of the newest message's
+#: tokens to be worth the retry (else the run ends with the newest message too long).
+MIN_COMPACTION_GAIN = 0.05
+
 
 class ContextWindow:
     """The session's budget, meter and compactor, shared by its runs."""
@@ -172,6 +176,12 @@ class ContextWindow:
             older, _ = self.compactor.split(work, system, tools)
             if not older:
                 raise too_long_error(size, base, self.budget, server=str(overflow))
+            # A summary saves at most the older part: a few percent of the newest message
+            # cannot bring a request that overflowed under the window (a 5 MiB paste after a
+            # short exchange), and the retry would send that message again in vain.
+            saved = sum(est.message(m) for m in older)
+            if saved < size * MIN_COMPACTION_GAIN:
+                raise too_long_error(size, base, self.budget, server=str(overflow), older=saved)
 
     async def compact(
         self,

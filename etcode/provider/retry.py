@@ -105,5 +105,11 @@ async def stream_with_retries(
                 raise
             delay = retry_delay(retries, config, err.retry_after)
             retries += 1
-            yield RetryNotice(attempt=retries, delay=delay, reason=str(err))
+            yield RetryNotice(
+                attempt=retries,
+                delay=delay,
+                reason=str(err),
+                status=err.status,
+                attempts=config.max_retries + 1,
+            )
             await sleep(delay)

@@ -262,6 +262,10 @@ class RetryNotice:
     delay: float
     reason: str
     kind: Literal["retry"] = "retry"
+    #: The failed request's HTTP status (None: no answer, e.g. a cut connection).
+    status: int | None = None
+    #: How many attempts there are in all (the first and its retries).
+    attempts: int | None = None
 
 
 @dataclass

@@ -1,0 +1,177 @@
+"""``etcode acp``: one model request per prompt however big, retries told to the editor,
+errors whose message names what is at fault, and the model chosen from the editor
+(session config options: mode and model). Driven by the ACP SDK's client over real pipes, with the fake LLM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from acp import PROTOCOL_VERSION, RequestError, text_block
+
+from tests.acp_support import RecordingClient, acp_agent, capabilities, step
+from tests.cli_helpers import write_config
+from tests.fake_llm import FakeLLM, Fault, Reply
+
+MIB = 1024 * 1024
+
+
+async def _start(conn, project: Path):
+    await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
+    return await step(conn.new_session(cwd=str(project), mcp_servers=[]))
+
+
+#: A server's overflow error that names no window (only the server knows it is too long).
+OVERFLOW = Fault(
+    status=400,
+    body={"message": "Input is too long for the requested model.", "code": "context_length_exceeded"},
+)
+
+
+async def test_a_5_mib_prompt_is_sent_once(llm: FakeLLM, project: Path) -> None:
+    """After a short exchange, a 5 MiB paste the server refuses as too long is not sent again
+    after summarising the exchange (which cannot make room): one request of that size (and
+    the title request, bounded)."""
+    write_config(project, llm, small_model="fake/test-model")
+    llm.script(*[lambda request: OVERFLOW if len(request.raw) > MIB else Reply(text="ok")] * 6)
+    big = "\n".join(f"line {n}: " + "x" * 60 for n in range(5 * MIB // 70))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session = await _start(conn, project)
+        await step(conn.prompt(session_id=session.session_id, prompt=[text_block("hello there")]))
+        with pytest.raises(RequestError) as refused:
+            await step(conn.prompt(session_id=session.session_id, prompt=[text_block(big)]))
+    sizes = [len(request.raw) for request in llm.requests]
+    assert len([size for size in sizes if size > MIB]) == 1, sizes
+    assert len(sizes) == 3, sizes  # the title, the first prompt, the paste: no summary, no retry
+    message = str(refused.value)
+    assert "newest message does not fit" in message and "cannot make room" in message, message
+    assert "Input is too long" in message and "\n" not in message
+
+
+async def test_a_retry_after_429_is_told_to_the_editor_before_the_answer(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    llm.script(Fault(status=429, headers={"retry-after": "1"}), Reply(text="the answer"))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session = await _start(conn, project)
+        response = await step(conn.prompt(session_id=session.session_id, prompt=[text_block("hi")]))
+    assert response.stop_reason == "end_turn" and len(llm.requests) == 2
+    kinds = client.kinds()
+    said = [u.content.text for u in client.of_kind("agent_thought_chunk")]
+    assert any("Rate limited (429); retrying in 1.0 s (attempt 2 of 3)" in text for text in said), said
+    assert kinds.index("agent_thought_chunk") < kinds.index("agent_message_chunk"), kinds
+    assert client.message_text() == "the answer"
+
+
+async def test_errors_name_what_is_at_fault_in_their_message(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm)
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session = await _start(conn, project)
+        with pytest.raises(RequestError) as unopened:
+            await step(conn.prompt(session_id="ses_abc123", prompt=[text_block("hi")]))
+        with pytest.raises(RequestError) as unstored:
+            await step(conn.load_session(cwd=str(project), session_id="ses_abc123", mcp_servers=[]))
+        with pytest.raises(RequestError) as mode:
+            await step(conn.set_session_mode(session_id=session.session_id, mode_id="nope"))
+        with pytest.raises(RequestError) as schema:  # the SDK's own check of the params
+            await step(conn._conn.send_request("session/prompt", {"sessionId": session.session_id}))
+        with pytest.raises(RequestError) as method:
+            await step(conn._conn.send_request("session/nope", {}))
+    assert unopened.value.code == unstored.value.code == -32602
+    assert str(unopened.value).startswith("unknown session ses_abc123: not open here"), unopened.value
+    assert str(unstored.value) == "unknown session ses_abc123: no stored session has this id"
+    assert "ses_abc123" in json.dumps(unstored.value.data)  # the details stay in data
+    assert str(mode.value).startswith("unknown mode nope; modes: build"), mode.value
+    assert str(schema.value) == "Invalid params: prompt: Field required", schema.value
+    assert str(method.value) == "Method not found: session/nope", method.value
+
+
+async def test_the_editor_chooses_the_model_among_those_configured(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm, provider={"models": {"test-model": {}, "other-model": {}}})
+    llm.script(Reply(text="one"), Reply(text="two"), Reply(text="three"))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session = await _start(conn, project)
+        [mode, model] = session.config_options
+        assert (mode.id, mode.category, mode.current_value) == ("mode", "mode", "build")
+        assert "plan" in [option.value for option in mode.options]
+        assert (model.id, model.category, model.current_value) == ("model", "model", "fake/test-model")
+        offered = [option.value for option in model.options]
+        assert offered[:2] == ["fake/test-model", "fake/other-model"], offered
+        await step(conn.prompt(session_id=session.session_id, prompt=[text_block("first")]))
+        changed = await step(
+            conn.set_config_option(config_id="model", session_id=session.session_id, value="fake/other-model")
+        )
+        assert changed.config_options[1].current_value == "fake/other-model"
+        await step(conn.prompt(session_id=session.session_id, prompt=[text_block("second")]))
+        with pytest.raises(RequestError) as unknown:
+            await step(
+                conn.set_config_option(config_id="model", session_id=session.session_id, value="fake/nope")
+            )
+        planning = await step(
+            conn.set_config_option(config_id="mode", session_id=session.session_id, value="plan")
+        )
+        assert [option.current_value for option in planning.config_options] == ["plan", "fake/other-model"]
+        # session/load offers the same choices; a loaded session starts with the configured model
+        loaded = await step(
+            conn.load_session(cwd=str(project), session_id=session.session_id, mcp_servers=[])
+        )
+        assert [o.value for o in loaded.config_options[1].options] == offered
+        assert loaded.config_options[1].current_value == "fake/test-model"
+        await step(conn.prompt(session_id=session.session_id, prompt=[text_block("third")]))
+    assert [r.body["model"] for r in llm.requests] == ["test-model", "other-model", "test-model"]
+    assert unknown.value.code == -32602
+    assert str(unknown.value).startswith("unknown model fake/nope; models: fake/test-model, fake/other-model")
+
+
+async def test_older_editors_set_the_model_with_session_set_model(llm: FakeLLM, project: Path) -> None:
+    """ACP's unstable ``session/set_model`` and ``models`` (which the SDK no longer has), as
+    editors built before session config options send and read them: raw JSON-RPC."""
+    write_config(project, llm, provider={"models": {"test-model": {}, "other-model": {}}})
+    llm.script(Reply(text="one"))
+    client = RecordingClient()
+    answers: list[dict] = []
+    async with acp_agent(client, project) as (conn, _proc):
+        conn._conn.add_observer(lambda event: answers.append(event.message))
+        session = await _start(conn, project)
+        [new] = [a for a in answers if isinstance(a.get("result"), dict) and "sessionId" in a["result"]]
+        models = new["result"]["models"]
+        assert models["currentModelId"] == "fake/test-model"
+        ids = [model["modelId"] for model in models["availableModels"]]
+        assert ids[:2] == ["fake/test-model", "fake/other-model"], ids
+        params = {"sessionId": session.session_id, "modelId": "fake/other-model"}
+        await step(conn._conn.send_request("session/set_model", params))
+        await step(conn.prompt(session_id=session.session_id, prompt=[text_block("hi")]))
+        with pytest.raises(RequestError) as unknown:
+            params = {"sessionId": session.session_id, "modelId": "fake/nope"}
+            await step(conn._conn.send_request("session/set_model", params))
+    assert [request.body["model"] for request in llm.requests] == ["other-model"]
+    assert str(unknown.value).startswith("unknown model fake/nope; models: fake/test-model")
+
+
+async def test_a_model_chosen_during_a_turn_applies_from_the_next(llm: FakeLLM, project: Path) -> None:
+    write_config(project, llm, provider={"models": {"test-model": {}, "other-model": {}}})
+    llm.script(Fault(hang=True), Reply(text="next"))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session = await _start(conn, project)
+        sid = session.session_id
+        running = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("first")]))
+        while not llm.requests:  # the first turn has reached the model
+            await asyncio.sleep(0.02)
+        chosen = await step(
+            conn.set_config_option(config_id="model", session_id=sid, value="fake/other-model")
+        )
+        planned = await step(conn.set_config_option(config_id="mode", session_id=sid, value="plan"))
+        assert [o.current_value for o in planned.config_options] == ["plan", "fake/other-model"]
+        assert chosen.config_options[1].current_value == "fake/other-model"
+        await conn.cancel(session_id=sid)
+        assert (await step(running)).stop_reason == "cancelled"
+        await step(conn.prompt(session_id=sid, prompt=[text_block("second")]))
+    assert [request.body["model"] for request in llm.requests] == ["test-model", "other-model"]
+    tools = [tool["function"]["name"] for tool in llm.requests[-1].body["tools"]]
+    assert "Edit" not in tools  # the plan agent's turn
