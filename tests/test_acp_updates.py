@@ -99,7 +99,7 @@ def test_a_long_result_is_cut_at_a_line_and_says_how_many_lines(tmp_path: Path) 
 
 
 def test_the_first_changed_line_of_a_diff() -> None:
-    from etcode.acp.updates import first_changed_line
+    from etcode.tools.diff import first_changed_line
 
     before = "".join(f"line {i}\n" for i in range(1, 21))
     assert first_changed_line(unified_diff("a", before, before.replace("line 12\n", "twelve\n"))) == 12

@@ -58,7 +58,6 @@ PLAN_TOOL = "TodoWrite"
 #: Tool output shown in the editor is cut here (the model saw all of it).
 MAX_SHOWN_OUTPUT = 20_000
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
-_HUNK_START = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 _PLAN_STATUS: dict[str, PlanEntryStatus] = {
     "pending": "pending",
     "in_progress": "in_progress",
@@ -92,31 +91,17 @@ def tool_locations(params: JsonObject, directory: Path) -> list[ToolCallLocation
     return found
 
 
-def first_changed_line(diff: str) -> int | None:
-    """The 1-based line of the first change in a unified diff, in the new file (where an
-    editor should jump): its first hunk's start past the context lines; None without hunks."""
-    line: int | None = None
-    for text in diff.splitlines():
-        found = _HUNK_START.match(text)
-        if found:
-            line = max(int(found.group(1)), 1)  # +0,0: the file is empty now
-            continue
-        if line is None:
-            continue
-        if text.startswith(("+", "-")):
-            return max(line, 1)
-        if text.startswith(" "):
-            line += 1
-    return None
-
-
 def change_locations(data: JsonObject, directory: Path) -> list[ToolCallLocation]:
     """The file an Edit/WriteFile changes, at its first changed line (``data``: the result's
     or the permission question's, with ``path`` and ``diff``)."""
     path, diff = data.get("path"), data.get("diff")
     if not isinstance(path, str) or not path:
         return []
-    line = first_changed_line(diff) if isinstance(diff, str) else None
+    line = data.get("line")
+    if not isinstance(line, int) and isinstance(diff, str):
+        from etcode.tools.diff import first_changed_line  # a stored result from before "line"
+
+        line = first_changed_line(diff)
     return tool_locations({"file_path": path, "offset": line}, directory)
 
 
