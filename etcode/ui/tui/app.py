@@ -128,6 +128,9 @@ class EtcodeApp(App[int]):
         self.quit_warnings: list[str] = []
         #: Keys and pastes that came before the input was mounted (see :meth:`on_event`).
         self._typeahead: list[events.Key | events.Paste] = []
+        #: What was typed while etcode started, read from the terminal before the app ran
+        #: (``launch``): the input's first text, a final line end is Enter.
+        self.typed_at_start = ""
         self.prompt.input.scroll_target = self.conversation
         self.prompt.input.directory = self.directory
 
@@ -160,9 +163,7 @@ class EtcodeApp(App[int]):
             self.screen.styles.height = "70vh"
             self.screen.styles.min_height = 16
         self.prompt.input.focus()
-        for early in self._typeahead:
-            self.prompt.input._forward_event(early)
-        self._typeahead.clear()
+        self._replay_typeahead()
         if self._theme_problem:
             self.notify(self._theme_problem, severity="warning", timeout=8)
         await self.conversation.add(
@@ -176,6 +177,21 @@ class EtcodeApp(App[int]):
         self._quit_on_hangup()
         self._watch_lexers()
         self.collector.start()
+
+    def _replay_typeahead(self) -> None:
+        """What was typed before the input was up goes to it, in order: the text read from
+        the terminal at launch (its final line end is Enter), then the keys the app received
+        before the input was mounted."""
+        from etcode.ui.tui.early_input import typed_message
+
+        text, enter = typed_message(self.typed_at_start)
+        self.typed_at_start = ""
+        early: list[events.Key | events.Paste] = [events.Paste(text)] if text else []
+        early += [events.Key("enter", "\r")] if enter else []
+        early += self._typeahead
+        self._typeahead.clear()
+        for event in early:
+            self.prompt.input._forward_event(event)
 
     def _quit_on_hangup(self) -> None:
         """SIGTERM quits as Ctrl+C twice does: the turn winds down, its running commands
@@ -433,7 +449,8 @@ class EtcodeApp(App[int]):
     ) -> None:
         if self.busy or (self.host is None and not self._agent_failed):
             self.queued.append((text, task, shown, settings, images or []))
-            self.notify("Queued: it will be sent when the current turn ends.", timeout=3)
+            when = "the current turn ends" if self.busy else "the agent is ready"
+            self.notify(f"Queued: it will be sent when {when}.", timeout=3)
             return
         self.queued.insert(0, (text, task, shown, settings, images or []))
         await self._start_queued()
