@@ -384,12 +384,14 @@ class EtcodeApp(App[int]):
     async def on_event(self, event: events.Event) -> None:
         """Typing is never lost: a printable key or a paste that no text field would take
         (the focus on a tool block after Tab, or not yet on the input at launch) goes to
-        the input, in the order typed."""
+        the input, in the order typed. The focus moves to the input at once, so the rest
+        of a burst (an input method's commit, dictation: the next keys are already queued)
+        goes there too, Enter included."""
         if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded and self._stray(event):
             if not self.prompt.input.is_mounted:
                 self._typeahead.append(event)
                 return
-            self.prompt.input.focus()
+            self.screen.set_focus(self.prompt.input)
             self.prompt.input._forward_event(event)
             return
         await super().on_event(event)
@@ -403,7 +405,7 @@ class EtcodeApp(App[int]):
             return False
         if isinstance(event, events.Paste):
             return True
-        return event.is_printable and bool(event.character) and event.key not in self.screen.active_bindings
+        return event.is_printable and bool(event.character)  # a block's own keys are not printable
 
     async def _report_commands(self) -> list[slash.SlashCommand]:
         """The custom commands (read again when stale), each new warning shown once."""

@@ -37,7 +37,8 @@ LIVE_LINES = 5  # lines of a running command's output shown under its head
 class ToolMessage(Widget, can_focus=True):
     """One tool call. ``call_id`` is its key in the conversation."""
 
-    BINDINGS = [Binding("enter,space", "toggle_detail", "Expand", show=False)]
+    #: Enter only: a printable key typed on a block is typing, for the input (issue 30).
+    BINDINGS = [Binding("enter", "toggle_detail", "Expand", show=False)]
     DEFAULT_CSS = """
     ToolMessage { height: auto; }
     ToolMessage .tool-live { padding-left: 4; height: auto; color: $text-muted; }
