@@ -67,3 +67,45 @@ async def test_a_burst_ending_with_enter_on_a_tool_block_is_sent(project: Path, 
         assert not tool.expanded  # the Enter was the input's, not the block's
         assert app.prompt.input.text == ""
     assert user_texts(llm.requests[-1].body)[-1] == "fix it"
+
+
+def screen_lines(app: EtcodeApp) -> list[str]:
+    return [strip.text.rstrip() for strip in app.screen._compositor.render_strips()]
+
+
+async def test_a_focused_tool_block_shows_a_mark(project: Path, llm: FakeLLM) -> None:
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await focused_tool(pilot, app, llm)
+        await pilot.pause()
+        head = next(line for line in screen_lines(app) if "ReadFile (notes.txt)" in line)
+        assert head.lstrip().startswith("▶ ReadFile (notes.txt)"), head  # text, not a shade
+        assert "enter expands" in head and "ctrl+o" in head
+        await pilot.press("enter")
+        head = next(line for line in screen_lines(app) if "ReadFile (notes.txt)" in line)
+        assert "enter collapses" in head
+        await pilot.press("x")  # typing: back to the input, the mark goes
+        head = next(line for line in screen_lines(app) if "ReadFile (notes.txt)" in line)
+        assert head.lstrip() == "● ReadFile (notes.txt)", head
+
+
+async def test_ctrl_o_expands_and_collapses_every_tool_block(project: Path, llm: FakeLLM) -> None:
+    llm.script(
+        Reply(calls=[Call("ReadFile", {"file_path": "notes.txt"})]),
+        Reply(calls=[Call("ReadFile", {"file_path": "more.txt"})]),
+        Reply(text="Read both."),
+    )
+    app = make_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await run_turn(pilot, app, "read both")
+        tools = list(app.query(ToolMessage))
+        assert len(tools) == 2
+        tools[0].set_expanded(True)  # one open already: Ctrl+O opens the rest
+        await pilot.press("ctrl+o")
+        assert [t.expanded for t in tools] == [True, True]
+        assert any("and 43" in line for line in screen_lines(app))  # the output is shown
+        await pilot.press("ctrl+o")
+        assert [t.expanded for t in tools] == [False, False]
+        assert not any("and 43" in line for line in screen_lines(app))
+        assert app.focused is app.prompt.input  # the input kept the focus

@@ -76,6 +76,7 @@ class EtcodeApp(App[int]):
         Binding("ctrl+c", "ctrl_c", "Quit", show=False, priority=True),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
         Binding("ctrl+t", "toggle_todos", "Todos", show=False),
+        Binding("ctrl+o", "toggle_tools", "Expand all", show=False),
         Binding("ctrl+l", "focus_input", "Input", show=False),
         Binding("ctrl+n", "cycle_agent", "Next agent", show=False),
     ]
@@ -608,6 +609,15 @@ class EtcodeApp(App[int]):
     def action_toggle_todos(self) -> None:
         if self.todos.todos:
             self.todos.display = not self.todos.display
+
+    def action_toggle_tools(self) -> None:
+        """Ctrl+O: every tool block expanded, or all collapsed when all are expanded."""
+        from etcode.ui.tui.widgets.tool import ToolMessage
+
+        blocks = list(self.conversation.query(ToolMessage))
+        expand = not all(block.expanded for block in blocks)
+        for block in blocks:
+            block.set_expanded(expand)
 
     def action_focus_input(self) -> None:
         self.prompt.input.focus()
