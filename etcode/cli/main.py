@@ -66,8 +66,11 @@ def _run_command(argv: list[str]) -> None:
     defer_httpx_cli()
     skip_trio()
 
+    from etcode.ui.tui.early_input import hold_for_chat
+
     try:
-        _dispatch(argv)
+        with hold_for_chat(argv):  # the chat: what is typed while it starts is kept (Enter too)
+            _dispatch(argv)
     except KeyboardInterrupt:
         sys.stderr.write("\ninterrupted\n")
         sys.exit(130)

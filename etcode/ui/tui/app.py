@@ -76,6 +76,7 @@ class EtcodeApp(App[int]):
         Binding("ctrl+c", "ctrl_c", "Quit", show=False, priority=True),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
         Binding("ctrl+t", "toggle_todos", "Todos", show=False),
+        Binding("ctrl+o", "toggle_tools", "Expand all", show=False),
         Binding("ctrl+l", "focus_input", "Input", show=False),
         Binding("ctrl+n", "cycle_agent", "Next agent", show=False),
     ]
@@ -135,6 +136,9 @@ class EtcodeApp(App[int]):
         self.quit_warnings: list[str] = []
         #: Keys and pastes that came before the input was mounted (see :meth:`on_event`).
         self._typeahead: list[events.Key | events.Paste] = []
+        #: What was typed while etcode started, read from the terminal before the app ran
+        #: (``launch``): the input's first text, a final line end is Enter.
+        self.typed_at_start = ""
         self.prompt.input.scroll_target = self.conversation
         self.prompt.input.directory = self.directory
 
@@ -172,9 +176,7 @@ class EtcodeApp(App[int]):
             self.screen.styles.height = "70vh"
             self.screen.styles.min_height = 16
         self.prompt.input.focus()
-        for early in self._typeahead:
-            self.prompt.input._forward_event(early)
-        self._typeahead.clear()
+        self._replay_typeahead()
         if self._theme_problem:
             self.notify(self._theme_problem, severity="warning", timeout=8)
         await self.conversation.add(
@@ -188,6 +190,21 @@ class EtcodeApp(App[int]):
         self._quit_on_hangup()
         self._watch_lexers()
         self.collector.start()
+
+    def _replay_typeahead(self) -> None:
+        """What was typed before the input was up goes to it, in order: the text read from
+        the terminal at launch (its final line end is Enter), then the keys the app received
+        before the input was mounted."""
+        from etcode.ui.tui.early_input import typed_message
+
+        text, enter = typed_message(self.typed_at_start)
+        self.typed_at_start = ""
+        early: list[events.Key | events.Paste] = [events.Paste(text)] if text else []
+        early += [events.Key("enter", "\r")] if enter else []
+        early += self._typeahead
+        self._typeahead.clear()
+        for event in early:
+            self.prompt.input._forward_event(event)
 
     def _quit_on_hangup(self) -> None:
         """SIGTERM quits as Ctrl+C twice does: the turn winds down, its running commands
@@ -380,12 +397,14 @@ class EtcodeApp(App[int]):
     async def on_event(self, event: events.Event) -> None:
         """Typing is never lost: a printable key or a paste that no text field would take
         (the focus on a tool block after Tab, or not yet on the input at launch) goes to
-        the input, in the order typed."""
+        the input, in the order typed. The focus moves to the input at once, so the rest
+        of a burst (an input method's commit, dictation: the next keys are already queued)
+        goes there too, Enter included."""
         if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded and self._stray(event):
             if not self.prompt.input.is_mounted:
                 self._typeahead.append(event)
                 return
-            self.prompt.input.focus()
+            self.screen.set_focus(self.prompt.input)
             self.prompt.input._forward_event(event)
             return
         await super().on_event(event)
@@ -399,7 +418,7 @@ class EtcodeApp(App[int]):
             return False
         if isinstance(event, events.Paste):
             return True
-        return event.is_printable and bool(event.character) and event.key not in self.screen.active_bindings
+        return event.is_printable and bool(event.character)  # a block's own keys are not printable
 
     async def _report_commands(self) -> list[slash.SlashCommand]:
         """The custom commands (read again when stale), each new warning shown once."""
@@ -445,7 +464,8 @@ class EtcodeApp(App[int]):
     ) -> None:
         if self.busy or (self.host is None and not self._agent_failed):
             self.queued.append((text, task, shown, settings, images or []))
-            self.notify("Queued: it will be sent when the current turn ends.", timeout=3)
+            when = "the current turn ends" if self.busy else "the agent is ready"
+            self.notify(f"Queued: it will be sent when {when}.", timeout=3)
             return
         self.queued.insert(0, (text, task, shown, settings, images or []))
         await self._start_queued()
@@ -601,6 +621,15 @@ class EtcodeApp(App[int]):
     def action_toggle_todos(self) -> None:
         if self.todos.todos:
             self.todos.display = not self.todos.display
+
+    def action_toggle_tools(self) -> None:
+        """Ctrl+O: every tool block expanded, or all collapsed when all are expanded."""
+        from etcode.ui.tui.widgets.tool import ToolMessage
+
+        blocks = list(self.conversation.query(ToolMessage))
+        expand = not all(block.expanded for block in blocks)
+        for block in blocks:
+            block.set_expanded(expand)
 
     def action_focus_input(self) -> None:
         self.prompt.input.focus()

@@ -108,6 +108,8 @@ def help_text(custom: Sequence[SlashCommand] = ()) -> str:
     rows = "\n".join(f"| `{c.label}` | {_cell(c.help)} |" for c in (*COMMANDS, *custom))
     keys = (
         "| `Enter` | send |\n| `Shift+Enter`, `Ctrl+J` | new line |\n| `Up`, `Down` | input history |\n"
+        "| `Shift+Tab`, `Tab` | select a tool block (`Enter` expands it) |\n"
+        "| `Ctrl+O` | expand or collapse every tool block |\n"
         "| `@path` | attach a file (Tab completes) |\n| `Esc` | interrupt the running turn |\n"
         "| `Ctrl+C`, `Ctrl+C` | quit |\n| `Ctrl+T` | show/hide the todo panel |\n"
         "| `Ctrl+N` | next agent (build → plan → …) |"

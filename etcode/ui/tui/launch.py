@@ -60,6 +60,9 @@ def run_tui(options: TuiOptions) -> int:
             config=config,
             history=default_history(),
         )
+        from etcode.ui.tui.early_input import take_typed
+
+        app.typed_at_start = take_typed()  # typed while etcode started: the input's first text
         result = app.run(inline=options.inline)  # the inline frame is cleared on exit
         from etcode.ui.tui.goodbye import print_goodbye
 

@@ -34,12 +34,17 @@ MAX_DETAIL_LINES = 400
 PREVIEW_LINES = 10
 EXPAND_HINT = "click or shift+tab, enter to expand"
 LIVE_LINES = 5  # lines of a running command's output shown under its head
+#: A focused block's head: its mark (in place of the dot, in the state's colour) and what
+#: the keys do, plain text (a shade alone is hard to see, and nothing without colour).
+FOCUS_MARK = "▶"
+FOCUS_HINT = "  ‹ enter {what} · ctrl+o all"
 
 
 class ToolMessage(Widget, can_focus=True):
     """One tool call. ``call_id`` is its key in the conversation."""
 
-    BINDINGS = [Binding("enter,space", "toggle_detail", "Expand", show=False)]
+    #: Enter only: a printable key typed on a block is typing, for the input (issue 30).
+    BINDINGS = [Binding("enter", "toggle_detail", "Expand", show=False)]
     DEFAULT_CSS = """
     ToolMessage { height: auto; }
     ToolMessage .tool-live { padding-left: 4; height: auto; color: $text-muted; }
@@ -149,9 +154,20 @@ class ToolMessage(Widget, can_focus=True):
     def _head_text(self) -> Text:
         state = "error" if self.is_error else "done" if self.result_summary is not None else "running"
         text = Text()
-        text.append("● ", style={"running": "yellow", "done": "green", "error": "red"}[state])
+        mark = FOCUS_MARK if self.has_focus else "●"
+        text.append(f"{mark} ", style={"running": "yellow", "done": "green", "error": "red"}[state])
         text.append(self.title, style="bold")
+        if self.has_focus:
+            text.append(FOCUS_HINT.format(what="collapses" if self.expanded else "expands"), style="dim")
         return text
+
+    def _watch_has_focus(self, _focused: bool) -> None:
+        self._head.update(self._head_text())
+
+    def set_expanded(self, expanded: bool) -> None:
+        """Show or hide the full output (Ctrl+O does it for every block)."""
+        if expanded != self.expanded:
+            self.action_toggle_detail()
 
     def set_progress(self, text: str) -> None:
         """While running: what the call is doing now (e.g. a sub-agent's current tool)."""
@@ -219,6 +235,7 @@ class ToolMessage(Widget, can_focus=True):
     def action_toggle_detail(self) -> None:
         self.expanded = not self.expanded
         self._show_preview()
+        self._head.update(self._head_text())  # the focus hint says what Enter does next
         if self.expanded:
             if self._detail is None:
                 self._detail = Static(self.detail_renderable(), classes="tool-detail", markup=False)
