@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
+from acp.schema import EmbeddedResourceContentBlock, TextResourceContents
 
 from tests.acp_support import RecordingClient, acp_agent, capabilities, step
 from tests.cli_helpers import write_config
@@ -49,6 +50,37 @@ async def test_a_5_mib_prompt_is_sent_once(llm: FakeLLM, project: Path) -> None:
     message = str(refused.value)
     assert "newest message does not fit" in message and "cannot make room" in message, message
     assert "Input is too long" in message and "\n" not in message
+
+
+async def test_a_refused_paste_is_not_kept_and_the_session_goes_on(llm: FakeLLM, project: Path) -> None:
+    """The paste refused as too long leaves the history: the next prompts are answered and
+    no later request (nor a summary) carries it again — as text or as an attached file —
+    nor after the session is loaded again."""
+    write_config(project, llm, small_model="fake/test-model")
+    llm.script(*[lambda request: OVERFLOW if len(request.raw) > MIB else Reply(text="ok")] * 8)
+    big = "\n".join(f"line {n}: " + "x" * 60 for n in range(5 * MIB // 70))
+    attached = EmbeddedResourceContentBlock(
+        type="resource", resource=TextResourceContents(uri=f"file://{project}/big.log", text=big)
+    )
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session = await _start(conn, project)
+        sid = session.session_id
+        await step(conn.prompt(session_id=sid, prompt=[text_block("hello there")]))
+        for paste in ([text_block(big)], [text_block("look at this log"), attached]):
+            with pytest.raises(RequestError):
+                await step(conn.prompt(session_id=sid, prompt=paste))
+            answered = await step(conn.prompt(session_id=sid, prompt=[text_block("a small question")]))
+            assert answered.stop_reason == "end_turn"
+    async with acp_agent(RecordingClient(), project) as (conn, _proc):
+        await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
+        await step(conn.load_session(cwd=str(project), session_id=sid, mcp_servers=[]))
+        answered = await step(conn.prompt(session_id=sid, prompt=[text_block("after a reload")]))
+        assert answered.stop_reason == "end_turn"
+    sizes = [len(request.raw) for request in llm.requests]
+    assert len([size for size in sizes if size > MIB]) == 2, sizes  # each paste once, then never
+    assert len(sizes) == 7, sizes  # title, hello, paste, question, paste, question, after a reload
+    assert "look at this log" not in llm.requests[-1].raw.decode()
 
 
 async def test_a_retry_after_429_is_told_to_the_editor_before_the_answer(llm: FakeLLM, project: Path) -> None:
