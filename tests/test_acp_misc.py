@@ -207,3 +207,27 @@ async def test_a_model_chosen_during_a_turn_applies_from_the_next(llm: FakeLLM, 
     assert [request.body["model"] for request in llm.requests] == ["test-model", "other-model"]
     tools = [tool["function"]["name"] for tool in llm.requests[-1].body["tools"]]
     assert "Edit" not in tools  # the plan agent's turn
+
+
+async def test_a_prompt_sent_right_after_choosing_a_model_waits_for_the_switch(
+    llm: FakeLLM, project: Path
+) -> None:
+    """An editor sends session/set_config_option and, without waiting for its answer, the
+    prompt: the switch closes the session's agent, so the turn must not begin on it (it
+    failed with 'the turn ended: error'). Every turn is answered and kept."""
+    write_config(project, llm, provider={"models": {"test-model": {}, "other-model": {}}})
+    llm.script(*[Reply(text=f"answer {n}") for n in range(4)])
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        sid = (await _start(conn, project)).session_id
+        for n, model in enumerate(["fake/other-model", "fake/test-model", "fake/other-model"]):
+            chosen = asyncio.ensure_future(
+                conn.set_config_option(config_id="model", session_id=sid, value=model)
+            )
+            answered = await step(conn.prompt(session_id=sid, prompt=[text_block(f"turn {n}")]))
+            assert answered.stop_reason == "end_turn"
+            assert (await step(chosen)).config_options[1].current_value == model
+        await step(conn.prompt(session_id=sid, prompt=[text_block("last")]))
+    last = json.dumps(llm.requests[-1].body["messages"])
+    assert all(f"turn {n}" in last and f"answer {n}" in last for n in range(3)), last
+    assert llm.requests[-1].body["model"] == "other-model"
