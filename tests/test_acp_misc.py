@@ -79,6 +79,7 @@ async def test_a_refused_paste_is_not_kept_and_the_session_goes_on(llm: FakeLLM,
         assert answered.stop_reason == "end_turn"
     sizes = [len(request.raw) for request in llm.requests]
     assert len([size for size in sizes if size > MIB]) == 2, sizes  # each paste once, then never
+    assert max(sizes) < 6 * MIB, sizes  # an attached file's text goes out once
     assert len(sizes) == 7, sizes  # title, hello, paste, question, paste, question, after a reload
     assert "look at this log" not in llm.requests[-1].raw.decode()
 
