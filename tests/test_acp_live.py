@@ -240,3 +240,23 @@ async def test_a_question_about_a_file_a_command_reads_says_so_on_the_commands_c
     assert question.kind == "execute" and "cat secret.txt" in (question.title or "")
     assert _texts(question) == "Allow reading secret.txt?"
     assert options == ["Always allow reading secret.txt"]
+
+
+async def test_a_cancelled_command_run_by_etcode_keeps_its_live_output(llm: FakeLLM, project: Path) -> None:
+    """Without the editor's terminal the card showed the command's output live; the cancel's
+    last update replaces the card's content (ACP), so it must still hold that output."""
+    write_config(project, llm, permission={"bash": "allow"})
+    command = "echo first-part; sleep 120; echo never"
+    llm.script(Reply(calls=[Call("Bash", {"command": command, "description": "wait"}, id="call_c")]))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        running = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text_block("wait")]))
+        await _wait_for(client, lambda: any("first-part" in _texts(u) for u in client.tool_updates("call_c")))
+        await conn.cancel(session_id=session_id)
+        assert (await step(running)).stop_reason == "cancelled"
+    end = client.tool_updates("call_c")[-1]
+    assert end.status == "failed", end
+    shown = _texts(end)
+    assert "first-part" in shown and "never" not in shown, shown
+    assert "interrupted" in shown.lower(), shown
