@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -240,3 +241,63 @@ async def test_a_question_about_a_file_a_command_reads_says_so_on_the_commands_c
     assert question.kind == "execute" and "cat secret.txt" in (question.title or "")
     assert _texts(question) == "Allow reading secret.txt?"
     assert options == ["Always allow reading secret.txt"]
+
+
+async def test_a_cancelled_command_run_by_etcode_keeps_its_live_output(llm: FakeLLM, project: Path) -> None:
+    """Without the editor's terminal the card showed the command's output live; the cancel's
+    last update replaces the card's content (ACP), so it must still hold that output."""
+    write_config(project, llm, permission={"bash": "allow"})
+    command = "echo first-part; sleep 120; echo never"
+    llm.script(Reply(calls=[Call("Bash", {"command": command, "description": "wait"}, id="call_c")]))
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        running = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text_block("wait")]))
+        await _wait_for(client, lambda: any("first-part" in _texts(u) for u in client.tool_updates("call_c")))
+        await conn.cancel(session_id=session_id)
+        assert (await step(running)).stop_reason == "cancelled"
+    end = client.tool_updates("call_c")[-1]
+    assert end.status == "failed", end
+    shown = _texts(end)
+    assert "first-part" in shown and "never" not in shown, shown
+    assert "interrupted" in shown.lower(), shown
+
+
+async def test_a_nested_subagents_question_comes_without_the_cards_wait(llm: FakeLLM, project: Path) -> None:
+    """A subagent that may delegate (``tools: {Task: true}``) runs a worker whose command asks:
+    its call reaches the editor's event stream too (under the first Task), so the question
+    does not wait the 10 s bound for a card that never comes."""
+    config = {
+        "lead": {"description": "Delegates.", "prompt": "You delegate.", "mode": "subagent", "tools": {"Task": True}},
+        "worker": {"description": "Works.", "prompt": "You work.", "mode": "subagent"},
+    }  # fmt: skip
+    write_config(project, llm, permission={"bash": {"rm *": "ask", "*": "allow"}}, agent=config)
+    (project / "junk.txt").write_text("x\n", encoding="utf-8")
+    delegate = {"description": "delegate", "prompt": "have junk.txt removed", "subagent_type": "lead"}
+    work = {"description": "clean", "prompt": "remove junk.txt", "subagent_type": "worker"}
+    llm.script(
+        Reply(calls=[Call("Task", delegate, id="call_lead")]),
+        Reply(calls=[Call("Task", work, id="lead_task")]),
+        Reply(calls=[Call("Bash", {"command": "rm -f junk.txt", "description": "remove"}, id="worker_rm")]),
+        Reply(text="removed"),
+        Reply(text="the worker removed it"),
+        Reply(text="done"),
+    )  # fmt: skip
+    client = RecordingClient(answers=["allow_once"])
+    async with acp_agent(client, project) as (conn, _proc):
+        session_id = await _start(conn, project)
+        running = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text_block("go")]))
+
+        async def worker_asked_model() -> float:
+            while len(llm.requests) < 3:
+                await asyncio.sleep(0.02)
+            return time.monotonic()
+
+        served = await step(worker_asked_model())
+        await step(client.permission_asked.wait())
+        waited = time.monotonic() - served
+        assert (await step(running, timeout=30)).stop_reason == "end_turn"
+    [asked] = client.permission_requests
+    assert asked.tool_call_id == "worker_rm" and asked.raw_input["command"] == "rm -f junk.txt"
+    assert waited < 5.0, f"the question waited {waited:.1f} s for a card"  # the bound is 10 s
+    assert not (project / "junk.txt").exists()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
+from acp.schema import EmbeddedResourceContentBlock, TextResourceContents
 
 from tests.acp_support import RecordingClient, acp_agent, capabilities, step
 from tests.cli_helpers import write_config
@@ -49,6 +50,38 @@ async def test_a_5_mib_prompt_is_sent_once(llm: FakeLLM, project: Path) -> None:
     message = str(refused.value)
     assert "newest message does not fit" in message and "cannot make room" in message, message
     assert "Input is too long" in message and "\n" not in message
+
+
+async def test_a_refused_paste_is_not_kept_and_the_session_goes_on(llm: FakeLLM, project: Path) -> None:
+    """The paste refused as too long leaves the history: the next prompts are answered and
+    no later request (nor a summary) carries it again — as text or as an attached file —
+    nor after the session is loaded again."""
+    write_config(project, llm, small_model="fake/test-model")
+    llm.script(*[lambda request: OVERFLOW if len(request.raw) > MIB else Reply(text="ok")] * 8)
+    big = "\n".join(f"line {n}: " + "x" * 60 for n in range(5 * MIB // 70))
+    attached = EmbeddedResourceContentBlock(
+        type="resource", resource=TextResourceContents(uri=f"file://{project}/big.log", text=big)
+    )
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        session = await _start(conn, project)
+        sid = session.session_id
+        await step(conn.prompt(session_id=sid, prompt=[text_block("hello there")]))
+        for paste in ([text_block(big)], [text_block("look at this log"), attached]):
+            with pytest.raises(RequestError):
+                await step(conn.prompt(session_id=sid, prompt=paste))
+            answered = await step(conn.prompt(session_id=sid, prompt=[text_block("a small question")]))
+            assert answered.stop_reason == "end_turn"
+    async with acp_agent(RecordingClient(), project) as (conn, _proc):
+        await step(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities()))
+        await step(conn.load_session(cwd=str(project), session_id=sid, mcp_servers=[]))
+        answered = await step(conn.prompt(session_id=sid, prompt=[text_block("after a reload")]))
+        assert answered.stop_reason == "end_turn"
+    sizes = [len(request.raw) for request in llm.requests]
+    assert len([size for size in sizes if size > MIB]) == 2, sizes  # each paste once, then never
+    assert max(sizes) < 6 * MIB, sizes  # an attached file's text goes out once
+    assert len(sizes) == 7, sizes  # title, hello, paste, question, paste, question, after a reload
+    assert "look at this log" not in llm.requests[-1].raw.decode()
 
 
 async def test_a_retry_after_429_is_told_to_the_editor_before_the_answer(llm: FakeLLM, project: Path) -> None:
@@ -175,3 +208,27 @@ async def test_a_model_chosen_during_a_turn_applies_from_the_next(llm: FakeLLM, 
     assert [request.body["model"] for request in llm.requests] == ["test-model", "other-model"]
     tools = [tool["function"]["name"] for tool in llm.requests[-1].body["tools"]]
     assert "Edit" not in tools  # the plan agent's turn
+
+
+async def test_a_prompt_sent_right_after_choosing_a_model_waits_for_the_switch(
+    llm: FakeLLM, project: Path
+) -> None:
+    """An editor sends session/set_config_option and, without waiting for its answer, the
+    prompt: the switch closes the session's agent, so the turn must not begin on it (it
+    failed with 'the turn ended: error'). Every turn is answered and kept."""
+    write_config(project, llm, provider={"models": {"test-model": {}, "other-model": {}}})
+    llm.script(*[Reply(text=f"answer {n}") for n in range(4)])
+    client = RecordingClient()
+    async with acp_agent(client, project) as (conn, _proc):
+        sid = (await _start(conn, project)).session_id
+        for n, model in enumerate(["fake/other-model", "fake/test-model", "fake/other-model"]):
+            chosen = asyncio.ensure_future(
+                conn.set_config_option(config_id="model", session_id=sid, value=model)
+            )
+            answered = await step(conn.prompt(session_id=sid, prompt=[text_block(f"turn {n}")]))
+            assert answered.stop_reason == "end_turn"
+            assert (await step(chosen)).config_options[1].current_value == model
+        await step(conn.prompt(session_id=sid, prompt=[text_block("last")]))
+    last = json.dumps(llm.requests[-1].body["messages"])
+    assert all(f"turn {n}" in last and f"answer {n}" in last for n in range(3)), last
+    assert llm.requests[-1].body["model"] == "other-model"

@@ -76,6 +76,8 @@ def run_client(
     failed = [s for s in transcript["steps"] if not s["ok"]]
     assert done.returncode == 0, (failed, done.stderr[-3000:])
     assert transcript["exit"] == {"code": 0, "signal": None}, transcript["exit"]
+    # every message the agent sent passed the zod schemas, nothing dropped (client.mjs)
+    assert transcript["violations"] == [], json.dumps(transcript["violations"], indent=1)[:4000]
     return transcript
 
 
@@ -261,3 +263,63 @@ def test_trust_question_refused_then_trusted(
     assert "mcp.helper runs" in first["toolCall"]["content"][0]["content"]["text"]
     assert {o["kind"] for o in first["options"]} == {"allow_once", "allow_always", "reject_once"}
     assert second["toolCall"]["title"] == first["toolCall"]["title"]
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_what_issue_30_added_passes_both_sdks_schemas(
+    node_client: Path, llm: FakeLLM, project: Path, sdk: str
+) -> None:
+    """Every message of a session using what issue 30 added validates against the zod
+    schemas (``client.mjs`` checks each one the agent sends; a lenient schema that drops a
+    part is a violation too): the mode and model config options (and the Zed-era
+    ``models``) of session/new, session/set_config_option, the retry thought, the plan-only
+    TodoWrite (and a failed one's card), the permission question about the real call with
+    its named scope, and live output updates."""
+    write_config(
+        project, llm, provider={"models": {"test-model": {}, "other-model": {}}}, permission={"bash": "ask"}
+    )
+    todos = [{"content": "Count", "status": "in_progress"}]
+    command = "for i in 1 2 3; do echo line-$i; sleep 0.1; done"
+    llm.script(
+        Fault(status=429, headers={"retry-after": "0"}),
+        Reply(calls=[Call("TodoWrite", {"todos": todos}, id="call_plan"), Call("TodoWrite", {"todos": "no"}, id="call_bad")]),
+        Reply(calls=[Call("Bash", {"command": command, "description": "count"}, id="call_sh")]),
+        Reply(text="counted"),
+        Reply(text="again"),
+    )  # fmt: skip
+    chosen = (
+        [{"op": "set_config_option", "configId": "model", "value": "fake/other-model"}]
+        if sdk == "current"
+        else []
+    )
+    steps = [*START, {"op": "prompt", "text": "count"}, *chosen, {"op": "prompt", "text": "more"}]
+    transcript = run_client(node_client, project, sdk, steps, answers=["allow_once"])  # no violations
+    assert transcript["checked"] >= 10, transcript["checked"]
+    new = result(transcript, "new")
+    assert [o["id"] for o in new["configOptions"]] == ["mode", "model"]
+    assert new["models"]["currentModelId"] == "fake/test-model"
+    assert "Rate limited (429)" in said(transcript, "agent_thought_chunk")
+    assert [u["entries"][0]["content"] for u in updates(transcript, "plan")] == ["Count"]
+    cards = [u["toolCallId"] for u in updates(transcript, "tool_call")]
+    assert "call_plan" not in cards and "call_bad" in cards and "call_sh" in cards
+    [asked] = transcript["permissions"]
+    assert asked["toolCall"]["toolCallId"] == "call_sh"
+    assert asked["toolCall"]["rawInput"]["command"] == command
+    assert any(o["name"].startswith("Always allow") for o in asked["options"])
+    live = [
+        u
+        for u in updates(transcript, "tool_call_update")
+        if u["toolCallId"] == "call_sh" and "status" not in u
+    ]
+    assert live and "line-1" in live[-1]["content"][0]["content"]["text"]
+    ended = [
+        u for u in updates(transcript, "tool_call_update") if u["toolCallId"] == "call_sh" and "status" in u
+    ]
+    assert "line-3" in json.dumps(ended[-1])
+    assert said(transcript) == "countedagain"
+    if sdk == "current":
+        assert [o["currentValue"] for o in result(transcript, "set_config_option")["configOptions"]] == [
+            "build",
+            "fake/other-model",
+        ]
+        assert llm.requests[-1].body["model"] == "other-model"

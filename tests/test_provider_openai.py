@@ -491,3 +491,17 @@ async def test_fake_stops_promptly_with_a_hanging_request() -> None:
         await task
     assert info.value.kind in ("connection", "stream")
     await provider.aclose()
+
+
+async def test_a_server_error_saying_the_context_overflowed_is_not_retried(
+    llm: FakeLLM, provider: OpenAIProvider
+) -> None:
+    """Older llama.cpp builds (and some gateways) answer a prompt too long for the window with
+    a 500: the same request cannot fit on a retry, so it is not sent again (a 5 MiB prompt
+    went out three times) — it is the overflow it says, for the loop to handle."""
+    body = {"message": "the request exceeds the available context size, try increasing it", "n_ctx": 4096}
+    llm.script(Fault(status=500, body=body), Reply(text="never asked"))
+    with pytest.raises(ContextOverflowError) as info:
+        await collect(provider)
+    assert info.value.kind == "context_overflow" and not info.value.retryable
+    assert info.value.window == 4096 and len(llm.requests) == 1

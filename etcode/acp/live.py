@@ -8,7 +8,8 @@ functions.
   own title, kind and input; it waits until the card was sent, so the editor knows the call
   it is asked about.
 - A command cancelled in the editor's terminal (``editor_requests.py``): its last update
-  keeps the terminal on the card, and its output so far goes in ``rawOutput``.
+  keeps the terminal on the card, and its output so far goes in ``rawOutput``; one run by
+  etcode that failed without its output (interrupted) keeps the output shown live.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ class LiveCalls:
             block = helpers.text_block(up.fenced(text) if event.name == "Bash" else text)
             return [helpers.update_tool_call(event.call_id, content=[helpers.tool_content(block)])]
         if isinstance(event, ev.ToolResultEvent):
-            self._outputs.pop(event.call_id, None)
+            live = self._outputs.pop(event.call_id, None)
             self._shown.pop(event.call_id, None)
             started = self.started.pop(event.call_id, None)
             cut = self._cut.pop(event.call_id, None)
@@ -120,6 +121,10 @@ class LiveCalls:
             if event.name == up.PLAN_TOOL and event.is_error:
                 params = started.params if started is not None else {}
                 return [up.todo_failed(event.call_id, event.name, params, event.output)]
+            if live is not None and event.is_error and not (event.data or {}).get("terminalId"):
+                kept = _kept_output(event, live)
+                if kept is not None:
+                    return [kept]
         return up.updates_of(event, directory)
 
     def shown(self, event: ev.Event) -> None:
@@ -166,6 +171,28 @@ class LiveCalls:
     def terminal_cut(self, call_id: str, terminal_id: str, output: str) -> None:
         """A command in the editor's terminal was cancelled after printing ``output``."""
         self._cut[call_id] = _CutTerminal(terminal_id, output)
+
+
+def _kept_output(event: ev.ToolResultEvent, live: _Output) -> Update | None:
+    """The last update of a call that failed without its output (interrupted, cancelled):
+    the output shown live stays on the card (its content is replaced), the failure under it.
+    None when the result holds that output anyway (a command that exited non-zero)."""
+    from acp import helpers
+
+    from etcode.acp import updates as up
+
+    text = live.shown()
+    last = text.rstrip().rpartition("\n")[2]
+    if not last.strip() or last in event.output:
+        return None
+    shown = up.fenced(text) if event.name == "Bash" else text
+    content: list[ToolContent] = [helpers.tool_content(helpers.text_block(shown))]
+    if event.output:
+        content.append(helpers.tool_content(helpers.text_block(event.output[: up.MAX_SHOWN_OUTPUT])))
+    raw: JsonObject = {"summary": event.summary, "output": text}
+    if event.data:
+        raw["data"] = {key: value for key, value in event.data.items() if key != "diff"}
+    return helpers.update_tool_call(event.call_id, status="failed", content=content, raw_output=raw)
 
 
 def _cut_end(event: ev.ToolResultEvent, cut: _CutTerminal) -> Update:

@@ -42,8 +42,8 @@ from acp.schema import (
 
 from etcode import __version__
 from etcode.acp.background import BackgroundCalls, background_id, started_update
-from etcode.acp.live import LiveCalls
 from etcode.acp.errors import invalid_params
+from etcode.acp.live import LiveCalls
 from etcode.acp.mcp_servers import McpServer
 from etcode.acp.permission import AcpAsker
 from etcode.acp.prompt_text import PromptBlock, prompt_parts
@@ -101,6 +101,8 @@ class SessionHandle:
     cancelled: bool = False
     pending_mode: str | None = None
     pending_model: str | None = None  # set while a turn ran: applies from the next one
+    #: Held while the agent is switched (mode, model): it closes the agent a turn would run on.
+    switching: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: The folder's unapproved project settings: asked at the first prompt, None once settled.
     trust: PendingTrust | None = None
     equip: Callable[[Agent], None] = field(default=lambda agent: None)
@@ -381,7 +383,8 @@ class EtcodeAcpAgent:
         if handle.turn is not None:
             handle.pending_mode = mode_id  # the running turn finishes with the agent it began with
         else:
-            await self._switch(handle, mode_id)
+            async with handle.switching:
+                await self._switch(handle, mode_id)
         return SetSessionModeResponse()
 
     async def _config_options(
@@ -417,7 +420,8 @@ class EtcodeAcpAgent:
             if handle.turn is not None:
                 handle.pending_model = value  # the running turn finishes with the model it began with
             else:
-                await self._switch_model(handle, value)
+                async with handle.switching:
+                    await self._switch_model(handle, value)
         return SetSessionConfigOptionResponse(config_options=await self._config_options(handle))
 
     async def _switch_model(self, handle: SessionHandle, model: str) -> None:
@@ -451,11 +455,12 @@ class EtcodeAcpAgent:
         try:
             if handle.trust is not None and not await self._settle_trust(handle):
                 return PromptResponse(stop_reason="cancelled")
-            if handle.pending_mode is not None:
-                mode, handle.pending_mode = handle.pending_mode, None
-                await self._switch(handle, mode)
-            if handle.pending_model is not None:
-                await self._switch_model(handle, handle.pending_model)
+            async with handle.switching:  # a switch in flight ends first: it closes the agent
+                if handle.pending_mode is not None:
+                    mode, handle.pending_mode = handle.pending_mode, None
+                    await self._switch(handle, mode)
+                if handle.pending_model is not None:
+                    await self._switch_model(handle, handle.pending_model)
             error, result = await self._turn(handle, text, attachments)
         finally:
             handle.turn = None

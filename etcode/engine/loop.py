@@ -130,6 +130,7 @@ class AgentLoop(EventPump):
             stop_reason = "error"
             error = str(err)
             self._exception = err
+            self._drop_refused(err)
             self.emit(ev.ErrorEvent(error, kind=err.kind))
         except Exception as err:  # a bug or a failure nobody expected: end the run, keep the steps
             log.debug("the run failed", exc_info=True)
@@ -141,6 +142,17 @@ class AgentLoop(EventPump):
             if timer is not None:
                 timer.cancel()
         await self._end_run(stop_reason, error)
+
+    def _drop_refused(self, err: ProviderError) -> None:
+        """A newest message refused as too long for the window, with nothing after it, is
+        not kept (as a blocked prompt): left in the history, it would go out with every later
+        prompt and fail each one (a 5 MiB paste resent, and summarised, again and again)."""
+        from etcode.engine.compaction import MessageTooLongError, newest_user_index
+
+        if not isinstance(err, MessageTooLongError) or not self.messages:
+            return
+        if newest_user_index(self.messages) == len(self.messages) - 1:
+            self.messages.pop()  # the end of the run stores the history without it
 
     async def _run_steps(self, deadline: float | None) -> str:
         """Step until the run stops; returns the stop reason."""

@@ -134,9 +134,9 @@ def _build_error(
     label = code if code and not (code.isascii() and code.isdigit()) else etype
     head = f"{provider}: {status}" if status else f"{provider}:"
     text = _one_line(f"{head} {label}: {message}" if label else f"{head} {message}", secret)
-    if is_context_overflow(message, code, etype) and (
-        status is None or (400 <= status < 500 and status != 429)
-    ):
+    # A 5xx saying so too (older llama.cpp builds, some gateways): the same request cannot
+    # fit on a retry, and resending a huge prompt three times helps nobody.
+    if is_context_overflow(message, code, etype) and (status is None or (status >= 400 and status != 429)):
         window = stated_window(payload, message)
         return ContextOverflowError(text, status=status, provider=provider, window=window)
     if status is not None and status >= 400 and status != 429 and _IMAGES_REFUSED.search(message):

@@ -128,6 +128,9 @@ class SubagentSpawner:
             async for event in child.stream(prompt):
                 if isinstance(event, ToolCallStart | ToolResultEvent | HookRun | WarningEvent):
                     ctx.emit(SubagentEvent(ctx.call_id, name, child.session_id, event.to_dict()))
+                elif isinstance(event, SubagentEvent):  # a nested subagent's, under this Task call:
+                    # front ends see every call that may ask (an editor shows its question on it)
+                    ctx.emit(SubagentEvent(ctx.call_id, event.agent, event.session_id, event.event))
         finally:
             watcher.cancel()
             await child.aclose()

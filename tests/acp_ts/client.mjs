@@ -10,6 +10,7 @@
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
 
 const scenario = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const sdk =
@@ -18,7 +19,63 @@ const sdk =
     : await import("@agentclientprotocol/sdk");
 const STEP_MS = scenario.stepMs ?? 60000;
 
-const transcript = { updates: [], permissions: [], fs: [], steps: [] };
+// Every message the agent sends is checked against the protocol's zod schemas: those of the
+// current SDK and, for what it knows, the Zed-era one (0.4.5: `models`, session/set_model).
+// These schemas are lenient (an invalid optional field or list item is dropped, not refused),
+// so a message is a violation when parsing fails OR the parsed copy lost part of it; only
+// keys no schema knows (`EXTENSIONS`) may be left out.
+const current = await import(new URL("./node_modules/@agentclientprotocol/sdk/dist/schema/zod.gen.js", import.meta.url));
+const zed = await import(new URL("./node_modules/@zed-industries/agent-client-protocol/dist/schema.js", import.meta.url));
+const SCHEMAS = {
+  "session/update": [current.zSessionNotification, zed.sessionNotificationSchema],
+  "session/request_permission": [current.zRequestPermissionRequest, zed.requestPermissionRequestSchema],
+  "fs/read_text_file": [current.zReadTextFileRequest],
+  "fs/write_text_file": [current.zWriteTextFileRequest],
+  initialize: [current.zInitializeResponse],
+  new: [current.zNewSessionResponse, zed.newSessionResponseSchema],
+  load: [current.zLoadSessionResponse, zed.loadSessionResponseSchema],
+  prompt: [current.zPromptResponse, zed.promptResponseSchema],
+  set_config_option: [current.zSetSessionConfigOptionResponse],
+};
+const EXTENSIONS = new Set(["models"]); // the unstable model state the current schema dropped
+
+function lost(raw, parsed, path) {
+  if (Array.isArray(raw)) {
+    if (!Array.isArray(parsed) || parsed.length !== raw.length) return [`${path}: list changed`];
+    return raw.flatMap((item, i) => lost(item, parsed[i], `${path}[${i}]`));
+  }
+  if (raw !== null && typeof raw === "object") {
+    if (parsed === null || typeof parsed !== "object") return [`${path}: dropped`];
+    return Object.keys(raw).flatMap((key) =>
+      key in parsed && parsed[key] !== undefined ? lost(raw[key], parsed[key], `${path}.${key}`) : [`${path}.${key}`],
+    );
+  }
+  return raw === parsed ? [] : [`${path}: ${JSON.stringify(raw)} became ${JSON.stringify(parsed)}`];
+}
+
+function validate(what, raw) {
+  const schemas = SCHEMAS[what] ?? [];
+  schemas.forEach((schema, index) => {
+    const sdkName = index === 0 ? "current" : "zed";
+    if (what === "session/update" && sdkName === "zed" && !ZED_UPDATES.has(raw?.update?.sessionUpdate)) return;
+    const parsed = schema.safeParse(raw);
+    if (!parsed.success) {
+      transcript.violations.push({ what, sdk: sdkName, issues: parsed.error.issues.slice(0, 5), raw });
+      return;
+    }
+    const missing = lost(raw, parsed.data, "").filter((p) => !EXTENSIONS.has(p.split(".").pop()));
+    const unknownToZed = sdkName === "zed" ? missing.filter((p) => /configOptions|_meta/.test(p)) : [];
+    const real = missing.filter((p) => !unknownToZed.includes(p));
+    if (real.length) transcript.violations.push({ what, sdk: sdkName, lost: real.slice(0, 10), raw });
+  });
+}
+// The updates the Zed-era schema knows (later kinds are checked by the current one only).
+const ZED_UPDATES = new Set([
+  "user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call",
+  "tool_call_update", "plan", "available_commands_update", "current_mode_update",
+]);
+
+const transcript = { updates: [], permissions: [], fs: [], steps: [], violations: [], checked: 0 };
 const waiters = []; // [predicate, resolve]
 
 function withLimit(promise, what, ms = STEP_MS) {
@@ -68,6 +125,28 @@ const agent = spawn(scenario.python, ["-m", "etcode", "acp", ...(scenario.args ?
   stdio: ["pipe", "pipe", "inherit"],
 });
 const exited = new Promise((resolve) => agent.on("exit", (code, signal) => resolve({ code, signal })));
+// A copy of what the agent writes, line by line, for the schema checks.
+const decoder = new StringDecoder("utf8");
+let pendingText = "";
+agent.stdout.on("data", (chunk) => {
+  pendingText += decoder.write(chunk);
+  let newline;
+  while ((newline = pendingText.indexOf("\n")) >= 0) {
+    const line = pendingText.slice(0, newline);
+    pendingText = pendingText.slice(newline + 1);
+    let message;
+    try {
+      message = JSON.parse(line);
+    } catch {
+      transcript.violations.push({ what: "not JSON", raw: line.slice(0, 300) });
+      continue;
+    }
+    if (typeof message.method === "string" && SCHEMAS[message.method]) {
+      transcript.checked += 1;
+      validate(message.method, message.params);
+    }
+  }
+});
 const stream = sdk.ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
 const conn = new sdk.ClientSideConnection(() => new RecordingClient(), stream);
 
@@ -96,6 +175,8 @@ async function runStep(step) {
       }
       return running;
     }
+    case "set_config_option":
+      return conn.setSessionConfigOption({ sessionId, configId: step.configId, value: step.value });
     case "unknown_method":
       return conn.extMethod(step.method, {});
     case "wrong_params": // a prompt whose prompt is not a list of content blocks
@@ -111,6 +192,10 @@ for (const step of scenario.steps) {
   try {
     record.result = await withLimit(runStep(step), step.op);
     record.ok = true;
+    if (SCHEMAS[step.op] && record.result !== undefined) {
+      transcript.checked += 1;
+      validate(step.op, record.result);
+    }
   } catch (err) {
     record.ok = false;
     record.error = { code: err?.code ?? null, message: String(err?.message ?? err), data: err?.data ?? null };
