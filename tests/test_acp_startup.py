@@ -190,3 +190,31 @@ def test_the_quick_reading_of_the_flags_is_typers() -> None:
     ) == AcpFlags(model="a/b", agent="plan", sandbox="off", trust=True, debug=True)
     for odd in (["--help"], ["--model"], ["-m", "--trust"], ["--modle", "x"], ["extra"], ["--trust=1"]):
         assert parse_acp_args(odd) is None, odd
+
+
+def test_the_lean_schema_import_leaves_pydantic_as_it_was() -> None:
+    import pydantic
+    from pydantic._internal import _fields
+
+    def state() -> tuple[dict[str, object], object]:
+        return dict(pydantic.BaseModel.model_config), _fields.extract_docstrings_from_cls  # type: ignore[attr-defined]
+
+    before = state()
+    with startup._lean_model_classes():
+
+        class Made(pydantic.BaseModel):
+            model_config = pydantic.ConfigDict(use_attribute_docstrings=True)
+            x: int
+            """An x."""
+
+    assert state() == before
+
+    class After(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(use_attribute_docstrings=True)
+        y: int
+        """A y."""
+
+    assert Made.model_validate({"x": "1"}).x == 1  # built on first use, validates as ever
+    with pytest.raises(pydantic.ValidationError):
+        Made.model_validate({"x": "one"})
+    assert Made.model_fields["x"].description is None and After.model_fields["y"].description == "A y."

@@ -15,11 +15,13 @@ the answer to the server's own ``InitializeResponse``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from etcode import __version__
@@ -144,6 +146,8 @@ class SdkImport:
 
     def _load(self) -> None:
         try:
+            with _lean_model_classes():
+                importlib.import_module("acp.schema")
             for name in SDK_MODULES:
                 importlib.import_module(name)
         except BaseException as err:  # re-raised in the main thread by wait()
@@ -154,3 +158,39 @@ class SdkImport:
         self._thread.join()
         if self._error is not None:
             raise self._error
+
+
+@contextlib.contextmanager
+def _lean_model_classes() -> Iterator[None]:
+    """While the SDK's ~270 schema classes are made: each builds its validator on first use
+    (pydantic's ``defer_build``; a session uses a few dozen), and their fields' docstrings
+    are not read from the source (``use_attribute_docstrings``: they only describe fields in
+    a JSON schema, which nothing here makes). Two thirds of the import's time. Validation and
+    serialization are the same; only classes made meanwhile are touched, and the main thread
+    makes none (it waits for the client's first line, then for this import). A pydantic
+    without these internals imports the SDK as it is, only slower."""
+    import pydantic
+
+    try:
+        from pydantic._internal import _fields
+    except ImportError:
+        _fields = None  # type: ignore[assignment]
+    name = "extract_docstrings_from_cls"
+    docstrings = getattr(_fields, name, None)
+    config = pydantic.BaseModel.model_config
+    had_defer = "defer_build" in config
+    if not had_defer:
+        config["defer_build"] = True
+    if docstrings is not None:
+        setattr(_fields, name, _no_docstrings)
+    try:
+        yield
+    finally:
+        if docstrings is not None:
+            setattr(_fields, name, docstrings)
+        if not had_defer:
+            config.pop("defer_build", None)
+
+
+def _no_docstrings(cls: type, use_inspect: bool = False) -> dict[str, str]:
+    return {}
