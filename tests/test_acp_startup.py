@@ -138,6 +138,21 @@ def test_a_failed_sdk_import_is_one_line_and_exit_1(project: Path) -> None:
         proc.wait()
 
 
+def test_sigterm_while_the_sdk_loads_is_exit_130(project: Path) -> None:
+    proc = _gated_agent(project, project.parent / "schema-gate")  # the gate stays closed
+    try:
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.write(_line(INIT))
+        proc.stdin.flush()
+        assert _read_reply(proc)["id"] == 0
+        proc.terminate()
+        assert proc.wait(timeout=60) == 130
+        assert proc.stderr.read().decode().strip() == "interrupted"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_the_answer_is_the_servers_initialize_response() -> None:
     assert startup.PROTOCOL_VERSION == acp.PROTOCOL_VERSION
     for version in (0, acp.PROTOCOL_VERSION, acp.PROTOCOL_VERSION + 5):

@@ -6,9 +6,12 @@ read and answered without it (``etcode/acp/startup.py``)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from etcode.util.errors import EtcodeError
@@ -42,11 +45,12 @@ def acp_command(
 
     install_log_redaction()
     stdout_fd = protect_stdout()
-    start = answer_initialize(sys.stdin.fileno(), stdout_fd)
-    try:
-        sdk.wait()
-    except Exception as err:
-        raise AcpLoadError(f"etcode acp: the ACP library did not load: {err}") from err
+    with _signals_interrupt():  # until serve() watches them: an editor's SIGTERM is exit 130
+        start = answer_initialize(sys.stdin.fileno(), stdout_fd)
+        try:
+            sdk.wait()
+        except Exception as err:
+            raise AcpLoadError(f"etcode acp: the ACP library did not load: {err}") from err
     from etcode.acp.main import serve
     from etcode.acp.server import AcpOptions
     from etcode.util.runner import run_to_end
@@ -89,6 +93,21 @@ def parse_acp_args(args: list[str]) -> AcpFlags | None:
         else:
             return None
     return flags
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt (``interrupted``, exit 130) meanwhile."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _env_debug() -> bool:
