@@ -209,12 +209,12 @@ def tui(seconds: float, idle: float) -> None:
         (root / "idle").mkdir()
         stream = asyncio.run(bench_tui.bench_streaming(root / "stream", seconds))
         used = asyncio.run(bench_tui.bench_idle_in_process(root / "idle", idle))
-    p50, worst = stream["p50_ms"], stream["max_ms"]
+    p50, p95, worst = stream["p50_ms"], stream["p95_ms"], stream["max_ms"]
     row(
         "TUI key latency while streaming",
-        f"p50 {p50:.2f} ms, max {worst:.1f} ms ({stream['keys']:.0f} keys)",
-        "< 50 ms",
-        worst < 50 and bool(stream["complete"]),
+        f"p50 {p50:.2f} ms, p95 {p95:.1f} ms, max {worst:.1f} ms ({stream['keys']:.0f} keys)",
+        "p95 < 16 ms, max < 50 ms",
+        p95 < 16 and worst < 50 and bool(stream["complete"]),
     )
     row("TUI idle CPU (in-process)", f"{used:.2f} %", "~0 % (< 1 %)", used < 1)
 
@@ -315,21 +315,49 @@ def mcp(runs: int) -> None:
     )
 
 
+#: Issue 30: initialize no slower than Claude Code's ACP adapter (0.45 s on the issue's
+#: machine), the first usable session within a second of the spawn.
+ACP_INITIALIZE_TARGET = 0.45
+ACP_FIRST_SESSION_TARGET = 1.0
+
+
 def acp_session(runs: int) -> None:
-    """``etcode acp`` with the ACP SDK's client: start-up, first chunk, a 20-step loop."""
+    """``etcode acp`` with the ACP SDK's client: first chunk, a 20-step loop; and its start
+    (initialize, first session) beside Claude Code's ACP adapter when it is installed."""
     import bench_acp
 
     env = {key: os.environ.get(key) for key in ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME")}
     try:
-        figures = bench_acp.measure(runs)
+        figures, starts = bench_acp.measure_all(runs)
     finally:
         for key, value in env.items():
             if value is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-    init, first = figures["initialize"], figures["first chunk"]
-    row("etcode acp: spawn -> initialize answered", f"{init * 1000:.0f} ms", "< 2000 ms (own)", init < 2.0)
+    ours, theirs = starts["etcode"], starts["claude-code-acp"]
+    assert ours is not None
+
+    def beside(phase: str) -> str:
+        if theirs is None:
+            return f"; Claude Code's adapter not measured (install with: {bench_acp.ADAPTER_INSTALL})"
+        return f"; Claude Code's adapter {theirs[phase] * 1000:.0f} ms"
+
+    init, new, session = ours["initialize"], ours["session/new"], ours["first session"]
+    row(
+        "etcode acp: spawn -> initialize answered",
+        f"{init * 1000:.0f} ms{beside('initialize')}",
+        "<= 450 ms or <= the adapter's",
+        init <= ACP_INITIALIZE_TARGET or (theirs is not None and init <= theirs["initialize"]),
+    )
+    row(
+        "etcode acp: spawn -> first session (session/new answered)",
+        f"{session * 1000:.0f} ms{beside('first session')}",
+        "<= 1000 ms",
+        session <= ACP_FIRST_SESSION_TARGET,
+    )
+    row("etcode acp: session/new after initialize", f"{new * 1000:.0f} ms{beside('session/new')}", "-", None)
+    first = figures["first chunk"]
     row("etcode acp: prompt -> first chunk", f"{first * 1000:.0f} ms", "< 300 ms (own)", first < 0.3)
     loop = figures[f"{bench_acp.STEPS}-step loop"]
     row(

@@ -5,34 +5,45 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
-import sys
 
 from etcode.acp.server import AcpOptions, EtcodeAcpAgent
+from etcode.acp.startup import Start
+from etcode.util.json_types import JsonObject
 
 log = logging.getLogger("etcode.acp")
 
 
-def protect_stdout() -> int:
-    """Keep stdout for protocol messages: returns a duplicate of its descriptor for the
-    transport and points descriptor 1 and ``sys.stdout`` at stderr, so a stray print (ours or
-    a library's, or a child process inheriting descriptor 1) cannot corrupt the stream."""
-    sys.stdout.flush()
-    protocol_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return protocol_fd
+async def _initialized(agent: EtcodeAcpAgent, params: JsonObject) -> None:
+    """The agent takes the ``initialize`` answered at the start (the client's capabilities),
+    validated by the SDK's model as a request it routed would be."""
+    from acp.schema import InitializeRequest
+    from pydantic import ValidationError
+
+    try:
+        request = InitializeRequest.model_validate(params)
+    except ValidationError as err:
+        log.warning("acp: the client's initialize params do not validate: %s", err)
+        return
+    await agent.initialize(
+        protocol_version=request.protocol_version,
+        client_capabilities=request.client_capabilities,
+        client_info=request.client_info,
+    )
 
 
-async def serve(options: AcpOptions, stdin_fd: int, stdout_fd: int) -> int:
-    """Serve one client; 0 when it closed the connection, 130 on a signal."""
+async def serve(options: AcpOptions, stdin_fd: int, stdout_fd: int, start: Start | None = None) -> int:
+    """Serve one client; 0 when it closed the connection, 130 on a signal. ``start``: what
+    ``startup.answer_initialize`` read and answered before the SDK was loaded."""
     from acp import AgentSideConnection
 
     from etcode.acp.transport import open_stdio
 
-    transport = await open_stdio(stdin_fd, stdout_fd)
+    start = start or Start()
+    transport = await open_stdio(stdin_fd, stdout_fd, start.pending)
     agent = EtcodeAcpAgent(options)
+    if start.initialize is not None:
+        await _initialized(agent, start.initialize)
     conn = AgentSideConnection(agent, transport, listening=False)
     listening = asyncio.ensure_future(conn.listen())
     stopped = asyncio.Event()

@@ -156,8 +156,8 @@ class ByteSink:
 
 
 def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd: int) -> None:
-    """Read a regular file (``etcode acp < requests.jsonl``) in a thread: pipes only are
-    watched by the loop."""
+    """Read a regular file (``etcode acp < requests.jsonl``) or ``/dev/null`` in a thread:
+    the loop watches pipes, sockets and terminals only."""
 
     def pump() -> None:
         while True:
@@ -173,18 +173,28 @@ def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamRea
     threading.Thread(target=pump, name="etcode-acp-stdin", daemon=True).start()
 
 
-async def open_stdio(stdin_fd: int, stdout_fd: int) -> StdioTransport:
-    """A transport reading ``stdin_fd`` and writing ``stdout_fd``."""
+def _watchable(fd: int) -> bool:
+    """Whether the loop can watch ``fd`` (a pipe, a socket, a terminal); not a regular file
+    or ``/dev/null``, whose reads and writes never wait."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
+
+
+async def open_stdio(stdin_fd: int, stdout_fd: int, pending: bytes = b"") -> StdioTransport:
+    """A transport reading ``stdin_fd`` (after ``pending``, bytes already read from it) and
+    writing ``stdout_fd``."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
-    if stat.S_ISREG(os.fstat(stdin_fd).st_mode):
+    if pending:
+        reader.feed_data(pending)
+    if not _watchable(stdin_fd):
         _feed_from_thread(loop, reader, stdin_fd)
     else:
         await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(stdin_fd, "rb", 0, closefd=False)
         )
     writer: asyncio.StreamWriter | None = None
-    if not stat.S_ISREG(os.fstat(stdout_fd).st_mode):
+    if _watchable(stdout_fd):
         transport, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, os.fdopen(stdout_fd, "wb", 0, closefd=False)
         )

@@ -92,6 +92,21 @@ def _run_command(argv: list[str]) -> None:
 def _dispatch(argv: list[str]) -> None:
     """Run the command ``argv`` names. A plain ``etcode run`` skips Typer (see run_args.py)."""
     options = None
+    if argv[:1] == ["acp"]:  # an editor's spawn: Typer's parse costs a fifth of the start
+        from etcode.cli.acp import acp_command, parse_acp_args
+
+        flags = parse_acp_args(argv[1:])
+        if flags is not None:
+            code = acp_command(
+                model=flags.model,
+                agent=flags.agent,
+                sandbox=flags.sandbox,
+                trust=flags.trust,
+                debug=flags.debug,
+            )
+            if code:
+                raise SystemExit(code)
+            return
     if argv[:1] == ["run"]:
         from etcode.cli.run_args import parse_run_args
 
