@@ -42,8 +42,8 @@ from acp.schema import (
 
 from etcode import __version__
 from etcode.acp.background import BackgroundCalls, background_id, started_update
-from etcode.acp.live import LiveCalls
 from etcode.acp.errors import invalid_params
+from etcode.acp.live import LiveCalls
 from etcode.acp.mcp_servers import McpServer
 from etcode.acp.permission import AcpAsker
 from etcode.acp.prompt_text import PromptBlock, prompt_parts
