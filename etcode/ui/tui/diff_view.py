@@ -27,13 +27,22 @@ __all__ = ["DiffRow", "diff_rows", "numbered_diff", "rows_text"]
 DiffRow = tuple[str, str, str]
 
 
-def diff_rows(diff: str) -> list[DiffRow]:
-    """Every row of the numbered view of ``diff`` (empty when it has no hunk)."""
+def diff_rows(diff: str, context: int | None = None) -> list[DiffRow]:
+    """Every row of the numbered view of ``diff`` (empty when it has no hunk); with
+    ``context``, only that many unchanged lines around each change (a gap is a ``⋮``)."""
     rows: list[DiffRow] = []
-    for index, hunk in enumerate(diff_hunks(diff)):
-        if index:
-            rows.append(("", "⋮", ""))
-        rows.extend((str(line.number), line.kind, line.text) for line in hunk.lines)
+    for hunk in diff_hunks(diff):
+        changed = [i for i, line in enumerate(hunk.lines) if line.kind != " "]
+        kept = [
+            i
+            for i in range(len(hunk.lines))
+            if context is None or not changed or any(abs(i - c) <= context for c in changed)
+        ]
+        for position, i in enumerate(kept):
+            if rows and (position == 0 or i != kept[position - 1] + 1):  # a hunk apart, or a gap
+                rows.append(("", "⋮", ""))
+            line = hunk.lines[i]
+            rows.append((str(line.number), line.kind, line.text))
     return rows
 
 
@@ -43,10 +52,12 @@ def rows_text(rows: list[DiffRow]) -> str:
     return "\n".join(f"{number:>{width}} {sign} {text}".rstrip() for number, sign, text in rows)
 
 
-def numbered_diff(diff: str, limit: int | None = None, hint: str = "") -> RenderableType | None:
+def numbered_diff(
+    diff: str, limit: int | None = None, hint: str = "", context: int | None = None
+) -> RenderableType | None:
     """The numbered view of ``diff``: at most ``limit`` rows, then ``… N more lines`` and
-    ``hint``; None when the diff has no hunk."""
-    rows = diff_rows(diff)
+    ``hint``; None when the diff has no hunk. ``context``: see :func:`diff_rows`."""
+    rows = diff_rows(diff, context)
     if not rows:
         return None
     rest = 0
