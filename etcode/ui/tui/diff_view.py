@@ -19,7 +19,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from etcode.tools.diff import diff_hunks
+from etcode.tools.diff import DiffLine, diff_hunks
 
 __all__ = ["DiffRow", "diff_rows", "numbered_diff", "rows_text"]
 
@@ -32,18 +32,27 @@ def diff_rows(diff: str, context: int | None = None) -> list[DiffRow]:
     ``context``, only that many unchanged lines around each change (a gap is a ``⋮``)."""
     rows: list[DiffRow] = []
     for hunk in diff_hunks(diff):
-        changed = [i for i, line in enumerate(hunk.lines) if line.kind != " "]
-        kept = [
-            i
-            for i in range(len(hunk.lines))
-            if context is None or not changed or any(abs(i - c) <= context for c in changed)
-        ]
+        kept = _near_changes(hunk.lines, context)
         for position, i in enumerate(kept):
             if rows and (position == 0 or i != kept[position - 1] + 1):  # a hunk apart, or a gap
                 rows.append(("", "⋮", ""))
             line = hunk.lines[i]
             rows.append((str(line.number), line.kind, line.text))
     return rows
+
+
+def _near_changes(lines: list[DiffLine], context: int | None) -> list[int]:
+    """Indexes of ``lines`` within ``context`` lines of a change (all with None or no
+    change); one pass each way, so a long diff costs no more than its length."""
+    if context is None or all(line.kind == " " for line in lines):
+        return list(range(len(lines)))
+    near = [False] * len(lines)
+    for order in (range(len(lines)), range(len(lines) - 1, -1, -1)):
+        distance = context + 1
+        for i in order:
+            distance = 0 if lines[i].kind != " " else distance + 1
+            near[i] = near[i] or distance <= context
+    return [i for i, keep in enumerate(near) if keep]
 
 
 def rows_text(rows: list[DiffRow]) -> str:

@@ -135,6 +135,7 @@ class PermissionScreen(GuardedModal[Decision]):
         self.request = request
         self._shrunk: Widget | None = None  # the transcript made shorter for the dialog
         self._diff_context: int | None = None  # the diff's context lines shown (None: the hunk's)
+        self._fitted_rows = 0  # the detail rows the context was chosen for
 
     def compose(self) -> ComposeResult:
         always = ", ".join(self.request.always) or "this"
@@ -176,10 +177,12 @@ class PermissionScreen(GuardedModal[Decision]):
         chrome = DIALOG_CHROME + (1 if self.query_one("#reject-reason", Input).display else 0)
         rows = max(MIN_DETAIL_ROWS, int(height * MAX_SHARE) - chrome)
         self.query_one("#permission-details", VerticalScroll).styles.max_height = rows
-        context = diff_context(self.request, rows)  # the changes in sight before the context
-        if context != self._diff_context:
-            self._diff_context = context
-            self.query_one("#permission-body", Static).update(request_details(self.request, context))
+        if rows != self._fitted_rows:  # the changes in sight before the context lines
+            self._fitted_rows = rows
+            context = diff_context(self.request, rows)
+            if context != self._diff_context:
+                self._diff_context = context
+                self.query_one("#permission-body", Static).update(request_details(self.request, context))
         if body is not None:
             self.call_after_refresh(self._make_room, body)
 
