@@ -185,3 +185,55 @@ async def test_a_diff_longer_than_the_dialog_scrolls_with_the_arrows(edited: Pat
         await pilot.press("escape")
         await wait_for(pilot, lambda: not app.busy, what="the end of the turn")
     assert (edited / "values.py").read_text(encoding="utf-8") == LINES
+
+
+async def test_a_change_longer_than_the_dialog_keeps_every_changed_line_in_sight(
+    edited: Path, llm: FakeLLM
+) -> None:
+    """Four lines replaced: the hunk with three context lines each side (14 rows) is more
+    than the dialog's 9 rows at 120×35; the context shrinks (one line each side) before a
+    changed line is hidden behind the scroll."""
+    old = "".join(f"value_{n} = {n}\n" for n in range(24, 28))
+    new = "".join(f"value_{n} = {n}00\n" for n in range(24, 28))
+    llm.script(
+        Reply(calls=[Call("Edit", {"file_path": "values.py", "old_string": old, "new_string": new})]),
+        Reply(text="Changed four lines."),
+    )
+    app = make_app(edited)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await submit(pilot, app, "change values 24 to 27")
+        screen = await permission_dialog(pilot, app)
+
+        def shown() -> list[str]:  # the rows of the diff in sight (not scrolled)
+            details = screen.query_one("#permission-details").region
+            return [line.rstrip("▁▂▃▄▅▆▇█ ") for line in screen_lines(app)[details.y : details.bottom]]
+
+        changes = [(n, "-", f"value_{n} = {n}") for n in range(24, 28)]
+        changes += [(n, "+", f"value_{n} = {n}00") for n in range(24, 28)]
+        await wait_for(pilot, lambda: all(numbered(shown(), *row) for row in changes), what="every change")
+        assert numbered(shown(), 23, " ", "value_23 = 23"), shown()  # a line of context before
+        assert not numbered(shown(), 21, " ", "value_21 = 21"), shown()  # not three
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not app.busy, what="the end of the turn")
+    assert "value_27 = 2700" in (edited / "values.py").read_text(encoding="utf-8")
+
+
+def test_fewer_context_lines_mark_the_gap_they_leave() -> None:
+    from etcode.tools.diff import unified_diff
+    from etcode.ui.tui.diff_view import diff_rows, rows_text
+
+    new = LINES.replace("value_20 = 20\n", "value_20 = 0\n").replace("value_26 = 26\n", "value_26 = 0\n")
+    diff = unified_diff("values.py", LINES, new)  # one hunk: the changes are 6 lines apart
+    assert rows_text(diff_rows(diff, 1)).splitlines() == [
+        "19   value_19 = 19",
+        "20 - value_20 = 20",
+        "20 + value_20 = 0",
+        "21   value_21 = 21",
+        "   ⋮",
+        "25   value_25 = 25",
+        "26 - value_26 = 26",
+        "26 + value_26 = 0",
+        "27   value_27 = 27",
+    ]
+    assert len(diff_rows(diff)) == 15  # the hunk's own context: three lines each side, all between

@@ -190,6 +190,10 @@ class EtcodeApp(App[int]):
         self._quit_on_hangup()
         self._watch_lexers()
         self.collector.start()
+        if self.is_inline and self._driver is not None:  # a resize keeps the scrollback clean
+            from etcode.ui.tui.inline_frame import clear_from_frame_top
+
+            clear_from_frame_top(self._driver)
 
     def _replay_typeahead(self) -> None:
         """What was typed before the input was up goes to it, in order: the text read from

@@ -19,7 +19,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from etcode.tools.diff import diff_hunks
+from etcode.tools.diff import DiffLine, diff_hunks
 
 __all__ = ["DiffRow", "diff_rows", "numbered_diff", "rows_text"]
 
@@ -27,14 +27,32 @@ __all__ = ["DiffRow", "diff_rows", "numbered_diff", "rows_text"]
 DiffRow = tuple[str, str, str]
 
 
-def diff_rows(diff: str) -> list[DiffRow]:
-    """Every row of the numbered view of ``diff`` (empty when it has no hunk)."""
+def diff_rows(diff: str, context: int | None = None) -> list[DiffRow]:
+    """Every row of the numbered view of ``diff`` (empty when it has no hunk); with
+    ``context``, only that many unchanged lines around each change (a gap is a ``⋮``)."""
     rows: list[DiffRow] = []
-    for index, hunk in enumerate(diff_hunks(diff)):
-        if index:
-            rows.append(("", "⋮", ""))
-        rows.extend((str(line.number), line.kind, line.text) for line in hunk.lines)
+    for hunk in diff_hunks(diff):
+        kept = _near_changes(hunk.lines, context)
+        for position, i in enumerate(kept):
+            if rows and (position == 0 or i != kept[position - 1] + 1):  # a hunk apart, or a gap
+                rows.append(("", "⋮", ""))
+            line = hunk.lines[i]
+            rows.append((str(line.number), line.kind, line.text))
     return rows
+
+
+def _near_changes(lines: list[DiffLine], context: int | None) -> list[int]:
+    """Indexes of ``lines`` within ``context`` lines of a change (all with None or no
+    change); one pass each way, so a long diff costs no more than its length."""
+    if context is None or all(line.kind == " " for line in lines):
+        return list(range(len(lines)))
+    near = [False] * len(lines)
+    for order in (range(len(lines)), range(len(lines) - 1, -1, -1)):
+        distance = context + 1
+        for i in order:
+            distance = 0 if lines[i].kind != " " else distance + 1
+            near[i] = near[i] or distance <= context
+    return [i for i, keep in enumerate(near) if keep]
 
 
 def rows_text(rows: list[DiffRow]) -> str:
@@ -43,10 +61,12 @@ def rows_text(rows: list[DiffRow]) -> str:
     return "\n".join(f"{number:>{width}} {sign} {text}".rstrip() for number, sign, text in rows)
 
 
-def numbered_diff(diff: str, limit: int | None = None, hint: str = "") -> RenderableType | None:
+def numbered_diff(
+    diff: str, limit: int | None = None, hint: str = "", context: int | None = None
+) -> RenderableType | None:
     """The numbered view of ``diff``: at most ``limit`` rows, then ``… N more lines`` and
-    ``hint``; None when the diff has no hunk."""
-    rows = diff_rows(diff)
+    ``hint``; None when the diff has no hunk. ``context``: see :func:`diff_rows`."""
+    rows = diff_rows(diff, context)
     if not rows:
         return None
     rest = 0

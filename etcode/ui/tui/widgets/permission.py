@@ -23,7 +23,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Input, Static
 
 from etcode.permission.service import Decision, PermissionRequest
-from etcode.ui.tui.diff_view import numbered_diff
+from etcode.ui.tui.diff_view import diff_rows, numbered_diff
 from etcode.ui.tui.theme import code_theme
 from etcode.ui.tui.widgets.guard import GuardedModal, pass_on
 from etcode.util.json_types import JsonObject
@@ -47,12 +47,25 @@ def request_title(request: PermissionRequest) -> str:
     return f"{tool} wants permission: {request.permission} {', '.join(request.patterns)}"
 
 
-def request_details(request: PermissionRequest) -> RenderableType:
-    """What is about to happen: a diff, a command, or the remaining metadata."""
+def diff_context(request: PermissionRequest, rows: int) -> int | None:
+    """The unchanged lines kept around each change of an edit's diff so that it fits in
+    ``rows`` (all of the hunk's when it fits; never fewer than one, then it scrolls)."""
+    diff = request.metadata.get("diff")
+    if not isinstance(diff, str):
+        return None
+    for context in (None, 2):
+        if len(diff_rows(diff, context)) <= rows:
+            return context
+    return 1
+
+
+def request_details(request: PermissionRequest, context: int | None = None) -> RenderableType:
+    """What is about to happen: a diff (``context``: see :func:`diff_context`), a command,
+    or the remaining metadata."""
     meta = request.metadata
     diff = meta.get("diff")
     if isinstance(diff, str) and diff.strip():
-        numbered = numbered_diff(diff, MAX_DIFF_ROWS)
+        numbered = numbered_diff(diff, MAX_DIFF_ROWS, context=context)
         if numbered is not None:
             return numbered
         return Syntax(diff, "diff", theme=code_theme(), word_wrap=True, background_color="default")
@@ -121,13 +134,15 @@ class PermissionScreen(GuardedModal[Decision]):
         super().__init__(arm_delay=arm_delay, clock=clock, classes="permission-screen")
         self.request = request
         self._shrunk: Widget | None = None  # the transcript made shorter for the dialog
+        self._diff_context: int | None = None  # the diff's context lines shown (None: the hunk's)
+        self._fitted_rows = 0  # the detail rows the context was chosen for
 
     def compose(self) -> ComposeResult:
         always = ", ".join(self.request.always) or "this"
         with Vertical(id="permission-dialog"):
             yield Static(Text(request_title(self.request), style="bold"), id="permission-title")
             with VerticalScroll(id="permission-details", can_focus=False):
-                yield Static(request_details(self.request), markup=False)
+                yield Static(request_details(self.request), markup=False, id="permission-body")
             with Horizontal(id="permission-buttons"):
                 yield Button("1 Allow once", id="allow-once", variant="primary", disabled=True, compact=True)
                 yield Button(
@@ -162,6 +177,12 @@ class PermissionScreen(GuardedModal[Decision]):
         chrome = DIALOG_CHROME + (1 if self.query_one("#reject-reason", Input).display else 0)
         rows = max(MIN_DETAIL_ROWS, int(height * MAX_SHARE) - chrome)
         self.query_one("#permission-details", VerticalScroll).styles.max_height = rows
+        if rows != self._fitted_rows:  # the changes in sight before the context lines
+            self._fitted_rows = rows
+            context = diff_context(self.request, rows)
+            if context != self._diff_context:
+                self._diff_context = context
+                self.query_one("#permission-body", Static).update(request_details(self.request, context))
         if body is not None:
             self.call_after_refresh(self._make_room, body)
 
