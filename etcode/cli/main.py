@@ -66,10 +66,15 @@ def _run_command(argv: list[str]) -> None:
     defer_httpx_cli()
     skip_trio()
 
-    from etcode.ui.tui.early_input import hold_for_chat
+    import contextlib
 
+    hold: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if not argv or argv[0].startswith("-"):  # a subcommand is never the chat: no etcode.ui
+        from etcode.ui.tui.early_input import hold_for_chat
+
+        hold = hold_for_chat(argv)  # the chat: what is typed while it starts is kept (Enter too)
     try:
-        with hold_for_chat(argv):  # the chat: what is typed while it starts is kept (Enter too)
+        with hold:
             _dispatch(argv)
     except KeyboardInterrupt:
         sys.stderr.write("\ninterrupted\n")
