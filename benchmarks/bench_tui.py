@@ -186,6 +186,48 @@ async def bench_streaming(root: Path, seconds: float = 6.0) -> dict[str, float]:
     return figures
 
 
+# ---- a big table streamed in small chunks -------------------------------------------
+
+
+async def bench_big_table(root: Path, rows: int = 400) -> dict[str, float]:
+    """A ``rows``-row Markdown table streamed in 3-character chunks 1 ms apart: seconds
+    until the turn ends (all rows drawn) and the key latency meanwhile."""
+    body = "".join(f"| {i} | item {i} | {i * 7} |\n" for i in range(rows))
+    text = "Table:\n\n| # | name | value |\n|---|------|-------|\n" + body + "\nDone.\n"
+    changed: list[float] = []
+
+    def hook(message: Any) -> None:
+        if isinstance(message, TextArea.Changed):
+            changed.append(time.perf_counter())
+
+    with ServerProcess([{"text": text, "chunk_size": 3, "delay": 0.001}]) as llm:
+        project = make_project(root, llm)
+        app = EtcodeApp(TuiOptions(directory=project), history=PromptHistory())
+        async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+            await wait_until(lambda: app.host is not None)
+            await pilot.pause(0.5)
+            started = time.perf_counter()
+            await app.start_turn("table", "table")
+            await wait_until(lambda: list(app.conversation.query(AssistantMessage)))
+            latencies = await _key_latencies(app, changed, lambda: app.busy, 600)
+            await wait_until(lambda: not app.busy, timeout=600)
+            elapsed = time.perf_counter() - started
+    figures = {
+        "rows": float(rows),
+        "seconds": elapsed,
+        "keys": float(len(latencies)),
+        "p50_ms": statistics.median(latencies),
+        "p95_ms": _percentile(latencies, 0.95),
+        "max_ms": max(latencies),
+    }
+    print(
+        f"big table  {rows} rows in 3-character chunks: turn ended after {elapsed:.1f} s; "
+        f"{len(latencies)} keys: p50 {figures['p50_ms']:.1f} ms, p95 {figures['p95_ms']:.1f} ms, "
+        f"max {figures['max_ms']:.1f} ms"
+    )
+    return figures
+
+
 # ---- background processes (issue 29) ----------------------------------------------------
 
 BACKGROUND = 8
@@ -466,6 +508,7 @@ async def bench_long_session(messages: int = 500, max_widgets: int | None = None
 async def main_async(root: Path) -> None:
     await bench_streaming(root)
     await bench_idle_in_process(root)
+    await bench_big_table(root / "table")
     await bench_long_session()
 
 
@@ -475,6 +518,9 @@ def main() -> None:
         os.environ.setdefault("HOME", str(root / "home"))
         if sys.argv[1:] == ["background"]:
             asyncio.run(bench_background_keys(root))
+            return
+        if sys.argv[1:2] == ["table"]:  # table [ROWS]
+            asyncio.run(bench_big_table(root, *(int(n) for n in sys.argv[2:3])))
             return
         asyncio.run(main_async(root))
         asyncio.run(bench_background_keys(root / "background"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -21,7 +22,7 @@ from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
-from textual.widgets.markdown import MarkdownBlock, MarkdownFence, MarkdownStream
+from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 from textual.worker import Worker
 
 from etcode.ui.tui.cells import narrow_emoji
@@ -78,10 +79,15 @@ class ChatTable(MarkdownBlock):
     row, and the same cell widths (:func:`narrow_emoji`) whether streaming or finished.
 
     Rich takes milliseconds per row, so while the table streams it is drawn again in a
-    worker thread (the rows shown so far stay meanwhile; only the newest text is drawn)."""
+    worker thread (the rows shown so far stay meanwhile; only the newest text is drawn),
+    and after each drawing the next waits four times as long as that one took: the thread
+    holds the GIL, and drawing a big table without a pause starved the UI thread (a
+    400-row table streamed in small chunks took minutes). :meth:`drawn` skips the pause."""
 
     _source = ""  # the newest Markdown of the table
     _drawing: Worker[None] | None = None
+    _hurry: asyncio.Event | None = None  # set: draw the newest text now (the answer ended)
+    PAUSE_FACTOR = 4
 
     def compose(self) -> ComposeResult:
         self._source = table_source(self)
@@ -99,18 +105,27 @@ class ChatTable(MarkdownBlock):
             self._drawing = self.run_worker(self._draw(), group="table", exit_on_error=False)
 
     async def _draw(self) -> None:
-        """Draw the newest source off the UI thread, then show it."""
+        """Draw the newest source off the UI thread and show it; again, after a pause,
+        while the source grew meanwhile."""
+        if self._hurry is None:
+            self._hurry = asyncio.Event()
         while True:
             source = self._source
+            start = time.monotonic()
             lines = _TableLines(source)
             await lines.prerender(self.app.console, render_options(self._markdown))
+            self.update(lines)
             if source == self._source:
-                self.update(lines)
                 return
+            pause = self.PAUSE_FACTOR * (time.monotonic() - start)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._hurry.wait(), pause)
 
     async def drawn(self) -> None:
-        """Wait until the newest text is shown."""
+        """Wait until the newest text is shown (drawn without a pause)."""
         if self._drawing is not None:
+            if self._hurry is not None:
+                self._hurry.set()
             await self._drawing.wait()
 
 
@@ -153,9 +168,12 @@ CODE_BLOCKS: dict[str, type[MarkdownBlock]] = {
 
 
 class AssistantMessage(Markdown):
-    """Assistant text rendered as Markdown while it streams, fed through a
-    :class:`MarkdownStream` in batches (at most one feed per ``FEED_INTERVAL``: each feed
-    costs a parse, a layout and a repaint, so a fast stream never starves key handling).
+    """Assistant text rendered as Markdown while it streams, appended in batches (at most
+    one feed per ``FEED_INTERVAL``: each feed costs a parse, a layout and a repaint, so a
+    fast stream never starves key handling).
+    A feed's cost grows with its last block (a streaming table is parsed whole each time),
+    so after a slow feed the next waits twice as long as it took: the UI thread stays
+    free two thirds of the time and chunks arriving meanwhile are shown together.
 
     With a ``spill`` callback the widget stays small: when it would hold more than
     ``max_blocks`` top-level blocks, all but the last ``keep_blocks`` are handed to
@@ -176,12 +194,11 @@ class AssistantMessage(Markdown):
     ) -> None:
         markdown = narrow_emoji(markdown)
         super().__init__(markdown, classes="assistant-message")
-        self._stream: MarkdownStream | None = None
         self._pending: list[str] = []
         self._fed = markdown
         self._feed_timer: Timer | None = None
         self._feeding = asyncio.Lock()
-        self._last_feed = 0.0
+        self._next_feed = 0.0  # monotonic time before which writes wait for the timer
         self.spill = spill
         self.max_blocks = max_blocks
         self.keep_blocks = keep_blocks
@@ -206,10 +223,11 @@ class AssistantMessage(Markdown):
         if not fragment:
             return
         self._pending.append(fragment)
-        if time.monotonic() - self._last_feed >= self.FEED_INTERVAL:
+        wait = self._next_feed - time.monotonic()
+        if wait <= 0:
             await self._feed()
         elif self._feed_timer is None:
-            self._feed_timer = self.set_timer(self.FEED_INTERVAL, self._feed)
+            self._feed_timer = self.set_timer(wait, self._feed)
 
     async def _feed(self) -> None:
         """Show the pending text. One feed at a time (the timer's and a write's may
@@ -222,13 +240,18 @@ class AssistantMessage(Markdown):
                 return
             new = "".join(self._pending)
             self._pending.clear()
-            self._last_feed = time.monotonic()
-            if self.spill is not None and await self._spill_head(self._fed + new):
-                return
-            self._fed += new
-            if self._stream is None:
-                self._stream = Markdown.get_stream(self)
-            await self._stream.write(new)
+            start = time.monotonic()
+            try:
+                await self._show(new)
+            finally:
+                end = time.monotonic()
+                self._next_feed = max(start + self.FEED_INTERVAL, end + 2 * (end - start))
+
+    async def _show(self, new: str) -> None:
+        if self.spill is not None and await self._spill_head(self._fed + new):
+            return
+        self._fed += new
+        await self.append(new)  # awaited here, not queued on a MarkdownStream: its cost paces the next feed
 
     async def _spill_head(self, text: str) -> bool:
         """Hand all but the last blocks of ``text`` to ``spill``; False if it is short."""
@@ -238,22 +261,15 @@ class AssistantMessage(Markdown):
         lines = text.splitlines(keepends=True)
         cut = starts[-self.keep_blocks]
         head, tail = "".join(lines[:cut]), "".join(lines[cut:])
-        await self._stop_stream()
         assert self.spill is not None
         await self.spill(head, self)
         self._fed = tail
         await self.update(tail)
         return True
 
-    async def _stop_stream(self) -> None:
-        if self._stream is not None:
-            stream, self._stream = self._stream, None
-            await stream.stop()
-
     async def finish(self) -> None:
-        """Show what is pending and stop the stream (its tables drawn)."""
+        """Show what is pending (its tables drawn)."""
         await self._feed()
-        await self._stop_stream()
         for table in self.query(ChatTable):
             await table.drawn()
 
