@@ -239,6 +239,8 @@ def test_the_lean_schema_import_leaves_pydantic_as_it_was() -> None:
 WARM_UP = """
 import json, sys
 from etcode.acp import startup
+if sys.argv[1:] == ["session-opened"]:
+    startup.stop_warming()
 sdk = startup.SdkImport()
 sdk.wait()
 assert sdk.warmed(timeout=120), "the warm-up did not end"
@@ -261,3 +263,15 @@ def test_after_the_sdk_the_thread_loads_what_session_new_needs(tmp_path: Path) -
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"missing": [], "unbuilt": []}
     for name in startup.SESSION_MODULES:  # each is a real module here too
         __import__(name)
+
+
+def test_a_session_being_opened_stops_the_warm_up(tmp_path: Path) -> None:
+    """Once ``session/new`` runs, the thread stops warming (the session imports what it
+    needs itself, without a thread competing for the interpreter)."""
+    done = subprocess.run(
+        [sys.executable, "-c", WARM_UP, "session-opened"],
+        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    left = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "etcode.api" in left["missing"] and left["unbuilt"] == list(startup.SESSION_MODELS)

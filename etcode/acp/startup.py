@@ -167,6 +167,15 @@ def answer_initialize(stdin_fd: int, stdout_fd: int) -> Start:
     return Start(data[len(line) + 1 :], params)
 
 
+_stop_warming = threading.Event()
+
+
+def stop_warming() -> None:
+    """A session is being opened: the warm-up stops at its next step, and the session imports
+    the rest itself, without a thread competing for the interpreter."""
+    _stop_warming.set()
+
+
 class SdkImport:
     """The SDK and the server, imported in a daemon thread started at construction; then,
     the SDK ready, what ``session/new`` will import (:data:`SESSION_MODULES`)."""
@@ -190,11 +199,13 @@ class SdkImport:
         finally:
             self._ready.set()
         for name in self._warm:  # the main thread serves meanwhile; imports are thread-safe
+            if _stop_warming.is_set():
+                return
             try:
                 importlib.import_module(name)
             except Exception:  # noqa: S112 - session/new imports it again and reports
                 continue
-        if self._warm:
+        if self._warm and not _stop_warming.is_set():
             _warm_calls()
 
     def wait(self) -> None:
@@ -218,6 +229,8 @@ def _warm_calls() -> None:
         load_transforms()
     schema = sys.modules.get("acp.schema")
     for name in SESSION_MODELS:
+        if _stop_warming.is_set():
+            return
         model = getattr(schema, name, None)
         if model is not None and not getattr(model, "__pydantic_complete__", True):
             with contextlib.suppress(Exception):
