@@ -233,3 +233,45 @@ def test_the_lean_schema_import_leaves_pydantic_as_it_was() -> None:
     with pytest.raises(pydantic.ValidationError):
         Made.model_validate({"x": "one"})
     assert Made.model_fields["x"].description is None and After.model_fields["y"].description == "A y."
+
+
+#: In a fresh interpreter: the SDK thread, then its warm-up, as ``etcode acp`` starts them.
+WARM_UP = """
+import json, sys
+from etcode.acp import startup
+if sys.argv[1:] == ["session-opened"]:
+    startup.stop_warming()
+sdk = startup.SdkImport()
+sdk.wait()
+assert sdk.warmed(timeout=120), "the warm-up did not end"
+schema = sys.modules["acp.schema"]
+print(json.dumps({
+    "missing": [name for name in startup.SESSION_MODULES if name not in sys.modules],
+    "unbuilt": [name for name in startup.SESSION_MODELS if not getattr(schema, name).__pydantic_complete__],
+}))
+"""
+
+
+def test_after_the_sdk_the_thread_loads_what_session_new_needs(tmp_path: Path) -> None:
+    """An editor that sends ``session/new`` a moment after ``initialize`` finds the session's
+    modules imported and its schema classes built (a renamed module would fail here, not
+    silently slow the start)."""
+    done = subprocess.run(
+        [sys.executable, "-c", WARM_UP], capture_output=True, text=True, timeout=180, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"missing": [], "unbuilt": []}
+    for name in startup.SESSION_MODULES:  # each is a real module here too
+        __import__(name)
+
+
+def test_a_session_being_opened_stops_the_warm_up(tmp_path: Path) -> None:
+    """Once ``session/new`` runs, the thread stops warming (the session imports what it
+    needs itself, without a thread competing for the interpreter)."""
+    done = subprocess.run(
+        [sys.executable, "-c", WARM_UP, "session-opened"],
+        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    left = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "etcode.api" in left["missing"] and left["unbuilt"] == list(startup.SESSION_MODELS)

@@ -47,6 +47,7 @@ from etcode.acp.live import LiveCalls
 from etcode.acp.mcp_servers import McpServer
 from etcode.acp.permission import AcpAsker
 from etcode.acp.prompt_text import PromptBlock, prompt_parts
+from etcode.acp.startup import stop_warming
 from etcode.acp.trust import PendingTrust
 from etcode.contract import events as ev
 from etcode.util.errors import EtcodeError
@@ -191,6 +192,7 @@ class EtcodeAcpAgent:
     async def new_session(
         self, cwd: str, mcp_servers: list[McpServer] | None = None, **kwargs: object
     ) -> NewSessionResponse:
+        stop_warming()  # the start's warm-up thread: this session imports the rest itself
         handle = await self._open(cwd, mcp_servers, None)
         # After the response: the library queues the response (one FIFO of messages) in the
         # step this method returns in, before this task's first step runs.
@@ -203,6 +205,7 @@ class EtcodeAcpAgent:
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[McpServer] | None = None, **kwargs: object
     ) -> LoadSessionResponse:
+        stop_warming()
         if session_id in self.sessions:
             await self._close(self.sessions.pop(session_id))
         from etcode.session.session_rows import AmbiguousSessionError

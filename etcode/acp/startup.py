@@ -7,7 +7,9 @@ plain ``initialize`` request, writes the answer from :func:`initialize_result`: 
 model. Everything read is handed to the SDK's connection afterwards (``main.serve``), which
 validates the ``initialize`` params as before (the agent learns the client's capabilities
 from them) and serves every other message. A first line that is anything else (not JSON, not
-``initialize``, odd params) is left for the SDK to answer, exactly as before.
+``initialize``, odd params) is left for the SDK to answer, exactly as before. The SDK loaded,
+the thread goes on importing what ``session/new`` needs (:data:`SESSION_MODULES`), while the
+main thread serves: an editor that sends ``session/new`` a moment later finds it ready.
 
 Nothing here imports the SDK or pydantic: ``tests/test_acp_startup.py`` holds that, and holds
 the answer to the server's own ``InitializeResponse``.
@@ -33,6 +35,35 @@ PROTOCOL_VERSION = 1
 FIRST_LINE_LIMIT = 1024 * 1024
 #: What the thread imports: the server pulls in the SDK, ``main`` its connection.
 SDK_MODULES = ("etcode.acp.server", "etcode.acp.main")
+#: What ``session/new`` imports (config, trust, the agent, its session store, the runtime,
+#: the providers and httpx, the custom commands): the thread imports them after the SDK, so
+#: an editor that sends ``session/new`` a moment after ``initialize`` finds them loaded. A
+#: name that fails to import here is left for ``session/new`` to report.
+SESSION_MODULES = (
+    "etcode.config.loader",
+    "etcode.trust.project",
+    "etcode.ui.tui.controller",
+    "etcode.api",
+    "etcode.session.store",
+    "etcode.wiring.runs",
+    "etcode.wiring.runtime",
+    "etcode.wiring.agent_session",
+    "etcode.provider.factory",
+    "etcode.provider.openai",
+    "httpcore",
+    "etcode.acp.commands",
+    "etcode.acp.config_options",
+)
+#: The SDK's schema classes ``session/new`` validates or answers with (each builds its
+#: validator on first use): built by the warm-up too.
+SESSION_MODELS = (
+    "NewSessionRequest",
+    "NewSessionResponse",
+    "SessionModeState",
+    "SessionMode",
+    "SessionConfigOptionSelect",
+    "SessionConfigSelectOption",
+)
 
 
 def protect_stdout() -> int:
@@ -136,11 +167,23 @@ def answer_initialize(stdin_fd: int, stdout_fd: int) -> Start:
     return Start(data[len(line) + 1 :], params)
 
 
-class SdkImport:
-    """The SDK and the server, imported in a daemon thread started at construction."""
+_stop_warming = threading.Event()
 
-    def __init__(self) -> None:
+
+def stop_warming() -> None:
+    """A session is being opened: the warm-up stops at its next step, and the session imports
+    the rest itself, without a thread competing for the interpreter."""
+    _stop_warming.set()
+
+
+class SdkImport:
+    """The SDK and the server, imported in a daemon thread started at construction; then,
+    the SDK ready, what ``session/new`` will import (:data:`SESSION_MODULES`)."""
+
+    def __init__(self, warm: tuple[str, ...] = SESSION_MODULES) -> None:
         self._error: BaseException | None = None
+        self._warm = warm
+        self._ready = threading.Event()
         self._thread = threading.Thread(target=self._load, name="etcode-acp-import", daemon=True)
         self._thread.start()
 
@@ -152,12 +195,46 @@ class SdkImport:
                 importlib.import_module(name)
         except BaseException as err:  # re-raised in the main thread by wait()
             self._error = err
+            return
+        finally:
+            self._ready.set()
+        for name in self._warm:  # the main thread serves meanwhile; imports are thread-safe
+            if _stop_warming.is_set():
+                return
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: S112 - session/new imports it again and reports
+                continue
+        if self._warm and not _stop_warming.is_set():
+            _warm_calls()
 
     def wait(self) -> None:
-        """Block until the import ends; raises what it raised."""
-        self._thread.join()
+        """Block until the SDK is imported (not the warm-up after it); raises what it raised."""
+        self._ready.wait()
         if self._error is not None:
             raise self._error
+
+    def warmed(self, timeout: float | None = None) -> bool:
+        """Wait for the warm-up too (tests); False when ``timeout`` passed first."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+def _warm_calls() -> None:
+    """The installed plugins' prompt hooks (a cached scan of every package's entry points) and
+    the validators of :data:`SESSION_MODELS`; a failure is left for ``session/new``."""
+    with contextlib.suppress(Exception):
+        from etcode.prompt.hooks import load_transforms
+
+        load_transforms()
+    schema = sys.modules.get("acp.schema")
+    for name in SESSION_MODELS:
+        if _stop_warming.is_set():
+            return
+        model = getattr(schema, name, None)
+        if model is not None and not getattr(model, "__pydantic_complete__", True):
+            with contextlib.suppress(Exception):
+                model.model_rebuild()
 
 
 @contextlib.contextmanager
