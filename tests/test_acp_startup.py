@@ -16,7 +16,7 @@ import pytest
 
 from etcode.acp import startup
 from etcode.acp.server import EtcodeAcpAgent
-from etcode.cli.acp import FLAG_OPTIONS, VALUE_OPTIONS, AcpFlags, parse_acp_args
+from etcode.cli.acp import ACP_OPTIONS, AcpFlags, parse_acp_args
 from tests.acp_support import agent_env
 from tests.cli_helpers import write_config
 from tests.fake_llm import FakeLLM
@@ -197,8 +197,9 @@ def test_the_quick_reading_of_the_flags_is_typers() -> None:
     command = typer.main.get_command(build_app())
     acp_command = command.commands["acp"]  # type: ignore[attr-defined]
     typer_names = {opt: param.name for param in acp_command.params for opt in param.opts}
-    for name, field in {**VALUE_OPTIONS, **FLAG_OPTIONS}.items():
-        assert typer_names[name] == field
+    for option in ACP_OPTIONS:
+        for name in option.names:
+            assert typer_names[name] == option.field
     assert parse_acp_args([]) == AcpFlags()
     assert parse_acp_args(
         ["-m", "a/b", "--agent=plan", "--sandbox", "off", "--trust", "--debug"]

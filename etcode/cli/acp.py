@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from etcode.cli.quick_args import CliOption, read_options
 from etcode.util.errors import EtcodeError
 
 
@@ -59,9 +60,14 @@ def acp_command(
     return run_to_end(serve(options, sys.stdin.fileno(), stdout_fd, start))
 
 
-#: ``etcode acp``'s options (app.py holds their help): those taking a value, and the flags.
-VALUE_OPTIONS = {"--model": "model", "-m": "model", "--agent": "agent", "-a": "agent", "--sandbox": "sandbox"}
-FLAG_OPTIONS = {"--trust": "trust", "--debug": "debug"}
+#: ``etcode acp``'s options (app.py holds their help).
+ACP_OPTIONS: tuple[CliOption, ...] = (
+    CliOption(("--model", "-m"), "model", "str"),
+    CliOption(("--agent", "-a"), "agent", "str"),
+    CliOption(("--sandbox",), "sandbox", "str"),
+    CliOption(("--trust",), "trust", "flag"),
+    CliOption(("--debug",), "debug", "flag"),
+)
 
 
 @dataclass
@@ -80,19 +86,7 @@ def parse_acp_args(args: list[str]) -> AcpFlags | None:
     the flags); None for anything else (help, an unknown option, a missing value), which
     Typer then parses and answers as before."""
     flags = AcpFlags()
-    rest = list(args)
-    while rest:
-        arg = rest.pop(0)
-        name, eq, value = arg.partition("=")
-        if eq and name.startswith("--") and name in VALUE_OPTIONS:
-            setattr(flags, VALUE_OPTIONS[name], value)
-        elif arg in VALUE_OPTIONS and rest and not rest[0].startswith("-"):
-            setattr(flags, VALUE_OPTIONS[arg], rest.pop(0))
-        elif arg in FLAG_OPTIONS:
-            setattr(flags, FLAG_OPTIONS[arg], True)
-        else:
-            return None
-    return flags
+    return flags if read_options(args, ACP_OPTIONS, flags) == [] else None
 
 
 @contextlib.contextmanager

@@ -2,10 +2,9 @@
 
 Typer builds a pydantic validator for every parameter of the command line it parses (two
 dozen for ``etcode run``): a scripted ``etcode run "task"`` paid more for that than for
-anything else it imports. :func:`parse_run_args` reads the plain forms (``--model X``,
-``--model=X``, ``-m X``, flags, the task words, ``--``) and answers ``None`` for anything
-else — help, an unknown or misspelt option, a missing or odd value — so Typer parses that
-argv and says what is wrong, exactly as before. The command's definition in ``app.py`` stays
+anything else it imports. :func:`parse_run_args` reads the plain forms with
+:func:`etcode.cli.quick_args.read_options` and answers ``None`` for anything else, so Typer
+parses that argv and says what is wrong, exactly as before. The command's definition in ``app.py`` stays
 the one source of its help; ``tests/test_run_args.py`` holds the two to the same reading
 (every option here is one of Typer's with the same name and kind, and both parse generated
 command lines to the same :class:`RunOptions`).
@@ -13,24 +12,10 @@ command lines to the same :class:`RunOptions`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
+from etcode.cli.quick_args import CliOption, read_options
 from etcode.cli.run import RunOptions
 
-ValueKind = Literal["str", "positive_int", "flag", "list"]
-
-
-@dataclass(frozen=True)
-class RunOption:
-    """One option of ``etcode run``: its names, the :class:`RunOptions` field it sets, and
-    what it takes (a string, an integer of at least 1, nothing: a flag, or a string each
-    time it is given: a list)."""
-
-    names: tuple[str, ...]
-    field: str
-    kind: ValueKind
-
+RunOption = CliOption  # one option of ``etcode run``
 
 RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption(("--model", "-m"), "model", "str"),
@@ -47,8 +32,6 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption(("--image",), "images", "list"),
 )
 
-_BY_NAME = {name: option for option in RUN_OPTIONS for name in option.names}
-
 
 def parse_run_args(argv: list[str]) -> RunOptions | None:
     """The options of ``etcode run ARGS...`` (``argv`` starts with ``"run"``), or ``None``
@@ -56,42 +39,9 @@ def parse_run_args(argv: list[str]) -> RunOptions | None:
     if not argv or argv[0] != "run":
         return None
     options = RunOptions(message="")
-    words: list[str] = []
-    rest = iter(argv[1:])
-    for token in rest:
-        if token == "--":
-            words.extend(rest)
-            break
-        if not token.startswith("-") or token == "-":
-            words.append(token)
-            continue
-        name, has_value, attached = token.partition("=")
-        option = _BY_NAME.get(name)
-        if option is None or (has_value and (option.kind == "flag" or not name.startswith("--"))):
-            return None  # unknown, ``-m=x`` or ``--yes=1``: Typer's reading and its message
-        if option.kind == "flag":
-            setattr(options, option.field, True)
-            continue
-        raw = attached if has_value else next(rest, None)
-        value = _value(option, raw)
-        if value is None:
-            return None
-        if option.kind == "list":
-            getattr(options, option.field).append(value)
-        else:
-            setattr(options, option.field, value)
+    words = read_options(argv[1:], RUN_OPTIONS, options)
+    if words is None:
+        return None
     options.message = " ".join(words)
     options.words = words
     return options
-
-
-def _value(option: RunOption, raw: str | None) -> str | int | None:
-    """``raw`` as ``option`` takes it, or ``None`` when only Typer can say (missing, looks
-    like an option, not a whole number of at least 1)."""
-    if raw is None or raw.startswith("-"):
-        return None
-    if option.kind == "positive_int":
-        if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
-            return None
-        return int(raw)
-    return raw
